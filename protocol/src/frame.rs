@@ -1,0 +1,177 @@
+//! Sample frames: how raw samples travel from an agent to the page.
+//!
+//! A frame is one WebSocket binary message: a 24-byte little-endian header
+//! followed by `count` packed little-endian `u64` values.
+//!
+//! | offset | size | field                                   |
+//! |--------|------|-----------------------------------------|
+//! | 0      | 4    | magic `MPSF`                            |
+//! | 4      | 1    | version (1)                             |
+//! | 5      | 1    | sample kind ([`SampleKind`])            |
+//! | 6      | 2    | stream index                            |
+//! | 8      | 4    | test id                                 |
+//! | 12     | 4    | step index                              |
+//! | 16     | 4    | sequence number of the first value      |
+//! | 20     | 4    | count of values                         |
+//! | 24     | 8*n  | values (u64 LE)                         |
+
+use thiserror::Error;
+
+/// The four bytes every sample frame starts with.
+pub const MAGIC: [u8; 4] = *b"MPSF";
+/// Frame format version.
+pub const FRAME_VERSION: u8 = 1;
+/// Header length in bytes.
+pub const HEADER_LEN: usize = 24;
+
+/// What the values of a frame are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum SampleKind {
+    /// Bytes moved per interval (the interval is in the test's `interval_ms`), per stream.
+    IntervalBytes = 1,
+    /// Round-trip times in nanoseconds, one per transaction.
+    RttNs = 2,
+    /// Sizes in bytes of individual reads.
+    ReadBytes = 3,
+    /// Sender's send times in ns since the test start.
+    SendTimeNs = 4,
+    /// Receiver's arrival times in ns since the test start.
+    ArrivalNs = 5,
+    /// Receiver's sequence numbers, parallel to `ArrivalNs`.
+    Sequence = 6,
+    /// TCP_INFO smoothed RTT in microseconds, one per interval.
+    TcpRttUs = 7,
+    /// TCP_INFO congestion window (segments), one per interval.
+    TcpCwnd = 8,
+    /// TCP_INFO total retransmits, one per interval.
+    TcpRetrans = 9,
+}
+
+impl SampleKind {
+    /// Maps the header byte back to a kind.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        use SampleKind::*;
+        Some(match v {
+            1 => IntervalBytes,
+            2 => RttNs,
+            3 => ReadBytes,
+            4 => SendTimeNs,
+            5 => ArrivalNs,
+            6 => Sequence,
+            7 => TcpRttUs,
+            8 => TcpCwnd,
+            9 => TcpRetrans,
+            _ => return None,
+        })
+    }
+}
+
+/// Errors decoding a sample frame.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum FrameError {
+    /// Shorter than the header or than the values the header announces.
+    #[error("sample frame truncated: {0} bytes")]
+    Truncated(usize),
+    /// Does not start with `MPSF`.
+    #[error("not a meshperf sample frame (bad magic)")]
+    BadMagic,
+    /// A frame version this build does not read.
+    #[error("sample frame version {0} not supported (this build reads version 1)")]
+    Version(u8),
+    /// A sample kind this build does not know.
+    #[error("unknown sample kind {0}")]
+    Kind(u8),
+}
+
+/// Header of a sample frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub kind: SampleKind,
+    pub stream: u16,
+    pub test_id: u32,
+    pub step: u32,
+    pub first_seq: u32,
+    pub count: u32,
+}
+
+/// Encodes a frame into `out` (cleared first).
+pub fn encode(h: &FrameHeader, values: &[u64], out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(HEADER_LEN + values.len() * 8);
+    out.extend_from_slice(&MAGIC);
+    out.push(FRAME_VERSION);
+    out.push(h.kind as u8);
+    out.extend_from_slice(&h.stream.to_le_bytes());
+    out.extend_from_slice(&h.test_id.to_le_bytes());
+    out.extend_from_slice(&h.step.to_le_bytes());
+    out.extend_from_slice(&h.first_seq.to_le_bytes());
+    out.extend_from_slice(&(values.len() as u32).to_le_bytes());
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Decodes a frame: header and values.
+pub fn decode(buf: &[u8]) -> Result<(FrameHeader, Vec<u64>), FrameError> {
+    if buf.len() < HEADER_LEN {
+        return Err(FrameError::Truncated(buf.len()));
+    }
+    if buf[0..4] != MAGIC {
+        return Err(FrameError::BadMagic);
+    }
+    if buf[4] != FRAME_VERSION {
+        return Err(FrameError::Version(buf[4]));
+    }
+    let kind = SampleKind::from_u8(buf[5]).ok_or(FrameError::Kind(buf[5]))?;
+    let u32_at = |o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().unwrap());
+    let h = FrameHeader {
+        kind,
+        stream: u16::from_le_bytes([buf[6], buf[7]]),
+        test_id: u32_at(8),
+        step: u32_at(12),
+        first_seq: u32_at(16),
+        count: u32_at(20),
+    };
+    let need = HEADER_LEN + h.count as usize * 8;
+    if buf.len() != need {
+        return Err(FrameError::Truncated(buf.len()));
+    }
+    let values = buf[HEADER_LEN..]
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    Ok((h, values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let h = FrameHeader { kind: SampleKind::RttNs, stream: 3, test_id: 7, step: 2, first_seq: 100, count: 3 };
+        let mut out = Vec::new();
+        encode(&h, &[1, u64::MAX, 42], &mut out);
+        assert_eq!(out.len(), HEADER_LEN + 24);
+        assert_eq!(decode(&out).unwrap(), (h, vec![1, u64::MAX, 42]));
+    }
+
+    #[test]
+    fn rejects_bad_frames() {
+        let h = FrameHeader { kind: SampleKind::IntervalBytes, stream: 0, test_id: 1, step: 0, first_seq: 0, count: 1 };
+        let mut out = Vec::new();
+        encode(&h, &[5], &mut out);
+        assert_eq!(decode(&out[..10]), Err(FrameError::Truncated(10)));
+        assert_eq!(decode(&out[..HEADER_LEN + 4]), Err(FrameError::Truncated(HEADER_LEN + 4)));
+        let mut bad = out.clone();
+        bad[0] = b'X';
+        assert_eq!(decode(&bad), Err(FrameError::BadMagic));
+        let mut bad = out.clone();
+        bad[4] = 9;
+        assert_eq!(decode(&bad), Err(FrameError::Version(9)));
+        let mut bad = out;
+        bad[5] = 200;
+        assert_eq!(decode(&bad), Err(FrameError::Kind(200)));
+    }
+}

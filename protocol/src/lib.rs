@@ -1,0 +1,15 @@
+//! meshperf wire types, shared by the agent, the headless runner and (through
+//! the wasm crate) the web app. Pure data: serde types and codecs, no I/O.
+//!
+//! * [`msg`]: control messages carried as WebSocket text frames (JSON).
+//! * [`params`]: test kinds, their parameters, validation against limits.
+//! * [`frame`]: the binary sample frame (WebSocket binary frames).
+//! * [`peer`]: the agent-to-agent control exchange on the data port.
+
+pub mod frame;
+pub mod msg;
+pub mod params;
+pub mod peer;
+
+/// Control protocol version; `hello` carries it and clients check it.
+pub const PROTOCOL_VERSION: u32 = 1;

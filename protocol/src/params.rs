@@ -1,0 +1,311 @@
+//! Test kinds and their parameters, with validation against the serving
+//! agent's limits. Parameters travel as a JSON object; every field is parsed
+//! by name so a bad value gets an error naming the parameter.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// The test kinds meshperf runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    TcpStream,
+    TcpRr,
+    UdpStream,
+    UdpRr,
+    UnixStream,
+    UnixRr,
+}
+
+impl Kind {
+    /// The snake_case name used on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::TcpStream => "tcp_stream",
+            Kind::TcpRr => "tcp_rr",
+            Kind::UdpStream => "udp_stream",
+            Kind::UdpRr => "udp_rr",
+            Kind::UnixStream => "unix_stream",
+            Kind::UnixRr => "unix_rr",
+        }
+    }
+}
+
+/// A parameter that cannot be used, with the parameter's name.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{param}: {message}")]
+pub struct ParamError {
+    /// The parameter's name (`msg_bytes`, ...).
+    pub param: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl ParamError {
+    pub fn new(param: &str, message: impl Into<String>) -> Self {
+        ParamError { param: param.to_string(), message: message.into() }
+    }
+}
+
+/// Limits a serving agent enforces whatever the page asks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Limits {
+    pub max_msg_bytes: u64,
+    pub max_duration_s: f64,
+    pub max_bytes: u64,
+    pub max_streams: u32,
+    pub max_count: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_msg_bytes: 64 << 20,
+            max_duration_s: 60.0,
+            max_bytes: 64 << 30,
+            max_streams: 64,
+            max_count: 10_000_000,
+        }
+    }
+}
+
+/// Who sends in a stream test, seen from the driving (client) agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client agent sends, serving agent receives (iperf3's default).
+    Send,
+    /// Serving agent sends, client agent receives (socketsend/socketslurp).
+    Receive,
+    /// Both at once.
+    Both,
+}
+
+/// Parameters of `tcp_stream` (and `unix_stream`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamParams {
+    /// Bytes per write.
+    pub msg_bytes: u64,
+    /// Bytes per read (defaults to `msg_bytes`).
+    pub read_bytes: u64,
+    /// Number of writes per stream, if the test is count-bounded.
+    pub count: Option<u64>,
+    /// Duration in seconds, if the test is time-bounded.
+    pub duration_s: Option<f64>,
+    /// Parallel streams.
+    pub streams: u32,
+    /// Who sends.
+    pub direction: Direction,
+    /// Wait between writes in microseconds.
+    pub wait_us: u64,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// Requested SO_SNDBUF, bytes.
+    pub sndbuf: Option<u64>,
+    /// Requested SO_RCVBUF, bytes.
+    pub rcvbuf: Option<u64>,
+    /// IP TOS / traffic class byte.
+    pub tos: Option<u8>,
+    /// TCP congestion control algorithm.
+    pub congestion: Option<String>,
+    /// Sample interval in milliseconds.
+    pub interval_ms: u32,
+}
+
+impl StreamParams {
+    /// Total bytes one stream's sender will write when count-bounded.
+    pub fn bytes_per_stream(&self) -> Option<u64> {
+        self.count.map(|c| c * self.msg_bytes)
+    }
+}
+
+struct Reader<'a> {
+    obj: &'a Map<String, Value>,
+    used: Vec<&'static str>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(v: &'a Value) -> Result<Self, ParamError> {
+        match v {
+            Value::Object(obj) => Ok(Reader { obj, used: Vec::new() }),
+            Value::Null => {
+                static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+                Ok(Reader { obj: EMPTY.get_or_init(Map::new), used: Vec::new() })
+            }
+            _ => Err(ParamError::new("params", "must be a JSON object")),
+        }
+    }
+
+    fn raw(&mut self, name: &'static str) -> Option<&'a Value> {
+        self.used.push(name);
+        self.obj.get(name).filter(|v| !v.is_null())
+    }
+
+    fn u64(&mut self, name: &'static str) -> Result<Option<u64>, ParamError> {
+        match self.raw(name) {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) => Ok(Some(n)),
+                None => match v.as_f64() {
+                    Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Ok(Some(f as u64)),
+                    Some(f) if f < 0.0 => Err(ParamError::new(name, format!("must not be negative, got {f}"))),
+                    _ => Err(ParamError::new(name, format!("must be a whole number, got {v}"))),
+                },
+            },
+        }
+    }
+
+    fn f64(&mut self, name: &'static str) -> Result<Option<f64>, ParamError> {
+        match self.raw(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .map(Some)
+                .ok_or_else(|| ParamError::new(name, format!("must be a number, got {v}"))),
+        }
+    }
+
+    fn bool(&mut self, name: &'static str) -> Result<Option<bool>, ParamError> {
+        match self.raw(name) {
+            None => Ok(None),
+            Some(v) => v.as_bool().map(Some).ok_or_else(|| ParamError::new(name, format!("must be true or false, got {v}"))),
+        }
+    }
+
+    fn string(&mut self, name: &'static str) -> Result<Option<String>, ParamError> {
+        match self.raw(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(v) => Err(ParamError::new(name, format!("must be a string, got {v}"))),
+        }
+    }
+
+    fn finish(self) -> Result<(), ParamError> {
+        for k in self.obj.keys() {
+            if !self.used.contains(&k.as_str()) {
+                return Err(ParamError::new(k, format!("unknown parameter (known: {})", self.used.join(", "))));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn range_u64(name: &str, v: u64, min: u64, max: u64, what: &str) -> Result<u64, ParamError> {
+    if v < min || v > max {
+        return Err(ParamError::new(name, format!("must be between {min} and {max}{what}, got {v}")));
+    }
+    Ok(v)
+}
+
+impl StreamParams {
+    /// Parses and validates stream parameters against `limits`.
+    pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
+        let mut r = Reader::new(v)?;
+        let lim = " (the agent's limit)";
+        let msg_bytes = range_u64("msg_bytes", r.u64("msg_bytes")?.unwrap_or(128 * 1024), 1, limits.max_msg_bytes, lim)?;
+        let read_bytes = match r.u64("read_bytes")? {
+            Some(n) => range_u64("read_bytes", n, 1, limits.max_msg_bytes, lim)?,
+            None => msg_bytes,
+        };
+        let count = r.u64("count")?;
+        let duration_s = r.f64("duration_s")?;
+        let streams = range_u64("streams", r.u64("streams")?.unwrap_or(1), 1, limits.max_streams as u64, lim)? as u32;
+        let direction = match r.string("direction")?.as_deref() {
+            None | Some("send") => Direction::Send,
+            Some("receive") => Direction::Receive,
+            Some("both") => Direction::Both,
+            Some(o) => return Err(ParamError::new("direction", format!("must be send, receive or both, got {o:?}"))),
+        };
+        let wait_us = range_u64("wait_us", r.u64("wait_us")?.unwrap_or(0), 0, 10_000_000, "")?;
+        let nodelay = r.bool("nodelay")?.unwrap_or(false);
+        let sndbuf = r.u64("sndbuf")?.map(|n| range_u64("sndbuf", n, 1, 1 << 30, "")).transpose()?;
+        let rcvbuf = r.u64("rcvbuf")?.map(|n| range_u64("rcvbuf", n, 1, 1 << 30, "")).transpose()?;
+        let tos = r.u64("tos")?.map(|n| range_u64("tos", n, 0, 255, "").map(|n| n as u8)).transpose()?;
+        let congestion = r.string("congestion")?;
+        if let Some(c) = &congestion {
+            if c.is_empty() || c.len() > 15 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Err(ParamError::new("congestion", format!("not a congestion control name: {c:?}")));
+            }
+        }
+        let interval_ms = range_u64("interval_ms", r.u64("interval_ms")?.unwrap_or(10), 1, 10_000, "")? as u32;
+        r.finish()?;
+
+        let (count, duration_s) = match (count, duration_s) {
+            (Some(_), Some(_)) => return Err(ParamError::new("count", "give count or duration_s, not both")),
+            (None, None) => (Some(1024), None),
+            (Some(c), None) => (Some(range_u64("count", c, 1, limits.max_count, lim)?), None),
+            (None, Some(d)) => {
+                if !(d > 0.0 && d <= limits.max_duration_s) {
+                    return Err(ParamError::new(
+                        "duration_s",
+                        format!("must be above 0 and at most {}{lim}, got {d}", limits.max_duration_s),
+                    ));
+                }
+                (None, Some(d))
+            }
+        };
+        if let Some(c) = count {
+            let total = (c as u128) * (msg_bytes as u128) * (streams as u128);
+            if total > limits.max_bytes as u128 {
+                return Err(ParamError::new(
+                    "count",
+                    format!("count x msg_bytes x streams = {total} bytes is above the agent's limit of {} bytes", limits.max_bytes),
+                ));
+            }
+        }
+        Ok(StreamParams {
+            msg_bytes,
+            read_bytes,
+            count,
+            duration_s,
+            streams,
+            direction,
+            wait_us,
+            nodelay,
+            sndbuf,
+            rcvbuf,
+            tos,
+            congestion,
+            interval_ms,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<StreamParams, ParamError> {
+        StreamParams::parse(&v, &Limits::default())
+    }
+
+    #[test]
+    fn defaults_and_values() {
+        let p = parse(json!({"msg_bytes": 1048576, "count": 128})).unwrap();
+        assert_eq!(p.msg_bytes, 1 << 20);
+        assert_eq!(p.read_bytes, 1 << 20);
+        assert_eq!(p.count, Some(128));
+        assert_eq!(p.streams, 1);
+        assert_eq!(p.direction, Direction::Send);
+        assert_eq!(p.bytes_per_stream(), Some(128 << 20));
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        assert_eq!(parse(json!({"msg_bytes": 0})).unwrap_err().param, "msg_bytes");
+        let e = parse(json!({"msg_bytes": "abc"})).unwrap_err();
+        assert_eq!(e.param, "msg_bytes");
+        let e = parse(json!({"msg_bytes": 1u64 << 40})).unwrap_err();
+        assert!(e.message.contains("67108864"), "{e}");
+        assert_eq!(parse(json!({"streams": 0})).unwrap_err().param, "streams");
+        assert_eq!(parse(json!({"wait_us": -1})).unwrap_err().param, "wait_us");
+        assert_eq!(parse(json!({"bogus": 1})).unwrap_err().param, "bogus");
+        assert_eq!(parse(json!({"duration_s": 1e9})).unwrap_err().param, "duration_s");
+        assert_eq!(parse(json!({"count": 1, "duration_s": 1})).unwrap_err().param, "count");
+        assert_eq!(parse(json!({"direction": "up"})).unwrap_err().param, "direction");
+        assert_eq!(parse(json!({"msg_bytes": 67108864, "count": 10000000})).unwrap_err().param, "count");
+    }
+}
