@@ -1,0 +1,34 @@
+# Shared helpers for scripts/*.sh. Sourced, not run.
+# Every script works from the repository root, whatever the caller's cwd.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+# wasm-bindgen-cli must match the wasm-bindgen crate exactly: read the version
+# from Cargo.lock (the crate pins it with "=x.y.z" in wasm/Cargo.toml).
+WBG_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock 2>/dev/null || true)"
+WBG_VERSION="${WBG_VERSION:-0.2.130}"
+WBG_ROOT="$ROOT/.tools/wasm-bindgen-$WBG_VERSION"
+WBG_BIN="$WBG_ROOT/bin/wasm-bindgen"
+
+AGENT_BIN="$ROOT/target/release/meshperf"
+
+# Debian's chromium is the only browser the tests use (no browser downloads).
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+
+log() { printf '%s: %s\n' "${SCRIPT_NAME:-meshperf}" "$*" >&2; }
+die() { printf '%s: error: %s\n' "${SCRIPT_NAME:-meshperf}" "$*" >&2; exit 1; }
+
+# run_phase NAME CMD...: runs CMD, logs how long it took, fails loudly.
+run_phase() {
+    local name="$1"; shift
+    local t0=$SECONDS
+    log "$name ..."
+    if ! "$@"; then
+        die "$name failed (after $((SECONDS - t0)) s): $*"
+    fi
+    log "$name done in $((SECONDS - t0)) s"
+}
+
+# 128 random bits as 32 hex digits.
+random_token() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }

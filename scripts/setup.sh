@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Installs what building (and with --test, testing) meshperf needs. Idempotent:
+# when everything is in place it only checks and returns within a second or two.
+#
+#   scripts/setup.sh           Rust wasm target, wasm-bindgen-cli, npm packages
+#   scripts/setup.sh --test    the same plus Debian's chromium for Playwright
+#
+# Works as root without a terminal (CI=true, no stdin) and as a normal user
+# (apt-get then goes through sudo).
+set -euo pipefail
+SCRIPT_NAME=setup
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+want_test=0
+for arg in "$@"; do
+    case "$arg" in
+        --test) want_test=1 ;;
+        *) die "unknown argument '$arg' (usage: scripts/setup.sh [--test])" ;;
+    esac
+done
+
+# --- prerequisites we do not install ----------------------------------------
+command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (https://rustup.rs), then re-run"
+command -v node >/dev/null || die "node not found: install Node.js 20.19 or later (with npm), then re-run"
+command -v npm >/dev/null || die "npm not found: install npm (it comes with Node.js), then re-run"
+command -v flock >/dev/null || die "flock not found: install util-linux, then re-run"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$node_major" -ge 20 ] || die "node $(node --version) is too old: meshperf needs Node.js 20.19 or later"
+
+# --- Rust target for the wasm crate -------------------------------------------
+wasm_target_installed() {
+    local sysroot
+    sysroot="$(rustc --print sysroot)" || return 1
+    [ -d "$sysroot/lib/rustlib/wasm32-unknown-unknown/lib" ]
+}
+if ! wasm_target_installed; then
+    command -v rustup >/dev/null || die "Rust target wasm32-unknown-unknown is missing and rustup is not installed: install it for your toolchain, then re-run"
+    run_phase "rustup target add wasm32-unknown-unknown" rustup target add wasm32-unknown-unknown
+fi
+
+# --- wasm-bindgen-cli, pinned to the crate's version, in .tools/ -------------
+wbg_ok() { [ -x "$WBG_BIN" ] && [ "$("$WBG_BIN" --version 2>/dev/null)" = "wasm-bindgen $WBG_VERSION" ]; }
+if ! wbg_ok; then
+    mkdir -p "$ROOT/.tools"
+    # One install at a time into this folder: scripts serialise on a lock, and
+    # an install started by hand (cargo install ... --root <this folder>) is
+    # waited for rather than raced.
+    exec 9>"$ROOT/.tools/wasm-bindgen.lock"
+    flock 9
+    waited=0
+    while pgrep -f "cargo install wasm-bindgen-cli.*--root [^ ]*wasm-bindgen-$WBG_VERSION" >/dev/null; do
+        [ $waited -eq 0 ] && log "another install of wasm-bindgen-cli $WBG_VERSION is running (see .tools/wbg.log); waiting for it"
+        waited=$((waited + 5))
+        [ $waited -le 1800 ] || die "waited 30 min for the other wasm-bindgen-cli install; stop it or let it finish, then re-run"
+        sleep 5
+    done
+    if ! wbg_ok; then
+        log "installing wasm-bindgen-cli $WBG_VERSION into .tools/ (a few minutes, once)"
+        run_phase "cargo install wasm-bindgen-cli $WBG_VERSION" \
+            cargo install wasm-bindgen-cli --version "$WBG_VERSION" --root "$WBG_ROOT"
+        wbg_ok || die "wasm-bindgen-cli was installed but '$WBG_BIN --version' does not print $WBG_VERSION"
+    fi
+    flock -u 9
+    exec 9>&-
+fi
+
+# --- npm packages (workspaces web and e2e) -----------------------------------
+# npm ci replaces node_modules wholesale; run it when node_modules is missing
+# or older than the lock file. The lock serialises with other npm runs in this
+# checkout.
+npm_marker="$ROOT/node_modules/.package-lock.json"
+if [ ! -f "$npm_marker" ] || [ "$ROOT/package-lock.json" -nt "$npm_marker" ]; then
+    run_phase "npm ci" flock "$ROOT/.npm.lock" npm ci --no-audit --no-fund
+    touch "$npm_marker"
+fi
+
+# --- Debian chromium for Playwright (tests only) -----------------------------
+if [ $want_test -eq 1 ] && [ ! -x /usr/bin/chromium ]; then
+    command -v apt-get >/dev/null || die "/usr/bin/chromium is missing and apt-get is not available: install Chromium at /usr/bin/chromium, then re-run"
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || die "/usr/bin/chromium is missing and installing it needs root: run 'apt-get install chromium' as root, then re-run"
+        SUDO=(sudo)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt_install() { "${SUDO[@]}" apt-get install -y -q chromium </dev/null; }
+    log "installing Debian chromium (apt-get install chromium)"
+    if ! apt_install; then
+        log "apt-get install failed; running apt-get update and trying again"
+        "${SUDO[@]}" apt-get update -q </dev/null || die "apt-get update failed: check network access to the Debian mirrors"
+        apt_install || die "apt-get install chromium failed: see the apt output above"
+    fi
+    [ -x /usr/bin/chromium ] || die "chromium was installed but /usr/bin/chromium is missing"
+fi
+
+log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium'))"
