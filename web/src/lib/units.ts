@@ -1,0 +1,38 @@
+// Sizes and rates as people type and read them.
+// Input sizes are binary (1K = 1024, as in socketsend's `1M`); rates follow
+// the seeds: MByte/s is 10^6 bytes per second, Gbit/s is 10^9 bits per second.
+
+const SUFFIX: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
+
+/** Parses `1M`, `64K`, `128k`, `1G`, `1.5M`, `4096`, `64KiB` into bytes; NaN if it is not a size. */
+export function parseSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text);
+  if (!m) return NaN;
+  const n = Number(m[1]) * SUFFIX[m[2].toLowerCase()];
+  return Number.isInteger(n) ? n : NaN;
+}
+
+/** `1048576` -> `1 MiB`, `1500` -> `1500 B`: exact binary units when they fit. */
+export function formatSize(bytes: number): string {
+  for (const [s, f] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+    if (bytes >= f && bytes % f === 0) return `${bytes / f} ${s}`;
+  }
+  return `${bytes} B`;
+}
+
+/** Bytes with thousands separators, exact. */
+export function formatBytes(bytes: number): string {
+  return bytes.toLocaleString('en-US');
+}
+
+export const mbytePerS = (bytes: number, seconds: number): number => (seconds > 0 ? bytes / seconds / 1e6 : NaN);
+export const gbitPerS = (bitsPerSecond: number): number => bitsPerSecond / 1e9;
+
+/** A number with `digits` significant digits, no exponent for ordinary magnitudes. */
+export function fmt(v: number | null | undefined, digits = 4): string {
+  if (v == null || !Number.isFinite(v)) return '–';
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 10 ** digits) return Math.round(v).toLocaleString('en-US');
+  return Number(v.toPrecision(digits)).toString();
+}
