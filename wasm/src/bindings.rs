@@ -1,0 +1,360 @@
+//! wasm-bindgen facade (wasm32 only): converts typed arrays in and small JS
+//! objects or typed arrays out, and nothing else. Every function is one call
+//! per batch; long-lived samples live in a [`SampleSet`] handle so they are
+//! copied into wasm memory once. Errors throw a JS `Error` whose message is
+//! the [`StatsError`] text. Object keys are the JS contract (snake_case, the
+//! DESIGN.md summary keys) and never change meaning.
+
+use js_sys::{Float64Array, Object, Reflect, Uint32Array};
+use wasm_bindgen::prelude::*;
+
+use crate::error::{check_finite, StatsError};
+use crate::fit::{self, Confidence, LineFit};
+use crate::hist::{self, Histogram, Upper};
+use crate::series::{self, MinMax};
+use crate::stats::Summary;
+use crate::udp::{self, UdpAnalysis};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** Statistics of one sample set (times in the caller's unit). */
+export interface Summary { n: number; min: number; max: number; mean: number; sigma: number;
+  skew: number; kurtosis: number; median: number; iq25: number; iq75: number; p90: number;
+  p99: number; p999: number; p9999: number; mad: number; }
+/** Fixed-width histogram; bin i covers [low + i*bin_width, low + (i+1)*bin_width). */
+export interface HistogramResult { low: number; bin_width: number; high: number;
+  counts: Uint32Array; underflow: number; overflow: number; }
+export interface CdfResult { x: Float64Array; fraction: Float64Array; }
+export interface MinMaxResult { x: Float64Array; min: Float64Array; max: Float64Array; }
+export interface LineFitResult { n: number; slope: number; intercept: number; r2: number; }
+export interface ConfidenceResult { n: number; mean: number; sd: number; half_width: number;
+  low: number; high: number; }
+export interface UdpAnalysisResult { packets: number; expected: number; received: number;
+  lost: number; out_of_order: number; duplicates: number; out_of_range: number;
+  recv_seconds: number; interarrival_us: Summary | null; jitter_us: number | null; }
+export interface RateSeries { seconds: Float64Array; bits_per_second: Float64Array; }
+"#;
+
+fn js_err(e: StatsError) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+fn set(o: &Object, key: &str, value: JsValue) {
+    // Reflect.set on a fresh plain object cannot fail.
+    let _ = Reflect::set(o, &JsValue::from_str(key), &value);
+}
+
+fn summary_obj(s: &Summary) -> Object {
+    let o = Object::new();
+    for (k, v) in s.fields() {
+        set(&o, k, v.into());
+    }
+    o
+}
+
+fn histogram_obj(h: &Histogram) -> Object {
+    let o = Object::new();
+    set(&o, "low", h.low.into());
+    set(&o, "bin_width", h.bin_width.into());
+    set(&o, "high", h.high().into());
+    set(&o, "counts", Uint32Array::from(&h.counts[..]).into());
+    set(&o, "underflow", (h.underflow as f64).into());
+    set(&o, "overflow", (h.overflow as f64).into());
+    o
+}
+
+fn columns(cols: &[(&str, &[f64])]) -> Object {
+    let o = Object::new();
+    for (k, v) in cols {
+        set(&o, k, Float64Array::from(*v).into());
+    }
+    o
+}
+
+fn minmax_obj(m: &MinMax) -> Object {
+    columns(&[("x", &m.x), ("min", &m.min), ("max", &m.max)])
+}
+
+fn upper(high: Option<f64>) -> Upper {
+    high.map_or(Upper::Auto, Upper::High)
+}
+
+/// Crate version of the statistics core, e.g. "0.1.0".
+#[wasm_bindgen]
+pub fn version() -> String {
+    crate::VERSION.to_string()
+}
+
+/// Throws unless every value is a finite number >= 0 (use for times, sizes).
+#[wasm_bindgen]
+pub fn check_times(values: &[f64]) -> Result<(), JsError> {
+    crate::error::check_times(values).map_err(js_err)
+}
+
+/// Summary statistics of `values` (Float64Array, finite, at least one):
+/// {n, min, max, mean, sigma, skew, kurtosis, median, iq25, iq75, p90, p99,
+/// p999, p9999, mad}. Throws on an empty array or NaN/Infinity.
+#[wasm_bindgen(unchecked_return_type = "Summary")]
+pub fn summary(values: &[f64]) -> Result<Object, JsError> {
+    Summary::new(values)
+        .map(|s| summary_obj(&s))
+        .map_err(js_err)
+}
+
+/// Histogram of `values` with `bin_width` > 0 starting at `low`, up to `high`
+/// (bins = ceil((high-low)/bin_width)) or, if `high` is undefined, up to the
+/// largest value. Returns {low, bin_width, high, counts: Uint32Array,
+/// underflow, overflow}; sum(counts) + underflow + overflow == values.length.
+#[wasm_bindgen(unchecked_return_type = "HistogramResult")]
+pub fn histogram(
+    values: &[f64],
+    bin_width: f64,
+    low: f64,
+    high: Option<f64>,
+) -> Result<Object, JsError> {
+    Histogram::new(values, bin_width, low, upper(high))
+        .map(|h| histogram_obj(&h))
+        .map_err(js_err)
+}
+
+/// Like `histogram` but with an explicit bin count instead of a high limit.
+#[wasm_bindgen(unchecked_return_type = "HistogramResult")]
+pub fn histogram_bins(
+    values: &[f64],
+    bin_width: f64,
+    low: f64,
+    bins: u32,
+) -> Result<Object, JsError> {
+    Histogram::new(values, bin_width, low, Upper::Bins(bins as usize))
+        .map(|h| histogram_obj(&h))
+        .map_err(js_err)
+}
+
+/// Empirical CDF of `values` (any order), at most `max_points` (>= 2) points:
+/// {x: Float64Array ascending, fraction: Float64Array in (0, 1]}.
+#[wasm_bindgen(unchecked_return_type = "CdfResult")]
+pub fn cdf(values: &[f64], max_points: usize) -> Result<Object, JsError> {
+    check_finite(values).map_err(js_err)?;
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let (x, f) = hist::cdf(&sorted, max_points).map_err(js_err)?;
+    Ok(columns(&[("x", &x), ("fraction", &f)]))
+}
+
+/// Min/max decimation of the series `y` into at most `max_points` buckets:
+/// {x: first sample index of each bucket, min, max} (Float64Arrays).
+#[wasm_bindgen(unchecked_return_type = "MinMaxResult")]
+pub fn decimate(y: &[f64], max_points: usize) -> Result<Object, JsError> {
+    series::decimate_minmax(None, y, max_points)
+        .map(|m| minmax_obj(&m))
+        .map_err(js_err)
+}
+
+/// Like `decimate` but `x` (same length as `y`) gives each sample's x value;
+/// the result's x is the x of each bucket's first sample.
+#[wasm_bindgen(unchecked_return_type = "MinMaxResult")]
+pub fn decimate_xy(x: &[f64], y: &[f64], max_points: usize) -> Result<Object, JsError> {
+    series::decimate_minmax(Some(x), y, max_points)
+        .map(|m| minmax_obj(&m))
+        .map_err(js_err)
+}
+
+/// Least-squares line y = intercept + slope * x: {n, slope, intercept, r2}.
+/// Throws on length mismatch, fewer than 2 points, or all x equal.
+#[wasm_bindgen(unchecked_return_type = "LineFitResult")]
+pub fn linfit(x: &[f64], y: &[f64]) -> Result<Object, JsError> {
+    let LineFit {
+        n,
+        slope,
+        intercept,
+        r2,
+    } = fit::linfit(x, y).map_err(js_err)?;
+    let o = Object::new();
+    set(&o, "n", (n as f64).into());
+    set(&o, "slope", slope.into());
+    set(&o, "intercept", intercept.into());
+    set(&o, "r2", r2.into());
+    Ok(o)
+}
+
+/// Mean of repetitions with a Student-t 95% interval:
+/// {n, mean, sd (n-1), half_width, low, high}. Throws with fewer than 2 values.
+#[wasm_bindgen(unchecked_return_type = "ConfidenceResult")]
+pub fn confidence(values: &[f64]) -> Result<Object, JsError> {
+    let Confidence {
+        n,
+        mean,
+        sd,
+        half_width,
+        low,
+        high,
+    } = fit::confidence(values).map_err(js_err)?;
+    let o = Object::new();
+    for (k, v) in [
+        ("n", n as f64),
+        ("mean", mean),
+        ("sd", sd),
+        ("half_width", half_width),
+        ("low", low),
+        ("high", high),
+    ] {
+        set(&o, k, v.into());
+    }
+    Ok(o)
+}
+
+/// UDP receive analysis. `seq` and `arrival_ns` are BigUint64Arrays in
+/// receive order (arrival times must not decrease); `sent` is the sender's
+/// packet count (a number) or undefined to use max(seq)+1; `send_ns` is an
+/// optional BigUint64Array of send times, needed for `jitter_us`. Returns
+/// {packets, expected, received, lost, out_of_order, duplicates, out_of_range,
+/// recv_seconds, interarrival_us: Summary | null, jitter_us: number | null}.
+#[wasm_bindgen(unchecked_return_type = "UdpAnalysisResult")]
+pub fn udp_analysis(
+    seq: &[u64],
+    arrival_ns: &[u64],
+    sent: Option<f64>,
+    send_ns: Option<Vec<u64>>,
+) -> Result<Object, JsError> {
+    let sent = match sent {
+        None => None,
+        Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= 9007199254740992.0 => Some(s as u64),
+        Some(s) => {
+            return Err(js_err(StatsError::InvalidParameter {
+                name: "sent",
+                value: s,
+                why: "must be a whole number of packets >= 0",
+            }))
+        }
+    };
+    let a: UdpAnalysis = udp::analyze(seq, arrival_ns, sent, send_ns.as_deref()).map_err(js_err)?;
+    let o = Object::new();
+    for (k, v) in [
+        ("packets", a.packets),
+        ("expected", a.expected),
+        ("received", a.received),
+        ("lost", a.lost),
+        ("out_of_order", a.out_of_order),
+        ("duplicates", a.duplicates),
+        ("out_of_range", a.out_of_range),
+    ] {
+        set(&o, k, (v as f64).into());
+    }
+    set(&o, "recv_seconds", a.recv_seconds.into());
+    set(
+        &o,
+        "interarrival_us",
+        a.interarrival_us
+            .map_or(JsValue::NULL, |s| summary_obj(&s).into()),
+    );
+    set(
+        &o,
+        "jitter_us",
+        a.jitter_us.map_or(JsValue::NULL, JsValue::from),
+    );
+    Ok(o)
+}
+
+/// Bits/second per interval from per-interval byte counts (Float64Array,
+/// >= 0) and the interval length in ms: {seconds: end of each interval,
+/// bits_per_second} (Float64Arrays).
+#[wasm_bindgen(unchecked_return_type = "RateSeries")]
+pub fn rate_series(bytes: &[f64], interval_ms: f64) -> Result<Object, JsError> {
+    let (t, r) = series::rate_series(bytes, interval_ms).map_err(js_err)?;
+    Ok(columns(&[("seconds", &t), ("bits_per_second", &r)]))
+}
+
+/// Samples kept in wasm memory across calls (one per plotted stream), so a
+/// large set is copied in once and then summarised, binned and plotted
+/// repeatedly. Call `free()` when done.
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct SampleSet {
+    values: Vec<f64>,
+    /// Ascending copy, built by `cdf()` and reused until the next change.
+    sorted: Option<Vec<f64>>,
+    /// Cached result of `summary()` until the next change.
+    summary: Option<Summary>,
+}
+
+#[wasm_bindgen]
+impl SampleSet {
+    /// An empty set.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> SampleSet {
+        SampleSet::default()
+    }
+
+    /// Append a batch (Float64Array). Throws, adding nothing, if any value is
+    /// NaN or infinite.
+    pub fn push(&mut self, values: &[f64]) -> Result<(), JsError> {
+        check_finite(values).map_err(js_err)?;
+        self.values.extend_from_slice(values);
+        self.sorted = None;
+        self.summary = None;
+        Ok(())
+    }
+
+    /// Number of samples held.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when no samples are held.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Summary object (same keys as the free `summary`); throws when empty.
+    #[wasm_bindgen(unchecked_return_type = "Summary")]
+    pub fn summary(&mut self) -> Result<Object, JsError> {
+        if self.summary.is_none() {
+            let s = match &self.sorted {
+                Some(sorted) => Summary::from_sorted(sorted),
+                None => Summary::new(&self.values),
+            };
+            self.summary = Some(s.map_err(js_err)?);
+        }
+        Ok(summary_obj(self.summary.as_ref().expect("just set")))
+    }
+
+    /// Histogram (same arguments and result as the free `histogram`).
+    #[wasm_bindgen(unchecked_return_type = "HistogramResult")]
+    pub fn histogram(
+        &self,
+        bin_width: f64,
+        low: f64,
+        high: Option<f64>,
+    ) -> Result<Object, JsError> {
+        Histogram::new(&self.values, bin_width, low, upper(high))
+            .map(|h| histogram_obj(&h))
+            .map_err(js_err)
+    }
+
+    /// CDF, at most `max_points` points: {x, fraction}. Sorts a copy once.
+    #[wasm_bindgen(unchecked_return_type = "CdfResult")]
+    pub fn cdf(&mut self, max_points: usize) -> Result<Object, JsError> {
+        let sorted = self.sorted.get_or_insert_with(|| {
+            let mut s = self.values.clone();
+            s.sort_unstable_by(f64::total_cmp);
+            s
+        });
+        let (x, f) = hist::cdf(sorted, max_points).map_err(js_err)?;
+        Ok(columns(&[("x", &x), ("fraction", &f)]))
+    }
+
+    /// Min/max decimation of the samples in push order: {x, min, max}.
+    #[wasm_bindgen(unchecked_return_type = "MinMaxResult")]
+    pub fn decimate(&self, max_points: usize) -> Result<Object, JsError> {
+        series::decimate_minmax(None, &self.values, max_points)
+            .map(|m| minmax_obj(&m))
+            .map_err(js_err)
+    }
+
+    /// Drop all samples (keeps the allocation for reuse).
+    pub fn clear(&mut self) {
+        self.values.clear();
+        self.sorted = None;
+        self.summary = None;
+    }
+}

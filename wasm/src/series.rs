@@ -1,0 +1,122 @@
+//! Series helpers for plotting: min/max decimation of long sample series (so
+//! a 10 M point series draws as a few thousand columns without hiding spikes)
+//! and conversion of per-interval byte counts into bits/second.
+
+use crate::error::{check_finite, check_times, StatsError};
+
+/// Columnar min/max decimation: bucket `k` starts at sample index `x[k]`
+/// and covers the samples up to the next bucket, with their `min` and `max`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MinMax {
+    /// Index of the first sample of each bucket (or its x value, see
+    /// [`decimate_minmax`]).
+    pub x: Vec<f64>,
+    /// Smallest sample in each bucket.
+    pub min: Vec<f64>,
+    /// Largest sample in each bucket.
+    pub max: Vec<f64>,
+}
+
+/// Split `y` into at most `max_points` (>= 1) contiguous buckets of nearly
+/// equal size and keep each bucket's min and max. When `y` is already short
+/// enough every sample is its own bucket (min == max). `x` gives the x value of
+/// each sample (same length as `y`); without it the sample index is used.
+pub fn decimate_minmax(
+    x: Option<&[f64]>,
+    y: &[f64],
+    max_points: usize,
+) -> Result<MinMax, StatsError> {
+    if max_points == 0 {
+        return Err(StatsError::InvalidParameter {
+            name: "max points",
+            value: 0.0,
+            why: "must be at least 1",
+        });
+    }
+    if let Some(x) = x {
+        if x.len() != y.len() {
+            return Err(StatsError::LengthMismatch {
+                what: "decimation x and y",
+                left: x.len(),
+                right: y.len(),
+            });
+        }
+    }
+    check_finite(y)?;
+    let n = y.len();
+    let buckets = n.min(max_points);
+    let mut out = MinMax {
+        x: Vec::with_capacity(buckets),
+        min: Vec::with_capacity(buckets),
+        max: Vec::with_capacity(buckets),
+    };
+    for k in 0..buckets {
+        let start = (k as u128 * n as u128 / buckets as u128) as usize;
+        let end = ((k + 1) as u128 * n as u128 / buckets as u128) as usize;
+        let chunk = &y[start..end];
+        let (lo, hi) = chunk
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        out.x.push(x.map_or(start as f64, |x| x[start]));
+        out.min.push(lo);
+        out.max.push(hi);
+    }
+    Ok(out)
+}
+
+/// Bits per second per interval from bytes transferred in each interval of
+/// `interval_ms` milliseconds. Returns `(seconds, bits_per_second)` where
+/// `seconds[i]` is the end of interval `i` from the start of the test.
+pub fn rate_series(bytes: &[f64], interval_ms: f64) -> Result<(Vec<f64>, Vec<f64>), StatsError> {
+    if !(interval_ms.is_finite() && interval_ms > 0.0) {
+        return Err(StatsError::InvalidParameter {
+            name: "interval_ms",
+            value: interval_ms,
+            why: "must be a finite number of milliseconds > 0",
+        });
+    }
+    check_times(bytes)?;
+    let secs = interval_ms / 1e3;
+    let t = (1..=bytes.len()).map(|i| i as f64 * secs).collect();
+    let bps = bytes.iter().map(|b| b * 8.0 / secs).collect();
+    Ok((t, bps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minmax_keeps_spikes_and_covers_every_sample() {
+        let mut y = vec![1.0; 1000];
+        y[537] = 99.0;
+        y[10] = -5.0;
+        let d = decimate_minmax(None, &y, 10).unwrap();
+        assert_eq!(d.x.len(), 10);
+        assert_eq!(d.x[..3], [0.0, 100.0, 200.0]);
+        assert_eq!((d.min[0], d.max[5]), (-5.0, 99.0));
+        assert_eq!(d.max.iter().cloned().fold(f64::MIN, f64::max), 99.0);
+    }
+
+    #[test]
+    fn short_series_is_returned_as_is_and_x_is_used() {
+        let d = decimate_minmax(Some(&[10.0, 20.0, 30.0]), &[3.0, 1.0, 2.0], 100).unwrap();
+        assert_eq!(
+            (d.x, d.min.clone(), d.max),
+            (vec![10.0, 20.0, 30.0], vec![3.0, 1.0, 2.0], d.min)
+        );
+        assert!(decimate_minmax(None, &[1.0], 0).is_err());
+        assert!(decimate_minmax(Some(&[1.0]), &[1.0, 2.0], 5).is_err());
+    }
+
+    #[test]
+    fn rate_series_converts_bytes_to_bits_per_second() {
+        let (t, r) = rate_series(&[125_000.0, 0.0, 250_000.0], 100.0).unwrap();
+        assert_eq!(r, vec![10e6, 0.0, 20e6]);
+        assert!((t[2] - 0.3).abs() < 1e-15);
+        assert!(rate_series(&[1.0], 0.0).is_err());
+        assert!(rate_series(&[-1.0], 10.0).is_err());
+    }
+}

@@ -1,0 +1,334 @@
+//! Summary statistics of one set of samples, computed exactly from the raw
+//! values (never from histogram bins).
+//!
+//! Definitions (the udpmon ones, see DESIGN.md "Statistics"):
+//! - `sigma` is the population standard deviation sqrt(m2), where
+//!   mk = (1/n) sum (x - mean)^k;
+//! - `skew` = m3 / m2^1.5 and `kurtosis` = m4 / m2^2 - 3 (excess kurtosis,
+//!   0 for a normal distribution);
+//! - quantiles use linear interpolation between order statistics, numpy's
+//!   default `"linear"` method: position h = (n - 1) p, value
+//!   x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h]);
+//! - `mad` is the median of |x - median| (not scaled by 1.4826).
+//!
+//! Edge cases: n = 0 is an error ([`StatsError::Empty`]); when all values are
+//! equal (including n = 1) sigma, skew and kurtosis are exactly 0, not NaN.
+//! NaN and infinities are always rejected; callers whose values are times also
+//! call [`check_times`](crate::error::check_times) to reject negatives.
+//!
+//! Speed: moments are one corrected two-pass sweep; quantiles use repeated
+//! `select_nth_unstable` on a scratch copy (expected O(n) per requested rank
+//! level) instead of a full sort, so 10 M samples take tens of milliseconds.
+
+use crate::error::{check_finite, StatsError};
+
+/// Probabilities of the reported quantiles, in [`Summary`] field order
+/// `iq25, median, iq75, p90, p99, p999, p9999`.
+pub const QUANTILE_PROBS: [f64; 7] = [0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999];
+
+/// Statistics of one sample set. Keys match the JS/JSON contract.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Number of samples (>= 1).
+    pub n: usize,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Population standard deviation, sqrt(m2).
+    pub sigma: f64,
+    /// m3 / m2^1.5; 0 when all values are equal.
+    pub skew: f64,
+    /// m4 / m2^2 - 3; 0 when all values are equal.
+    pub kurtosis: f64,
+    /// 50th percentile.
+    pub median: f64,
+    /// 25th percentile.
+    pub iq25: f64,
+    /// 75th percentile.
+    pub iq75: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
+    /// Median absolute deviation from the median (unscaled).
+    pub mad: f64,
+}
+
+/// Mean, m2, m3, m4 of finite, non-empty values (corrected two-pass).
+pub(crate) fn moments(values: &[f64]) -> (f64, f64, f64, f64) {
+    let n = values.len() as f64;
+    let mean0 = values.iter().sum::<f64>() / n;
+    let (mut s1, mut s2, mut s3, mut s4) = (0.0, 0.0, 0.0, 0.0);
+    for &x in values {
+        let d = x - mean0;
+        let d2 = d * d;
+        s1 += d;
+        s2 += d2;
+        s3 += d2 * d;
+        s4 += d2 * d2;
+    }
+    // Correct for the rounding error of mean0 (c = true mean - mean0).
+    let c = s1 / n;
+    let mean = mean0 + c;
+    let m2 = (s2 / n - c * c).max(0.0);
+    let m3 = s3 / n - 3.0 * c * s2 / n + 2.0 * c * c * c;
+    let m4 = s4 / n - 4.0 * c * s3 / n + 6.0 * c * c * s2 / n - 3.0 * c * c * c * c;
+    (mean, m2, m3, m4)
+}
+
+/// Fill `out` with (rank, value) for every rank in `ranks` (sorted, unique,
+/// absolute positions; `base` is the absolute position of `data[0]`).
+fn select_ranks(data: &mut [f64], base: usize, ranks: &[usize], out: &mut Vec<(usize, f64)>) {
+    if ranks.is_empty() {
+        return;
+    }
+    let mid = ranks.len() / 2;
+    let r = ranks[mid] - base;
+    let (left, nth, right) = data.select_nth_unstable_by(r, f64::total_cmp);
+    out.push((ranks[mid], *nth));
+    select_ranks(left, base, &ranks[..mid], out);
+    select_ranks(right, base + r + 1, &ranks[mid + 1..], out);
+}
+
+/// Linear-interpolation quantiles of `data` (reordered in place) at `probs`.
+/// `sorted` says `data` is already ascending (then no selection is done).
+fn quantiles_in_place(data: &mut [f64], probs: &[f64], sorted: bool) -> Vec<f64> {
+    let n = data.len();
+    let pos: Vec<(usize, f64)> = probs
+        .iter()
+        .map(|p| {
+            let h = (n - 1) as f64 * p;
+            let k = (h.floor() as usize).min(n - 1);
+            (k, h - k as f64)
+        })
+        .collect();
+    let mut ranks: Vec<usize> = pos
+        .iter()
+        .flat_map(|&(k, f)| [k, if f > 0.0 && k + 1 < n { k + 1 } else { k }])
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let found: Vec<(usize, f64)> = if sorted {
+        ranks.iter().map(|&r| (r, data[r])).collect()
+    } else {
+        let mut found = Vec::with_capacity(ranks.len());
+        select_ranks(data, 0, &ranks, &mut found);
+        found.sort_unstable_by_key(|&(r, _)| r);
+        found
+    };
+    let get = |r: usize| {
+        found[found
+            .binary_search_by_key(&r, |&(k, _)| k)
+            .expect("rank selected")]
+        .1
+    };
+    pos.iter()
+        .map(|&(k, f)| {
+            let lo = get(k);
+            if f > 0.0 && k + 1 < n {
+                lo + f * (get(k + 1) - lo)
+            } else {
+                lo
+            }
+        })
+        .collect()
+}
+
+/// One linear-interpolation quantile of `values` (0 <= p <= 1).
+pub fn quantile(values: &[f64], p: f64) -> Result<f64, StatsError> {
+    if values.is_empty() {
+        return Err(StatsError::Empty { what: "samples" });
+    }
+    check_finite(values)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(StatsError::InvalidParameter {
+            name: "probability",
+            value: p,
+            why: "must be between 0 and 1",
+        });
+    }
+    Ok(quantiles_in_place(&mut values.to_vec(), &[p], false)[0])
+}
+
+impl Summary {
+    /// Summary of finite values in any order. Copies the values once (a
+    /// scratch buffer for selection); `values` is not modified.
+    pub fn new(values: &[f64]) -> Result<Summary, StatsError> {
+        Self::compute(values, false)
+    }
+
+    /// Summary of values already sorted ascending (e.g. a cached sorted
+    /// copy); skips the selection work. Unsorted input gives wrong quantiles.
+    pub fn from_sorted(sorted: &[f64]) -> Result<Summary, StatsError> {
+        Self::compute(sorted, true)
+    }
+
+    fn compute(values: &[f64], sorted: bool) -> Result<Summary, StatsError> {
+        if values.is_empty() {
+            return Err(StatsError::Empty { what: "samples" });
+        }
+        check_finite(values)?;
+        let n = values.len();
+        let (mut min, mut max) = (values[0], values[0]);
+        for &x in values {
+            min = min.min(x);
+            max = max.max(x);
+        }
+        let (mean, sigma, skew, kurtosis) = if min == max {
+            (min, 0.0, 0.0, 0.0)
+        } else {
+            let (mean, m2, m3, m4) = moments(values);
+            if m2 > 0.0 {
+                (mean, m2.sqrt(), m3 / m2.powf(1.5), m4 / (m2 * m2) - 3.0)
+            } else {
+                (mean, 0.0, 0.0, 0.0)
+            }
+        };
+        let mut scratch = values.to_vec();
+        let q = quantiles_in_place(&mut scratch, &QUANTILE_PROBS, sorted);
+        let median = q[1];
+        for x in scratch.iter_mut() {
+            *x = (*x - median).abs();
+        }
+        let mad = quantiles_in_place(&mut scratch, &[0.5], false)[0];
+        Ok(Summary {
+            n,
+            min,
+            max,
+            mean: mean.clamp(min, max),
+            sigma,
+            skew,
+            kurtosis,
+            median,
+            iq25: q[0],
+            iq75: q[2],
+            p90: q[3],
+            p99: q[4],
+            p999: q[5],
+            p9999: q[6],
+            mad,
+        })
+    }
+
+    /// `(key, value)` pairs in contract order, for serializers and bindings.
+    pub fn fields(&self) -> [(&'static str, f64); 15] {
+        [
+            ("n", self.n as f64),
+            ("min", self.min),
+            ("max", self.max),
+            ("mean", self.mean),
+            ("sigma", self.sigma),
+            ("skew", self.skew),
+            ("kurtosis", self.kurtosis),
+            ("median", self.median),
+            ("iq25", self.iq25),
+            ("iq75", self.iq75),
+            ("p90", self.p90),
+            ("p99", self.p99),
+            ("p999", self.p999),
+            ("p9999", self.p9999),
+            ("mad", self.mad),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a - b).abs() <= rel * b.abs().max(1e-300)
+    }
+
+    #[test]
+    fn empty_is_an_error() {
+        assert_eq!(
+            Summary::new(&[]),
+            Err(StatsError::Empty { what: "samples" })
+        );
+    }
+
+    #[test]
+    fn single_value_has_zero_spread_not_nan() {
+        let s = Summary::new(&[7.5]).unwrap();
+        assert_eq!(
+            (s.n, s.min, s.max, s.mean, s.median, s.p9999),
+            (1, 7.5, 7.5, 7.5, 7.5, 7.5)
+        );
+        assert_eq!((s.sigma, s.skew, s.kurtosis, s.mad), (0.0, 0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn all_equal_values_with_inexact_mean_give_zero_moments() {
+        // 0.1 summed 3 times / 3 is not exactly 0.1; the result must still be 0.
+        let s = Summary::new(&[0.1; 3]).unwrap();
+        assert_eq!((s.mean, s.sigma, s.skew, s.kurtosis), (0.1, 0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn small_set_matches_hand_computation() {
+        let s = Summary::new(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!(s.mean, 2.5);
+        assert!(close(s.sigma, 1.25f64.sqrt(), 1e-15));
+        assert_eq!(s.skew, 0.0);
+        // m4 = (2*1.5^4 + 2*0.5^4)/4 = 2.5625; m2^2 = 1.5625
+        assert!(close(s.kurtosis, 2.5625 / 1.5625 - 3.0, 1e-14));
+        assert_eq!((s.median, s.iq25, s.iq75), (2.5, 1.75, 3.25));
+        assert!(close(s.p90, 3.7, 1e-15));
+        assert_eq!(s.mad, 1.0);
+    }
+
+    #[test]
+    fn nan_is_rejected() {
+        assert!(matches!(
+            Summary::new(&[1.0, f64::NAN]),
+            Err(StatsError::NotFinite { index: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn sorted_and_unsorted_paths_agree() {
+        let v: Vec<f64> = (0..1001)
+            .map(|i| ((i * 7919) % 1001) as f64 * 0.37)
+            .collect();
+        let mut s = v.clone();
+        s.sort_unstable_by(f64::total_cmp);
+        let (a, b) = (Summary::new(&v).unwrap(), Summary::from_sorted(&s).unwrap());
+        // Quantiles are identical; moments differ only by summation order.
+        for ((k, x), (_, y)) in a.fields().iter().zip(b.fields()) {
+            let tol = if ["mean", "sigma", "kurtosis"].contains(k) {
+                1e-13
+            } else {
+                0.0
+            };
+            let ok = if *k == "skew" {
+                (x - y).abs() < 1e-14
+            } else {
+                close(*x, y, tol) || x == &y
+            };
+            assert!(ok, "{k}: {x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn large_offset_does_not_destroy_variance() {
+        let v: Vec<f64> = (0..1000).map(|i| 1e12 + (i % 10) as f64).collect();
+        let s = Summary::new(&v).unwrap();
+        assert!(close(s.sigma, 8.25f64.sqrt(), 1e-9), "{}", s.sigma);
+        assert!(s.skew.abs() < 1e-6, "{}", s.skew);
+    }
+
+    #[test]
+    fn quantile_interpolates_like_numpy() {
+        assert_eq!(quantile(&[10.0, 20.0], 0.25).unwrap(), 12.5);
+        assert_eq!(quantile(&[3.0, 1.0, 2.0], 1.0).unwrap(), 3.0);
+        assert!(quantile(&[1.0], 1.5).is_err());
+    }
+}
