@@ -1,1 +1,50 @@
-fn main(){}
+//! `meshperf`: the agent (`meshperf agent`) that serves the web app and runs
+//! test engines, and (later) the headless runner (`meshperf run`).
+
+mod agent_cmd;
+mod control;
+mod engine;
+mod http;
+mod server;
+mod sysinfo;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "meshperf",
+    version,
+    about = "Measure the network itself: agents, a web app, raw samples."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the web app and the control WebSocket, and run tests asked for.
+    Agent(agent_cmd::AgentArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let r = match cli.cmd {
+        Cmd::Agent(a) => agent_cmd::run(a),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("meshperf: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -150,7 +150,14 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let h = FrameHeader { kind: SampleKind::RttNs, stream: 3, test_id: 7, step: 2, first_seq: 100, count: 3 };
+        let h = FrameHeader {
+            kind: SampleKind::RttNs,
+            stream: 3,
+            test_id: 7,
+            step: 2,
+            first_seq: 100,
+            count: 3,
+        };
         let mut out = Vec::new();
         encode(&h, &[1, u64::MAX, 42], &mut out);
         assert_eq!(out.len(), HEADER_LEN + 24);
@@ -159,11 +166,21 @@ mod tests {
 
     #[test]
     fn rejects_bad_frames() {
-        let h = FrameHeader { kind: SampleKind::IntervalBytes, stream: 0, test_id: 1, step: 0, first_seq: 0, count: 1 };
+        let h = FrameHeader {
+            kind: SampleKind::IntervalBytes,
+            stream: 0,
+            test_id: 1,
+            step: 0,
+            first_seq: 0,
+            count: 1,
+        };
         let mut out = Vec::new();
         encode(&h, &[5], &mut out);
         assert_eq!(decode(&out[..10]), Err(FrameError::Truncated(10)));
-        assert_eq!(decode(&out[..HEADER_LEN + 4]), Err(FrameError::Truncated(HEADER_LEN + 4)));
+        assert_eq!(
+            decode(&out[..HEADER_LEN + 4]),
+            Err(FrameError::Truncated(HEADER_LEN + 4))
+        );
         let mut bad = out.clone();
         bad[0] = b'X';
         assert_eq!(decode(&bad), Err(FrameError::BadMagic));

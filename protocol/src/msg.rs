@@ -15,9 +15,22 @@ pub enum Request {
     /// Present the token. Must be the first message.
     Auth { id: u64, token: String },
     /// Serving side: open a data listener for a test, bound to a one-time key.
-    Prepare { id: u64, test_id: u32, step: u32, kind: Kind, params: Value },
+    Prepare {
+        id: u64,
+        test_id: u32,
+        step: u32,
+        kind: Kind,
+        params: Value,
+    },
     /// Driving side: connect to a prepared peer and run the test.
-    Start { id: u64, test_id: u32, step: u32, kind: Kind, params: Value, peer: PeerAddr },
+    Start {
+        id: u64,
+        test_id: u32,
+        step: u32,
+        kind: Kind,
+        params: Value,
+        peer: PeerAddr,
+    },
     /// Stop a running or prepared test.
     Cancel { id: u64, test_id: u32 },
     /// Liveness check.
@@ -36,7 +49,7 @@ pub struct PeerAddr {
 }
 
 /// Which end of a test an agent plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The agent that was asked to `start` (connects).
@@ -63,15 +76,43 @@ pub struct AgentInfo {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     Hello(AgentInfo),
-    AuthOk { id: u64 },
-    Prepared { id: u64, test_id: u32, port: u16, key: String },
-    Started { id: u64, test_id: u32 },
-    Cancelled { id: u64, test_id: u32 },
-    Pong { id: u64 },
+    AuthOk {
+        id: u64,
+    },
+    Prepared {
+        id: u64,
+        test_id: u32,
+        port: u16,
+        key: String,
+    },
+    Started {
+        id: u64,
+        test_id: u32,
+    },
+    Cancelled {
+        id: u64,
+        test_id: u32,
+    },
+    Pong {
+        id: u64,
+    },
     /// Periodic progress of a running test (about 10 per second).
-    Progress { test_id: u32, step: u32, role: Role, elapsed_s: f64, bytes: u64, fraction: f64 },
+    Progress {
+        test_id: u32,
+        step: u32,
+        role: Role,
+        elapsed_s: f64,
+        bytes: u64,
+        fraction: f64,
+    },
     /// Final summary of one side of a test. Samples were sent before it.
-    Result { test_id: u32, step: u32, role: Role, kind: Kind, summary: Value },
+    Result {
+        test_id: u32,
+        step: u32,
+        role: Role,
+        kind: Kind,
+        summary: Value,
+    },
     /// A failure: of a request (`id` set) or of a running test (`test_id` set).
     Error {
         #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -86,7 +127,12 @@ pub enum Event {
 impl Event {
     /// An error reply to request `id`.
     pub fn error(id: Option<u64>, code: &str, message: impl Into<String>) -> Event {
-        Event::Error { id, test_id: None, code: code.to_string(), message: message.into() }
+        Event::Error {
+            id,
+            test_id: None,
+            code: code.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -102,9 +148,23 @@ mod tests {
             "params": {"msg_bytes": 1024}, "peer": {"host": "127.0.0.1", "port": 4000, "key": "ab"}
         }))
         .unwrap();
-        assert!(matches!(r, Request::Start { id: 3, test_id: 9, kind: Kind::TcpStream, .. }));
-        let e = serde_json::to_value(Event::error(Some(2), "bad_params", "msg_bytes: too big")).unwrap();
-        assert_eq!(e, json!({"type": "error", "id": 2, "code": "bad_params", "message": "msg_bytes: too big"}));
-        assert!(serde_json::from_value::<Request>(json!({"type": "launch_missiles", "id": 1})).is_err());
+        assert!(matches!(
+            r,
+            Request::Start {
+                id: 3,
+                test_id: 9,
+                kind: Kind::TcpStream,
+                ..
+            }
+        ));
+        let e = serde_json::to_value(Event::error(Some(2), "bad_params", "msg_bytes: too big"))
+            .unwrap();
+        assert_eq!(
+            e,
+            json!({"type": "error", "id": 2, "code": "bad_params", "message": "msg_bytes: too big"})
+        );
+        assert!(
+            serde_json::from_value::<Request>(json!({"type": "launch_missiles", "id": 1})).is_err()
+        );
     }
 }

@@ -44,7 +44,10 @@ pub struct ParamError {
 
 impl ParamError {
     pub fn new(param: &str, message: impl Into<String>) -> Self {
-        ParamError { param: param.to_string(), message: message.into() }
+        ParamError {
+            param: param.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -128,10 +131,16 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn new(v: &'a Value) -> Result<Self, ParamError> {
         match v {
-            Value::Object(obj) => Ok(Reader { obj, used: Vec::new() }),
+            Value::Object(obj) => Ok(Reader {
+                obj,
+                used: Vec::new(),
+            }),
             Value::Null => {
                 static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-                Ok(Reader { obj: EMPTY.get_or_init(Map::new), used: Vec::new() })
+                Ok(Reader {
+                    obj: EMPTY.get_or_init(Map::new),
+                    used: Vec::new(),
+                })
             }
             _ => Err(ParamError::new("params", "must be a JSON object")),
         }
@@ -149,8 +158,14 @@ impl<'a> Reader<'a> {
                 Some(n) => Ok(Some(n)),
                 None => match v.as_f64() {
                     Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Ok(Some(f as u64)),
-                    Some(f) if f < 0.0 => Err(ParamError::new(name, format!("must not be negative, got {f}"))),
-                    _ => Err(ParamError::new(name, format!("must be a whole number, got {v}"))),
+                    Some(f) if f < 0.0 => Err(ParamError::new(
+                        name,
+                        format!("must not be negative, got {f}"),
+                    )),
+                    _ => Err(ParamError::new(
+                        name,
+                        format!("must be a whole number, got {v}"),
+                    )),
                 },
             },
         }
@@ -170,7 +185,10 @@ impl<'a> Reader<'a> {
     fn bool(&mut self, name: &'static str) -> Result<Option<bool>, ParamError> {
         match self.raw(name) {
             None => Ok(None),
-            Some(v) => v.as_bool().map(Some).ok_or_else(|| ParamError::new(name, format!("must be true or false, got {v}"))),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| ParamError::new(name, format!("must be true or false, got {v}"))),
         }
     }
 
@@ -185,7 +203,10 @@ impl<'a> Reader<'a> {
     fn finish(self) -> Result<(), ParamError> {
         for k in self.obj.keys() {
             if !self.used.contains(&k.as_str()) {
-                return Err(ParamError::new(k, format!("unknown parameter (known: {})", self.used.join(", "))));
+                return Err(ParamError::new(
+                    k,
+                    format!("unknown parameter (known: {})", self.used.join(", ")),
+                ));
             }
         }
         Ok(())
@@ -194,7 +215,10 @@ impl<'a> Reader<'a> {
 
 fn range_u64(name: &str, v: u64, min: u64, max: u64, what: &str) -> Result<u64, ParamError> {
     if v < min || v > max {
-        return Err(ParamError::new(name, format!("must be between {min} and {max}{what}, got {v}")));
+        return Err(ParamError::new(
+            name,
+            format!("must be between {min} and {max}{what}, got {v}"),
+        ));
     }
     Ok(v)
 }
@@ -204,43 +228,89 @@ impl StreamParams {
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
         let mut r = Reader::new(v)?;
         let lim = " (the agent's limit)";
-        let msg_bytes = range_u64("msg_bytes", r.u64("msg_bytes")?.unwrap_or(128 * 1024), 1, limits.max_msg_bytes, lim)?;
+        let msg_bytes = range_u64(
+            "msg_bytes",
+            r.u64("msg_bytes")?.unwrap_or(128 * 1024),
+            1,
+            limits.max_msg_bytes,
+            lim,
+        )?;
         let read_bytes = match r.u64("read_bytes")? {
             Some(n) => range_u64("read_bytes", n, 1, limits.max_msg_bytes, lim)?,
             None => msg_bytes,
         };
         let count = r.u64("count")?;
         let duration_s = r.f64("duration_s")?;
-        let streams = range_u64("streams", r.u64("streams")?.unwrap_or(1), 1, limits.max_streams as u64, lim)? as u32;
+        let streams = range_u64(
+            "streams",
+            r.u64("streams")?.unwrap_or(1),
+            1,
+            limits.max_streams as u64,
+            lim,
+        )? as u32;
         let direction = match r.string("direction")?.as_deref() {
             None | Some("send") => Direction::Send,
             Some("receive") => Direction::Receive,
             Some("both") => Direction::Both,
-            Some(o) => return Err(ParamError::new("direction", format!("must be send, receive or both, got {o:?}"))),
+            Some(o) => {
+                return Err(ParamError::new(
+                    "direction",
+                    format!("must be send, receive or both, got {o:?}"),
+                ))
+            }
         };
         let wait_us = range_u64("wait_us", r.u64("wait_us")?.unwrap_or(0), 0, 10_000_000, "")?;
         let nodelay = r.bool("nodelay")?.unwrap_or(false);
-        let sndbuf = r.u64("sndbuf")?.map(|n| range_u64("sndbuf", n, 1, 1 << 30, "")).transpose()?;
-        let rcvbuf = r.u64("rcvbuf")?.map(|n| range_u64("rcvbuf", n, 1, 1 << 30, "")).transpose()?;
-        let tos = r.u64("tos")?.map(|n| range_u64("tos", n, 0, 255, "").map(|n| n as u8)).transpose()?;
+        let sndbuf = r
+            .u64("sndbuf")?
+            .map(|n| range_u64("sndbuf", n, 1, 1 << 30, ""))
+            .transpose()?;
+        let rcvbuf = r
+            .u64("rcvbuf")?
+            .map(|n| range_u64("rcvbuf", n, 1, 1 << 30, ""))
+            .transpose()?;
+        let tos = r
+            .u64("tos")?
+            .map(|n| range_u64("tos", n, 0, 255, "").map(|n| n as u8))
+            .transpose()?;
         let congestion = r.string("congestion")?;
         if let Some(c) = &congestion {
-            if c.is_empty() || c.len() > 15 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(ParamError::new("congestion", format!("not a congestion control name: {c:?}")));
+            if c.is_empty()
+                || c.len() > 15
+                || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(ParamError::new(
+                    "congestion",
+                    format!("not a congestion control name: {c:?}"),
+                ));
             }
         }
-        let interval_ms = range_u64("interval_ms", r.u64("interval_ms")?.unwrap_or(10), 1, 10_000, "")? as u32;
+        let interval_ms = range_u64(
+            "interval_ms",
+            r.u64("interval_ms")?.unwrap_or(10),
+            1,
+            10_000,
+            "",
+        )? as u32;
         r.finish()?;
 
         let (count, duration_s) = match (count, duration_s) {
-            (Some(_), Some(_)) => return Err(ParamError::new("count", "give count or duration_s, not both")),
+            (Some(_), Some(_)) => {
+                return Err(ParamError::new(
+                    "count",
+                    "give count or duration_s, not both",
+                ))
+            }
             (None, None) => (Some(1024), None),
             (Some(c), None) => (Some(range_u64("count", c, 1, limits.max_count, lim)?), None),
             (None, Some(d)) => {
                 if !(d > 0.0 && d <= limits.max_duration_s) {
                     return Err(ParamError::new(
                         "duration_s",
-                        format!("must be above 0 and at most {}{lim}, got {d}", limits.max_duration_s),
+                        format!(
+                            "must be above 0 and at most {}{lim}, got {d}",
+                            limits.max_duration_s
+                        ),
                     ));
                 }
                 (None, Some(d))
@@ -295,7 +365,10 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_parameter() {
-        assert_eq!(parse(json!({"msg_bytes": 0})).unwrap_err().param, "msg_bytes");
+        assert_eq!(
+            parse(json!({"msg_bytes": 0})).unwrap_err().param,
+            "msg_bytes"
+        );
         let e = parse(json!({"msg_bytes": "abc"})).unwrap_err();
         assert_eq!(e.param, "msg_bytes");
         let e = parse(json!({"msg_bytes": 1u64 << 40})).unwrap_err();
@@ -303,9 +376,25 @@ mod tests {
         assert_eq!(parse(json!({"streams": 0})).unwrap_err().param, "streams");
         assert_eq!(parse(json!({"wait_us": -1})).unwrap_err().param, "wait_us");
         assert_eq!(parse(json!({"bogus": 1})).unwrap_err().param, "bogus");
-        assert_eq!(parse(json!({"duration_s": 1e9})).unwrap_err().param, "duration_s");
-        assert_eq!(parse(json!({"count": 1, "duration_s": 1})).unwrap_err().param, "count");
-        assert_eq!(parse(json!({"direction": "up"})).unwrap_err().param, "direction");
-        assert_eq!(parse(json!({"msg_bytes": 67108864, "count": 10000000})).unwrap_err().param, "count");
+        assert_eq!(
+            parse(json!({"duration_s": 1e9})).unwrap_err().param,
+            "duration_s"
+        );
+        assert_eq!(
+            parse(json!({"count": 1, "duration_s": 1}))
+                .unwrap_err()
+                .param,
+            "count"
+        );
+        assert_eq!(
+            parse(json!({"direction": "up"})).unwrap_err().param,
+            "direction"
+        );
+        assert_eq!(
+            parse(json!({"msg_bytes": 67108864, "count": 10000000}))
+                .unwrap_err()
+                .param,
+            "count"
+        );
     }
 }

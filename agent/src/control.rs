@@ -1,0 +1,404 @@
+//! Control sessions: authentication, request handling and the registry of
+//! running tests. One [`Agent`] lives in the event loop; each WebSocket is a
+//! [`Session`]. Tests run on engine threads and are cancelled when the
+//! session that started them goes away (a closed browser stops the traffic).
+
+use crate::engine::{self, Outbound, Sink, TestCtx};
+use crate::server::Replay;
+use meshperf_protocol::msg::{AgentInfo, Event, Request, Role};
+use meshperf_protocol::params::{Kind, Limits, StreamParams};
+use meshperf_protocol::peer as wire;
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use subtle::ConstantTimeEq;
+use tungstenite::{Error as WsError, Message, WebSocket};
+
+/// One control WebSocket.
+pub struct Session {
+    ws: WebSocket<Replay>,
+    /// Session id (0 until greeted).
+    pub sid: u64,
+    authed: bool,
+    out: VecDeque<Message>,
+    /// Close after the queued messages are flushed.
+    closing: bool,
+}
+
+impl Session {
+    pub fn new(ws: WebSocket<Replay>) -> Self {
+        Session {
+            ws,
+            sid: 0,
+            authed: false,
+            out: VecDeque::new(),
+            closing: false,
+        }
+    }
+
+    fn send(&mut self, ev: &Event) {
+        self.out.push_back(Message::text(
+            serde_json::to_string(ev).expect("events serialize"),
+        ));
+    }
+}
+
+struct TestHandle {
+    owner: u64,
+    cancel: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Agent-wide state the event loop hands to sessions.
+pub struct Agent {
+    token: String,
+    info: AgentInfo,
+    limits: Limits,
+    data_ip: IpAddr,
+    tx: Sender<Outbound>,
+    waker: Arc<mio::Waker>,
+    next_sid: u64,
+    tests: HashMap<(u32, Role), TestHandle>,
+    /// Engine output waiting for its session's next pump.
+    pending: HashMap<u64, VecDeque<Message>>,
+    live: std::collections::HashSet<u64>,
+}
+
+impl Agent {
+    pub fn new(
+        token: String,
+        info: AgentInfo,
+        data_ip: IpAddr,
+        tx: Sender<Outbound>,
+        waker: Arc<mio::Waker>,
+    ) -> Self {
+        let limits = info.limits.clone();
+        Agent {
+            token,
+            info,
+            limits,
+            data_ip,
+            tx,
+            waker,
+            next_sid: 1,
+            tests: HashMap::new(),
+            pending: HashMap::new(),
+            live: Default::default(),
+        }
+    }
+
+    /// Gives a new session its id and queues `hello`.
+    pub fn greet(&mut self, s: &mut Session) {
+        s.sid = self.next_sid;
+        self.next_sid += 1;
+        self.live.insert(s.sid);
+        s.send(&Event::Hello(self.info.clone()));
+    }
+
+    /// Routes engine output; returns the session that has new output.
+    pub fn route(&mut self, out: Outbound) -> Option<u64> {
+        match out {
+            Outbound::Text { sid, text } => self.queue(sid, Message::text(text)),
+            Outbound::Binary { sid, bytes } => self.queue(sid, Message::binary(bytes)),
+            Outbound::Finished { test_id, role } => {
+                if let Some(mut h) = self.tests.remove(&(test_id, role)) {
+                    if let Some(t) = h.thread.take() {
+                        let _ = t.join();
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn queue(&mut self, sid: u64, m: Message) -> Option<u64> {
+        if !self.live.contains(&sid) {
+            return None; // the session is gone; its tests were cancelled
+        }
+        self.pending.entry(sid).or_default().push_back(m);
+        Some(sid)
+    }
+
+    /// Reads and handles everything the client sent, then writes what is
+    /// queued. Returns false when the session is over.
+    pub fn pump(&mut self, s: &mut Session) -> bool {
+        if let Some(q) = self.pending.remove(&s.sid) {
+            s.out.extend(q);
+        }
+        loop {
+            match s.ws.read() {
+                Ok(Message::Text(t)) => self.handle(s, t.as_str()),
+                Ok(Message::Binary(_)) => s.send(&Event::error(
+                    None,
+                    "bad_request",
+                    "binary frames are not accepted from clients",
+                )),
+                Ok(_) => {} // ping/pong/close are handled by tungstenite
+                Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(WsError::Capacity(e)) => {
+                    s.send(&Event::error(
+                        None,
+                        "too_large",
+                        format!("message refused: {e}"),
+                    ));
+                    s.closing = true;
+                    break;
+                }
+                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => return false,
+                Err(_) => return false,
+            }
+            if s.closing {
+                break;
+            }
+        }
+        while let Some(m) = s.out.pop_front() {
+            match s.ws.write(m) {
+                Ok(()) => {}
+                Err(WsError::WriteBufferFull(m)) => {
+                    s.out.push_front(*m);
+                    break;
+                }
+                Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => return false,
+            }
+        }
+        match s.ws.flush() {
+            Ok(()) => {}
+            Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+        if s.closing && s.out.is_empty() {
+            let _ = s.ws.close(None);
+            let _ = s.ws.flush();
+            return false;
+        }
+        true
+    }
+
+    /// A session ended: cancel every test it owns.
+    pub fn closed(&mut self, s: &Session) {
+        self.pending.remove(&s.sid);
+        self.live.remove(&s.sid);
+        for h in self.tests.values().filter(|h| h.owner == s.sid) {
+            h.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// SIGINT/SIGTERM: cancel everything and wait briefly for engines.
+    pub fn shutdown(&mut self) {
+        for h in self.tests.values() {
+            h.cancel.store(true, Ordering::Relaxed);
+        }
+        for (_, mut h) in self.tests.drain() {
+            if let Some(t) = h.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    fn handle(&mut self, s: &mut Session, text: &str) {
+        let req: Request = match serde_json::from_str(text) {
+            Ok(r) => r,
+            Err(e) => {
+                let id = serde_json::from_str::<serde_json::Value>(text)
+                    .ok()
+                    .and_then(|v| v.get("id").and_then(|i| i.as_u64()));
+                s.send(&Event::error(
+                    id,
+                    "bad_request",
+                    format!("cannot understand the message: {e}"),
+                ));
+                if !s.authed {
+                    s.closing = true;
+                }
+                return;
+            }
+        };
+        if !s.authed {
+            match req {
+                Request::Auth { id, token } => {
+                    if bool::from(token.as_bytes().ct_eq(self.token.as_bytes())) {
+                        s.authed = true;
+                        s.send(&Event::AuthOk { id });
+                    } else {
+                        s.send(&Event::error(
+                            Some(id),
+                            "auth_failed",
+                            "authentication failed: wrong token",
+                        ));
+                        s.closing = true;
+                    }
+                }
+                _ => {
+                    s.send(&Event::error(
+                        None,
+                        "auth_required",
+                        "authenticate first: send {\"type\":\"auth\",\"token\":...}",
+                    ));
+                    s.closing = true;
+                }
+            }
+            return;
+        }
+        let reply = match req {
+            Request::Auth { id, .. } => Event::AuthOk { id },
+            Request::Ping { id } => Event::Pong { id },
+            Request::Cancel { id, test_id } => {
+                let mine: Vec<_> = self
+                    .tests
+                    .iter()
+                    .filter(|((t, _), h)| *t == test_id && h.owner == s.sid)
+                    .collect();
+                if mine.is_empty() {
+                    Event::error(
+                        Some(id),
+                        "not_found",
+                        format!("no running test {test_id} of this session"),
+                    )
+                } else {
+                    mine.iter()
+                        .for_each(|(_, h)| h.cancel.store(true, Ordering::Relaxed));
+                    Event::Cancelled { id, test_id }
+                }
+            }
+            Request::Prepare {
+                id,
+                test_id,
+                step,
+                kind,
+                params,
+            } => match self.prepare(s.sid, test_id, step, kind, &params) {
+                Ok((port, key)) => Event::Prepared {
+                    id,
+                    test_id,
+                    port,
+                    key,
+                },
+                Err((code, msg)) => Event::error(Some(id), code, msg),
+            },
+            Request::Start {
+                id,
+                test_id,
+                step,
+                kind,
+                params,
+                peer,
+            } => match self.start(s.sid, test_id, step, kind, params, peer) {
+                Ok(()) => Event::Started { id, test_id },
+                Err((code, msg)) => Event::error(Some(id), code, msg),
+            },
+        };
+        s.send(&reply);
+    }
+
+    fn check_free(
+        &self,
+        test_id: u32,
+        role: Role,
+        kind: Kind,
+    ) -> Result<(), (&'static str, String)> {
+        if !self.info.capabilities.contains(&kind) {
+            return Err((
+                "unsupported_kind",
+                format!("this agent does not run {} tests yet", kind.name()),
+            ));
+        }
+        if self.tests.contains_key(&(test_id, role)) {
+            return Err((
+                "duplicate_test",
+                format!("test {test_id} is already running here"),
+            ));
+        }
+        if let Some(((other, _), _)) = self.tests.iter().find(|((t, _), _)| *t != test_id) {
+            return Err(("busy", format!("this agent is busy with test {other}; one test runs at a time, try again when it ends")));
+        }
+        Ok(())
+    }
+
+    fn ctx(&self, sid: u64, test_id: u32, step: u32, role: Role, kind: Kind) -> TestCtx {
+        TestCtx {
+            test_id,
+            step,
+            role,
+            kind,
+            cancel: Arc::new(AtomicBool::new(false)),
+            sink: Sink {
+                sid,
+                tx: self.tx.clone(),
+                waker: self.waker.clone(),
+            },
+        }
+    }
+
+    fn register(
+        &mut self,
+        ctx: &TestCtx,
+        thread: std::io::Result<JoinHandle<()>>,
+    ) -> Result<(), (&'static str, String)> {
+        let thread = thread.map_err(|e| ("io", format!("cannot start the test thread: {e}")))?;
+        let handle = TestHandle {
+            owner: ctx.sink.sid,
+            cancel: ctx.cancel.clone(),
+            thread: Some(thread),
+        };
+        self.tests.insert((ctx.test_id, ctx.role), handle);
+        Ok(())
+    }
+
+    fn prepare(
+        &mut self,
+        sid: u64,
+        test_id: u32,
+        step: u32,
+        kind: Kind,
+        params: &serde_json::Value,
+    ) -> Result<(u16, String), (&'static str, String)> {
+        self.check_free(test_id, Role::Server, kind)?;
+        let p =
+            StreamParams::parse(params, &self.limits).map_err(|e| ("bad_params", e.to_string()))?;
+        let listener = engine::peer::listen(self.data_ip, &p)
+            .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| ("io", e.to_string()))?
+            .port();
+        let key = engine::peer::new_key();
+        let ctx = self.ctx(sid, test_id, step, Role::Server, kind);
+        let c = ctx.clone();
+        let t = std::thread::Builder::new()
+            .name(format!("test-{test_id}-server"))
+            .spawn(move || engine::tcp_stream::serve(c, p, listener, key));
+        self.register(&ctx, t)?;
+        Ok((port, wire::key_hex(&key)))
+    }
+
+    fn start(
+        &mut self,
+        sid: u64,
+        test_id: u32,
+        step: u32,
+        kind: Kind,
+        params: serde_json::Value,
+        peer: meshperf_protocol::msg::PeerAddr,
+    ) -> Result<(), (&'static str, String)> {
+        self.check_free(test_id, Role::Client, kind)?;
+        let p = StreamParams::parse(&params, &self.limits)
+            .map_err(|e| ("bad_params", e.to_string()))?;
+        if wire::parse_key(&peer.key).is_none() {
+            return Err((
+                "bad_request",
+                "peer.key must be the 32 hex digits from prepared".into(),
+            ));
+        }
+        let ctx = self.ctx(sid, test_id, step, Role::Client, kind);
+        let c = ctx.clone();
+        let t = std::thread::Builder::new()
+            .name(format!("test-{test_id}-client"))
+            .spawn(move || engine::tcp_stream::drive(c, p, params, peer));
+        self.register(&ctx, t)
+    }
+}

@@ -1,0 +1,130 @@
+//! Test engines. Each test side runs on its own threads and reports to the
+//! control loop through a [`Sink`]: JSON events and binary sample frames for
+//! the WebSocket session that asked for the test, and a final `Finished`.
+//!
+//! * [`peer`]: the agent-to-agent control exchange and data-connection set-up.
+//! * [`sockopt`]: socket options requested by a plan, read back from the kernel.
+//! * [`stream`]: the bulk-transfer workers (one mio `Poll` per worker thread).
+//! * [`tcp_stream`]: the `tcp_stream` test, both roles.
+
+pub mod peer;
+pub mod sockopt;
+pub mod stream;
+pub mod tcp_stream;
+
+use meshperf_protocol::frame::{self, FrameHeader, SampleKind};
+use meshperf_protocol::msg::{Event, Role};
+use meshperf_protocol::params::Kind;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+/// What engine threads hand to the control loop.
+pub enum Outbound {
+    /// A JSON text frame for session `sid`.
+    Text { sid: u64, text: String },
+    /// A binary sample frame for session `sid`.
+    Binary { sid: u64, bytes: Vec<u8> },
+    /// The side `role` of test `test_id` has ended (successfully or not).
+    Finished { test_id: u32, role: Role },
+}
+
+/// The way back from an engine thread to the session that owns the test.
+#[derive(Clone)]
+pub struct Sink {
+    pub sid: u64,
+    pub tx: Sender<Outbound>,
+    pub waker: Arc<mio::Waker>,
+}
+
+impl Sink {
+    /// Queues a JSON event.
+    pub fn event(&self, ev: &Event) {
+        let text = serde_json::to_string(ev).expect("events serialize");
+        let _ = self.tx.send(Outbound::Text {
+            sid: self.sid,
+            text,
+        });
+        let _ = self.waker.wake();
+    }
+
+    /// Queues sample frames for `values`, split into frames of at most 65536 values.
+    pub fn samples(&self, kind: SampleKind, test_id: u32, step: u32, stream: u16, values: &[u64]) {
+        const CHUNK: usize = 65536;
+        for (i, chunk) in values.chunks(CHUNK).enumerate() {
+            let h = FrameHeader {
+                kind,
+                stream,
+                test_id,
+                step,
+                first_seq: (i * CHUNK) as u32,
+                count: chunk.len() as u32,
+            };
+            let mut bytes = Vec::new();
+            frame::encode(&h, chunk, &mut bytes);
+            let _ = self.tx.send(Outbound::Binary {
+                sid: self.sid,
+                bytes,
+            });
+        }
+        let _ = self.waker.wake();
+    }
+}
+
+/// Everything an engine thread needs to know about its test.
+#[derive(Clone)]
+pub struct TestCtx {
+    pub test_id: u32,
+    pub step: u32,
+    pub role: Role,
+    pub kind: Kind,
+    pub cancel: Arc<AtomicBool>,
+    pub sink: Sink,
+}
+
+impl TestCtx {
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Reports a failure of this test side to its session.
+    pub fn fail(&self, code: &str, message: impl Into<String>) {
+        self.sink.event(&Event::Error {
+            id: None,
+            test_id: Some(self.test_id),
+            code: code.into(),
+            message: message.into(),
+        });
+    }
+
+    /// Reports the end of this side to the control loop (always last).
+    pub fn finished(&self) {
+        let _ = self.sink.tx.send(Outbound::Finished {
+            test_id: self.test_id,
+            role: self.role,
+        });
+        let _ = self.sink.waker.wake();
+    }
+}
+
+/// A test failure with a code for the page and a one-line message.
+#[derive(Debug)]
+pub struct TestError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl TestError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        TestError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for TestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}

@@ -1,0 +1,124 @@
+//! Socket options a plan asks for, and what the kernel actually gave (the Perl
+//! seed's point: the size you ask for is not the size you get).
+
+use meshperf_protocol::params::StreamParams;
+use serde::Serialize;
+use socket2::SockRef;
+use std::io;
+use std::os::fd::AsFd;
+
+/// Options as the kernel reports them after setting.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Applied {
+    pub sndbuf_actual: u64,
+    pub rcvbuf_actual: u64,
+    pub nodelay: bool,
+    pub tos: Option<u32>,
+    pub congestion: Option<String>,
+}
+
+/// Options that must be set before connect/listen (buffer sizes, so the
+/// window scale is negotiated for them).
+pub fn pre_connect(sock: &socket2::Socket, p: &StreamParams) -> io::Result<()> {
+    if let Some(n) = p.sndbuf {
+        sock.set_send_buffer_size(n as usize)?;
+    }
+    if let Some(n) = p.rcvbuf {
+        sock.set_recv_buffer_size(n as usize)?;
+    }
+    Ok(())
+}
+
+/// Sets the per-connection options and reads everything back.
+pub fn apply<S: AsFd>(s: &S, p: &StreamParams, ipv6: bool) -> Result<Applied, String> {
+    let sock = SockRef::from(s);
+    sock.set_tcp_nodelay(p.nodelay)
+        .map_err(|e| format!("nodelay: cannot set TCP_NODELAY: {e}"))?;
+    if let Some(tos) = p.tos {
+        let r = if ipv6 {
+            sock.set_tclass_v6(tos as u32)
+        } else {
+            sock.set_tos_v4(tos as u32)
+        };
+        r.map_err(|e| format!("tos: cannot set {tos}: {e}"))?;
+    }
+    if let Some(cc) = &p.congestion {
+        sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+            let avail =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+                    .unwrap_or_default();
+            format!(
+                "congestion: {cc:?} is not available here ({e}); allowed: {}",
+                avail.trim()
+            )
+        })?;
+    }
+    read_back(&sock, ipv6).map_err(|e| format!("cannot read socket options: {e}"))
+}
+
+fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
+    let tos = if ipv6 {
+        tclass_v6(sock)
+    } else {
+        sock.tos_v4().ok()
+    };
+    Ok(Applied {
+        sndbuf_actual: sock.send_buffer_size()? as u64,
+        rcvbuf_actual: sock.recv_buffer_size()? as u64,
+        nodelay: sock.tcp_nodelay()?,
+        tos,
+        congestion: sock.tcp_congestion().ok().map(|v| {
+            String::from_utf8_lossy(&v)
+                .trim_end_matches('\0')
+                .to_string()
+        }),
+    })
+}
+
+fn tclass_v6(sock: &SockRef<'_>) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_TCLASS,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(v as u32)
+}
+
+/// TCP_INFO figures meshperf reports.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct TcpInfo {
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    pub snd_cwnd: u32,
+    pub total_retrans: u32,
+}
+
+/// Reads TCP_INFO from a connected socket.
+pub fn tcp_info<S: std::os::fd::AsRawFd>(s: &S) -> Option<TcpInfo> {
+    // SAFETY: tcp_info is plain data; the kernel fills at most len bytes.
+    let mut ti: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut ti as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(TcpInfo {
+        rtt_us: ti.tcpi_rtt,
+        rttvar_us: ti.tcpi_rttvar,
+        snd_cwnd: ti.tcpi_snd_cwnd,
+        total_retrans: ti.tcpi_total_retrans,
+    })
+}

@@ -1,0 +1,350 @@
+//! Bulk-transfer workers. Streams are spread over up to `workers` threads,
+//! each with its own mio `Poll`; a sender writes `msg_bytes` buffers (one
+//! after another, or on an absolute schedule every `wait_us`), a receiver
+//! reads `read_bytes` at a time until EOF. Every stream records bytes per
+//! interval and, at each interval boundary, TCP_INFO.
+
+use super::sockopt::{self, TcpInfo};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which way a stream moves data, from this side's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Send,
+    Recv,
+}
+
+/// How the streams of one side run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub msg_bytes: usize,
+    pub read_bytes: usize,
+    /// Bytes each sender writes (count-bounded tests).
+    pub bytes_per_stream: Option<u64>,
+    /// Senders stop at this offset from `start` (time-bounded tests).
+    pub duration: Option<Duration>,
+    pub wait: Duration,
+    pub interval: Duration,
+    /// A stream that moves nothing for this long fails.
+    pub stall: Duration,
+}
+
+/// What one stream did.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub index: usize,
+    pub send: bool,
+    pub bytes: u64,
+    /// Read or write calls that moved data.
+    pub ops: u64,
+    /// Offsets from `start` of the first and last data movement (EOF for receivers).
+    pub first: Duration,
+    pub last: Duration,
+    /// Bytes per interval.
+    pub intervals: Vec<u64>,
+    /// TCP_INFO at each interval boundary: rtt (us), cwnd (segments), total retransmits.
+    pub rtt_us: Vec<u64>,
+    pub cwnd: Vec<u64>,
+    pub retrans: Vec<u64>,
+    /// TCP_INFO at the end.
+    pub info: Option<TcpInfo>,
+    pub error: Option<String>,
+}
+
+struct Slot {
+    sock: TcpStream,
+    dir: Dir,
+    out: Outcome,
+    ready: bool,
+    done: bool,
+    /// Offset into the current message (senders).
+    msg_off: usize,
+    /// Messages written (senders); the schedule is `k * wait`.
+    msgs: u64,
+    last_move: Instant,
+}
+
+impl Slot {
+    fn record(&mut self, n: usize, now: Instant, start: Instant, interval: Duration) {
+        let at = now.saturating_duration_since(start);
+        if self.out.bytes == 0 {
+            self.out.first = at;
+        }
+        self.out.last = at;
+        self.out.bytes += n as u64;
+        self.out.ops += 1;
+        self.last_move = now;
+        let idx = (at.as_nanos() / interval.as_nanos()) as usize;
+        if idx >= self.out.intervals.len() {
+            self.out.intervals.resize(idx + 1, 0);
+            if let Some(ti) = sockopt::tcp_info(&self.sock) {
+                let fill = |v: &mut Vec<u64>, x: u64| v.resize(idx + 1, x);
+                fill(&mut self.out.rtt_us, ti.rtt_us as u64);
+                fill(&mut self.out.cwnd, ti.snd_cwnd as u64);
+                fill(&mut self.out.retrans, ti.total_retrans as u64);
+            }
+        }
+        self.out.intervals[idx] += n as u64;
+    }
+
+    fn finish(&mut self, error: Option<String>) {
+        self.done = true;
+        self.out.info = sockopt::tcp_info(&self.sock);
+        if self.dir == Dir::Send && error.is_none() {
+            let _ = self.sock.shutdown(Shutdown::Write);
+        }
+        self.out.error = error;
+    }
+}
+
+/// Runs `streams` (socket, direction) to completion and returns one outcome
+/// per stream, in input order. `live[i]` is updated as stream `i` moves bytes;
+/// `tick` is called about every 100 ms from this thread while workers run.
+pub fn run(
+    streams: Vec<(std::net::TcpStream, Dir)>,
+    plan: &Plan,
+    start: Instant,
+    cancel: &AtomicBool,
+    live: &[AtomicU64],
+    workers: usize,
+    mut tick: impl FnMut(),
+) -> Vec<Outcome> {
+    let n = streams.len();
+    let workers = workers.clamp(1, n.max(1));
+    let mut groups: Vec<Vec<(usize, std::net::TcpStream, Dir)>> =
+        (0..workers).map(|_| Vec::new()).collect();
+    for (i, (s, d)) in streams.into_iter().enumerate() {
+        groups[i % workers].push((i, s, d));
+    }
+    let finished = AtomicU64::new(0);
+    let mut all: Vec<Outcome> = std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .into_iter()
+            .map(|g| {
+                let finished = &finished;
+                scope.spawn(move || {
+                    let r = worker(g, plan, start, cancel, live);
+                    finished.fetch_add(1, Ordering::Release);
+                    r
+                })
+            })
+            .collect();
+        while finished.load(Ordering::Acquire) < workers as u64 {
+            std::thread::sleep(Duration::from_millis(20));
+            tick();
+        }
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("stream worker panicked"))
+            .collect()
+    });
+    all.sort_by_key(|o| o.index);
+    all
+}
+
+fn worker(
+    group: Vec<(usize, std::net::TcpStream, Dir)>,
+    plan: &Plan,
+    start: Instant,
+    cancel: &AtomicBool,
+    live: &[AtomicU64],
+) -> Vec<Outcome> {
+    let mut slots: Vec<Slot> = Vec::with_capacity(group.len());
+    let poll = Poll::new();
+    let mut poll = match poll {
+        Ok(p) => p,
+        Err(e) => {
+            return group
+                .into_iter()
+                .map(|(i, _, d)| Outcome {
+                    index: i,
+                    send: d == Dir::Send,
+                    error: Some(format!("poll: {e}")),
+                    ..Default::default()
+                })
+                .collect()
+        }
+    };
+    let now = Instant::now();
+    for (i, s, dir) in group {
+        let _ = s.set_nonblocking(true);
+        let mut sock = TcpStream::from_std(s);
+        let interest = if dir == Dir::Send {
+            Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        let reg = poll
+            .registry()
+            .register(&mut sock, Token(slots.len()), interest);
+        let mut slot = Slot {
+            sock,
+            dir,
+            out: Outcome {
+                index: i,
+                send: dir == Dir::Send,
+                ..Default::default()
+            },
+            ready: true,
+            done: false,
+            msg_off: 0,
+            msgs: 0,
+            last_move: now,
+        };
+        if let Err(e) = reg {
+            slot.finish(Some(format!("register: {e}")));
+        }
+        slots.push(slot);
+    }
+    let wbuf = vec![0x5au8; plan.msg_bytes];
+    let mut rbuf = vec![0u8; plan.read_bytes];
+    let mut events = Events::with_capacity(64);
+    let limit = plan.bytes_per_stream;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            for s in slots.iter_mut().filter(|s| !s.done) {
+                s.finish(Some("cancelled".into()));
+            }
+            break;
+        }
+        let mut next_due: Option<Instant> = None;
+        for s in slots.iter_mut().filter(|s| !s.done) {
+            let now = Instant::now();
+            if s.ready {
+                match s.dir {
+                    Dir::Send => send(
+                        s,
+                        plan,
+                        start,
+                        limit,
+                        &wbuf,
+                        &mut next_due,
+                        &live[s.out.index],
+                    ),
+                    Dir::Recv => recv(s, plan, start, &mut rbuf, &live[s.out.index]),
+                }
+            }
+            if !s.done && now.duration_since(s.last_move) > plan.stall {
+                let what = if s.dir == Dir::Send {
+                    "could not send"
+                } else {
+                    "received nothing"
+                };
+                s.finish(Some(format!(
+                    "stream {} {what} for {} s: the peer stalled",
+                    s.out.index,
+                    plan.stall.as_secs()
+                )));
+            }
+        }
+        if slots.iter().all(|s| s.done) {
+            break;
+        }
+        let mut timeout = Duration::from_millis(50);
+        if let Some(due) = next_due {
+            let left = due.saturating_duration_since(Instant::now());
+            // Timer wake-ups arrive up to ~200 us late here: spin below that.
+            timeout = if left < Duration::from_micros(300) {
+                Duration::ZERO
+            } else {
+                (left - Duration::from_micros(250)).min(timeout)
+            };
+        }
+        if let Some(d) = plan.duration {
+            timeout = timeout.min((start + d).saturating_duration_since(Instant::now()));
+        }
+        match poll.poll(&mut events, Some(timeout)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                for s in slots.iter_mut().filter(|s| !s.done) {
+                    s.finish(Some(format!("poll: {e}")));
+                }
+                break;
+            }
+        }
+        for ev in events.iter() {
+            if let Some(s) = slots.get_mut(ev.token().0) {
+                s.ready = true;
+            }
+        }
+    }
+    slots.into_iter().map(|s| s.out).collect()
+}
+
+fn send(
+    s: &mut Slot,
+    plan: &Plan,
+    start: Instant,
+    limit: Option<u64>,
+    buf: &[u8],
+    next_due: &mut Option<Instant>,
+    live: &AtomicU64,
+) {
+    loop {
+        let now = Instant::now();
+        if s.msg_off == 0 {
+            if limit.is_some_and(|l| s.out.bytes >= l)
+                || plan.duration.is_some_and(|d| now >= start + d)
+            {
+                s.finish(None);
+                return;
+            }
+            if !plan.wait.is_zero() {
+                let due = start + plan.wait * s.msgs as u32;
+                if now < due {
+                    *next_due = Some(next_due.map_or(due, |d| d.min(due)));
+                    return;
+                }
+            }
+        }
+        let mut end = plan.msg_bytes;
+        if let Some(l) = limit {
+            end = end.min((l - (s.out.bytes - s.msg_off as u64)) as usize);
+        }
+        match s.sock.write(&buf[s.msg_off..end]) {
+            Ok(0) => return s.finish(Some("the peer closed the connection".into())),
+            Ok(n) => {
+                s.record(n, Instant::now(), start, plan.interval);
+                live.fetch_add(n as u64, Ordering::Relaxed);
+                s.msg_off += n;
+                if s.msg_off >= end {
+                    s.msg_off = 0;
+                    s.msgs += 1;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                s.ready = false;
+                return;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return s.finish(Some(format!("send failed: {e}"))),
+        }
+    }
+}
+
+fn recv(s: &mut Slot, plan: &Plan, start: Instant, buf: &mut [u8], live: &AtomicU64) {
+    loop {
+        match s.sock.read(buf) {
+            Ok(0) => {
+                s.out.last = Instant::now().saturating_duration_since(start);
+                return s.finish(None);
+            }
+            Ok(n) => {
+                s.record(n, Instant::now(), start, plan.interval);
+                live.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                s.ready = false;
+                return;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return s.finish(Some(format!("receive failed: {e}"))),
+        }
+    }
+}

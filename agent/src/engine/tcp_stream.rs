@@ -1,0 +1,270 @@
+//! `tcp_stream`: bulk TCP throughput between two agents (socketsend/socketslurp,
+//! bw_tcp, netperf TCP_STREAM, iperf3). Both roles share [`run_side`]; they
+//! differ only in how the connections are set up.
+
+use super::peer::{self, Connected};
+use super::sockopt::{self, Applied};
+use super::stream::{self, Dir, Outcome, Plan};
+use super::{TestCtx, TestError};
+use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::{Event, PeerAddr, Role};
+use meshperf_protocol::params::{Direction, Kind, StreamParams};
+use serde_json::{json, Value};
+use std::net::{IpAddr, TcpListener};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Number of data connections and which of them this side sends on.
+fn layout(p: &StreamParams, role: Role) -> Vec<Dir> {
+    let n = p.streams as usize;
+    let client_sends = |i: usize| match p.direction {
+        Direction::Send => true,
+        Direction::Receive => false,
+        Direction::Both => i < n,
+    };
+    let total = if p.direction == Direction::Both {
+        2 * n
+    } else {
+        n
+    };
+    (0..total)
+        .map(|i| {
+            if client_sends(i) == (role == Role::Client) {
+                Dir::Send
+            } else {
+                Dir::Recv
+            }
+        })
+        .collect()
+}
+
+/// Serving side: accept the peer on `listener`, then run.
+pub fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]) {
+    let dirs = layout(&p, Role::Server);
+    match peer::accept(&ctx, listener, &key, Kind::TcpStream, dirs.len()) {
+        Ok(conn) => report(&ctx, run_side(&ctx, &p, conn, &dirs)),
+        Err(e) => ctx.fail(e.code, e.message),
+    }
+    ctx.finished();
+}
+
+/// Driving side: connect to the prepared peer, then run.
+pub fn drive(ctx: TestCtx, p: StreamParams, params: Value, peer_addr: PeerAddr) {
+    let dirs = layout(&p, Role::Client);
+    match peer::connect(&ctx, &peer_addr, Kind::TcpStream, &params, &p, dirs.len()) {
+        Ok(conn) => report(&ctx, run_side(&ctx, &p, conn, &dirs)),
+        Err(e) => ctx.fail(e.code, e.message),
+    }
+    ctx.finished();
+}
+
+fn report(ctx: &TestCtx, r: Result<Value, TestError>) {
+    match r {
+        Ok(summary) => ctx.sink.event(&Event::Result {
+            test_id: ctx.test_id,
+            step: ctx.step,
+            role: ctx.role,
+            kind: ctx.kind,
+            summary,
+        }),
+        Err(e) => ctx.fail(e.code, e.message),
+    }
+}
+
+fn run_side(
+    ctx: &TestCtx,
+    p: &StreamParams,
+    mut conn: Connected,
+    dirs: &[Dir],
+) -> Result<Value, TestError> {
+    let ipv6 = conn.peer_ip.is_ipv6();
+    let mut applied: Option<Applied> = None;
+    for s in &conn.data {
+        let a = sockopt::apply(s, p, ipv6).map_err(|m| TestError::new("bad_params", m))?;
+        applied.get_or_insert(a);
+    }
+    let plan = Plan {
+        msg_bytes: p.msg_bytes as usize,
+        read_bytes: p.read_bytes as usize,
+        bytes_per_stream: p.bytes_per_stream(),
+        duration: p.duration_s.map(Duration::from_secs_f64),
+        wait: Duration::from_micros(p.wait_us),
+        interval: Duration::from_millis(p.interval_ms as u64),
+        stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
+    };
+    let live: Vec<AtomicU64> = dirs.iter().map(|_| AtomicU64::new(0)).collect();
+    let expected: Option<u64> = p.bytes_per_stream().map(|b| b * dirs.len() as u64);
+    let streams: Vec<_> = std::mem::take(&mut conn.data)
+        .into_iter()
+        .zip(dirs.iter().copied())
+        .collect();
+    let start = Instant::now();
+    let mut last_tick = start;
+    let outcomes = stream::run(
+        streams,
+        &plan,
+        start,
+        &ctx.cancel,
+        &live,
+        crate::sysinfo::cores() as usize,
+        || {
+            let now = Instant::now();
+            if now.duration_since(last_tick) < Duration::from_millis(100) {
+                return;
+            }
+            last_tick = now;
+            let bytes: u64 = live.iter().map(|b| b.load(Ordering::Relaxed)).sum();
+            let elapsed = now.duration_since(start).as_secs_f64();
+            let fraction = match (expected, p.duration_s) {
+                (Some(e), _) if e > 0 => bytes as f64 / e as f64,
+                (_, Some(d)) => elapsed / d,
+                _ => 0.0,
+            };
+            ctx.sink.event(&Event::Progress {
+                test_id: ctx.test_id,
+                step: ctx.step,
+                role: ctx.role,
+                elapsed_s: elapsed,
+                bytes,
+                fraction: fraction.min(1.0),
+            });
+        },
+    );
+    if ctx.cancelled() {
+        return Err(TestError::new("cancelled", "test cancelled"));
+    }
+    if let Some(e) = outcomes.iter().find_map(|o| o.error.clone()) {
+        return Err(TestError::new("stream_failed", e));
+    }
+    let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
+    let done = peer::exchange_done(&mut conn.control, moved)?;
+    if let Some(per) = p.bytes_per_stream() {
+        for o in outcomes.iter().filter(|o| !o.send) {
+            if o.bytes != per {
+                return Err(TestError::new(
+                    "short_transfer",
+                    format!(
+                        "stream {} received {} of {} bytes: the peer closed early",
+                        o.index, o.bytes, per
+                    ),
+                ));
+            }
+        }
+    }
+    for o in &outcomes {
+        let idx = o.index as u16;
+        ctx.sink.samples(
+            SampleKind::IntervalBytes,
+            ctx.test_id,
+            ctx.step,
+            idx,
+            &o.intervals,
+        );
+        if o.send && !o.rtt_us.is_empty() {
+            ctx.sink
+                .samples(SampleKind::TcpRttUs, ctx.test_id, ctx.step, idx, &o.rtt_us);
+            ctx.sink
+                .samples(SampleKind::TcpCwnd, ctx.test_id, ctx.step, idx, &o.cwnd);
+            ctx.sink.samples(
+                SampleKind::TcpRetrans,
+                ctx.test_id,
+                ctx.step,
+                idx,
+                &o.retrans,
+            );
+        }
+    }
+    Ok(summary(
+        p,
+        &outcomes,
+        applied.unwrap_or_default(),
+        conn.peer_ip,
+        done.bytes,
+    ))
+}
+
+fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {
+    let mbs = if secs > 0.0 {
+        bytes as f64 / secs / 1e6
+    } else {
+        0.0
+    };
+    format!("{verb} {bytes} bytes in {secs:.6} seconds {prep} {peer}, {mbs:.0} MByte/s")
+}
+
+/// The summary object of one side (keys per DESIGN.md, more may be added).
+fn summary(
+    p: &StreamParams,
+    outs: &[Outcome],
+    applied: Applied,
+    peer: IpAddr,
+    peer_bytes: u64,
+) -> Value {
+    let secs_of = |send: bool| {
+        outs.iter()
+            .filter(|o| o.send == send)
+            .map(|o| o.last.as_secs_f64())
+            .fold(0.0, f64::max)
+    };
+    let sum = |send: bool, f: fn(&Outcome) -> u64| {
+        outs.iter().filter(|o| o.send == send).map(f).sum::<u64>()
+    };
+    let (sent, recvd) = (sum(true, |o| o.bytes), sum(false, |o| o.bytes));
+    let (writes, reads) = (sum(true, |o| o.ops), sum(false, |o| o.ops));
+    let (send_s, recv_s) = (secs_of(true), secs_of(false));
+    let bytes = sent + recvd;
+    let seconds = send_s.max(recv_s);
+    let mut lines = Vec::new();
+    if outs.iter().any(|o| o.send) {
+        lines.push(side_line("sent", "to", sent, send_s, peer));
+    }
+    if outs.iter().any(|o| !o.send) {
+        lines.push(side_line("received", "from", recvd, recv_s, peer));
+    }
+    let retransmits: u64 = outs
+        .iter()
+        .filter_map(|o| o.info)
+        .map(|i| i.total_retrans as u64)
+        .sum();
+    let streams: Vec<Value> = outs
+        .iter()
+        .map(|o| {
+            json!({
+                "index": o.index, "dir": if o.send { "send" } else { "recv" }, "bytes": o.bytes,
+                "reads": if o.send { 0 } else { o.ops }, "writes": if o.send { o.ops } else { 0 },
+                "seconds": o.last.as_secs_f64(), "first_seconds": o.first.as_secs_f64(),
+                "rtt_us": o.info.map(|i| i.rtt_us), "cwnd": o.info.map(|i| i.snd_cwnd),
+                "retransmits": o.info.map(|i| i.total_retrans),
+            })
+        })
+        .collect();
+    json!({
+        "bytes": bytes,
+        "seconds": seconds,
+        "bits_per_second": if seconds > 0.0 { bytes as f64 * 8.0 / seconds } else { 0.0 },
+        "sent_bytes": sent,
+        "received_bytes": recvd,
+        "send_seconds": send_s,
+        "recv_seconds": recv_s,
+        "writes": writes,
+        "reads": reads,
+        "avg_read_bytes": if reads > 0 { recvd as f64 / reads as f64 } else { 0.0 },
+        "ms_per_mib": if recvd > 0 { recv_s * 1e3 / (recvd as f64 / 1048576.0) } else { 0.0 },
+        "streams": streams,
+        "retransmits": retransmits,
+        "interval_ms": p.interval_ms,
+        "msg_bytes": p.msg_bytes,
+        "read_bytes": p.read_bytes,
+        "direction": p.direction,
+        "peer": peer.to_string(),
+        "peer_bytes": peer_bytes,
+        "sndbuf_requested": p.sndbuf,
+        "rcvbuf_requested": p.rcvbuf,
+        "sndbuf_actual": applied.sndbuf_actual,
+        "rcvbuf_actual": applied.rcvbuf_actual,
+        "nodelay": applied.nodelay,
+        "tos": applied.tos,
+        "congestion": applied.congestion,
+        "line": lines.join("; "),
+    })
+}

@@ -1,0 +1,93 @@
+//! Static file serving of the embedded web app. Requests are looked up in a
+//! table built at compile time (see `build.rs`); there is no file system
+//! access, so no path can escape it.
+
+use std::io::Read;
+
+/// One embedded file, stored gzip-compressed.
+pub struct Asset {
+    pub path: &'static str,
+    pub content_type: &'static str,
+    pub gzip: &'static [u8],
+    pub len: usize,
+}
+
+include!(concat!(env!("OUT_DIR"), "/assets.rs"));
+
+/// Finds the asset for a request path (`/` is `/index.html`; the query is ignored).
+pub fn lookup(path: &str) -> Option<&'static Asset> {
+    let path = path.split(['?', '#']).next().unwrap_or("/");
+    let path = if path == "/" { "/index.html" } else { path };
+    ASSETS.iter().find(|a| a.path == path)
+}
+
+/// Builds the full HTTP/1.1 response for a parsed request.
+pub fn respond(method: &str, path: &str, accepts_gzip: bool) -> Vec<u8> {
+    if method != "GET" && method != "HEAD" {
+        return simple(
+            405,
+            "Method Not Allowed",
+            "only GET and HEAD are served here\n",
+        );
+    }
+    let Some(asset) = lookup(path) else {
+        return simple(404, "Not Found", "not found\n");
+    };
+    let (body, encoding): (Vec<u8>, &str) = if accepts_gzip {
+        (asset.gzip.to_vec(), "Content-Encoding: gzip\r\n")
+    } else {
+        let mut raw = Vec::with_capacity(asset.len);
+        flate2::read::GzDecoder::new(asset.gzip)
+            .read_to_end(&mut raw)
+            .expect("embedded asset is valid gzip");
+        (raw, "")
+    };
+    let cache = if asset.path == "/index.html" {
+        "no-cache"
+    } else {
+        "public, max-age=31536000, immutable"
+    };
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\n{encoding}Cache-Control: {cache}\r\n\
+         X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n",
+        asset.content_type,
+        body.len()
+    )
+    .into_bytes();
+    if method == "GET" {
+        out.extend_from_slice(&body);
+    }
+    out
+}
+
+/// A plain-text response with a status line.
+pub fn simple(code: u16, reason: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
+         X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_is_served_and_traversal_is_not() {
+        assert!(lookup("/").is_some());
+        assert!(lookup("/index.html?x=1").is_some());
+        assert!(lookup("/../Cargo.toml").is_none());
+        assert!(lookup("/%2e%2e/etc/passwd").is_none());
+        let r = respond("GET", "/nope", true);
+        assert!(r.starts_with(b"HTTP/1.1 404"));
+        let r = respond("POST", "/", true);
+        assert!(r.starts_with(b"HTTP/1.1 405"));
+        let r = String::from_utf8_lossy(&respond("GET", "/", false)).to_string();
+        assert!(
+            r.starts_with("HTTP/1.1 200") && r.contains("text/html") && r.contains("<"),
+            "{r}"
+        );
+    }
+}

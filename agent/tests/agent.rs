@@ -1,0 +1,284 @@
+//! Integration tests: real agent processes, real sockets.
+
+mod util;
+
+use meshperf_protocol::frame::SampleKind;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use util::{open, run_pair, AgentProc, Ctl};
+
+fn interval_sum(c: &Ctl, test_id: u32) -> u64 {
+    c.samples(SampleKind::IntervalBytes)
+        .iter()
+        .filter(|f| f.header.test_id == test_id)
+        .flat_map(|f| f.values.iter())
+        .sum()
+}
+
+#[test]
+fn tcp_stream_moves_exact_bytes_between_two_agents() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    assert_eq!(ca.hello["protocol"], 1);
+    assert!(ca.hello["capabilities"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("tcp_stream")));
+    let (client, server) = run_pair(
+        &mut cb,
+        &mut ca,
+        11,
+        "tcp_stream",
+        json!({"msg_bytes": 1048576, "count": 64}),
+    );
+    for end in [&client, &server] {
+        assert_eq!(end["type"], "result", "{end}");
+        assert_eq!(end["summary"]["bytes"], 67108864, "{end}");
+        assert_eq!(end["summary"]["peer_bytes"], 67108864, "{end}");
+    }
+    assert_eq!(client["role"], "client");
+    assert_eq!(server["role"], "server");
+    let line = client["summary"]["line"].as_str().unwrap();
+    assert!(
+        line.starts_with("sent 67108864 bytes in ")
+            && line.contains(" seconds to 127.0.0.1, ")
+            && line.ends_with(" MByte/s"),
+        "{line}"
+    );
+    assert!(server["summary"]["line"]
+        .as_str()
+        .unwrap()
+        .starts_with("received 67108864 bytes in "));
+    assert_eq!(server["summary"]["reads"].as_u64().unwrap() > 0, true);
+    // Raw interval samples account for every byte, on both sides.
+    assert_eq!(interval_sum(&cb, 11), 67108864);
+    assert_eq!(interval_sum(&ca, 11), 67108864);
+    // The serving agent stays usable: a second test runs.
+    let (c2, s2) = run_pair(
+        &mut cb,
+        &mut ca,
+        12,
+        "tcp_stream",
+        json!({"msg_bytes": 1000, "count": 3}),
+    );
+    assert_eq!(c2["summary"]["bytes"], 3000);
+    assert_eq!(s2["summary"]["bytes"], 3000);
+}
+
+#[test]
+fn directions_and_parallel_streams_add_up() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let p = json!({"msg_bytes": 65536, "count": 100, "streams": 3, "direction": "both"});
+    let (client, server) = run_pair(&mut cb, &mut ca, 21, "tcp_stream", p);
+    for end in [&client, &server] {
+        let s = &end["summary"];
+        assert_eq!(s["sent_bytes"], 3 * 65536 * 100, "{end}");
+        assert_eq!(s["received_bytes"], 3 * 65536 * 100, "{end}");
+        let per: u64 = s["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(per, s["bytes"].as_u64().unwrap());
+        assert_eq!(s["streams"].as_array().unwrap().len(), 6);
+    }
+    let (client, server) = run_pair(
+        &mut cb,
+        &mut ca,
+        22,
+        "tcp_stream",
+        json!({"msg_bytes": 4096, "count": 10, "direction": "receive"}),
+    );
+    assert_eq!(client["summary"]["received_bytes"], 40960);
+    assert_eq!(client["summary"]["sent_bytes"], 0);
+    assert_eq!(server["summary"]["sent_bytes"], 40960);
+}
+
+#[test]
+fn socket_options_are_read_back_from_the_kernel() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let p = json!({"msg_bytes": 8192, "count": 10, "nodelay": true, "tos": 16, "sndbuf": 65536, "rcvbuf": 131072});
+    let (client, server) = run_pair(&mut cb, &mut ca, 31, "tcp_stream", p);
+    for end in [&client, &server] {
+        let s = &end["summary"];
+        assert_eq!(s["nodelay"], true, "{end}");
+        assert_eq!(s["tos"], 16, "{end}");
+        // Linux doubles the requested size for bookkeeping overhead.
+        assert_eq!(s["sndbuf_actual"], 131072, "{end}");
+        assert_eq!(s["rcvbuf_actual"], 262144, "{end}");
+    }
+}
+
+#[test]
+fn wrong_token_is_refused_and_the_socket_closed() {
+    let a = AgentProc::start(&[]);
+    let err = Ctl::connect(a.port, "not-the-token", None)
+        .err()
+        .expect("refused");
+    assert_eq!(err["code"], "auth_failed");
+    // Requests before auth are refused too.
+    let mut ws = open(a.port, None).unwrap();
+    let _hello = ws.read().unwrap();
+    ws.send(tungstenite::Message::text(r#"{"type":"ping","id":1}"#))
+        .unwrap();
+    let m = ws.read().unwrap();
+    assert!(m.to_text().unwrap().contains("auth_required"), "{m}");
+    // The agent still serves a correct client.
+    a.connect();
+}
+
+#[test]
+fn foreign_origins_are_refused_and_allowed_ones_accepted() {
+    let a = AgentProc::start(&["--allow-origin", "http://localhost:5173"]);
+    let err = open(a.port, Some("http://evil.example"))
+        .err()
+        .expect("refused");
+    match err {
+        tungstenite::Error::Http(r) => assert_eq!(r.status(), 403),
+        e => panic!("expected 403, got {e}"),
+    }
+    Ctl::connect(a.port, &a.token, Some("http://localhost:5173")).expect("allowed origin");
+    Ctl::connect(
+        a.port,
+        &a.token,
+        Some(&format!("http://127.0.0.1:{}", a.port)),
+    )
+    .expect("own origin");
+}
+
+#[test]
+fn bad_parameters_are_refused_before_any_traffic() {
+    let a = AgentProc::start(&[]);
+    let mut c = a.connect();
+    let cases = [
+        (
+            json!({"msg_bytes": 0}),
+            "msg_bytes",
+            "between 1 and 67108864",
+        ),
+        (json!({"msg_bytes": "abc"}), "msg_bytes", "whole number"),
+        (json!({"msg_bytes": 1u64 << 30}), "msg_bytes", "67108864"),
+        (json!({"streams": 0}), "streams", "between"),
+        (json!({"wait_us": -5}), "wait_us", "negative"),
+        (json!({"duration_s": 3600}), "duration_s", "limit"),
+    ];
+    for (i, (params, name, text)) in cases.into_iter().enumerate() {
+        let r = c.request(json!({"type": "prepare", "test_id": 100 + i, "step": 0, "kind": "tcp_stream", "params": params}));
+        assert_eq!(r["code"], "bad_params", "{r}");
+        let msg = r["message"].as_str().unwrap();
+        assert!(msg.starts_with(name) && msg.contains(text), "{msg}");
+    }
+    let r = c.request(json!({"type": "launch", "test_id": 1}));
+    assert_eq!(r["code"], "bad_request");
+    let r = c.request(json!({"type": "ping"}));
+    assert_eq!(r["type"], "pong");
+}
+
+#[test]
+fn http_serves_the_app_and_nothing_else() {
+    let a = AgentProc::start(&[]);
+    let get = |path: &str| {
+        let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let index = get("/");
+    assert!(
+        index.starts_with("HTTP/1.1 200") && index.contains("text/html"),
+        "{index}"
+    );
+    assert!(get("/../../etc/passwd").starts_with("HTTP/1.1 404"));
+    assert!(get("/nope.js").starts_with("HTTP/1.1 404"));
+    let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+    s.write_all(b"\x16\x03\x01garbage\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    a.connect(); // still serving
+}
+
+#[test]
+fn port_in_use_is_one_clear_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args(["agent", "--listen", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&port.to_string()) && err.contains("--listen"),
+        "{err}"
+    );
+}
+
+#[test]
+fn peer_gone_mid_test_is_reported_and_the_other_agent_stays_usable() {
+    let (a, mut b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    // A serves and receives; B drives and sends for 20 s, then B dies.
+    let prep = ca.request(json!({"type": "prepare", "test_id": 41, "step": 0, "kind": "tcp_stream", "params": {"duration_s": 20}}));
+    let start = cb.request(json!({"type": "start", "test_id": 41, "step": 0, "kind": "tcp_stream", "params": {"duration_s": 20},
+        "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
+    assert_eq!(start["type"], "started");
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    b.child.kill().unwrap();
+    let end = ca.wait_end(41);
+    assert_eq!(end["type"], "error", "{end}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert!(end["message"].as_str().unwrap().contains("peer"), "{end}");
+    // A runs the next test with a new peer.
+    let c = AgentProc::start(&[]);
+    let mut cc = c.connect();
+    let (cl, sv) = run_pair(
+        &mut cc,
+        &mut ca,
+        42,
+        "tcp_stream",
+        json!({"msg_bytes": 1024, "count": 5}),
+    );
+    assert_eq!(cl["summary"]["bytes"], 5120);
+    assert_eq!(sv["summary"]["bytes"], 5120);
+}
+
+#[test]
+fn a_closed_controller_cancels_its_test_and_a_wrong_key_is_refused() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let mut ca = a.connect();
+    let prep = ca.request(json!({"type": "prepare", "test_id": 51, "step": 0, "kind": "tcp_stream", "params": {"count": 2}}));
+    // A driver with a wrong key is refused by the serving agent.
+    let mut cb = b.connect();
+    let bad = cb.request(json!({"type": "start", "test_id": 51, "step": 0, "kind": "tcp_stream", "params": {"count": 2},
+        "peer": {"host": "127.0.0.1", "port": prep["port"], "key": "00".repeat(16)}}));
+    assert_eq!(bad["type"], "started");
+    let end = cb.wait_end(51);
+    assert_eq!(end["code"], "peer_refused", "{end}");
+    // The controller of a long test goes away: the test stops, the agent is free again.
+    let mut ca2 = a.connect();
+    let prep = ca2.request(json!({"type": "prepare", "test_id": 52, "step": 0, "kind": "tcp_stream", "params": {"duration_s": 30}}));
+    assert_eq!(prep["type"], "error", "one test at a time: {prep}");
+    assert_eq!(prep["code"], "busy");
+    drop(ca);
+    let t0 = Instant::now();
+    loop {
+        let r = ca2.request(json!({"type": "prepare", "test_id": 53, "step": 0, "kind": "tcp_stream", "params": {"count": 1}}));
+        if r["type"] == "prepared" {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "agent never freed: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

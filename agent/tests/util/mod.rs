@@ -1,0 +1,199 @@
+//! Test helpers: real agent processes and a blocking WebSocket controller.
+
+#![allow(dead_code)]
+
+use meshperf_protocol::frame;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tungstenite::{Message, WebSocket};
+
+/// A running `meshperf agent` on an ephemeral loopback port.
+pub struct AgentProc {
+    pub child: Child,
+    pub port: u16,
+    pub token: String,
+}
+
+impl AgentProc {
+    pub fn start(extra: &[&str]) -> AgentProc {
+        let token = format!(
+            "tok{:016x}",
+            std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+            .args(["agent", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .env("MESHPERF_TOKEN", &token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn agent");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .expect("ready line has a URL")
+            .to_string();
+        assert!(url.ends_with(&format!("#token={token}")), "{url}");
+        let port = url
+            .trim_start_matches("http://127.0.0.1:")
+            .split('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        AgentProc { child, port, token }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn connect(&self) -> Ctl {
+        Ctl::connect(self.port, &self.token, None).expect("auth ok")
+    }
+}
+
+impl Drop for AgentProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A decoded sample frame.
+pub struct Frame {
+    pub header: frame::FrameHeader,
+    pub values: Vec<u64>,
+}
+
+/// A blocking controller connection.
+pub struct Ctl {
+    pub ws: WebSocket<TcpStream>,
+    pub hello: Value,
+    next_id: u64,
+    pub events: Vec<Value>,
+    pub frames: Vec<Frame>,
+}
+
+/// Opens a WebSocket to `/ws` with an optional Origin header.
+pub fn open(port: u16, origin: Option<&str>) -> Result<WebSocket<TcpStream>, tungstenite::Error> {
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut req = tungstenite::client::IntoClientRequest::into_client_request(format!(
+        "ws://127.0.0.1:{port}/ws"
+    ))
+    .unwrap();
+    if let Some(o) = origin {
+        req.headers_mut().insert("origin", o.parse().unwrap());
+    }
+    tungstenite::client::client(req, stream)
+        .map(|(ws, _)| ws)
+        .map_err(|e| match e {
+            tungstenite::HandshakeError::Failure(e) => e,
+            _ => panic!("blocking handshake interrupted"),
+        })
+}
+
+impl Ctl {
+    pub fn connect(port: u16, token: &str, origin: Option<&str>) -> Result<Ctl, Value> {
+        let ws = open(port, origin).expect("websocket");
+        let mut c = Ctl {
+            ws,
+            hello: Value::Null,
+            next_id: 1,
+            events: Vec::new(),
+            frames: Vec::new(),
+        };
+        c.hello = c.next_text();
+        assert_eq!(c.hello["type"], "hello");
+        let r = c.request(json!({"type": "auth", "token": token}));
+        if r["type"] == "auth_ok" {
+            Ok(c)
+        } else {
+            Err(r)
+        }
+    }
+
+    /// Next text message; binary frames met on the way are kept.
+    pub fn next_text(&mut self) -> Value {
+        loop {
+            match self.ws.read().expect("read from agent") {
+                Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
+                Message::Binary(b) => {
+                    let (header, values) = frame::decode(&b).expect("valid frame");
+                    self.frames.push(Frame { header, values });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Sends a request with a fresh id and waits for the reply with that id.
+    pub fn request(&mut self, mut v: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        v["id"] = json!(id);
+        self.ws.send(Message::text(v.to_string())).unwrap();
+        loop {
+            let m = self.next_text();
+            if m["id"] == json!(id) {
+                return m;
+            }
+            self.events.push(m);
+        }
+    }
+
+    /// Waits until this connection got a `result` or an `error` for `test_id`.
+    pub fn wait_end(&mut self, test_id: u32) -> Value {
+        if let Some(i) = self.events.iter().position(|e| is_end(e, test_id)) {
+            return self.events.remove(i);
+        }
+        loop {
+            let m = self.next_text();
+            if is_end(&m, test_id) {
+                return m;
+            }
+            self.events.push(m);
+        }
+    }
+
+    pub fn samples(&self, kind: frame::SampleKind) -> Vec<&Frame> {
+        self.frames
+            .iter()
+            .filter(|f| f.header.kind == kind)
+            .collect()
+    }
+}
+
+fn is_end(m: &Value, test_id: u32) -> bool {
+    (m["type"] == "result" || m["type"] == "error") && m["test_id"] == json!(test_id)
+}
+
+/// Runs one test: `server` prepares, `client` starts; returns (client end, server end).
+pub fn run_pair(
+    client: &mut Ctl,
+    server: &mut Ctl,
+    test_id: u32,
+    kind: &str,
+    params: Value,
+) -> (Value, Value) {
+    let prep = server.request(
+        json!({"type": "prepare", "test_id": test_id, "step": 0, "kind": kind, "params": params}),
+    );
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let start = client.request(json!({
+        "type": "start", "test_id": test_id, "step": 0, "kind": kind, "params": params,
+        "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}
+    }));
+    assert_eq!(start["type"], "started", "{start}");
+    (client.wait_end(test_id), server.wait_end(test_id))
+}
