@@ -5,7 +5,7 @@ use crate::control::Agent;
 use crate::{server, sysinfo};
 use anyhow::{bail, Context};
 use meshperf_protocol::msg::AgentInfo;
-use meshperf_protocol::params::{Kind, Limits};
+use meshperf_protocol::params::Limits;
 use meshperf_protocol::PROTOCOL_VERSION;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -64,7 +64,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             .collect(),
         cores: sysinfo::cores(),
         kernel: sysinfo::kernel(),
-        capabilities: vec![Kind::TcpStream],
+        capabilities: crate::engine::KINDS.to_vec(),
         limits: Limits::default(),
     };
     let agent = Agent::new(token.clone(), info, local.ip(), tx, waker);

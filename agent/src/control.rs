@@ -3,10 +3,10 @@
 //! [`Session`]. Tests run on engine threads and are cancelled when the
 //! session that started them goes away (a closed browser stops the traffic).
 
-use crate::engine::{self, Outbound, Sink, TestCtx};
+use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::server::Replay;
-use meshperf_protocol::msg::{AgentInfo, Event, Request, Role};
-use meshperf_protocol::params::{Kind, Limits, StreamParams};
+use meshperf_protocol::msg::{AgentInfo, Event, PeerAddr, Request, Role};
+use meshperf_protocol::params::{Kind, Limits};
 use meshperf_protocol::peer as wire;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -295,12 +295,7 @@ impl Agent {
         s.send(&reply);
     }
 
-    fn check_free(
-        &self,
-        test_id: u32,
-        role: Role,
-        kind: Kind,
-    ) -> Result<(), (&'static str, String)> {
+    fn check_free(&self, test_id: u32, role: Role, kind: Kind) -> Result<(), Refusal> {
         if !self.info.capabilities.contains(&kind) {
             return Err((
                 "unsupported_kind",
@@ -338,7 +333,7 @@ impl Agent {
         &mut self,
         ctx: &TestCtx,
         thread: std::io::Result<JoinHandle<()>>,
-    ) -> Result<(), (&'static str, String)> {
+    ) -> Result<(), Refusal> {
         let thread = thread.map_err(|e| ("io", format!("cannot start the test thread: {e}")))?;
         let handle = TestHandle {
             owner: ctx.sink.sid,
@@ -349,6 +344,20 @@ impl Agent {
         Ok(())
     }
 
+    fn env(&self) -> engine::EngineEnv<'_> {
+        engine::EngineEnv {
+            limits: &self.limits,
+            data_ip: self.data_ip,
+        }
+    }
+
+    fn spawn(&mut self, ctx: TestCtx, job: engine::Job) -> Result<(), Refusal> {
+        let c = ctx.clone();
+        let name = format!("test-{}-{:?}", ctx.test_id, ctx.role).to_lowercase();
+        let t = std::thread::Builder::new().name(name).spawn(move || job(c));
+        self.register(&ctx, t)
+    }
+
     fn prepare(
         &mut self,
         sid: u64,
@@ -356,23 +365,11 @@ impl Agent {
         step: u32,
         kind: Kind,
         params: &serde_json::Value,
-    ) -> Result<(u16, String), (&'static str, String)> {
+    ) -> Result<(u16, String), Refusal> {
         self.check_free(test_id, Role::Server, kind)?;
-        let p =
-            StreamParams::parse(params, &self.limits).map_err(|e| ("bad_params", e.to_string()))?;
-        let listener = engine::peer::listen(self.data_ip, &p)
-            .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| ("io", e.to_string()))?
-            .port();
-        let key = engine::peer::new_key();
+        let (port, key, job) = engine::prepare(kind, params, &self.env())?;
         let ctx = self.ctx(sid, test_id, step, Role::Server, kind);
-        let c = ctx.clone();
-        let t = std::thread::Builder::new()
-            .name(format!("test-{test_id}-server"))
-            .spawn(move || engine::tcp_stream::serve(c, p, listener, key));
-        self.register(&ctx, t)?;
+        self.spawn(ctx, job)?;
         Ok((port, wire::key_hex(&key)))
     }
 
@@ -383,22 +380,17 @@ impl Agent {
         step: u32,
         kind: Kind,
         params: serde_json::Value,
-        peer: meshperf_protocol::msg::PeerAddr,
-    ) -> Result<(), (&'static str, String)> {
+        peer: PeerAddr,
+    ) -> Result<(), Refusal> {
         self.check_free(test_id, Role::Client, kind)?;
-        let p = StreamParams::parse(&params, &self.limits)
-            .map_err(|e| ("bad_params", e.to_string()))?;
         if wire::parse_key(&peer.key).is_none() {
             return Err((
                 "bad_request",
                 "peer.key must be the 32 hex digits from prepared".into(),
             ));
         }
+        let job = engine::start(kind, params, peer, &self.env())?;
         let ctx = self.ctx(sid, test_id, step, Role::Client, kind);
-        let c = ctx.clone();
-        let t = std::thread::Builder::new()
-            .name(format!("test-{test_id}-client"))
-            .spawn(move || engine::tcp_stream::drive(c, p, params, peer));
-        self.register(&ctx, t)
+        self.spawn(ctx, job)
     }
 }

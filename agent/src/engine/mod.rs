@@ -12,6 +12,11 @@ pub mod sockopt;
 pub mod stream;
 pub mod tcp_stream;
 
+use meshperf_protocol::msg::PeerAddr;
+use meshperf_protocol::params::Limits;
+use serde_json::Value;
+use std::net::IpAddr;
+
 use meshperf_protocol::frame::{self, FrameHeader, SampleKind};
 use meshperf_protocol::msg::{Event, Role};
 use meshperf_protocol::params::Kind;
@@ -126,5 +131,49 @@ impl TestError {
 impl std::fmt::Display for TestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.message)
+    }
+}
+
+/// A refused request: an error code for the page and a one-line message.
+pub type Refusal = (&'static str, String);
+
+/// The body of one test side, run on its own thread. It must report through
+/// the context and end with `ctx.finished()`.
+pub type Job = Box<dyn FnOnce(TestCtx) + Send>;
+
+/// What engines need from the agent.
+pub struct EngineEnv<'a> {
+    pub limits: &'a Limits,
+    /// Address data listeners bind to (the agent's listen address).
+    pub data_ip: IpAddr,
+}
+
+/// The kinds this agent runs.
+pub const KINDS: &[Kind] = &[Kind::TcpStream];
+
+/// Serving side: validates `params`, opens what the peer will connect to and
+/// returns the data port, the one-time key and the job that runs the test.
+pub fn prepare(
+    kind: Kind,
+    params: &Value,
+    env: &EngineEnv,
+) -> Result<(u16, [u8; 16], Job), Refusal> {
+    match kind {
+        Kind::TcpStream => tcp_stream::prepare(params, env),
+        k => Err((
+            "unsupported_kind",
+            format!("this agent does not run {} tests yet", k.name()),
+        )),
+    }
+}
+
+/// Driving side: validates `params` and returns the job that connects to `peer`.
+pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
+    match kind {
+        Kind::TcpStream => tcp_stream::start(params, peer, env),
+        k => Err((
+            "unsupported_kind",
+            format!("this agent does not run {} tests yet", k.name()),
+        )),
     }
 }

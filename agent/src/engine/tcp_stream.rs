@@ -38,8 +38,34 @@ fn layout(p: &StreamParams, role: Role) -> Vec<Dir> {
         .collect()
 }
 
+/// Serving side set-up (see [`super::prepare`]).
+pub fn prepare(
+    params: &Value,
+    env: &super::EngineEnv,
+) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
+    let p = StreamParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let listener = peer::listen(env.data_ip, &p)
+        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| ("io", e.to_string()))?
+        .port();
+    let key = peer::new_key();
+    Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
+}
+
+/// Driving side set-up (see [`super::start`]).
+pub fn start(
+    params: Value,
+    peer_addr: PeerAddr,
+    env: &super::EngineEnv,
+) -> Result<super::Job, super::Refusal> {
+    let p = StreamParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    Ok(Box::new(move |ctx| drive(ctx, p, params, peer_addr)))
+}
+
 /// Serving side: accept the peer on `listener`, then run.
-pub fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]) {
+fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]) {
     let dirs = layout(&p, Role::Server);
     match peer::accept(&ctx, listener, &key, Kind::TcpStream, dirs.len()) {
         Ok(conn) => report(&ctx, run_side(&ctx, &p, conn, &dirs)),
@@ -49,7 +75,7 @@ pub fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]
 }
 
 /// Driving side: connect to the prepared peer, then run.
-pub fn drive(ctx: TestCtx, p: StreamParams, params: Value, peer_addr: PeerAddr) {
+fn drive(ctx: TestCtx, p: StreamParams, params: Value, peer_addr: PeerAddr) {
     let dirs = layout(&p, Role::Client);
     match peer::connect(&ctx, &peer_addr, Kind::TcpStream, &params, &p, dirs.len()) {
         Ok(conn) => report(&ctx, run_side(&ctx, &p, conn, &dirs)),
