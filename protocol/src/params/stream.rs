@@ -1,77 +1,8 @@
-//! Test kinds and their parameters, with validation against the serving
-//! agent's limits. Parameters travel as a JSON object; every field is parsed
-//! by name so a bad value gets an error naming the parameter.
+//! Parameters of `tcp_stream` and `unix_stream`.
 
+use super::{range_u64, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-use thiserror::Error;
-
-/// The test kinds meshperf runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    TcpStream,
-    TcpRr,
-    UdpStream,
-    UdpRr,
-    UnixStream,
-    UnixRr,
-}
-
-impl Kind {
-    /// The snake_case name used on the wire.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::TcpStream => "tcp_stream",
-            Kind::TcpRr => "tcp_rr",
-            Kind::UdpStream => "udp_stream",
-            Kind::UdpRr => "udp_rr",
-            Kind::UnixStream => "unix_stream",
-            Kind::UnixRr => "unix_rr",
-        }
-    }
-}
-
-/// A parameter that cannot be used, with the parameter's name.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("{param}: {message}")]
-pub struct ParamError {
-    /// The parameter's name (`msg_bytes`, ...).
-    pub param: String,
-    /// What is wrong and what is allowed.
-    pub message: String,
-}
-
-impl ParamError {
-    pub fn new(param: &str, message: impl Into<String>) -> Self {
-        ParamError {
-            param: param.to_string(),
-            message: message.into(),
-        }
-    }
-}
-
-/// Limits a serving agent enforces whatever the page asks.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Limits {
-    pub max_msg_bytes: u64,
-    pub max_duration_s: f64,
-    pub max_bytes: u64,
-    pub max_streams: u32,
-    pub max_count: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_msg_bytes: 64 << 20,
-            max_duration_s: 60.0,
-            max_bytes: 64 << 30,
-            max_streams: 64,
-            max_count: 10_000_000,
-        }
-    }
-}
+use serde_json::Value;
 
 /// Who sends in a stream test, seen from the driving (client) agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,106 +52,6 @@ impl StreamParams {
     pub fn bytes_per_stream(&self) -> Option<u64> {
         self.count.map(|c| c * self.msg_bytes)
     }
-}
-
-struct Reader<'a> {
-    obj: &'a Map<String, Value>,
-    used: Vec<&'static str>,
-}
-
-impl<'a> Reader<'a> {
-    fn new(v: &'a Value) -> Result<Self, ParamError> {
-        match v {
-            Value::Object(obj) => Ok(Reader {
-                obj,
-                used: Vec::new(),
-            }),
-            Value::Null => {
-                static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-                Ok(Reader {
-                    obj: EMPTY.get_or_init(Map::new),
-                    used: Vec::new(),
-                })
-            }
-            _ => Err(ParamError::new("params", "must be a JSON object")),
-        }
-    }
-
-    fn raw(&mut self, name: &'static str) -> Option<&'a Value> {
-        self.used.push(name);
-        self.obj.get(name).filter(|v| !v.is_null())
-    }
-
-    fn u64(&mut self, name: &'static str) -> Result<Option<u64>, ParamError> {
-        match self.raw(name) {
-            None => Ok(None),
-            Some(v) => match v.as_u64() {
-                Some(n) => Ok(Some(n)),
-                None => match v.as_f64() {
-                    Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Ok(Some(f as u64)),
-                    Some(f) if f < 0.0 => Err(ParamError::new(
-                        name,
-                        format!("must not be negative, got {f}"),
-                    )),
-                    _ => Err(ParamError::new(
-                        name,
-                        format!("must be a whole number, got {v}"),
-                    )),
-                },
-            },
-        }
-    }
-
-    fn f64(&mut self, name: &'static str) -> Result<Option<f64>, ParamError> {
-        match self.raw(name) {
-            None => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .filter(|f| f.is_finite())
-                .map(Some)
-                .ok_or_else(|| ParamError::new(name, format!("must be a number, got {v}"))),
-        }
-    }
-
-    fn bool(&mut self, name: &'static str) -> Result<Option<bool>, ParamError> {
-        match self.raw(name) {
-            None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or_else(|| ParamError::new(name, format!("must be true or false, got {v}"))),
-        }
-    }
-
-    fn string(&mut self, name: &'static str) -> Result<Option<String>, ParamError> {
-        match self.raw(name) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(v) => Err(ParamError::new(name, format!("must be a string, got {v}"))),
-        }
-    }
-
-    fn finish(self) -> Result<(), ParamError> {
-        for k in self.obj.keys() {
-            if !self.used.contains(&k.as_str()) {
-                return Err(ParamError::new(
-                    k,
-                    format!("unknown parameter (known: {})", self.used.join(", ")),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn range_u64(name: &str, v: u64, min: u64, max: u64, what: &str) -> Result<u64, ParamError> {
-    if v < min || v > max {
-        return Err(ParamError::new(
-            name,
-            format!("must be between {min} and {max}{what}, got {v}"),
-        ));
-    }
-    Ok(v)
 }
 
 impl StreamParams {
@@ -347,6 +178,7 @@ impl StreamParams {
 mod tests {
     use super::*;
     use serde_json::json;
+    use serde_json::Value;
 
     fn parse(v: Value) -> Result<StreamParams, ParamError> {
         StreamParams::parse(&v, &Limits::default())
