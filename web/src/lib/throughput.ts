@@ -13,14 +13,15 @@ export function sumStreams(streams: number[][]): Float64Array {
  * Gbit/s per interval. The last interval usually ends with the test, before a
  * full `interval_ms`: when the side's total `seconds` is known, the last
  * interval is divided by the time it really covered, so it does not show as a
- * false drop.
+ * false drop (unless it is a sliver, see below).
  */
 export function gbitPerInterval(bytes: Float64Array, intervalMs: number, seconds?: number): Float64Array {
   const dt = intervalMs / 1000;
   const out = new Float64Array(bytes.length);
   for (let i = 0; i < bytes.length; i++) {
     let t = dt;
-    if (i === bytes.length - 1 && seconds != null && seconds > i * dt) t = Math.min(dt, seconds - i * dt);
+    // A sliver under a quarter interval would turn timing noise into a spike: keep dt then.
+    if (i === bytes.length - 1 && seconds != null && seconds - i * dt >= dt / 4) t = Math.min(dt, seconds - i * dt);
     out[i] = (bytes[i] * 8) / t / 1e9;
   }
   return out;
