@@ -5,11 +5,14 @@
 //! * [`params`]: test kinds, their parameters, validation against limits.
 //! * [`frame`]: the binary sample frame (WebSocket binary frames).
 //! * [`peer`]: the agent-to-agent control exchange on the data port.
+//! * [`plan`]: plans and their expansion into steps; [`presets`]: the built-in plans.
 
 pub mod frame;
 pub mod msg;
 pub mod params;
 pub mod peer;
+pub mod plan;
+pub mod presets;
 
 /// Control protocol version; `hello` carries it and clients check it.
 pub const PROTOCOL_VERSION: u32 = 1;
