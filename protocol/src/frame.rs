@@ -15,6 +15,7 @@
 //! | 20     | 4    | count of values                         |
 //! | 24     | 8*n  | values (u64 LE)                         |
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// The four bytes every sample frame starts with.
@@ -25,7 +26,8 @@ pub const FRAME_VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 24;
 
 /// What the values of a frame are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum SampleKind {
     /// Bytes moved per interval (the interval is in the test's `interval_ms`), per stream.

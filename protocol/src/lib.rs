@@ -6,6 +6,7 @@
 //! * [`frame`]: the binary sample frame (WebSocket binary frames).
 //! * [`peer`]: the agent-to-agent control exchange on the data port.
 //! * [`plan`]: plans and their expansion into steps; [`presets`]: the built-in plans.
+//! * [`result`]: the versioned result format (files, exports, permalinks).
 
 pub mod frame;
 pub mod msg;
@@ -13,6 +14,7 @@ pub mod params;
 pub mod peer;
 pub mod plan;
 pub mod presets;
+pub mod result;
 
 /// Control protocol version; `hello` carries it and clients check it.
 pub const PROTOCOL_VERSION: u32 = 1;
