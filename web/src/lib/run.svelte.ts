@@ -62,8 +62,13 @@ function store(role: Role, f: Frame) {
 }
 
 function end(phase: Phase, error = '') {
-  agents.a.unwatch(run.testId);
-  agents.b.unwatch(run.testId);
+  const id = run.testId;
+  const unwatch = () => [agents.a, agents.b].forEach((a) => a.unwatch(id));
+  // When an agent dies, its peer often reports the broken data connection
+  // before the dead agent's socket closes: keep listening a moment so the
+  // message can name the agent that went away.
+  if (phase === 'failed') setTimeout(unwatch, 2000);
+  else unwatch();
   run.intervals = collected;
   run.phase = phase;
   run.error = error;
@@ -92,6 +97,10 @@ const listener: TestListener = {
     }
   },
   closed(a) {
+    if (run.phase === 'failed' && !run.error.includes('disconnected')) {
+      run.error = `${a.label} disconnected during the test; ${run.error}`;
+      return;
+    }
     if (!active()) return;
     cancelOn([a === agents.a ? agents.b : agents.a], run.testId);
     end('failed', `${a.label} disconnected during the test`);
