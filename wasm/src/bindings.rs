@@ -130,14 +130,11 @@ pub fn histogram_bins(
         .map_err(js_err)
 }
 
-/// Empirical CDF of `values` (any order), at most `max_points` (>= 2) points:
-/// {x: Float64Array ascending, fraction: Float64Array in (0, 1]}.
+/// Empirical CDF of `values` (any order), at most `max_points` (2..=65534)
+/// points, found by selection (no sort); point i is (x_(k), (k+1)/n):
 #[wasm_bindgen(unchecked_return_type = "CdfResult")]
 pub fn cdf(values: &[f64], max_points: usize) -> Result<Object, JsError> {
-    check_finite(values).map_err(js_err)?;
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable_by(f64::total_cmp);
-    let (x, f) = hist::cdf(&sorted, max_points).map_err(js_err)?;
+    let (x, f) = hist::cdf_unsorted(values, max_points).map_err(js_err)?;
     Ok(columns(&[("x", &x), ("fraction", &f)]))
 }
 
@@ -271,8 +268,6 @@ pub fn rate_series(bytes: &[f64], interval_ms: f64) -> Result<Object, JsError> {
 #[derive(Default)]
 pub struct SampleSet {
     values: Vec<f64>,
-    /// Ascending copy, built by `cdf()` and reused until the next change.
-    sorted: Option<Vec<f64>>,
     /// Cached result of `summary()` until the next change.
     summary: Option<Summary>,
 }
@@ -290,7 +285,6 @@ impl SampleSet {
     pub fn push(&mut self, values: &[f64]) -> Result<(), JsError> {
         check_finite(values).map_err(js_err)?;
         self.values.extend_from_slice(values);
-        self.sorted = None;
         self.summary = None;
         Ok(())
     }
@@ -309,11 +303,7 @@ impl SampleSet {
     #[wasm_bindgen(unchecked_return_type = "Summary")]
     pub fn summary(&mut self) -> Result<Object, JsError> {
         if self.summary.is_none() {
-            let s = match &self.sorted {
-                Some(sorted) => Summary::from_sorted(sorted),
-                None => Summary::new(&self.values),
-            };
-            self.summary = Some(s.map_err(js_err)?);
+            self.summary = Some(Summary::new(&self.values).map_err(js_err)?);
         }
         Ok(summary_obj(self.summary.as_ref().expect("just set")))
     }
@@ -331,15 +321,10 @@ impl SampleSet {
             .map_err(js_err)
     }
 
-    /// CDF, at most `max_points` points: {x, fraction}. Sorts a copy once.
+    /// CDF, at most `max_points` (2..=65534) points: {x, fraction}.
     #[wasm_bindgen(unchecked_return_type = "CdfResult")]
-    pub fn cdf(&mut self, max_points: usize) -> Result<Object, JsError> {
-        let sorted = self.sorted.get_or_insert_with(|| {
-            let mut s = self.values.clone();
-            s.sort_unstable_by(f64::total_cmp);
-            s
-        });
-        let (x, f) = hist::cdf(sorted, max_points).map_err(js_err)?;
+    pub fn cdf(&self, max_points: usize) -> Result<Object, JsError> {
+        let (x, f) = hist::cdf_unsorted(&self.values, max_points).map_err(js_err)?;
         Ok(columns(&[("x", &x), ("fraction", &f)]))
     }
 
@@ -354,7 +339,6 @@ impl SampleSet {
     /// Drop all samples (keeps the allocation for reuse).
     pub fn clear(&mut self) {
         self.values.clear();
-        self.sorted = None;
         self.summary = None;
     }
 }

@@ -10,6 +10,7 @@
 pub mod error;
 pub mod fit;
 pub mod hist;
+mod select;
 pub mod series;
 pub mod stats;
 pub mod udp;

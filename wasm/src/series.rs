@@ -17,6 +17,23 @@ pub struct MinMax {
     pub max: Vec<f64>,
 }
 
+/// Min and max of one bucket (non-inlined: see [`crate::select::CHUNK`]).
+#[inline(never)]
+fn min_max(values: &[f64]) -> (f64, f64) {
+    // Plain comparisons: inputs are finite, and f64::min's NaN rules cost
+    // extra instructions in wasm.
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for &v in values {
+        if v < lo {
+            lo = v;
+        }
+        if v > hi {
+            hi = v;
+        }
+    }
+    (lo, hi)
+}
+
 /// Split `y` into at most `max_points` (>= 1) contiguous buckets of nearly
 /// equal size and keep each bucket's min and max. When `y` is already short
 /// enough every sample is its own bucket (min == max). `x` gives the x value of
@@ -54,11 +71,7 @@ pub fn decimate_minmax(
         let start = (k as u128 * n as u128 / buckets as u128) as usize;
         let end = ((k + 1) as u128 * n as u128 / buckets as u128) as usize;
         let chunk = &y[start..end];
-        let (lo, hi) = chunk
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-                (lo.min(v), hi.max(v))
-            });
+        let (lo, hi) = min_max(chunk);
         out.x.push(x.map_or(start as f64, |x| x[start]));
         out.min.push(lo);
         out.max.push(hi);

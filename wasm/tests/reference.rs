@@ -3,7 +3,7 @@
 //! numpy, scipy). Regenerate with `python3 wasm/tests/reference.py`.
 
 use meshperf_wasm::fit::{confidence, linfit};
-use meshperf_wasm::hist::{cdf, Histogram, Upper};
+use meshperf_wasm::hist::{cdf, cdf_unsorted, Histogram, Upper};
 use meshperf_wasm::stats::Summary;
 use meshperf_wasm::udp::analyze;
 use serde_json::Value;
@@ -169,11 +169,14 @@ fn histograms_match_reference() {
 fn cdf_matches_reference() {
     let fx = fixture();
     let c = &fx["cdf"];
-    let mut xs = dataset(&fx, c["dataset"].as_str().unwrap());
-    xs.sort_unstable_by(f64::total_cmp);
-    let (x, f) = cdf(&xs, c["max_points"].as_u64().unwrap() as usize).unwrap();
+    let xs = dataset(&fx, c["dataset"].as_str().unwrap());
+    let max_points = c["max_points"].as_u64().unwrap() as usize;
+    let (x, f) = cdf_unsorted(&xs, max_points).unwrap();
     assert_eq!(x, f64s(&c["x"]));
     assert_eq!(f, f64s(&c["fraction"]));
+    let mut sorted = xs.clone();
+    sorted.sort_unstable_by(f64::total_cmp);
+    assert_eq!(cdf(&sorted, max_points).unwrap(), (x, f));
 }
 
 #[test]
