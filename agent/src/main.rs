@@ -5,6 +5,7 @@ mod agent_cmd;
 mod control;
 mod engine;
 mod http;
+mod run;
 mod server;
 mod sysinfo;
 
@@ -26,6 +27,8 @@ struct Cli {
 enum Cmd {
     /// Serve the web app and the control WebSocket, and run tests asked for.
     Agent(agent_cmd::AgentArgs),
+    /// Run a plan headless against one or two agents.
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
     };
     let r = match cli.cmd {
         Cmd::Agent(a) => agent_cmd::run(a),
+        Cmd::Run(a) => run::run(a),
     };
     match r {
         Ok(code) => code,

@@ -7,7 +7,7 @@
 //! |--------|------|-----------------------------------------|
 //! | 0      | 4    | magic `MPSF`                            |
 //! | 4      | 1    | version (1)                             |
-//! | 5      | 1    | sample kind ([`SampleKind`])            |
+//! | 5      | 1    | sample kind ([`SampleKind`]) in bits 0-6; bit 7 set when the serving side sent it |
 //! | 6      | 2    | stream index                            |
 //! | 8      | 4    | test id                                 |
 //! | 12     | 4    | step index                              |
@@ -15,6 +15,7 @@
 //! | 20     | 4    | count of values                         |
 //! | 24     | 8*n  | values (u64 LE)                         |
 
+use crate::msg::Role;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -24,6 +25,8 @@ pub const MAGIC: [u8; 4] = *b"MPSF";
 pub const FRAME_VERSION: u8 = 1;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 24;
+/// Bit 7 of the kind byte: the values come from the serving side.
+pub const SERVER_BIT: u8 = 0x80;
 
 /// What the values of a frame are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -90,6 +93,8 @@ pub enum FrameError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
     pub kind: SampleKind,
+    /// Which side of the test recorded the values.
+    pub role: Role,
     pub stream: u16,
     pub test_id: u32,
     pub step: u32,
@@ -103,7 +108,14 @@ pub fn encode(h: &FrameHeader, values: &[u64], out: &mut Vec<u8>) {
     out.reserve(HEADER_LEN + values.len() * 8);
     out.extend_from_slice(&MAGIC);
     out.push(FRAME_VERSION);
-    out.push(h.kind as u8);
+    out.push(
+        h.kind as u8
+            | if h.role == Role::Server {
+                SERVER_BIT
+            } else {
+                0
+            },
+    );
     out.extend_from_slice(&h.stream.to_le_bytes());
     out.extend_from_slice(&h.test_id.to_le_bytes());
     out.extend_from_slice(&h.step.to_le_bytes());
@@ -125,10 +137,17 @@ pub fn decode(buf: &[u8]) -> Result<(FrameHeader, Vec<u64>), FrameError> {
     if buf[4] != FRAME_VERSION {
         return Err(FrameError::Version(buf[4]));
     }
-    let kind = SampleKind::from_u8(buf[5]).ok_or(FrameError::Kind(buf[5]))?;
+    let kind =
+        SampleKind::from_u8(buf[5] & !SERVER_BIT).ok_or(FrameError::Kind(buf[5] & !SERVER_BIT))?;
+    let role = if buf[5] & SERVER_BIT != 0 {
+        Role::Server
+    } else {
+        Role::Client
+    };
     let u32_at = |o: usize| u32::from_le_bytes(buf[o..o + 4].try_into().unwrap());
     let h = FrameHeader {
         kind,
+        role,
         stream: u16::from_le_bytes([buf[6], buf[7]]),
         test_id: u32_at(8),
         step: u32_at(12),
@@ -190,7 +209,7 @@ mod tests {
         bad[4] = 9;
         assert_eq!(decode(&bad), Err(FrameError::Version(9)));
         let mut bad = out;
-        bad[5] = 200;
-        assert_eq!(decode(&bad), Err(FrameError::Kind(200)));
+        bad[5] = 100;
+        assert_eq!(decode(&bad), Err(FrameError::Kind(100)));
     }
 }

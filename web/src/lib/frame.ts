@@ -17,8 +17,13 @@ export const SampleKind = {
   TcpRetrans: 9,
 } as const;
 
+/** Bit 7 of the kind byte: the serving side recorded the values. */
+export const SERVER_BIT = 0x80;
+
 export interface Frame {
   kind: number;
+  /** Which side of the test recorded the values. */
+  role: 'client' | 'server';
   stream: number;
   testId: number;
   step: number;
@@ -41,7 +46,8 @@ export function decodeFrame(buf: ArrayBuffer): Frame {
   const values = new Float64Array(count);
   for (let i = 0; i < count; i++) values[i] = Number(raw[i]);
   return {
-    kind: dv.getUint8(5),
+    kind: dv.getUint8(5) & ~SERVER_BIT,
+    role: dv.getUint8(5) & SERVER_BIT ? 'server' : 'client',
     stream: dv.getUint16(6, true),
     testId: dv.getUint32(8, true),
     step: dv.getUint32(12, true),
@@ -56,7 +62,7 @@ export function encodeFrame(f: Omit<Frame, 'values'> & { values: ArrayLike<numbe
   const dv = new DataView(buf);
   dv.setUint32(0, MAGIC, true);
   dv.setUint8(4, 1);
-  dv.setUint8(5, f.kind);
+  dv.setUint8(5, f.kind | (f.role === 'server' ? SERVER_BIT : 0));
   dv.setUint16(6, f.stream, true);
   dv.setUint32(8, f.testId, true);
   dv.setUint32(12, f.step, true);

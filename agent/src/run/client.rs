@@ -1,0 +1,224 @@
+//! A blocking controller connection to one agent, speaking the same control
+//! protocol as the web app. Reads use a short socket timeout so a runner can
+//! serve two agents from one thread.
+
+use meshperf_protocol::frame::{self, FrameHeader};
+use serde_json::{json, Value};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+use tungstenite::{Message, WebSocket};
+
+/// Why a controller could not use an agent.
+#[derive(Debug)]
+pub enum CtlError {
+    /// The URL is not what an agent prints.
+    Usage(String),
+    /// The agent refused the token.
+    Auth(String),
+    /// The agent could not be reached or went away.
+    Io(String),
+}
+
+/// An agent address as printed by `meshperf agent`.
+#[derive(Debug, Clone)]
+pub struct AgentUrl {
+    pub host: String,
+    pub port: u16,
+    pub token: String,
+}
+
+impl AgentUrl {
+    /// Parses `http://HOST:PORT/#token=T`.
+    pub fn parse(url: &str) -> Result<AgentUrl, CtlError> {
+        let bad = || {
+            CtlError::Usage(format!("--agent {url}: expected the URL the agent printed, like http://127.0.0.1:7800/#token=..."))
+        };
+        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+        let (hostport, frag) = rest.split_once('#').ok_or_else(bad)?;
+        let hostport = hostport.trim_end_matches('/');
+        let (host, port) = hostport.rsplit_once(':').ok_or_else(bad)?;
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let token = frag
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("token="))
+            .filter(|t| !t.is_empty())
+            .ok_or_else(bad)?
+            .to_string();
+        Ok(AgentUrl { host, port, token })
+    }
+
+    pub fn hostport(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// An event or sample frame received from an agent.
+pub enum Incoming {
+    Event(Value),
+    Frame(FrameHeader, Vec<u64>),
+}
+
+/// An authenticated connection to one agent.
+pub struct Ctl {
+    ws: WebSocket<TcpStream>,
+    pub hello: Value,
+    pub addr: AgentUrl,
+    next_id: u64,
+}
+
+fn io(addr: &AgentUrl, what: impl std::fmt::Display) -> CtlError {
+    CtlError::Io(format!("agent {}: {what}", addr.hostport()))
+}
+
+impl Ctl {
+    /// Connects, reads `hello`, authenticates.
+    pub fn connect(addr: &AgentUrl) -> Result<Ctl, CtlError> {
+        let sa = (addr.host.as_str(), addr.port)
+            .to_socket_addrs()
+            .map_err(|e| io(addr, format!("cannot resolve: {e}")))?
+            .next()
+            .ok_or_else(|| io(addr, "no address"))?;
+        let stream = TcpStream::connect_timeout(&sa, Duration::from_secs(5))
+            .map_err(|e| io(addr, format!("unreachable ({e})")))?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .map_err(|e| io(addr, e))?;
+        let _ = stream.set_nodelay(true);
+        let url = format!("ws://{}/ws", addr.hostport());
+        let (ws, _) = tungstenite::client(url.as_str(), stream)
+            .map_err(|e| io(addr, format!("WebSocket handshake failed: {e}")))?;
+        let mut c = Ctl {
+            ws,
+            hello: Value::Null,
+            addr: addr.clone(),
+            next_id: 1,
+        };
+        let hello = c
+            .read_event(Duration::from_secs(5))?
+            .ok_or_else(|| io(addr, "no hello"))?;
+        if hello["type"] != "hello"
+            || hello["protocol"] != json!(meshperf_protocol::PROTOCOL_VERSION)
+        {
+            return Err(io(
+                addr,
+                format!(
+                    "speaks protocol {} (this meshperf speaks {})",
+                    hello["protocol"],
+                    meshperf_protocol::PROTOCOL_VERSION
+                ),
+            ));
+        }
+        c.hello = hello;
+        let r = c.request(json!({"type": "auth", "token": addr.token}), &mut |_| {})?;
+        if r["type"] != "auth_ok" {
+            return Err(CtlError::Auth(format!(
+                "agent {}: authentication failed (check the token in --agent)",
+                addr.hostport()
+            )));
+        }
+        c.ws.get_mut()
+            .set_read_timeout(Some(Duration::from_millis(10)))
+            .map_err(|e| io(addr, e))?;
+        Ok(c)
+    }
+
+    /// Sends a request and waits for its reply; other traffic goes to `other`.
+    pub fn request(
+        &mut self,
+        mut v: Value,
+        other: &mut dyn FnMut(Incoming),
+    ) -> Result<Value, CtlError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        v["id"] = json!(id);
+        self.ws
+            .send(Message::text(v.to_string()))
+            .map_err(|e| io(&self.addr, format!("went away ({e})")))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.poll()? {
+                Some(Incoming::Event(e)) if e["id"] == json!(id) => return Ok(e),
+                Some(x) => other(x),
+                None if Instant::now() > deadline => {
+                    return Err(io(&self.addr, "no reply within 10 s"))
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn read_event(&mut self, within: Duration) -> Result<Option<Value>, CtlError> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(Incoming::Event(e)) = self.poll()? {
+                return Ok(Some(e));
+            }
+        }
+        Ok(None)
+    }
+
+    /// One message if one arrives within the socket's read timeout.
+    pub fn poll(&mut self) -> Result<Option<Incoming>, CtlError> {
+        match self.ws.read() {
+            Ok(Message::Text(t)) => serde_json::from_str(t.as_str())
+                .map(|v| Some(Incoming::Event(v)))
+                .map_err(|e| io(&self.addr, format!("bad message: {e}"))),
+            Ok(Message::Binary(b)) => {
+                let (h, v) = frame::decode(&b).map_err(|e| io(&self.addr, e))?;
+                Ok(Some(Incoming::Frame(h, v)))
+            }
+            Ok(_) => Ok(None),
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(io(&self.addr, format!("went away ({e})"))),
+        }
+    }
+
+    /// Asks the agent to cancel a test (best effort).
+    pub fn cancel(&mut self, test_id: u32) {
+        let _ = self.ws.send(Message::text(
+            json!({"type": "cancel", "id": 0, "test_id": test_id}).to_string(),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_printed_urls() {
+        let a = AgentUrl::parse("http://127.0.0.1:7800/#token=abc123").unwrap();
+        assert_eq!(
+            (a.host.as_str(), a.port, a.token.as_str()),
+            ("127.0.0.1", 7800, "abc123")
+        );
+        let b = AgentUrl::parse("http://[::1]:9/#token=t&agent2=x").unwrap();
+        assert_eq!(
+            (b.host.as_str(), b.hostport()),
+            ("::1", "[::1]:9".to_string())
+        );
+        assert!(matches!(
+            AgentUrl::parse("127.0.0.1:7800"),
+            Err(CtlError::Usage(_))
+        ));
+        assert!(matches!(
+            AgentUrl::parse("http://h:1/#x=1"),
+            Err(CtlError::Usage(_))
+        ));
+    }
+}

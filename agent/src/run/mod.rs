@@ -1,0 +1,298 @@
+//! `meshperf run`: runs a plan headless against one or two agents through
+//! the same control protocol the web app uses, prints the seeds' text output
+//! on stdout and progress on stderr, and writes the result format.
+//!
+//! Exit status: 0 success, 1 a test failed (or an agent was unreachable, or
+//! Ctrl-C), 2 a usage error (bad flags, unknown preset, unreadable plan, bad
+//! agent URL, wrong token).
+
+mod client;
+mod output;
+
+use client::{AgentUrl, Ctl, CtlError, Incoming};
+use meshperf_protocol::msg::Role;
+use meshperf_protocol::plan::{Plan, Step, Transport};
+use meshperf_protocol::presets;
+use meshperf_protocol::result::{primary_role, RunResult, Series, Sides, StepResult};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T). The
+    /// first serves, the second drives; one agent plays both ends.
+    #[arg(long, value_name = "URL", required = true)]
+    agent: Vec<String>,
+    /// Plan file (JSON, see plans/).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "preset",
+        required_unless_present = "preset"
+    )]
+    plan: Option<String>,
+    /// A built-in plan: socketsend, bw_tcp, perl_buffers, sockbench, tcp_req, tcp_bw_mon_2, tcp_bw_mon_20, tcp_bw_nstream, udp_req_timo, udp_bw_mon.
+    #[arg(long, value_name = "NAME")]
+    preset: Option<String>,
+    /// Write the result (meshperf-result JSON) here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
+    /// Write one `;`-separated line per step here.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<String>,
+    /// Print only one `;`-separated record per step.
+    #[arg(long)]
+    quiet: bool,
+    /// Base URL of the web app for the permalink (default: the first agent's).
+    #[arg(long, value_name = "URL")]
+    web: Option<String>,
+}
+
+fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
+    eprintln!("meshperf run: {msg}");
+    Ok(ExitCode::from(2))
+}
+
+fn load_plan(a: &RunArgs) -> Result<Plan, String> {
+    if let Some(name) = &a.preset {
+        return presets::preset(name).ok_or_else(|| {
+            format!(
+                "unknown preset {name:?}; known: {}",
+                presets::names().join(", ")
+            )
+        });
+    }
+    let path = a.plan.as_deref().unwrap_or_default();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
+    Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    if a.agent.len() > 2 {
+        return usage("give one or two --agent URLs");
+    }
+    let plan = match load_plan(&a) {
+        Ok(p) => p,
+        Err(e) => return usage(e),
+    };
+    let steps = match plan.expand() {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    let urls: Vec<AgentUrl> = match a.agent.iter().map(|u| AgentUrl::parse(u)).collect() {
+        Ok(u) => u,
+        Err(CtlError::Usage(m)) => return usage(m),
+        Err(_) => unreachable!(),
+    };
+    let mut ctls = Vec::new();
+    for u in &urls {
+        match Ctl::connect(u) {
+            Ok(c) => ctls.push(c),
+            Err(CtlError::Auth(m)) | Err(CtlError::Usage(m)) => return usage(m),
+            Err(CtlError::Io(m)) => {
+                eprintln!("meshperf run: {m}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(s, stop.clone())?;
+    }
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let mut result = RunResult::new(
+        plan.clone(),
+        ctls.iter().map(|c| c.hello.clone()).collect(),
+        created,
+    );
+    let mut out = output::Output::new(a.quiet, &plan, steps.len());
+    let base_id = (created as u32).wrapping_mul(2654435761);
+    let mut failed = false;
+    for step in &steps {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let test_id = base_id.wrapping_add(step.index as u32);
+        let r = run_step(&mut ctls, &urls, step, test_id, &stop, &mut out);
+        match r {
+            Ok(sr) => {
+                failed |= sr.error.is_some();
+                out.step(&sr);
+                result.steps.push(sr);
+            }
+            Err(m) => {
+                eprintln!("meshperf run: {m}");
+                failed = true;
+                break;
+            }
+        }
+    }
+    out.finish();
+    if stop.load(Ordering::Relaxed) {
+        eprintln!("meshperf run: interrupted; the running test was cancelled on both agents");
+        failed = true;
+    }
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&result)?)
+            .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+    }
+    if let Some(path) = &a.csv {
+        std::fs::write(path, output::csv(&result))
+            .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+    }
+    let _web = a
+        .web
+        .clone()
+        .unwrap_or_else(|| format!("http://{}/", urls[0].hostport()));
+    Ok(ExitCode::from(if failed { 1 } else { 0 }))
+}
+
+/// The host the driving agent should connect to for a step.
+fn peer_host(step: &Step, server: &Ctl, url: &AgentUrl) -> String {
+    if step.transport == Transport::TcpLocal {
+        let addrs = server.hello["addresses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let local = addrs
+            .iter()
+            .filter_map(|a| a.as_str())
+            .map(|a| a.split(' ').next().unwrap_or(""))
+            .find(|ip| {
+                ip.parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_ipv4() && !ip.is_loopback())
+            });
+        if let Some(ip) = local {
+            return ip.to_string();
+        }
+    }
+    url.host.clone()
+}
+
+fn run_step(
+    ctls: &mut [Ctl],
+    urls: &[AgentUrl],
+    step: &Step,
+    test_id: u32,
+    stop: &AtomicBool,
+    out: &mut output::Output,
+) -> Result<StepResult, String> {
+    let (si, ci) = (0, ctls.len() - 1);
+    let params = Value::Object(step.params.clone());
+    let kind = step.kind;
+    let mut ends: HashMap<Role, Value> = HashMap::new();
+    let mut errors: Vec<String> = Vec::new();
+    let mut samples: Vec<Series> = Vec::new();
+    let mut sink = |x: Incoming,
+                    ends: &mut HashMap<Role, Value>,
+                    errors: &mut Vec<String>,
+                    samples: &mut Vec<Series>| match x {
+        Incoming::Event(e) if e["test_id"] == json!(test_id) => match e["type"].as_str() {
+            Some("result") => {
+                if let Ok(role) = serde_json::from_value::<Role>(e["role"].clone()) {
+                    ends.insert(role, e["summary"].clone());
+                }
+            }
+            Some("error") => {
+                errors.push(e["message"].as_str().unwrap_or("test failed").to_string())
+            }
+            Some("progress") => out.progress(&e),
+            _ => {}
+        },
+        Incoming::Frame(h, v) if h.test_id == test_id => {
+            match samples
+                .iter_mut()
+                .find(|s| s.role == h.role && s.kind == h.kind && s.stream == h.stream)
+            {
+                Some(s) => s.values.extend(v),
+                None => samples.push(Series {
+                    role: h.role,
+                    kind: h.kind,
+                    stream: h.stream,
+                    values: v,
+                }),
+            }
+        }
+        _ => {}
+    };
+    let prep = json!({"type": "prepare", "test_id": test_id, "step": step.index, "kind": kind, "params": params});
+    let reply = ctls[si]
+        .request(prep, &mut |x| sink(x, &mut ends, &mut errors, &mut samples))
+        .map_err(err_text)?;
+    let mut step_error = None;
+    if reply["type"] != "prepared" {
+        step_error = Some(format!(
+            "agent {}: {}",
+            urls[si].hostport(),
+            reply["message"].as_str().unwrap_or("prepare failed")
+        ));
+    } else {
+        let host = peer_host(step, &ctls[si], &urls[si]);
+        let start = json!({"type": "start", "test_id": test_id, "step": step.index, "kind": kind, "params": params,
+            "peer": {"host": host, "port": reply["port"], "key": reply["key"]}});
+        let r = ctls[ci]
+            .request(start, &mut |x| {
+                sink(x, &mut ends, &mut errors, &mut samples)
+            })
+            .map_err(err_text)?;
+        if r["type"] != "started" {
+            ctls[si].cancel(test_id);
+            step_error = Some(format!(
+                "agent {}: {}",
+                urls[ci].hostport(),
+                r["message"].as_str().unwrap_or("start failed")
+            ));
+        } else {
+            let t0 = Instant::now();
+            let mut cancelled = false;
+            while ends.len() + errors.len() < 2 {
+                if stop.load(Ordering::Relaxed) && !cancelled {
+                    ctls[si].cancel(test_id);
+                    ctls[ci].cancel(test_id);
+                    cancelled = true;
+                }
+                for i in if si == ci { vec![si] } else { vec![si, ci] } {
+                    if let Some(x) = ctls[i].poll().map_err(err_text)? {
+                        sink(x, &mut ends, &mut errors, &mut samples);
+                    }
+                }
+                if t0.elapsed().as_secs() > 3600 {
+                    return Err("a step ran for over an hour; giving up".into());
+                }
+            }
+            if !errors.is_empty() {
+                step_error = Some(errors.join("; "));
+            }
+        }
+    }
+    let primary = primary_role(kind, &step.params);
+    Ok(StepResult {
+        index: step.index,
+        kind,
+        params: step.params.clone(),
+        point: step.point.clone(),
+        repeat: step.repeat,
+        transport: step.transport,
+        summary: ends.get(&primary).cloned().unwrap_or(Value::Null),
+        sides: Sides {
+            client: ends.remove(&Role::Client),
+            server: ends.remove(&Role::Server),
+        },
+        samples,
+        error: step_error,
+    })
+}
+
+fn err_text(e: CtlError) -> String {
+    match e {
+        CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m) => m,
+    }
+}

@@ -1,0 +1,189 @@
+//! What `meshperf run` prints: the seeds' text on stdout (socketsend's
+//! `sent ... MByte/s` lines, udpmon-style `;` records), progress on stderr
+//! (a bar on a terminal, plain lines otherwise), and the CSV export.
+
+use meshperf_protocol::plan::Plan;
+use meshperf_protocol::result::{RunResult, StepResult};
+use serde_json::Value;
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+pub struct Output {
+    quiet: bool,
+    tty: bool,
+    total: usize,
+    done: usize,
+    last_plain: Instant,
+    sweep: bool,
+}
+
+impl Output {
+    pub fn new(quiet: bool, plan: &Plan, total: usize) -> Self {
+        let tty = std::io::stderr().is_terminal();
+        if !quiet {
+            let name = plan.name.as_deref().unwrap_or(plan.kind.name());
+            eprintln!(
+                "meshperf run: {name}: {total} step{}",
+                if total == 1 { "" } else { "s" }
+            );
+        }
+        Output {
+            quiet,
+            tty,
+            total,
+            done: 0,
+            last_plain: Instant::now(),
+            sweep: !plan.sweep.is_empty() || plan.repeat > 1,
+        }
+    }
+
+    /// A `progress` event of the running step.
+    pub fn progress(&mut self, e: &Value) {
+        let f = e["fraction"].as_f64().unwrap_or(0.0);
+        let overall = (self.done as f64 + f) / self.total.max(1) as f64;
+        if self.tty {
+            let w = 30;
+            let fill = (overall * w as f64).round() as usize;
+            eprint!(
+                "\r[{}{}] {:5.1}%  step {}/{}",
+                "#".repeat(fill.min(w)),
+                " ".repeat(w - fill.min(w)),
+                overall * 100.0,
+                self.done + 1,
+                self.total
+            );
+            let _ = std::io::stderr().flush();
+        } else if self.last_plain.elapsed().as_secs() >= 2 {
+            self.last_plain = Instant::now();
+            eprintln!(
+                "progress: step {}/{} {:.0}%",
+                self.done + 1,
+                self.total,
+                f * 100.0
+            );
+        }
+    }
+
+    /// A finished step: its text on stdout.
+    pub fn step(&mut self, s: &StepResult) {
+        self.done += 1;
+        if self.tty {
+            eprint!("\r{}\r", " ".repeat(60));
+        }
+        let mut out = std::io::stdout().lock();
+        let point: Vec<String> = s.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if let Some(e) = &s.error {
+            let _ = writeln!(out, "step {} {}: FAILED: {e}", s.index, point.join(" "));
+            return;
+        }
+        if self.quiet {
+            let _ = writeln!(out, "{}", record(s));
+            return;
+        }
+        if self.sweep {
+            let _ = writeln!(
+                out,
+                "step {} {}{}",
+                s.index,
+                point.join(" "),
+                if s.repeat > 0 {
+                    format!(" repeat {}", s.repeat)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        for side in [&s.sides.client, &s.sides.server].into_iter().flatten() {
+            if let Some(line) = side["line"].as_str().filter(|l| !l.is_empty()) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if self.tty {
+            eprint!("\r{}\r", " ".repeat(60));
+        }
+    }
+}
+
+/// Scalar summary fields, in the order the summary gives them.
+fn scalars(summary: &Value) -> Vec<(String, String)> {
+    summary
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| k.as_str() != "line")
+                .filter_map(|(k, v)| match v {
+                    Value::Number(n) => Some((k.clone(), n.to_string())),
+                    Value::Bool(b) => Some((k.clone(), b.to_string())),
+                    Value::String(s) if !s.contains(';') => Some((k.clone(), s.clone())),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One `;`-separated record of a step: the primary side's seed record when
+/// it has one (udpmon's quiet mode), else its scalar figures.
+pub fn record(s: &StepResult) -> String {
+    match s.summary["line"].as_str() {
+        Some(l) if l.contains(';') => l.to_string(),
+        _ => {
+            let mut f: Vec<String> = s.point.iter().map(|(_, v)| v.to_string()).collect();
+            f.extend(scalars(&s.summary).into_iter().map(|(_, v)| v));
+            f.join("; ")
+        }
+    }
+}
+
+/// The whole run as `;`-separated CSV (Excel friendly, as udpmon).
+pub fn csv(r: &RunResult) -> String {
+    let mut cols: Vec<String> = Vec::new();
+    for s in &r.steps {
+        for (k, _) in scalars(&s.summary) {
+            if !cols.contains(&k) {
+                cols.push(k);
+            }
+        }
+    }
+    let axes: Vec<String> = r
+        .steps
+        .first()
+        .map(|s| s.point.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    let mut out = String::new();
+    let head: Vec<String> = ["step", "kind"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(axes.iter().cloned())
+        .chain(["repeat".into()])
+        .chain(cols.iter().cloned())
+        .chain(["error".into()])
+        .collect();
+    out.push_str(&head.join(";"));
+    out.push('\n');
+    for s in &r.steps {
+        let vals = scalars(&s.summary);
+        let mut row = vec![s.index.to_string(), s.kind.name().to_string()];
+        row.extend(
+            s.point
+                .iter()
+                .map(|(_, v)| v.to_string().trim_matches('"').to_string()),
+        );
+        row.push(s.repeat.to_string());
+        for c in &cols {
+            row.push(
+                vals.iter()
+                    .find(|(k, _)| k == c)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+            );
+        }
+        row.push(s.error.clone().unwrap_or_default().replace(';', ","));
+        out.push_str(&row.join(";"));
+        out.push('\n');
+    }
+    out
+}

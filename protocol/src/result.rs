@@ -1,0 +1,203 @@
+//! The result format: what `meshperf run --json` writes, what the web app
+//! exports, imports and packs into permalinks. Versioned: [`load`] upgrades
+//! older versions, and fields added later default when absent.
+//!
+//! ```json
+//! {"format": "meshperf-result", "version": 1, "created_unix": 1795000000.5,
+//!  "plan": {...}, "agents": [{hello of agent A}, {hello of agent B}],
+//!  "steps": [{"index": 0, "kind": "tcp_stream", "params": {...}, "point": [["msg_bytes", 1024]],
+//!             "repeat": 0, "transport": "tcp", "summary": {...},
+//!             "sides": {"client": {...}, "server": {...}},
+//!             "samples": [{"role": "server", "kind": "interval_bytes", "stream": 0, "values": [...]}],
+//!             "error": null}]}
+//! ```
+//! `summary` is the side that measured what the step is about: the receiver
+//! of a stream test, the requester of a request/response test.
+
+use crate::frame::SampleKind;
+use crate::msg::Role;
+use crate::params::Kind;
+use crate::plan::{Plan, Transport};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// The `format` field of every result file.
+pub const FORMAT: &str = "meshperf-result";
+/// The version this build writes.
+pub const VERSION: u32 = 1;
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub format: String,
+    pub version: u32,
+    #[serde(default)]
+    pub created_unix: f64,
+    pub plan: Plan,
+    /// `hello` of each agent, serving agent first.
+    #[serde(default)]
+    pub agents: Vec<Value>,
+    #[serde(default)]
+    pub steps: Vec<StepResult>,
+}
+
+/// The outcome of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    pub index: usize,
+    pub kind: Kind,
+    #[serde(default)]
+    pub params: Map<String, Value>,
+    #[serde(default)]
+    pub point: Vec<(String, Value)>,
+    #[serde(default)]
+    pub repeat: u32,
+    #[serde(default = "tcp")]
+    pub transport: Transport,
+    /// The primary side's summary (see the module docs).
+    #[serde(default)]
+    pub summary: Value,
+    #[serde(default)]
+    pub sides: Sides,
+    #[serde(default)]
+    pub samples: Vec<Series>,
+    /// Why the step failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn tcp() -> Transport {
+    Transport::Tcp
+}
+
+/// Both sides' own summaries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Value>,
+}
+
+/// One raw sample series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub role: Role,
+    pub kind: SampleKind,
+    #[serde(default)]
+    pub stream: u16,
+    pub values: Vec<u64>,
+}
+
+/// A result that cannot be loaded.
+#[derive(Debug, Error, PartialEq)]
+pub enum ResultError {
+    /// Not JSON, or not shaped like a result.
+    #[error("not a meshperf result: {0}")]
+    Parse(String),
+    /// The `format` field is something else.
+    #[error("not a meshperf result (format is {0:?})")]
+    Format(String),
+    /// Written by a newer meshperf.
+    #[error("this result has format version {0}; this meshperf reads up to version {VERSION}: upgrade meshperf")]
+    TooNew(u32),
+}
+
+impl RunResult {
+    /// An empty result for `plan`.
+    pub fn new(plan: Plan, agents: Vec<Value>, created_unix: f64) -> Self {
+        RunResult {
+            format: FORMAT.into(),
+            version: VERSION,
+            created_unix,
+            plan,
+            agents,
+            steps: Vec::new(),
+        }
+    }
+}
+
+/// Which side's summary is primary for a step.
+pub fn primary_role(kind: Kind, params: &Map<String, Value>) -> Role {
+    match kind {
+        Kind::TcpStream | Kind::UnixStream | Kind::UdpStream => {
+            match params.get("direction").and_then(Value::as_str) {
+                Some("receive") | Some("both") => Role::Client,
+                _ => Role::Server,
+            }
+        }
+        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => Role::Client,
+    }
+}
+
+/// Parses a result of any known version, upgrading it to the current one.
+pub fn load(text: &str) -> Result<RunResult, ResultError> {
+    let mut v: Value = serde_json::from_str(text).map_err(|e| ResultError::Parse(e.to_string()))?;
+    upgrade(&mut v)?;
+    serde_json::from_value(v).map_err(|e| ResultError::Parse(e.to_string()))
+}
+
+/// Brings a result value of an older version up to [`VERSION`] in place.
+pub fn upgrade(v: &mut Value) -> Result<(), ResultError> {
+    let format = v.get("format").and_then(Value::as_str).unwrap_or("");
+    if format != FORMAT {
+        return Err(ResultError::Format(format.into()));
+    }
+    let version = v.get("version").and_then(Value::as_u64).unwrap_or(0) as u32;
+    if version > VERSION {
+        return Err(ResultError::TooNew(version));
+    }
+    // Version 1 is the first; later versions add their steps here, oldest first.
+    v["version"] = Value::from(VERSION);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trip_and_defaults() {
+        let plan = crate::presets::preset("socketsend").unwrap();
+        let mut r = RunResult::new(plan, vec![json!({"hostname": "a"})], 1.5);
+        r.steps.push(StepResult {
+            index: 0,
+            kind: Kind::TcpStream,
+            params: Map::new(),
+            point: vec![("msg_bytes".into(), json!(1))],
+            repeat: 0,
+            transport: Transport::Tcp,
+            summary: json!({"bytes": 5}),
+            sides: Sides::default(),
+            samples: vec![Series {
+                role: Role::Server,
+                kind: SampleKind::IntervalBytes,
+                stream: 0,
+                values: vec![1, 2],
+            }],
+            error: None,
+        });
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"interval_bytes\""));
+        assert_eq!(load(&text).unwrap(), r);
+        // Fields added later default when absent.
+        let minimal = json!({"format": FORMAT, "version": 1, "plan": {"kind": "tcp_rr"},
+            "steps": [{"index": 0, "kind": "tcp_rr"}]});
+        let m = load(&minimal.to_string()).unwrap();
+        assert_eq!(m.steps[0].transport, Transport::Tcp);
+        assert!(m.steps[0].samples.is_empty());
+    }
+
+    #[test]
+    fn refuses_foreign_and_newer() {
+        assert!(matches!(load("{"), Err(ResultError::Parse(_))));
+        assert!(matches!(
+            load(r#"{"format":"iperf3"}"#),
+            Err(ResultError::Format(_))
+        ));
+        let newer = json!({"format": FORMAT, "version": 99, "plan": {"kind": "tcp_rr"}});
+        assert_eq!(load(&newer.to_string()), Err(ResultError::TooNew(99)));
+    }
+}
