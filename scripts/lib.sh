@@ -11,7 +11,7 @@ WBG_VERSION="${WBG_VERSION:-0.2.130}"
 WBG_ROOT="$ROOT/.tools/wasm-bindgen-$WBG_VERSION"
 WBG_BIN="$WBG_ROOT/bin/wasm-bindgen"
 
-AGENT_BIN="$ROOT/target/release/meshperf"
+AGENT_BIN="${MESHPERF_BIN:-$ROOT/target/release/meshperf}"
 
 # Debian's chromium is the only browser the tests use (no browser downloads).
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1

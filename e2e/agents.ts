@@ -1,0 +1,114 @@
+// Starts real `meshperf agent` processes for the tests: ephemeral ports,
+// random tokens (through the environment, as a user would), killed after
+// each test. The port comes from the ready line the agent prints:
+//   meshperf agent <version> ready: http://ADDR:PORT/#token=T
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test as base } from '@playwright/test';
+
+export const AGENT_BIN =
+  process.env.MESHPERF_BIN ?? fileURLToPath(new URL('../target/release/meshperf', import.meta.url));
+
+export interface Agent {
+  name: string;
+  host: string;
+  port: number;
+  token: string;
+  origin: string;
+  proc: ChildProcess;
+  /** Everything the agent printed so far (stdout and stderr). */
+  output(): string;
+  /** Stops the agent (SIGKILL when `hard`) and waits for it to exit. */
+  stop(hard?: boolean): Promise<void>;
+}
+
+const READY = / ready: (http:\/\/[^\s]+)/;
+
+export async function startAgent(name: string, allowOrigins: string[] = []): Promise<Agent> {
+  if (!existsSync(AGENT_BIN)) {
+    throw new Error(`${AGENT_BIN} not found: run npm run build first`);
+  }
+  const token = randomBytes(16).toString('hex');
+  const args = ['agent', '--listen', '127.0.0.1:0'];
+  for (const o of allowOrigins) args.push('--allow-origin', o);
+  const proc = spawn(AGENT_BIN, args, {
+    env: { ...process.env, MESHPERF_TOKEN: token },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const url = await new Promise<URL>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`agent ${name} printed no ready line within 10 s:\n${out}`));
+    }, 10_000);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = READY.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(new URL(m[1]));
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', onData);
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`agent ${name} exited (${code ?? signal}) before it was ready:\n${out}`));
+    });
+  });
+  if (url.hash !== `#token=${token}`) {
+    throw new Error(`agent ${name} printed ${url.href}, expected the token from MESHPERF_TOKEN in its fragment`);
+  }
+  return {
+    name,
+    host: url.hostname,
+    port: Number(url.port),
+    token,
+    origin: url.origin,
+    proc,
+    output: () => out,
+    async stop(hard = false) {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(hard ? 'SIGKILL' : 'SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+export interface Pair {
+  /** Serves the page; the serving side of a test. */
+  a: Agent;
+  /** Reached by the page served from A, so it allows A's origin. */
+  b: Agent;
+  /** The URL a user would open: A's page with B paired through the fragment. */
+  url(opts?: { tokenA?: string; tokenB?: string }): string;
+}
+
+/** `agents`: a fresh pair A + B for every test, stopped afterwards. */
+export const test = base.extend<{ agents: Pair }>({
+  agents: async ({}, use, testInfo) => {
+    const a = await startAgent('A');
+    let b: Agent;
+    try {
+      b = await startAgent('B', [a.origin]);
+    } catch (e) {
+      await a.stop();
+      throw e;
+    }
+    await use({
+      a,
+      b,
+      url: ({ tokenA = a.token, tokenB = b.token } = {}) =>
+        `${a.origin}/#token=${tokenA}&agent2=${b.host}:${b.port}&token2=${tokenB}`,
+    });
+    await Promise.all([a.stop(), b.stop()]);
+    await testInfo.attach('agent-a.log', { body: a.output(), contentType: 'text/plain' });
+    await testInfo.attach('agent-b.log', { body: b.output(), contentType: 'text/plain' });
+  },
+});
+
+export { expect } from '@playwright/test';

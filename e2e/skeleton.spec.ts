@@ -1,0 +1,94 @@
+// The walking skeleton (issue 2) end to end: two real agents, the page A
+// serves, a socketsend/socketslurp transfer between them, and the bad inputs
+// the issue lists. The UI contract is the data-testid hooks used below.
+import { hostname } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Page } from '@playwright/test';
+import { test, expect } from './agents';
+
+const shot = (name: string) => fileURLToPath(new URL(`./screenshots/${name}.png`, import.meta.url));
+
+async function openPaired(page: Page, url: string) {
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+}
+
+async function plan(page: Page, msgBytes: string, count: string) {
+  await page.getByTestId('msg-bytes').fill(msgBytes);
+  await page.getByTestId('count').fill(count);
+  await page.getByTestId('run').click();
+}
+
+test('both agents pair and a 64 x 1M transfer reports exact bytes on both sides', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  for (const id of ['agent-a', 'agent-b']) {
+    const card = page.getByTestId(id);
+    await expect(card).toHaveAttribute('data-state', 'ready');
+    await expect(card).toContainText(hostname());
+  }
+  await page.screenshot({ path: shot('skeleton-paired'), fullPage: true });
+
+  await plan(page, '1M', '64');
+  const client = page.getByTestId('summary-client');
+  const server = page.getByTestId('summary-server');
+  await expect(client).toBeVisible({ timeout: 30_000 });
+  await expect(server).toBeVisible({ timeout: 30_000 });
+  await expect(client).toHaveAttribute('data-bytes', '67108864');
+  await expect(server).toHaveAttribute('data-bytes', '67108864');
+  // Direction "send" (the default): B, the client, sends; A receives.
+  await expect(client).toContainText(/sent 67108864 bytes in [0-9.]+ seconds to /);
+  await expect(server).toContainText(/67108864 bytes in [0-9.]+ seconds/);
+
+  const plot = page.getByTestId('throughput-plot');
+  await expect(plot.locator('canvas').first()).toBeVisible();
+  await expect
+    .poll(async () => Number(await plot.getAttribute('data-points')), { message: 'plot data-points' })
+    .toBeGreaterThan(0);
+  await expect(page.getByTestId('stats')).toContainText(/\d/);
+  await expect(page.getByTestId('error')).toBeHidden();
+  await page.screenshot({ path: shot('skeleton-result'), fullPage: true });
+});
+
+test('a wrong token for agent B says authentication failed', async ({ page, agents }) => {
+  await page.goto(agents.url({ tokenB: '0'.repeat(32) }));
+  await expect(page.getByTestId('agent-b')).toHaveAttribute('data-state', 'auth_failed');
+  await expect(page.getByTestId('error')).toContainText(/authenticat/i);
+  await expect(page.getByTestId('agent-a')).toHaveAttribute('data-state', 'ready');
+  await page.screenshot({ path: shot('auth-failed'), fullPage: true });
+});
+
+for (const [bad, why] of [
+  ['0', 'zero'],
+  ['abc', 'not a number'],
+  ['1G', 'above the 64 MiB limit'],
+] as const) {
+  test(`msg-bytes ${bad} (${why}) is refused before anything runs`, async ({ page, agents }) => {
+    await openPaired(page, agents.url());
+    await plan(page, bad, '64');
+    const error = page.getByTestId('error');
+    await expect(error).toBeVisible();
+    if (bad === '1G') await expect(error).toContainText(/limit/i);
+    // Nothing ran: no summary shows up, and both agents stay ready.
+    await page.waitForTimeout(500);
+    await expect(page.getByTestId('summary-client')).toHaveCount(0);
+    await expect(page.getByTestId('summary-server')).toHaveCount(0);
+    await expect(page.getByTestId('agent-a')).toHaveAttribute('data-state', 'ready');
+    await expect(page.getByTestId('agent-b')).toHaveAttribute('data-state', 'ready');
+    await page.screenshot({ path: shot(`bad-msg-bytes-${bad}`), fullPage: true });
+  });
+}
+
+test('agent B killed mid-test: the page says so and agent A stays ready', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  // 60000 x 1 MiB (under the agent's 64 GiB limit) takes many seconds on
+  // loopback, so the transfer is still running when B dies.
+  await plan(page, '1M', '60000');
+  await page.waitForTimeout(1_500);
+  await expect(page.getByTestId('summary-client'), 'transfer should still be running').toHaveCount(0);
+  await agents.b.stop(true);
+  const error = page.getByTestId('error');
+  await expect(error).toBeVisible();
+  await expect(error).toContainText(/agent/i);
+  await expect(page.getByTestId('agent-a')).toHaveAttribute('data-state', 'ready');
+  await page.screenshot({ path: shot('agent-b-killed'), fullPage: true });
+});

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# npm test: set up (with chromium), build everything, run the Rust tests in
+# release mode (the integration tests time real transfers), then the
+# Playwright end-to-end tests in Debian's chromium against real agents.
+# The last line is always "N passed, M failed" (tests counted over all
+# runners); the exit status is non-zero when anything failed.
+set -euo pipefail
+SCRIPT_NAME=test
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+out="$ROOT/target/test-logs"
+mkdir -p "$out"
+passed=0
+failed=0
+timings=()
+t_all=$SECONDS
+
+summary() {
+    local rc=$?
+    trap - EXIT
+    [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1   # a phase broke before counting
+    log "timings: ${timings[*]:-none} total=$((SECONDS - t_all))s"
+    echo "$passed passed, $failed failed"
+    [ $failed -eq 0 ] || exit 1
+    exit $rc
+}
+trap summary EXIT
+
+# phase NAME CMD...: runs CMD with its output teed to target/test-logs/NAME.log.
+phase() {
+    local name="$1"; shift
+    local t0=$SECONDS rc=0
+    log "== $name"
+    "$@" 2>&1 | tee "$out/$name.log" || rc=$?
+    timings+=("$name=$((SECONDS - t0))s")
+    if [ $rc -ne 0 ]; then
+        log "$name failed (exit $rc, $((SECONDS - t0)) s); log: target/test-logs/$name.log"
+    fi
+    return $rc
+}
+
+phase setup bash "$ROOT/scripts/setup.sh" --test
+phase build bash "$ROOT/scripts/build.sh"
+
+# Rust: count from the harness' "test result:" lines, one per test binary.
+rc=0
+phase cargo-test cargo test --workspace --release || rc=$?
+read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+                     END { print p + 0, f + 0 }' "$out/cargo-test.log")
+passed=$((passed + p)); failed=$((failed + f))
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not compile, or crashed
+log "cargo test: $p passed, $f failed"
+
+# Playwright: count from its JSON report.
+report="$out/playwright.json"
+rm -f "$report"
+rc=0
+PLAYWRIGHT_JSON_OUTPUT_NAME="$report" phase e2e npm test -w e2e -- --reporter=list,json || rc=$?
+if [ -f "$report" ]; then
+    read -r p f < <(node -e '
+        const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).stats;
+        console.log(s.expected, s.unexpected + s.flaky)' "$report")
+else
+    p=0; f=0
+fi
+passed=$((passed + p)); failed=$((failed + f))
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+log "e2e: $p passed, $f failed"
