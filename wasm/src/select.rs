@@ -56,10 +56,29 @@ fn locate(count: &[u32], ranks: &[usize]) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Count top digits of one chunk and track the smallest and largest key.
 #[inline(never)]
-fn count_top<F: Fn(f64) -> f64>(values: &[f64], map: &F, count: &mut [u32]) {
+fn count_top<F: Fn(f64) -> f64>(
+    values: &[f64],
+    map: &F,
+    count: &mut [u32],
+    range: &mut (u64, u64),
+) {
+    let (mut lo, mut hi) = *range;
     for &v in values {
-        count[(key(map(v)) >> 48) as usize] += 1;
+        let k = key(map(v));
+        lo = lo.min(k);
+        hi = hi.max(k);
+        count[(k >> 48) as usize] += 1;
+    }
+    *range = (lo, hi);
+}
+
+#[inline(never)]
+fn key_range(keys: &[u64], range: &mut (u64, u64)) {
+    for &k in keys {
+        range.0 = range.0.min(k);
+        range.1 = range.1.max(k);
     }
 }
 
@@ -96,35 +115,47 @@ fn gather_keys(keys: &[u64], shift: u32, slot_of: &[u16], buckets: &mut [Vec<u64
     }
 }
 
-/// Keys at `ranks` (0-based, within `keys`), recursing on the digit at
-/// `shift`.
-fn select_keys(keys: &mut [u64], shift: u32, ranks: &[usize]) -> Vec<u64> {
-    if keys.len() <= SMALL || shift == 0 {
+/// Keys at `ranks` (0-based, within `keys`). Recurses on the highest 16-bit
+/// digit in which the keys differ, so long runs of equal prefixes (values
+/// like 1e12 + small) cost one pass, and all-equal keys need no counting.
+fn select_keys(keys: &mut [u64], ranks: &[usize]) -> Vec<u64> {
+    if keys.len() <= SMALL {
         keys.sort_unstable();
         return ranks.iter().map(|&r| keys[r]).collect();
     }
-    let digit = |k: u64| ((k >> shift) as usize) & (DIGITS - 1);
+    let mut range = (u64::MAX, 0);
+    for c in keys.chunks(CHUNK) {
+        key_range(c, &mut range);
+    }
+    let (lo, hi) = range;
+    if lo == hi {
+        return vec![lo; ranks.len()];
+    }
+    let shift = (63 - (lo ^ hi).leading_zeros()) / 16 * 16;
     let mut count = vec![0u32; DIGITS];
     for c in keys.chunks(CHUNK) {
         count_keys(c, shift, &mut count);
     }
-    if count[digit(keys[0])] as usize == keys.len() {
-        return select_keys(keys, shift - 16, ranks);
-    }
     let located = locate(&count, ranks);
-    resolve(&count, &located, shift, |slot_of, buckets| {
+    if shift == 0 {
+        // Every key here shares its upper 48 bits; the low digit is the rest.
+        return located
+            .into_iter()
+            .map(|(b, _)| (lo & !0xFFFF) | b as u64)
+            .collect();
+    }
+    resolve(&count, &located, |slot_of, buckets| {
         for c in keys.chunks(CHUNK) {
             gather_keys(c, shift, slot_of, buckets);
         }
     })
 }
 
-/// Gather the wanted buckets with `fill` and resolve each rank inside its
-/// bucket on the next digit.
+/// Gather the wanted digit buckets with `fill` and resolve each rank inside
+/// its bucket.
 fn resolve(
     count: &[u32],
     located: &[(usize, usize)],
-    shift: u32,
     fill: impl FnOnce(&[u16], &mut [Vec<u64>]),
 ) -> Vec<u64> {
     let mut wanted: Vec<usize> = located.iter().map(|&(b, _)| b).collect();
@@ -145,7 +176,7 @@ fn resolve(
     let mut out = vec![0u64; located.len()];
     for (i, idx) in by_slot.iter().enumerate() {
         let local: Vec<usize> = idx.iter().map(|&j| located[j].1).collect();
-        let got = select_keys(&mut buckets[i], shift.saturating_sub(16), &local);
+        let got = select_keys(&mut buckets[i], &local);
         for (&j, k) in idx.iter().zip(got) {
             out[j] = k;
         }
@@ -167,11 +198,15 @@ pub(crate) fn select<F: Fn(f64) -> f64>(values: &[f64], map: F, ranks: &[usize])
         return ranks.iter().map(|&r| unkey(keys[r])).collect();
     }
     let mut count = vec![0u32; DIGITS];
+    let mut range = (u64::MAX, 0);
     for c in values.chunks(CHUNK) {
-        count_top(c, &map, &mut count);
+        count_top(c, &map, &mut count, &mut range);
+    }
+    if range.0 == range.1 {
+        return vec![unkey(range.0); ranks.len()];
     }
     let located = locate(&count, ranks);
-    let keys = resolve(&count, &located, 48, |slot_of, buckets| {
+    let keys = resolve(&count, &located, |slot_of, buckets| {
         for c in values.chunks(CHUNK) {
             gather_top(c, &map, slot_of, buckets);
         }
@@ -221,6 +256,11 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         check(&[7.0; 20_000]);
+        // many equal keys plus a few neighbours: resolved on the lowest digit
+        let mut near = vec![1e12; 20_000];
+        near[5] = f64::from_bits(1e12f64.to_bits() + 3);
+        near[7] = f64::from_bits(1e12f64.to_bits() - 1);
+        check(&near);
         check(&(0..30_000).map(|_| u() - 0.5).collect::<Vec<_>>());
         check(&[3.0, 1.0, 2.0, 5.0, 4.0]);
     }

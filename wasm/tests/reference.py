@@ -140,7 +140,7 @@ def main():
         "n1": {"values": [42.5]},
         "all_equal": {"values": [0.1] * 5},
         "small_skewed": {"values": [1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 4.0, 10.0, 50.0, 200.0]},
-        "large_1e12": {"lcg": {"seed": 7, "n": 1000, "kind": "large"}},
+        "large_1e12": {"lcg": {"seed": 7, "n": 6000, "kind": "large"}},  # > 4096: radix path
         "lcg_10k": {"lcg": {"seed": 12345, "n": 10000, "kind": "cube"}},
     }
     for d in datasets.values():
