@@ -1,7 +1,38 @@
 #!/usr/bin/env bash
-# npm run bench: side-by-side figures against peer tools (DESIGN.md,
-# "Performance targets"). Planned; nothing is measured yet.
+# npm run bench: meshperf side by side with iperf3, netperf and sockperf on
+# loopback (bench/bench.mjs prints medians and ratios; DESIGN.md has the
+# targets). Installs the peer tools from Debian when missing; netperf lives in
+# Debian's non-free component, enabled for that one install only.
 set -euo pipefail
 SCRIPT_NAME=bench
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-die "not implemented yet: the side-by-side benchmark (meshperf vs iperf3/netperf/sockperf) is planned"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+
+install_peers() {
+    local missing=()
+    command -v iperf3 >/dev/null || missing+=(iperf3)
+    command -v sockperf >/dev/null || missing+=(sockperf)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing ${missing[*]} from Debian"
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y "${missing[@]}" >/dev/null ||
+        { as_root apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y "${missing[@]}" >/dev/null; }
+}
+
+install_netperf() {
+    command -v netperf >/dev/null && return 0
+    log "installing netperf from Debian non-free"
+    local src=/etc/apt/sources.list.d/meshperf-nonfree.sources
+    local codename; codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        "$codename" | as_root tee "$src" >/dev/null
+    as_root apt-get update -o Dir::Etc::sourcelist="$src" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 >/dev/null || true
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y netperf >/dev/null || log "netperf could not be installed; its rows will fail"
+    as_root rm -f "$src"
+}
+
+bash "$ROOT/scripts/setup.sh"
+bash "$ROOT/scripts/build.sh"
+install_peers
+install_netperf
+exec node "$ROOT/bench/bench.mjs" "$@"
