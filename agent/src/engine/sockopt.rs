@@ -29,6 +29,31 @@ pub fn pre_connect(sock: &socket2::Socket, p: &StreamParams) -> io::Result<()> {
     Ok(())
 }
 
+/// Refuses a congestion control algorithm this host cannot give the test:
+/// not available, or (without root) not in the allowed list.
+pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
+    let Some(name) = name else { return Ok(()) };
+    let read = |f: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"));
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let list = if root {
+        read("tcp_available_congestion_control")
+    } else {
+        read("tcp_allowed_congestion_control")
+    };
+    let Ok(list) = list else { return Ok(()) }; // no procfs: setsockopt will tell
+    if list.split_whitespace().any(|c| c == name) {
+        return Ok(());
+    }
+    Err((
+        "bad_params",
+        format!(
+            "congestion: {name:?} is not available on this host (choose one of: {})",
+            list.trim()
+        ),
+    ))
+}
+
 /// Sets the per-connection options and reads everything back.
 pub fn apply<S: AsFd>(s: &S, p: &StreamParams, ipv6: bool) -> Result<Applied, String> {
     let sock = SockRef::from(s);

@@ -2,15 +2,53 @@
 //! each with its own mio `Poll`; a sender writes `msg_bytes` buffers (one
 //! after another, or on an absolute schedule every `wait_us`), a receiver
 //! reads `read_bytes` at a time until EOF. Every stream records bytes per
-//! interval and, at each interval boundary, TCP_INFO.
+//! interval and, at each interval boundary, TCP_INFO. The workers are
+//! generic over the socket type ([`DataStream`]: TCP or AF_UNIX), so each
+//! transport gets its own monomorphised hot path with no dispatch.
 
 use super::sockopt::{self, TcpInfo};
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// A connected std stream socket the workers can drive through mio.
+pub trait DataStream: Send + 'static {
+    /// The mio socket type.
+    type Mio: Read + Write + mio::event::Source + AsRawFd;
+    /// Whether TCP_INFO is available.
+    const TCP: bool;
+    /// Sets non-blocking mode and wraps the socket for mio.
+    fn into_mio(self) -> Self::Mio;
+    /// Half-closes the sending direction.
+    fn shutdown_write(s: &Self::Mio) -> io::Result<()>;
+}
+
+impl DataStream for std::net::TcpStream {
+    type Mio = mio::net::TcpStream;
+    const TCP: bool = true;
+    fn into_mio(self) -> Self::Mio {
+        let _ = self.set_nonblocking(true);
+        mio::net::TcpStream::from_std(self)
+    }
+    fn shutdown_write(s: &Self::Mio) -> io::Result<()> {
+        s.shutdown(Shutdown::Write)
+    }
+}
+
+impl DataStream for std::os::unix::net::UnixStream {
+    type Mio = mio::net::UnixStream;
+    const TCP: bool = false;
+    fn into_mio(self) -> Self::Mio {
+        let _ = self.set_nonblocking(true);
+        mio::net::UnixStream::from_std(self)
+    }
+    fn shutdown_write(s: &Self::Mio) -> io::Result<()> {
+        s.shutdown(Shutdown::Write)
+    }
+}
 
 /// Which way a stream moves data, from this side's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +94,8 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
-struct Slot {
-    sock: TcpStream,
+struct Slot<S: DataStream> {
+    sock: S::Mio,
     dir: Dir,
     out: Outcome,
     ready: bool,
@@ -69,7 +107,7 @@ struct Slot {
     last_move: Instant,
 }
 
-impl Slot {
+impl<S: DataStream> Slot<S> {
     fn record(&mut self, n: usize, now: Instant, start: Instant, interval: Duration) {
         let at = now.saturating_duration_since(start);
         if self.out.bytes == 0 {
@@ -82,7 +120,7 @@ impl Slot {
         let idx = (at.as_nanos() / interval.as_nanos()) as usize;
         if idx >= self.out.intervals.len() {
             self.out.intervals.resize(idx + 1, 0);
-            if let Some(ti) = sockopt::tcp_info(&self.sock) {
+            if let Some(ti) = S::TCP.then(|| sockopt::tcp_info(&self.sock)).flatten() {
                 let fill = |v: &mut Vec<u64>, x: u64| v.resize(idx + 1, x);
                 fill(&mut self.out.rtt_us, ti.rtt_us as u64);
                 fill(&mut self.out.cwnd, ti.snd_cwnd as u64);
@@ -94,9 +132,9 @@ impl Slot {
 
     fn finish(&mut self, error: Option<String>) {
         self.done = true;
-        self.out.info = sockopt::tcp_info(&self.sock);
+        self.out.info = S::TCP.then(|| sockopt::tcp_info(&self.sock)).flatten();
         if self.dir == Dir::Send && error.is_none() {
-            let _ = self.sock.shutdown(Shutdown::Write);
+            let _ = S::shutdown_write(&self.sock);
         }
         self.out.error = error;
     }
@@ -105,8 +143,8 @@ impl Slot {
 /// Runs `streams` (socket, direction) to completion and returns one outcome
 /// per stream, in input order. `live[i]` is updated as stream `i` moves bytes;
 /// `tick` is called about every 100 ms from this thread while workers run.
-pub fn run(
-    streams: Vec<(std::net::TcpStream, Dir)>,
+pub fn run<S: DataStream>(
+    streams: Vec<(S, Dir)>,
     plan: &Plan,
     start: Instant,
     cancel: &AtomicBool,
@@ -116,8 +154,7 @@ pub fn run(
 ) -> Vec<Outcome> {
     let n = streams.len();
     let workers = workers.clamp(1, n.max(1));
-    let mut groups: Vec<Vec<(usize, std::net::TcpStream, Dir)>> =
-        (0..workers).map(|_| Vec::new()).collect();
+    let mut groups: Vec<Vec<(usize, S, Dir)>> = (0..workers).map(|_| Vec::new()).collect();
     for (i, (s, d)) in streams.into_iter().enumerate() {
         groups[i % workers].push((i, s, d));
     }
@@ -147,14 +184,14 @@ pub fn run(
     all
 }
 
-fn worker(
-    group: Vec<(usize, std::net::TcpStream, Dir)>,
+fn worker<S: DataStream>(
+    group: Vec<(usize, S, Dir)>,
     plan: &Plan,
     start: Instant,
     cancel: &AtomicBool,
     live: &[AtomicU64],
 ) -> Vec<Outcome> {
-    let mut slots: Vec<Slot> = Vec::with_capacity(group.len());
+    let mut slots: Vec<Slot<S>> = Vec::with_capacity(group.len());
     let poll = Poll::new();
     let mut poll = match poll {
         Ok(p) => p,
@@ -172,8 +209,7 @@ fn worker(
     };
     let now = Instant::now();
     for (i, s, dir) in group {
-        let _ = s.set_nonblocking(true);
-        let mut sock = TcpStream::from_std(s);
+        let mut sock = s.into_mio();
         let interest = if dir == Dir::Send {
             Interest::WRITABLE
         } else {
@@ -277,8 +313,8 @@ fn worker(
     slots.into_iter().map(|s| s.out).collect()
 }
 
-fn send(
-    s: &mut Slot,
+fn send<S: DataStream>(
+    s: &mut Slot<S>,
     plan: &Plan,
     start: Instant,
     limit: Option<u64>,
@@ -328,7 +364,13 @@ fn send(
     }
 }
 
-fn recv(s: &mut Slot, plan: &Plan, start: Instant, buf: &mut [u8], live: &AtomicU64) {
+fn recv<S: DataStream>(
+    s: &mut Slot<S>,
+    plan: &Plan,
+    start: Instant,
+    buf: &mut [u8],
+    live: &AtomicU64,
+) {
     loop {
         match s.sock.read(buf) {
             Ok(0) => {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Number of data connections and which of them this side sends on.
-fn layout(p: &StreamParams, role: Role) -> Vec<Dir> {
+pub(super) fn layout(p: &StreamParams, role: Role) -> Vec<Dir> {
     let n = p.streams as usize;
     let client_sends = |i: usize| match p.direction {
         Direction::Send => true,
@@ -44,7 +44,9 @@ pub fn prepare(
     env: &super::EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
     let p = StreamParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let listener = peer::listen(env.data_ip, &p)
+    super::bind::check_server(&p)?;
+    super::sockopt::check_congestion(p.congestion.as_deref())?;
+    let listener = peer::listen(p.server_bind.unwrap_or(env.data_ip), &p)
         .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()
@@ -61,6 +63,8 @@ pub fn start(
     env: &super::EngineEnv,
 ) -> Result<super::Job, super::Refusal> {
     let p = StreamParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    super::bind::check_client(&p, &peer_addr)?;
+    super::sockopt::check_congestion(p.congestion.as_deref())?;
     Ok(Box::new(move |ctx| drive(ctx, p, params, peer_addr)))
 }
 
@@ -181,18 +185,32 @@ fn run_side(
         let idx = o.index as u16;
         ctx.sink.samples(
             SampleKind::IntervalBytes,
+            ctx.role,
             ctx.test_id,
             ctx.step,
             idx,
             &o.intervals,
         );
         if o.send && !o.rtt_us.is_empty() {
-            ctx.sink
-                .samples(SampleKind::TcpRttUs, ctx.test_id, ctx.step, idx, &o.rtt_us);
-            ctx.sink
-                .samples(SampleKind::TcpCwnd, ctx.test_id, ctx.step, idx, &o.cwnd);
+            ctx.sink.samples(
+                SampleKind::TcpRttUs,
+                ctx.role,
+                ctx.test_id,
+                ctx.step,
+                idx,
+                &o.rtt_us,
+            );
+            ctx.sink.samples(
+                SampleKind::TcpCwnd,
+                ctx.role,
+                ctx.test_id,
+                ctx.step,
+                idx,
+                &o.cwnd,
+            );
             ctx.sink.samples(
                 SampleKind::TcpRetrans,
+                ctx.role,
                 ctx.test_id,
                 ctx.step,
                 idx,

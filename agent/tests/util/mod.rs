@@ -19,6 +19,11 @@ pub struct AgentProc {
 
 impl AgentProc {
     pub fn start(extra: &[&str]) -> AgentProc {
+        Self::start_env(extra, &[])
+    }
+
+    /// Like [`AgentProc::start`] with extra environment variables.
+    pub fn start_env(extra: &[&str], env: &[(&str, &str)]) -> AgentProc {
         let token = format!(
             "tok{:016x}",
             std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
@@ -27,6 +32,7 @@ impl AgentProc {
             .args(["agent", "--listen", "127.0.0.1:0"])
             .args(extra)
             .env("MESHPERF_TOKEN", &token)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

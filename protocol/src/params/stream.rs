@@ -1,8 +1,10 @@
 //! Parameters of `tcp_stream` and `unix_stream`.
 
+use super::rr::{bind_addr, congestion};
 use super::{range_u64, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::net::IpAddr;
 
 /// Who sends in a stream test, seen from the driving (client) agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +47,12 @@ pub struct StreamParams {
     pub congestion: Option<String>,
     /// Sample interval in milliseconds.
     pub interval_ms: u32,
+    /// Local address of the driving agent's sockets (the Perl seed's --local-host).
+    #[serde(default)]
+    pub client_bind: Option<IpAddr>,
+    /// Address the serving agent listens on; the driving agent connects to it.
+    #[serde(default)]
+    pub server_bind: Option<IpAddr>,
 }
 
 impl StreamParams {
@@ -104,18 +112,9 @@ impl StreamParams {
             .u64("tos")?
             .map(|n| range_u64("tos", n, 0, 255, "").map(|n| n as u8))
             .transpose()?;
-        let congestion = r.string("congestion")?;
-        if let Some(c) = &congestion {
-            if c.is_empty()
-                || c.len() > 15
-                || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            {
-                return Err(ParamError::new(
-                    "congestion",
-                    format!("not a congestion control name: {c:?}"),
-                ));
-            }
-        }
+        let congestion = congestion(&mut r)?;
+        let client_bind = bind_addr(&mut r, "client_bind")?;
+        let server_bind = bind_addr(&mut r, "server_bind")?;
         let interval_ms = range_u64(
             "interval_ms",
             r.u64("interval_ms")?.unwrap_or(10),
@@ -170,6 +169,8 @@ impl StreamParams {
             tos,
             congestion,
             interval_ms,
+            client_bind,
+            server_bind,
         })
     }
 }

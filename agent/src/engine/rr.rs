@@ -1,0 +1,278 @@
+//! The request/response loops of `tcp_rr` and `unix_rr`, generic over the
+//! stream socket. The client writes `req_bytes`, reads exactly `resp_bytes`
+//! and records the round trip in ns (monotonic clock); the server reads
+//! exactly `req_bytes` and answers. The first 8 bytes of a request carry its
+//! sequence number and the response echoes them, so a desynchronised pair
+//! shows up as `bad` transactions, not as a fast lie.
+//!
+//! Hot path: one write and one read system call per transaction on a
+//! blocking socket (the thread sleeps in the kernel's socket wait queue and
+//! is woken directly: no epoll round trip), or, with `busy_poll`, spinning on
+//! a non-blocking read so the thread never sleeps at all.
+
+use super::{TestCtx, TestError};
+use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::Event;
+use meshperf_protocol::params::RrParams;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// How long a blocking read waits before it checks for cancellation.
+const SLICE: Duration = Duration::from_millis(200);
+/// Busy-poll spins this long on an empty socket, then sleeps in poll(2), so
+/// two spinning ends sharing a CPU cannot starve each other.
+const SPIN: Duration = Duration::from_micros(50);
+/// A peer that answers nothing for this long has stalled.
+const STALL: Duration = Duration::from_secs(10);
+
+/// A connected stream socket the loops can drive.
+pub trait RrSock: Read + Write + AsRawFd {
+    fn set_nonblocking(&self, on: bool) -> io::Result<()>;
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
+}
+
+macro_rules! rr_sock {
+    ($t:ty) => {
+        impl RrSock for $t {
+            fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+                <$t>::set_nonblocking(self, on)
+            }
+            fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+                <$t>::set_read_timeout(self, t)
+            }
+        }
+    };
+}
+rr_sock!(std::net::TcpStream);
+rr_sock!(std::os::unix::net::UnixStream);
+
+/// What the client side measured.
+pub struct ClientOut {
+    pub rtt_ns: Vec<u64>,
+    pub bad: u64,
+    pub elapsed: Duration,
+}
+
+fn io_err(what: &str, e: io::Error) -> TestError {
+    TestError::new("stream_failed", format!("{what} failed: {e}"))
+}
+
+/// Sets blocking mode with a read timeout slice, or non-blocking for busy-poll.
+fn setup<S: RrSock>(s: &S, busy: bool) -> Result<(), TestError> {
+    let r = if busy {
+        s.set_nonblocking(true)
+    } else {
+        s.set_nonblocking(false)
+            .and_then(|_| s.set_read_timeout(Some(SLICE)))
+    };
+    r.map_err(|e| io_err("socket set-up", e))
+}
+
+/// Writes all of `buf`, at most `chunk` bytes per call.
+fn write_msg<S: RrSock>(s: &mut S, buf: &[u8], chunk: usize) -> Result<(), TestError> {
+    for part in buf.chunks(chunk) {
+        let mut off = 0;
+        while off < part.len() {
+            match s.write(&part[off..]) {
+                Ok(0) => {
+                    return Err(TestError::new(
+                        "peer_gone",
+                        "the peer closed the connection",
+                    ))
+                }
+                Ok(n) => off += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    std::hint::spin_loop()
+                }
+                Err(e) => return Err(io_err("send", e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads exactly `buf.len()` bytes. Returns false on EOF before the first byte.
+fn read_msg<S: RrSock>(s: &mut S, buf: &mut [u8], ctx: &TestCtx) -> Result<bool, TestError> {
+    let mut off = 0;
+    let mut idle_since: Option<Instant> = None;
+    while off < buf.len() {
+        match s.read(&mut buf[off..]) {
+            Ok(0) if off == 0 => return Ok(false),
+            Ok(0) => {
+                return Err(TestError::new(
+                    "peer_gone",
+                    "the peer closed the connection mid-message",
+                ))
+            }
+            Ok(n) => off += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                // Busy-poll lands here on every empty read: keep that path short.
+                let since = *idle_since.get_or_insert_with(Instant::now);
+                if ctx.cancelled() {
+                    return Err(TestError::new("cancelled", "test cancelled"));
+                }
+                let idle = since.elapsed();
+                if idle > SPIN {
+                    wait_readable(s, SLICE);
+                }
+                if idle > STALL {
+                    return Err(TestError::new(
+                        "stalled",
+                        format!("the peer sent nothing for {} s", STALL.as_secs()),
+                    ));
+                }
+            }
+            Err(e) => return Err(io_err("receive", e)),
+        }
+    }
+    Ok(true)
+}
+
+/// Sleeps until `s` is readable or `t` passes (the busy-poll fallback).
+fn wait_readable<S: AsRawFd>(s: &S, t: Duration) {
+    let mut fd = libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut fd, 1, t.as_millis() as libc::c_int) };
+}
+
+fn chunk(p: &RrParams) -> usize {
+    p.write_bytes.map_or(usize::MAX, |w| w as usize)
+}
+
+/// Client loop: runs the transactions, streaming RTT samples and progress to
+/// the page every `interval_ms`. Ends by half-closing `s`'s write side.
+pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<ClientOut, TestError> {
+    setup(s, p.busy_poll)?;
+    let mut req = vec![0x5au8; p.req_bytes as usize];
+    let mut resp = vec![0u8; p.resp_bytes as usize];
+    let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
+    let count = p.count.unwrap_or(u64::MAX);
+    let interval = Duration::from_millis(p.interval_ms as u64);
+    let wait = Duration::from_micros(p.wait_us);
+    let mut rtt_ns: Vec<u64> = Vec::with_capacity(count.min(1 << 20) as usize);
+    let (mut bad, mut flushed) = (0u64, 0usize);
+    let start = Instant::now();
+    let end = p.duration_s.map(|d| start + Duration::from_secs_f64(d));
+    let mut next_report = start + interval;
+    let mut i = 0u64;
+    while i < count {
+        if !wait.is_zero() {
+            pace(start + wait * i as u32);
+        }
+        if req.len() >= 8 {
+            req[..8].copy_from_slice(&i.to_le_bytes());
+        }
+        let t0 = Instant::now();
+        write_msg(s, &req, chunk)?;
+        if !read_msg(s, &mut resp, ctx)? {
+            return Err(TestError::new(
+                "peer_gone",
+                "the peer closed the connection",
+            ));
+        }
+        let now = Instant::now();
+        rtt_ns.push(now.duration_since(t0).as_nanos() as u64);
+        bad += (echo && resp[..8] != req[..8]) as u64;
+        i += 1;
+        if ctx.cancelled() {
+            return Err(TestError::new("cancelled", "test cancelled"));
+        }
+        if now >= next_report || end.is_some_and(|e| now >= e) {
+            next_report = now + interval;
+            flush(ctx, &rtt_ns, &mut flushed);
+            let elapsed = now.duration_since(start).as_secs_f64();
+            let fraction = match (p.count, p.duration_s) {
+                (Some(c), _) => i as f64 / c as f64,
+                (_, Some(d)) => elapsed / d,
+                _ => 0.0,
+            };
+            progress(ctx, elapsed, i * (p.req_bytes + p.resp_bytes), fraction);
+            if end.is_some_and(|e| now >= e) {
+                break;
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    flush(ctx, &rtt_ns, &mut flushed);
+    Ok(ClientOut {
+        rtt_ns,
+        bad,
+        elapsed,
+    })
+}
+
+/// Sleeps until `due`, spinning the last stretch (timer wake-ups here arrive
+/// up to ~200 us late).
+fn pace(due: Instant) {
+    loop {
+        let left = due.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        if left > Duration::from_micros(300) {
+            std::thread::sleep(left - Duration::from_micros(250));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+fn flush(ctx: &TestCtx, rtt_ns: &[u64], flushed: &mut usize) {
+    if *flushed < rtt_ns.len() {
+        ctx.sink.samples_from(
+            SampleKind::RttNs,
+            ctx.role,
+            ctx.test_id,
+            ctx.step,
+            0,
+            *flushed as u32,
+            &rtt_ns[*flushed..],
+        );
+        *flushed = rtt_ns.len();
+    }
+}
+
+fn progress(ctx: &TestCtx, elapsed_s: f64, bytes: u64, fraction: f64) {
+    ctx.sink.event(&Event::Progress {
+        test_id: ctx.test_id,
+        step: ctx.step,
+        role: ctx.role,
+        elapsed_s,
+        bytes,
+        fraction: fraction.min(1.0),
+    });
+}
+
+/// Server loop: answers requests until the client closes; returns the
+/// number of transactions served.
+pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<u64, TestError> {
+    setup(s, p.busy_poll)?;
+    let mut req = vec![0u8; p.req_bytes as usize];
+    let mut resp = vec![0xa5u8; p.resp_bytes as usize];
+    let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
+    let mut n = 0u64;
+    while read_msg(s, &mut req, ctx)? {
+        if echo {
+            resp[..8].copy_from_slice(&req[..8]);
+        }
+        write_msg(s, &resp, chunk)?;
+        n += 1;
+    }
+    Ok(n)
+}

@@ -1,0 +1,157 @@
+//! `tcp_rr`: TCP request/response latency between two agents (udpmon's
+//! tcp_req/tcp_resp, netperf TCP_RR, sockperf ping-pong). Set-up is the
+//! `tcp_stream` one (one-time key, control line, one data connection); the
+//! loops live in [`super::rr`]. Also builds the summaries `unix_rr` shares.
+
+use super::peer::{self, Connected};
+use super::rr::{self, ClientOut};
+use super::{bind, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
+use meshperf_protocol::msg::{Event, PeerAddr};
+use meshperf_protocol::params::{Kind, RrParams};
+use meshperf_wasm::stats::Summary;
+use serde_json::{json, Map, Value};
+use std::net::TcpListener;
+
+fn parse(params: &Value, env: &EngineEnv) -> Result<RrParams, Refusal> {
+    let p = RrParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    sockopt::check_congestion(p.congestion.as_deref())?;
+    Ok(p)
+}
+
+/// Serving side set-up (see [`super::prepare`]).
+pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal> {
+    let p = parse(params, env)?;
+    let sp = p.socket_params();
+    bind::check_server(&sp)?;
+    let listener = peer::listen(sp.server_bind.unwrap_or(env.data_ip), &sp)
+        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| ("io", e.to_string()))?
+        .port();
+    let key = peer::new_key();
+    Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
+}
+
+/// Driving side set-up (see [`super::start`]).
+pub fn start(params: Value, peer_addr: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
+    let p = parse(&params, env)?;
+    bind::check_client(&p.socket_params(), &peer_addr)?;
+    Ok(Box::new(move |ctx| drive(ctx, p, params, peer_addr)))
+}
+
+fn serve(ctx: TestCtx, p: RrParams, listener: TcpListener, key: [u8; 16]) {
+    let r = peer::accept(&ctx, listener, &key, Kind::TcpRr, 1).and_then(|c| run(&ctx, &p, c));
+    report(&ctx, r);
+    ctx.finished();
+}
+
+fn drive(ctx: TestCtx, p: RrParams, params: Value, peer_addr: PeerAddr) {
+    let sp = p.socket_params();
+    let r = peer::connect(&ctx, &peer_addr, Kind::TcpRr, &params, &sp, 1)
+        .and_then(|c| run(&ctx, &p, c));
+    report(&ctx, r);
+    ctx.finished();
+}
+
+/// Reports a summary or a failure of this side.
+pub(super) fn report(ctx: &TestCtx, r: Result<Value, TestError>) {
+    match r {
+        Ok(summary) => ctx.sink.event(&Event::Result {
+            test_id: ctx.test_id,
+            step: ctx.step,
+            role: ctx.role,
+            kind: ctx.kind,
+            summary,
+        }),
+        Err(e) => ctx.fail(e.code, e.message),
+    }
+}
+
+fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestError> {
+    let mut s = conn.data.pop().expect("one data connection");
+    let applied = sockopt::apply(&s, &p.socket_params(), conn.peer_ip.is_ipv6())
+        .map_err(|m| TestError::new("bad_params", m))?;
+    let mut sum = if ctx.role == meshperf_protocol::msg::Role::Client {
+        let out = rr::client(ctx, p, &mut s)?;
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let done = peer::exchange_done(&mut conn.control, out.rtt_ns.len() as u64)?;
+        let mut sum = client_summary(p, &out)?;
+        sum.insert("peer_count".into(), json!(done.bytes));
+        sum
+    } else {
+        let n = rr::server(ctx, p, &mut s)?;
+        peer::exchange_done(&mut conn.control, n)?;
+        server_summary(p, n)
+    };
+    sum.insert("peer".into(), json!(conn.peer_ip.to_string()));
+    for (k, v) in [
+        ("nodelay", json!(applied.nodelay)),
+        ("tos", json!(applied.tos)),
+        ("congestion", json!(applied.congestion)),
+        ("sndbuf_actual", json!(applied.sndbuf_actual)),
+        ("rcvbuf_actual", json!(applied.rcvbuf_actual)),
+    ] {
+        sum.insert(k.into(), v);
+    }
+    Ok(Value::Object(sum))
+}
+
+/// The statistics object of DESIGN.md (`rtt_us` and friends) from ns samples.
+pub(super) fn stats_us(ns: &[u64]) -> Value {
+    let us: Vec<f64> = ns.iter().map(|&v| v as f64 / 1e3).collect();
+    match Summary::new(&us) {
+        Ok(s) => Value::Object(
+            s.fields()
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect(),
+        ),
+        Err(_) => Value::Null,
+    }
+}
+
+/// Client summary: counts, `rtt_us`, rates and tcp_req's quiet-mode line
+/// ("resp_bytes; req_bytes; msg_count; loop_count; num_bad; time/frame us;
+/// Mbytes/s; ave time; min time; max time; num timeouts").
+pub(super) fn client_summary(
+    p: &RrParams,
+    out: &ClientOut,
+) -> Result<Map<String, Value>, TestError> {
+    let n = out.rtt_ns.len() as u64;
+    if n == 0 {
+        return Err(TestError::new("no_samples", "no transaction completed"));
+    }
+    let secs = out.elapsed.as_secs_f64();
+    let frame_us = secs * 1e6 / n as f64;
+    let mbs = (p.req_bytes + p.resp_bytes) as f64 / frame_us;
+    let us = |v: u64| v as f64 / 1e3;
+    let ave = out.rtt_ns.iter().sum::<u64>() as f64 / n as f64 / 1e3;
+    let (min, max) = (
+        us(*out.rtt_ns.iter().min().unwrap()),
+        us(*out.rtt_ns.iter().max().unwrap()),
+    );
+    let line = format!(
+        "{}; {}; 1; {n}; {}; {frame_us:.3}; {mbs:.5}; {ave:.3}; {min:.2}; {max:.2}; 0",
+        p.resp_bytes, p.req_bytes, out.bad
+    );
+    let v = json!({
+        "count": n, "timeouts": 0, "bad": out.bad, "rtt_us": stats_us(&out.rtt_ns),
+        "seconds": secs, "transactions_per_second": n as f64 / secs,
+        "time_per_frame_us": frame_us, "mbytes_per_second": mbs,
+        "bytes": n * (p.req_bytes + p.resp_bytes),
+        "req_bytes": p.req_bytes, "resp_bytes": p.resp_bytes, "busy_poll": p.busy_poll,
+        "line": line,
+    });
+    Ok(v.as_object().cloned().unwrap_or_default())
+}
+
+/// Server summary: transactions served and bytes moved.
+pub(super) fn server_summary(p: &RrParams, n: u64) -> Map<String, Value> {
+    let v = json!({
+        "count": n, "bytes": n * (p.req_bytes + p.resp_bytes),
+        "req_bytes": p.req_bytes, "resp_bytes": p.resp_bytes, "busy_poll": p.busy_poll,
+        "line": format!("answered {n} requests of {} bytes with {} bytes", p.req_bytes, p.resp_bytes),
+    });
+    v.as_object().cloned().unwrap_or_default()
+}

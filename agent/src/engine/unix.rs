@@ -1,0 +1,325 @@
+//! `unix_stream` and `unix_rr` (sockbench): the TCP tests over AF_UNIX
+//! stream sockets inside one agent, to set Unix sockets beside TCP loopback
+//! and TCP on a local address.
+//!
+//! `prepare` binds a socket in a fresh private directory (mode 0700, removed
+//! when the test ends) and files it under the one-time key in a
+//! process-global registry; `start` on the same agent takes the entry out
+//! (so a key works once) and connects. `peer.host`/`peer.port` are ignored.
+//! Every data connection still opens with the key preamble, checked in
+//! constant time, so nothing else that can reach the path gets in.
+
+use super::stream::{self, Dir, Plan};
+use super::tcp_rr::{client_summary, report, server_summary};
+use super::{peer, rr, EngineEnv, Job, Refusal, TestCtx, TestError};
+use meshperf_protocol::msg::{PeerAddr, Role};
+use meshperf_protocol::params::{Kind, RrParams, StreamParams};
+use meshperf_protocol::peer::{parse_key, preamble, KEY_LEN, PREAMBLE_LEN};
+use serde_json::{json, Value};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+
+/// Parsed parameters of either kind.
+#[derive(Clone)]
+enum Params {
+    Stream(StreamParams),
+    Rr(RrParams),
+}
+
+struct Entry {
+    key: [u8; KEY_LEN],
+    kind: Kind,
+    path: PathBuf,
+}
+
+static PREPARED: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// Removes the private directory and the registry entry when the serving side ends.
+struct DirGuard {
+    dir: PathBuf,
+    key: [u8; KEY_LEN],
+}
+
+impl Drop for DirGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        PREPARED
+            .lock()
+            .unwrap()
+            .retain(|e| !bool::from(e.key.ct_eq(&self.key)));
+    }
+}
+
+fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize), Refusal> {
+    let bad = |e: meshperf_protocol::params::ParamError| ("bad_params", e.to_string());
+    let not_unix = |name: &str| {
+        (
+            "bad_params",
+            format!("{name}: not meaningful for {} (no IP socket)", kind.name()),
+        )
+    };
+    if kind == Kind::UnixRr {
+        let p = RrParams::parse(params, env.limits).map_err(bad)?;
+        for (name, set) in [
+            ("tos", p.tos.is_some()),
+            ("congestion", p.congestion.is_some()),
+            ("client_bind", p.client_bind.is_some()),
+            ("server_bind", p.server_bind.is_some()),
+        ] {
+            if set {
+                return Err(not_unix(name));
+            }
+        }
+        return Ok((Params::Rr(p), 1));
+    }
+    let p = StreamParams::parse(params, env.limits).map_err(bad)?;
+    for (name, set) in [
+        ("tos", p.tos.is_some()),
+        ("congestion", p.congestion.is_some()),
+        ("nodelay", p.nodelay),
+        ("client_bind", p.client_bind.is_some()),
+        ("server_bind", p.server_bind.is_some()),
+    ] {
+        if set {
+            return Err(not_unix(name));
+        }
+    }
+    let n = super::tcp_stream::layout(&p, Role::Client).len();
+    Ok((Params::Stream(p), n))
+}
+
+/// Serving side: a listener in a private directory, filed under a new key.
+pub fn prepare(
+    kind: Kind,
+    params: &Value,
+    env: &EngineEnv,
+) -> Result<(u16, [u8; 16], Job), Refusal> {
+    let (p, n) = parse(kind, params, env)?;
+    let key = peer::new_key();
+    let io = |e: io::Error| ("io", format!("cannot open a Unix socket: {e}"));
+    let dir = std::env::temp_dir().join(format!(
+        "meshperf-{}",
+        meshperf_protocol::peer::key_hex(&peer::new_key())
+    ));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(io)?;
+    let guard = DirGuard {
+        dir: dir.clone(),
+        key,
+    };
+    let path = dir.join("s");
+    let listener = UnixListener::bind(&path).map_err(io)?;
+    PREPARED.lock().unwrap().push(Entry { key, kind, path });
+    Ok((
+        0,
+        key,
+        Box::new(move |ctx| {
+            let r = accept(&ctx, &listener, &key, n).and_then(|socks| run(&ctx, &p, socks));
+            drop(guard);
+            report(&ctx, r);
+            ctx.finished();
+        }),
+    ))
+}
+
+/// Driving side: takes the prepared entry for `peer.key` out of the registry.
+pub fn start(
+    kind: Kind,
+    params: Value,
+    peer_addr: PeerAddr,
+    env: &EngineEnv,
+) -> Result<Job, Refusal> {
+    let (p, n) = parse(kind, &params, env)?;
+    let key = parse_key(&peer_addr.key)
+        .ok_or(("bad_request", "peer.key must be 32 hex digits".to_string()))?;
+    let entry = {
+        let mut reg = PREPARED.lock().unwrap();
+        let i = reg.iter().position(|e| bool::from(e.key.ct_eq(&key))).ok_or((
+            "bad_key",
+            format!("peer.key: unknown or spent session key ({} runs inside one agent: prepare and start on the same agent)", kind.name()),
+        ))?;
+        reg.remove(i)
+    };
+    if entry.kind != kind {
+        return Err((
+            "kind_mismatch",
+            format!(
+                "this test was prepared as {}, not {}",
+                entry.kind.name(),
+                kind.name()
+            ),
+        ));
+    }
+    Ok(Box::new(move |ctx| {
+        let r = connect(&entry.path, &key, n)
+            .map_err(|e| TestError::new("io", format!("cannot connect the Unix socket: {e}")));
+        report(&ctx, r.and_then(|socks| run(&ctx, &p, socks)));
+        ctx.finished();
+    }))
+}
+
+fn connect(path: &PathBuf, key: &[u8; KEY_LEN], n: usize) -> io::Result<Vec<UnixStream>> {
+    (0..n)
+        .map(|i| {
+            let mut s = UnixStream::connect(path)?;
+            s.write_all(&preamble(key, i as u32))?;
+            Ok(s)
+        })
+        .collect()
+}
+
+fn accept(
+    ctx: &TestCtx,
+    l: &UnixListener,
+    key: &[u8; KEY_LEN],
+    n: usize,
+) -> Result<Vec<UnixStream>, TestError> {
+    l.set_nonblocking(true)
+        .map_err(|e| TestError::new("io", e.to_string()))?;
+    let deadline = Instant::now() + peer::ACCEPT_WINDOW;
+    let mut socks: Vec<Option<UnixStream>> = (0..n).map(|_| None).collect();
+    while socks.iter().any(Option::is_none) {
+        if ctx.cancelled() {
+            return Err(TestError::new("cancelled", "test cancelled"));
+        }
+        if Instant::now() > deadline {
+            return Err(TestError::new(
+                "peer_timeout",
+                format!(
+                    "nobody started this test within {} s",
+                    peer::ACCEPT_WINDOW.as_secs()
+                ),
+            ));
+        }
+        let mut s = match l.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            Err(e) => return Err(TestError::new("io", format!("accept failed: {e}"))),
+        };
+        let _ = s.set_nonblocking(false);
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut pre = [0u8; PREAMBLE_LEN];
+        if s.read_exact(&mut pre).is_err() || !bool::from(pre[..KEY_LEN].ct_eq(key)) {
+            continue;
+        }
+        let idx = u32::from_le_bytes(pre[KEY_LEN..].try_into().unwrap()) as usize;
+        if idx < n && socks[idx].is_none() {
+            let _ = s.set_read_timeout(None);
+            socks[idx] = Some(s);
+        }
+    }
+    Ok(socks.into_iter().map(Option::unwrap).collect())
+}
+
+fn run(ctx: &TestCtx, p: &Params, mut socks: Vec<UnixStream>) -> Result<Value, TestError> {
+    match p {
+        Params::Rr(p) => {
+            let s = &mut socks[0];
+            let mut sum = if ctx.role == Role::Client {
+                let out = rr::client(ctx, p, s)?;
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                client_summary(p, &out)?
+            } else {
+                server_summary(p, rr::server(ctx, p, s)?)
+            };
+            sum.insert("transport".into(), json!("unix"));
+            Ok(Value::Object(sum))
+        }
+        Params::Stream(p) => run_stream(ctx, p, socks),
+    }
+}
+
+fn run_stream(ctx: &TestCtx, p: &StreamParams, socks: Vec<UnixStream>) -> Result<Value, TestError> {
+    for s in &socks {
+        let r = socket2::SockRef::from(s);
+        let set = p
+            .sndbuf
+            .map_or(Ok(()), |n| r.set_send_buffer_size(n as usize))
+            .and_then(|_| {
+                p.rcvbuf
+                    .map_or(Ok(()), |n| r.set_recv_buffer_size(n as usize))
+            });
+        set.map_err(|e| TestError::new("bad_params", format!("sndbuf/rcvbuf: {e}")))?;
+    }
+    let dirs = super::tcp_stream::layout(p, ctx.role);
+    let plan = Plan {
+        msg_bytes: p.msg_bytes as usize,
+        read_bytes: p.read_bytes as usize,
+        bytes_per_stream: p.bytes_per_stream(),
+        duration: p.duration_s.map(Duration::from_secs_f64),
+        wait: Duration::from_micros(p.wait_us),
+        interval: Duration::from_millis(p.interval_ms as u64),
+        stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
+    };
+    let live: Vec<AtomicU64> = dirs.iter().map(|_| AtomicU64::new(0)).collect();
+    let streams: Vec<(UnixStream, Dir)> = socks.into_iter().zip(dirs).collect();
+    let start = Instant::now();
+    let outs = stream::run(
+        streams,
+        &plan,
+        start,
+        &ctx.cancel,
+        &live,
+        crate::sysinfo::cores() as usize,
+        || {},
+    );
+    if ctx.cancelled() {
+        return Err(TestError::new("cancelled", "test cancelled"));
+    }
+    if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
+        return Err(TestError::new("stream_failed", e));
+    }
+    for o in &outs {
+        ctx.sink.samples(
+            meshperf_protocol::frame::SampleKind::IntervalBytes,
+            ctx.role,
+            ctx.test_id,
+            ctx.step,
+            o.index as u16,
+            &o.intervals,
+        );
+    }
+    let total = |send: bool| {
+        outs.iter()
+            .filter(|o| o.send == send)
+            .map(|o| o.bytes)
+            .sum::<u64>()
+    };
+    let (sent, recvd) = (total(true), total(false));
+    let reads: u64 = outs.iter().filter(|o| !o.send).map(|o| o.ops).sum();
+    let seconds = outs
+        .iter()
+        .map(|o| o.last.as_secs_f64())
+        .fold(0.0, f64::max);
+    let bytes = sent + recvd;
+    let bps = if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    };
+    let streams: Vec<Value> = outs
+        .iter()
+        .map(|o| {
+            json!({"index": o.index, "dir": if o.send { "send" } else { "recv" },
+        "bytes": o.bytes, "reads": if o.send { 0 } else { o.ops }, "seconds": o.last.as_secs_f64()})
+        })
+        .collect();
+    Ok(json!({
+        "bytes": bytes, "seconds": seconds, "bits_per_second": bps, "sent_bytes": sent, "received_bytes": recvd,
+        "reads": reads, "avg_read_bytes": if reads > 0 { recvd as f64 / reads as f64 } else { 0.0 },
+        "streams": streams, "msg_bytes": p.msg_bytes, "transport": "unix",
+        "line": format!("{} {bytes} bytes in {seconds:.6} seconds over a Unix socket, {:.0} MByte/s",
+            if sent > 0 { "sent" } else { "received" }, if seconds > 0.0 { bytes as f64 / seconds / 1e6 } else { 0.0 }),
+    }))
+}

@@ -1,0 +1,224 @@
+//! Parameters of `tcp_rr` and `unix_rr` (tcp_req/tcp_resp, netperf TCP_RR):
+//! the client writes `req_bytes`, the server reads exactly that and answers
+//! `resp_bytes`; one round-trip time per transaction.
+//!
+//! Socket options have the same names and limits as in `tcp_stream`;
+//! [`RrParams::socket_params`] hands them over in that shape so both kinds
+//! share one connection set-up.
+
+use super::{range_u64, Limits, ParamError, Reader};
+use super::{Direction, StreamParams};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::net::IpAddr;
+
+/// Parameters of a request/response test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RrParams {
+    /// Request size in bytes (client to server).
+    pub req_bytes: u64,
+    /// Response size in bytes (server to client).
+    pub resp_bytes: u64,
+    /// Largest single write; a larger message goes out in several writes (the
+    /// header-then-body pattern that makes Nagle and delayed ACK bite).
+    pub write_bytes: Option<u64>,
+    /// Transactions, if count-bounded.
+    pub count: Option<u64>,
+    /// Duration in seconds, if time-bounded.
+    pub duration_s: Option<f64>,
+    /// Wait from the start of one transaction to the start of the next, us.
+    pub wait_us: u64,
+    /// Spin on non-blocking reads instead of sleeping in the kernel.
+    pub busy_poll: bool,
+    /// TCP_NODELAY (default on, as in netperf TCP_RR).
+    pub nodelay: bool,
+    pub sndbuf: Option<u64>,
+    pub rcvbuf: Option<u64>,
+    pub tos: Option<u8>,
+    pub congestion: Option<String>,
+    pub client_bind: Option<IpAddr>,
+    pub server_bind: Option<IpAddr>,
+    /// How often samples and progress go to the page, in milliseconds.
+    pub interval_ms: u32,
+}
+
+/// Reads an optional local address parameter (`client_bind`, `server_bind`).
+pub(crate) fn bind_addr(r: &mut Reader, name: &'static str) -> Result<Option<IpAddr>, ParamError> {
+    r.string(name)?
+        .map(|s| {
+            s.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .map_err(|_| ParamError::new(name, format!("not an IP address: {s:?}")))
+        })
+        .transpose()
+}
+
+/// Reads an optional congestion control algorithm name.
+pub(crate) fn congestion(r: &mut Reader) -> Result<Option<String>, ParamError> {
+    let c = r.string("congestion")?;
+    if let Some(c) = &c {
+        if c.is_empty()
+            || c.len() > 15
+            || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(ParamError::new(
+                "congestion",
+                format!("not a congestion control name: {c:?}"),
+            ));
+        }
+    }
+    Ok(c)
+}
+
+fn opt_range(
+    r: &mut Reader,
+    name: &'static str,
+    lo: u64,
+    hi: u64,
+) -> Result<Option<u64>, ParamError> {
+    r.u64(name)?
+        .map(|n| range_u64(name, n, lo, hi, ""))
+        .transpose()
+}
+
+impl RrParams {
+    /// Parses and validates request/response parameters against `limits`.
+    pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
+        let mut r = Reader::new(v)?;
+        let lim = " (the agent's limit)";
+        let max = limits.max_msg_bytes;
+        let req_bytes = range_u64("req_bytes", r.u64("req_bytes")?.unwrap_or(64), 1, max, lim)?;
+        let resp_bytes = range_u64(
+            "resp_bytes",
+            r.u64("resp_bytes")?.unwrap_or(64),
+            1,
+            max,
+            lim,
+        )?;
+        let write_bytes = opt_range(&mut r, "write_bytes", 1, max)?;
+        let count = r.u64("count")?;
+        let duration_s = r.f64("duration_s")?;
+        let wait_us = range_u64("wait_us", r.u64("wait_us")?.unwrap_or(0), 0, 10_000_000, "")?;
+        let busy_poll = r.bool("busy_poll")?.unwrap_or(false);
+        let nodelay = r.bool("nodelay")?.unwrap_or(true);
+        let sndbuf = opt_range(&mut r, "sndbuf", 1, 1 << 30)?;
+        let rcvbuf = opt_range(&mut r, "rcvbuf", 1, 1 << 30)?;
+        let tos = opt_range(&mut r, "tos", 0, 255)?.map(|n| n as u8);
+        let congestion = congestion(&mut r)?;
+        let client_bind = bind_addr(&mut r, "client_bind")?;
+        let server_bind = bind_addr(&mut r, "server_bind")?;
+        let interval_ms = range_u64(
+            "interval_ms",
+            r.u64("interval_ms")?.unwrap_or(100),
+            1,
+            10_000,
+            "",
+        )? as u32;
+        r.finish()?;
+        let (count, duration_s) = match (count, duration_s) {
+            (Some(_), Some(_)) => {
+                return Err(ParamError::new(
+                    "count",
+                    "give count or duration_s, not both",
+                ))
+            }
+            (None, None) => (Some(10_000), None),
+            (Some(c), None) => (Some(range_u64("count", c, 1, limits.max_count, lim)?), None),
+            (None, Some(d)) if d > 0.0 && d <= limits.max_duration_s => (None, Some(d)),
+            (None, Some(d)) => {
+                return Err(ParamError::new(
+                    "duration_s",
+                    format!(
+                        "must be above 0 and at most {}{lim}, got {d}",
+                        limits.max_duration_s
+                    ),
+                ))
+            }
+        };
+        if let Some(c) = count {
+            let total = c as u128 * (req_bytes + resp_bytes) as u128;
+            if total > limits.max_bytes as u128 {
+                return Err(ParamError::new(
+                    "count",
+                    format!("count x (req_bytes + resp_bytes) = {total} bytes is above the agent's limit of {} bytes", limits.max_bytes),
+                ));
+            }
+        }
+        Ok(RrParams {
+            req_bytes,
+            resp_bytes,
+            write_bytes,
+            count,
+            duration_s,
+            wait_us,
+            busy_poll,
+            nodelay,
+            sndbuf,
+            rcvbuf,
+            tos,
+            congestion,
+            client_bind,
+            server_bind,
+            interval_ms,
+        })
+    }
+
+    /// The socket options in `tcp_stream`'s shape, for the shared set-up code.
+    pub fn socket_params(&self) -> StreamParams {
+        StreamParams {
+            msg_bytes: self.req_bytes,
+            read_bytes: self.resp_bytes,
+            count: self.count,
+            duration_s: self.duration_s,
+            streams: 1,
+            direction: Direction::Send,
+            wait_us: self.wait_us,
+            nodelay: self.nodelay,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            tos: self.tos,
+            congestion: self.congestion.clone(),
+            interval_ms: self.interval_ms,
+            client_bind: self.client_bind,
+            server_bind: self.server_bind,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<RrParams, ParamError> {
+        RrParams::parse(&v, &Limits::default())
+    }
+
+    #[test]
+    fn defaults_follow_netperf_tcp_rr() {
+        let p = parse(json!({})).unwrap();
+        assert_eq!((p.req_bytes, p.resp_bytes, p.count), (64, 64, Some(10_000)));
+        assert!(p.nodelay && !p.busy_poll);
+        let p = parse(json!({"server_bind": "[::1]", "duration_s": 2})).unwrap();
+        assert_eq!(p.server_bind, Some("::1".parse().unwrap()));
+        assert_eq!(p.count, None);
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        for (v, name) in [
+            (json!({"req_bytes": 0}), "req_bytes"),
+            (json!({"req_bytes": 1u64 << 40}), "req_bytes"),
+            (json!({"resp_bytes": 0}), "resp_bytes"),
+            (json!({"count": 0}), "count"),
+            (json!({"count": 1, "duration_s": 1}), "count"),
+            (json!({"congestion": "no such"}), "congestion"),
+            (json!({"client_bind": "localhost"}), "client_bind"),
+            (json!({"busy_poll": 1}), "busy_poll"),
+            (json!({"streams": 2}), "streams"),
+        ] {
+            assert_eq!(parse(v.clone()).unwrap_err().param, name, "{v}");
+        }
+    }
+}
