@@ -9,7 +9,6 @@
 //! * [`rr`], [`tcp_rr`]: request/response latency (`tcp_rr`).
 //! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
 //! * [`bind`]: local addresses of data sockets.
-//! * [`udp`], [`udp_batch`], [`udp_rr`], [`udp_stream`]: the UDP tests.
 
 pub mod bind;
 pub mod peer;
@@ -18,10 +17,6 @@ pub mod sockopt;
 pub mod stream;
 pub mod tcp_rr;
 pub mod tcp_stream;
-pub mod udp;
-pub mod udp_batch;
-pub mod udp_rr;
-pub mod udp_stream;
 pub mod unix;
 
 use meshperf_protocol::msg::PeerAddr;
@@ -191,8 +186,6 @@ pub const KINDS: &[Kind] = &[
     Kind::TcpRr,
     Kind::UnixStream,
     Kind::UnixRr,
-    Kind::UdpRr,
-    Kind::UdpStream,
 ];
 
 /// Serving side: validates `params`, opens what the peer will connect to and
@@ -206,8 +199,6 @@ pub fn prepare(
         Kind::TcpStream => tcp_stream::prepare(params, env),
         Kind::TcpRr => tcp_rr::prepare(params, env),
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
-        Kind::UdpRr => udp_rr::prepare(params, env),
-        Kind::UdpStream => udp_stream::prepare(params, env),
     }
 }
 
@@ -217,7 +208,5 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::TcpStream => tcp_stream::start(params, peer, env),
         Kind::TcpRr => tcp_rr::start(params, peer, env),
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
-        Kind::UdpRr => udp_rr::start(params, peer, env),
-        Kind::UdpStream => udp_stream::start(params, peer, env),
     }
 }

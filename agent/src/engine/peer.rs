@@ -163,14 +163,6 @@ pub fn accept(
             let _ = write_line(&mut s, &reply);
             if ok {
                 let _ = s.set_read_timeout(None);
-                if streams == 0 {
-                    // UDP tests: the control connection is all there is.
-                    return Ok(Connected {
-                        control: s,
-                        data: Vec::new(),
-                        peer_ip: addr.ip(),
-                    });
-                }
                 control = Some((s, addr.ip()));
             }
             continue;
