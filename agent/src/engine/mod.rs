@@ -199,6 +199,10 @@ pub fn prepare(
         Kind::TcpStream => tcp_stream::prepare(params, env),
         Kind::TcpRr => tcp_rr::prepare(params, env),
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
+        k => Err((
+            "unsupported_kind",
+            format!("this agent does not run {} tests yet", k.name()),
+        )),
     }
 }
 
@@ -208,5 +212,9 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::TcpStream => tcp_stream::start(params, peer, env),
         Kind::TcpRr => tcp_rr::start(params, peer, env),
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
+        k => Err((
+            "unsupported_kind",
+            format!("this agent does not run {} tests yet", k.name()),
+        )),
     }
 }
