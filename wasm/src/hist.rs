@@ -173,7 +173,9 @@ pub fn cdf_unsorted(values: &[f64], max_points: usize) -> Result<(Vec<f64>, Vec<
     check_finite(values)?;
     let n = values.len();
     let idx = cdf_indices(n, max_points.min(65534))?;
-    let xs = crate::select::select(values, |x| x, &idx);
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let xs = crate::select::select(values, |x| x, (lo, hi), &idx);
     let fs = idx.iter().map(|&i| (i + 1) as f64 / n as f64).collect();
     Ok((xs, fs))
 }

@@ -3,10 +3,13 @@
 //! Summaries of 10 M samples must stay well under 400 ms in the browser, and a
 //! comparison sort (or repeated `select_nth_unstable`) of 10 M doubles costs
 //! hundreds of milliseconds. Instead each double is mapped to a u64 key with
-//! the same total order; one counting pass over the top 16 key bits finds the
-//! bucket holding each wanted rank, one more pass copies just those buckets,
-//! and the (small) buckets are resolved recursively on the next 16 bits or by
-//! sorting once they are short. Memory is proportional to the wanted buckets.
+//! the same total order. Given the key range, a 16-bit digit window is placed
+//! just below the highest bit in which the smallest and largest keys differ;
+//! one counting pass finds the digit bucket holding each wanted rank, one more
+//! pass copies just those buckets, and each (much smaller) bucket is resolved
+//! the same way or, once short, by sorting. Memory is proportional to the
+//! wanted buckets; equal values and large common offsets (1e12 + small) cost
+//! nothing extra.
 
 /// Long passes run as calls of this many elements to a non-inlined kernel:
 /// browsers start wasm in a baseline tier and switch to optimized code only on
@@ -35,6 +38,30 @@ fn unkey(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
+/// The 16-bit digit window for keys in `lo..=hi` (lo < hi): digit(k) =
+/// (k >> shift) - base, always < 65536.
+#[derive(Clone, Copy)]
+struct Window {
+    shift: u32,
+    base: u64,
+}
+
+impl Window {
+    fn new(lo: u64, hi: u64) -> Window {
+        let top = 64 - (lo ^ hi).leading_zeros(); // bits below the common prefix
+        let shift = top.saturating_sub(16);
+        Window {
+            shift,
+            base: lo >> shift,
+        }
+    }
+
+    #[inline]
+    fn digit(self, k: u64) -> usize {
+        ((k >> self.shift) - self.base) as usize
+    }
+}
+
 /// For each rank, (digit bucket, rank inside the bucket), from digit counts.
 fn locate(count: &[u32], ranks: &[usize]) -> Vec<(usize, usize)> {
     let mut starts = Vec::with_capacity(DIGITS);
@@ -58,20 +85,27 @@ fn locate(count: &[u32], ranks: &[usize]) -> Vec<(usize, usize)> {
 
 /// Count top digits of one chunk and track the smallest and largest key.
 #[inline(never)]
-fn count_top<F: Fn(f64) -> f64>(
+fn count_values<F: Fn(f64) -> f64>(values: &[f64], map: &F, w: Window, count: &mut [u32]) {
+    for &v in values {
+        count[w.digit(key(map(v)))] += 1;
+    }
+}
+
+#[inline(never)]
+fn gather_values<F: Fn(f64) -> f64>(
     values: &[f64],
     map: &F,
-    count: &mut [u32],
-    range: &mut (u64, u64),
+    w: Window,
+    slot_of: &[u16],
+    buckets: &mut [Vec<u64>],
 ) {
-    let (mut lo, mut hi) = *range;
     for &v in values {
         let k = key(map(v));
-        lo = lo.min(k);
-        hi = hi.max(k);
-        count[(k >> 48) as usize] += 1;
+        let s = slot_of[w.digit(k)];
+        if s != u16::MAX {
+            buckets[s as usize].push(k);
+        }
     }
-    *range = (lo, hi);
 }
 
 #[inline(never)]
@@ -83,41 +117,23 @@ fn key_range(keys: &[u64], range: &mut (u64, u64)) {
 }
 
 #[inline(never)]
-fn gather_top<F: Fn(f64) -> f64>(
-    values: &[f64],
-    map: &F,
-    slot_of: &[u16],
-    buckets: &mut [Vec<u64>],
-) {
-    for &v in values {
-        let k = key(map(v));
-        let s = slot_of[(k >> 48) as usize];
+fn count_keys(keys: &[u64], w: Window, count: &mut [u32]) {
+    for &k in keys {
+        count[w.digit(k)] += 1;
+    }
+}
+
+#[inline(never)]
+fn gather_keys(keys: &[u64], w: Window, slot_of: &[u16], buckets: &mut [Vec<u64>]) {
+    for &k in keys {
+        let s = slot_of[w.digit(k)];
         if s != u16::MAX {
             buckets[s as usize].push(k);
         }
     }
 }
 
-#[inline(never)]
-fn count_keys(keys: &[u64], shift: u32, count: &mut [u32]) {
-    for &k in keys {
-        count[((k >> shift) as usize) & (DIGITS - 1)] += 1;
-    }
-}
-
-#[inline(never)]
-fn gather_keys(keys: &[u64], shift: u32, slot_of: &[u16], buckets: &mut [Vec<u64>]) {
-    for &k in keys {
-        let s = slot_of[((k >> shift) as usize) & (DIGITS - 1)];
-        if s != u16::MAX {
-            buckets[s as usize].push(k);
-        }
-    }
-}
-
-/// Keys at `ranks` (0-based, within `keys`). Recurses on the highest 16-bit
-/// digit in which the keys differ, so long runs of equal prefixes (values
-/// like 1e12 + small) cost one pass, and all-equal keys need no counting.
+/// Keys at `ranks` (0-based, within `keys`).
 fn select_keys(keys: &mut [u64], ranks: &[usize]) -> Vec<u64> {
     if keys.len() <= SMALL {
         keys.sort_unstable();
@@ -131,22 +147,19 @@ fn select_keys(keys: &mut [u64], ranks: &[usize]) -> Vec<u64> {
     if lo == hi {
         return vec![lo; ranks.len()];
     }
-    let shift = (63 - (lo ^ hi).leading_zeros()) / 16 * 16;
+    let w = Window::new(lo, hi);
     let mut count = vec![0u32; DIGITS];
     for c in keys.chunks(CHUNK) {
-        count_keys(c, shift, &mut count);
+        count_keys(c, w, &mut count);
     }
     let located = locate(&count, ranks);
-    if shift == 0 {
-        // Every key here shares its upper 48 bits; the low digit is the rest.
-        return located
-            .into_iter()
-            .map(|(b, _)| (lo & !0xFFFF) | b as u64)
-            .collect();
+    if w.shift == 0 {
+        // The window holds every differing bit: the digit is the key.
+        return located.into_iter().map(|(b, _)| lo + b as u64).collect();
     }
     resolve(&count, &located, |slot_of, buckets| {
         for c in keys.chunks(CHUNK) {
-            gather_keys(c, shift, slot_of, buckets);
+            gather_keys(c, w, slot_of, buckets);
         }
     })
 }
@@ -185,30 +198,37 @@ fn resolve(
 }
 
 /// The order statistics at `ranks` (0-based; each < `values.len()`; fewer
-/// than 65535 of them) of
-/// `map(v)` for every `v` in `values`, in the order of `ranks`. `map` must not
-/// produce NaN (callers reject non-finite input first).
-pub(crate) fn select<F: Fn(f64) -> f64>(values: &[f64], map: F, ranks: &[usize]) -> Vec<f64> {
+/// than 65535 of them) of `map(v)` for every `v` in `values`, in the order of
+/// `ranks`. Every `map(v)` must lie within `range` (inclusive bounds; the
+/// tighter the better, and the caller usually knows them already); `map`
+/// must not produce NaN.
+pub(crate) fn select<F: Fn(f64) -> f64>(
+    values: &[f64],
+    map: F,
+    range: (f64, f64),
+    ranks: &[usize],
+) -> Vec<f64> {
     if ranks.is_empty() {
         return Vec::new();
+    }
+    let (lo, hi) = (key(range.0), key(range.1));
+    if lo == hi {
+        return vec![range.0; ranks.len()];
     }
     if values.len() <= SMALL {
         let mut keys: Vec<u64> = values.iter().map(|&v| key(map(v))).collect();
         keys.sort_unstable();
         return ranks.iter().map(|&r| unkey(keys[r])).collect();
     }
+    let w = Window::new(lo, hi);
     let mut count = vec![0u32; DIGITS];
-    let mut range = (u64::MAX, 0);
     for c in values.chunks(CHUNK) {
-        count_top(c, &map, &mut count, &mut range);
-    }
-    if range.0 == range.1 {
-        return vec![unkey(range.0); ranks.len()];
+        count_values(c, &map, w, &mut count);
     }
     let located = locate(&count, ranks);
     let keys = resolve(&count, &located, |slot_of, buckets| {
         for c in values.chunks(CHUNK) {
-            gather_top(c, &map, slot_of, buckets);
+            gather_values(c, &map, w, slot_of, buckets);
         }
     });
     keys.into_iter().map(unkey).collect()
@@ -223,7 +243,9 @@ mod tests {
         sorted.sort_unstable_by(f64::total_cmp);
         let n = values.len();
         let ranks = [0, n / 4, n / 2, n / 2 + 1, n - 2, n - 1, 1, n / 2];
-        let got = select(values, |x| x, &ranks);
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let got = select(values, |x| x, (lo, hi), &ranks);
         for (r, g) in ranks.iter().zip(got) {
             assert_eq!(g.to_bits(), sorted[*r].to_bits(), "rank {r}");
         }
@@ -269,7 +291,7 @@ mod tests {
     fn map_is_applied() {
         let v: Vec<f64> = (0..10_000).map(|i| i as f64).collect();
         assert_eq!(
-            select(&v, |x| (x - 5000.0).abs(), &[0, 1, 2, 9999]),
+            select(&v, |x| (x - 5000.0).abs(), (0.0, 5000.0), &[0, 1, 2, 9999]),
             vec![0.0, 1.0, 1.0, 5000.0]
         );
     }

@@ -116,7 +116,13 @@ fn moments_from(values: &[f64], sum: f64) -> (f64, f64, f64, f64) {
 /// Linear-interpolation quantiles at `probs` of `map(v)` over `values`.
 /// With `sorted` (values ascending, `map` the identity) ranks are read
 /// directly; otherwise they come from radix selection.
-fn quantiles<F: Fn(f64) -> f64>(values: &[f64], map: F, probs: &[f64], sorted: bool) -> Vec<f64> {
+fn quantiles<F: Fn(f64) -> f64>(
+    values: &[f64],
+    map: F,
+    range: (f64, f64),
+    probs: &[f64],
+    sorted: bool,
+) -> Vec<f64> {
     let n = values.len();
     let pos: Vec<(usize, f64)> = probs
         .iter()
@@ -135,7 +141,7 @@ fn quantiles<F: Fn(f64) -> f64>(values: &[f64], map: F, probs: &[f64], sorted: b
     let found: Vec<f64> = if sorted {
         ranks.iter().map(|&r| values[r]).collect()
     } else {
-        select(values, map, &ranks)
+        select(values, map, range, &ranks)
     };
     let get = |r: usize| found[ranks.binary_search(&r).expect("rank selected")];
     pos.iter()
@@ -163,7 +169,9 @@ pub fn quantile(values: &[f64], p: f64) -> Result<f64, StatsError> {
             why: "must be between 0 and 1",
         });
     }
-    Ok(quantiles(values, |x| x, &[p], false)[0])
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Ok(quantiles(values, |x| x, (lo, hi), &[p], false)[0])
 }
 
 impl Summary {
@@ -202,9 +210,17 @@ impl Summary {
                 (mean, 0.0, 0.0, 0.0)
             }
         };
-        let q = quantiles(values, |x| x, &QUANTILE_PROBS, sorted);
+        let q = quantiles(values, |x| x, (min, max), &QUANTILE_PROBS, sorted);
         let median = q[1];
-        let mad = quantiles(values, |x| (x - median).abs(), &[0.5], false)[0];
+        // fl(x - median) is monotonic in x, so |x - median| peaks at min or max.
+        let dev_max = (median - min).max(max - median);
+        let mad = quantiles(
+            values,
+            |x| (x - median).abs(),
+            (0.0, dev_max),
+            &[0.5],
+            false,
+        )[0];
         Ok(Summary {
             n,
             min,
