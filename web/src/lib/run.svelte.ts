@@ -1,109 +1,93 @@
-// Runs one step of a plan between agent A (serves: `prepare`) and agent B
-// (drives: `start`), collects progress, sample frames and both results, and
-// keeps what the result view shows. Later: a plan of many steps loops here.
+// Runs a plan: the wasm module expands it into steps; each step is prepared on
+// the serving agent (A) and started on the driving agent (B), or both on A for
+// Unix sockets. Collects progress, sample frames and both sides' summaries
+// into a result in the documented format (result.ts), step by step.
 
 import { agents, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
 import { hostOnly } from './fragment';
-import { SampleKind, type Frame } from './frame';
-import type { Direction, Params } from './plan.svelte';
+import type { Frame } from './frame';
+import { primaryRole } from './kinds';
+import type { PlanJson } from './plan.svelte';
+import { KIND_NAMES, type Role, type RunResult, type Series, type StepResult } from './result';
+import { loadStats } from './stats';
 
-export type Role = 'client' | 'server';
 export type Phase = 'idle' | 'preparing' | 'running' | 'done' | 'failed' | 'cancelled';
-
-/** Summary of one side of a tcp_stream step (keys from the agent; more may come). */
-export interface StreamSummary {
-  bytes: number;
-  seconds: number;
-  bits_per_second: number;
-  reads?: number;
-  avg_read_bytes?: number;
-  streams?: { bytes: number; reads: number }[];
-  interval_ms?: number;
-  sent_bytes?: number;
-  received_bytes?: number;
-  peer?: string;
-  line?: string;
-  [k: string]: unknown;
-}
+type PlanStep = Pick<StepResult, 'index' | 'kind' | 'params' | 'point' | 'repeat' | 'transport'>;
 
 class RunState {
   phase = $state<Phase>('idle');
   testId = $state(0);
+  /** Index of the running step and how many there are. */
   step = $state(0);
-  kind = $state('tcp_stream');
-  params = $state.raw<Params | null>(null);
+  total = $state(0);
+  /** Fraction of the running step, and of the whole plan. */
   progress = $state(0);
+  overall = $state(0);
+  startedAt = $state(0);
+  stepStartedAt = $state(0);
   error = $state('');
-  results = $state<Record<Role, StreamSummary | null>>({ client: null, server: null });
-  /** IntervalBytes per role, per stream (set once at the end of a step). */
-  intervals = $state.raw<Record<Role, number[][]>>({ client: [], server: [] });
+  /** The result so far (a new object after each step). */
+  result = $state.raw<RunResult | null>(null);
 }
 
 export const run = new RunState();
-
 export const active = () => run.phase === 'preparing' || run.phase === 'running';
 
-/** Which agent plays which role in the walking skeleton. */
-export const agentOf: Record<Role, Agent> = { server: agents.a, client: agents.b };
-const roleOf = (a: Agent): Role => (a === agents.a ? 'server' : 'client');
-
 /** Who sends: by direction, seen from the driving (client) agent. */
-export function sends(role: Role, d: Direction): boolean {
+export function sends(role: Role, d: string): boolean {
   return d === 'both' || (d === 'send') === (role === 'client');
 }
 
-let collected: Record<Role, number[][]> = { client: [], server: [] };
-const fraction: Record<Role, number> = { client: 0, server: 0 };
+/** Called with each finished run (for storage). */
+let onFinished: (r: RunResult) => void = () => {};
+export const setOnFinished = (f: (r: RunResult) => void) => (onFinished = f);
 
-function store(role: Role, f: Frame) {
-  if (f.kind !== SampleKind.IntervalBytes) return; // other kinds: later
-  const s = (collected[role][f.stream] ??= []);
-  for (let i = 0; i < f.values.length; i++) s[f.firstSeq + i] = f.values[i];
+let live: {
+  ends: Partial<Record<Role, Record<string, any>>>;
+  series: Map<string, Series>;
+  fraction: Record<Role, number>;
+  settle: (error: string | null) => void;
+  agents: Agent[];
+} | null = null;
+
+function store(f: Frame) {
+  if (!live) return;
+  const kind = KIND_NAMES[f.kind] ?? `kind_${f.kind}`;
+  const key = `${f.role}/${kind}/${f.stream}`;
+  let s = live.series.get(key);
+  if (!s) live.series.set(key, (s = { role: f.role, kind, stream: f.stream, values: [] }));
+  for (let i = 0; i < f.values.length; i++) s.values[f.firstSeq + i] = f.values[i];
 }
 
-function end(phase: Phase, error = '') {
-  const id = run.testId;
-  const unwatch = () => [agents.a, agents.b].forEach((a) => a.unwatch(id));
-  // When an agent dies, its peer often reports the broken data connection
-  // before the dead agent's socket closes: keep listening a moment so the
-  // message can name the agent that went away.
-  if (phase === 'failed') setTimeout(unwatch, 2000);
-  else unwatch();
-  run.intervals = collected;
-  run.phase = phase;
-  run.error = error;
-  if (phase === 'done') run.progress = 1;
-}
-
-/** Stops the test on every agent that may still run it (failures to cancel are ignored). */
 function cancelOn(list: Agent[], testId: number) {
-  for (const a of list) if (a.state === 'ready') a.request({ type: 'cancel', test_id: testId }).catch(() => {});
+  for (const a of new Set(list)) if (a.state === 'ready') a.request({ type: 'cancel', test_id: testId }).catch(() => {});
 }
 
 const listener: TestListener = {
-  frame: (a, f) => store(roleOf(a), f),
+  frame: (_a, f) => store(f),
   event(a: Agent, msg: AgentMsg) {
-    if (!active()) return;
-    const role = (msg.role as Role) ?? roleOf(a);
+    if (!live || msg.test_id !== run.testId) return;
+    const role = (msg.role as Role) ?? (a === agents.a ? 'server' : 'client');
     if (msg.type === 'progress') {
-      fraction[role] = Math.min(1, Math.max(0, Number(msg.fraction) || 0));
-      run.progress = Math.max(fraction.client, fraction.server);
+      live.fraction[role] = Math.min(1, Math.max(0, Number(msg.fraction) || 0));
+      run.progress = Math.max(live.fraction.client, live.fraction.server);
+      run.overall = (run.step + run.progress) / run.total;
     } else if (msg.type === 'result') {
-      run.results[role] = msg.summary as StreamSummary;
-      if (run.results.client && run.results.server) end('done');
+      live.ends[role] = msg.summary;
+      if (live.ends.client && live.ends.server) live.settle(null);
     } else if (msg.type === 'error') {
-      cancelOn([a === agents.a ? agents.b : agents.a], run.testId);
-      end('failed', `${a.label}: ${msg.message}`);
+      cancelOn(live.agents, run.testId);
+      live.settle(`${a.label}: ${msg.message}`);
     }
   },
   closed(a) {
-    if (run.phase === 'failed' && !run.error.includes('disconnected')) {
+    if (run.phase === 'failed' && run.error && !run.error.includes('disconnected')) {
       run.error = `${a.label} disconnected during the test; ${run.error}`;
       return;
     }
-    if (!active()) return;
-    cancelOn([a === agents.a ? agents.b : agents.a], run.testId);
-    end('failed', `${a.label} disconnected during the test`);
+    if (!live) return;
+    cancelOn(live.agents, run.testId);
+    live.settle(`${a.label} disconnected during the test`);
   },
 };
 
@@ -114,35 +98,109 @@ function randomTestId(): number {
   return v[0];
 }
 
-/** Runs one step: prepare on A, start on B, until both results (or an error). */
-export async function runStep(kind: string, params: Params): Promise<void> {
-  if (active()) return;
-  const { a, b } = agents;
-  const testId = randomTestId();
-  Object.assign(run, { phase: 'preparing', testId, step: 0, kind, params, progress: 0, error: '' });
-  run.results = { client: null, server: null };
-  collected = { client: [], server: [] };
-  fraction.client = fraction.server = 0;
-  a.watch(testId, listener);
-  b.watch(testId, listener);
-  let asking = a;
-  try {
-    const prep = await a.request({ type: 'prepare', test_id: testId, step: 0, kind, params });
-    if (run.testId !== testId || !active()) return;
-    run.phase = 'running';
-    asking = b;
-    const peer = { host: hostOnly(a.host), port: prep.port, key: prep.key };
-    await b.request({ type: 'start', test_id: testId, step: 0, kind, params, peer });
-  } catch (e) {
-    if (run.testId !== testId || !active()) return;
-    cancelOn([a, b], testId);
-    end('failed', `${asking.label}: ${(e as Error).message}`);
+/** The serving agent's address the driving agent should connect to. */
+function peerHost(step: PlanStep): string {
+  if (step.transport === 'tcp_local') {
+    const local = (agents.a.info?.addresses ?? [])
+      .map((x) => x.split(' ')[0].split('/')[0])
+      .find((ip) => /^\d+\.\d+\.\d+\.\d+$/.test(ip) && !ip.startsWith('127.'));
+    if (local) return local;
   }
+  return hostOnly(agents.a.host);
 }
 
-/** Cancels the running step on both agents. */
+async function runOne(step: PlanStep): Promise<StepResult> {
+  const server = agents.a;
+  const client = step.transport === 'unix' || step.kind.startsWith('unix_') ? agents.a : agents.b;
+  const testId = randomTestId();
+  run.testId = testId;
+  run.progress = 0;
+  run.stepStartedAt = performance.now();
+  run.phase = 'preparing';
+  const { kind, params } = step;
+  let error: string | null = null;
+  const done = new Promise<string | null>((resolve) => {
+    live = { ends: {}, series: new Map(), fraction: { client: 0, server: 0 }, settle: resolve, agents: [server, client] };
+  });
+  const l = live!;
+  server.watch(testId, listener);
+  client.watch(testId, listener);
+  let asking = server;
+  try {
+    const prep = await server.request({ type: 'prepare', test_id: testId, step: step.index, kind, params });
+    if (live === l) {
+      run.phase = 'running';
+      asking = client;
+      const peer = { host: peerHost(step), port: prep.port, key: prep.key };
+      await client.request({ type: 'start', test_id: testId, step: step.index, kind, params, peer });
+    }
+  } catch (e) {
+    cancelOn([server, client], testId);
+    l.settle(`${asking.label}: ${(e as Error).message}`);
+  }
+  error = await done;
+  live = null;
+  // Keep listening a moment after a failure: the peer of an agent that died
+  // often reports first, and the closed socket then names the right agent.
+  const unwatch = () => [server, client].forEach((a) => a.unwatch(testId));
+  if (error) setTimeout(unwatch, 2000);
+  else unwatch();
+  const samples = [...l.series.values()].map((s) => ({ ...s, values: Array.from(s.values, (v) => v ?? 0) }));
+  const primary = primaryRole(kind, params);
+  return {
+    ...step,
+    summary: l.ends[primary] ?? null,
+    sides: { client: l.ends.client ?? null, server: l.ends.server ?? null },
+    samples,
+    error,
+  };
+}
+
+let stopping = false;
+
+/** Runs every step of `plan` in order. */
+export async function runPlan(plan: PlanJson): Promise<void> {
+  if (active()) return;
+  run.error = '';
+  let steps: PlanStep[];
+  try {
+    const wasm = await loadStats();
+    const single = Object.keys(plan.sweep).length === 0 && plan.repeat === 1;
+    if (wasm.expand_plan) steps = JSON.parse(wasm.expand_plan(JSON.stringify(plan)));
+    else if (single) steps = [{ index: 0, kind: plan.kind, params: plan.params, point: [], repeat: 0, transport: plan.kind.startsWith('unix_') ? 'unix' : 'tcp' }];
+    else throw new Error('sweeps and repetitions need expand_plan from the wasm module, which this build lacks: rebuild it with scripts/build.sh');
+  } catch (e) {
+    run.phase = 'failed';
+    run.error = (e as Error).message;
+    return;
+  }
+  stopping = false;
+  Object.assign(run, { total: steps.length, step: 0, overall: 0, startedAt: performance.now() });
+  let result: RunResult = {
+    format: 'meshperf-result', version: 1, created_unix: Date.now() / 1000, plan,
+    agents: [agents.a.info, agents.b.info].filter(Boolean) as Record<string, any>[], steps: [],
+  };
+  run.result = result;
+  let failed = '';
+  for (const s of steps) {
+    run.step = s.index;
+    const sr = await runOne(s);
+    result = { ...result, steps: [...result.steps, sr] };
+    run.result = result;
+    if (sr.error && !stopping) failed ||= `step ${s.index + 1}: ${sr.error}`;
+    if (stopping || [agents.a, agents.b].some((a) => a.state !== 'ready')) break;
+  }
+  run.overall = stopping ? run.overall : 1;
+  run.progress = stopping ? run.progress : 1;
+  run.phase = stopping ? 'cancelled' : failed ? 'failed' : 'done';
+  run.error = steps.length === 1 ? failed.replace(/^step 1: /, '') : failed;
+  if (result.steps.some((s) => s.summary)) onFinished(result);
+}
+
+/** Cancels the running step on both agents and stops the plan. */
 export function cancel(): void {
-  if (!active()) return;
-  cancelOn([agents.a, agents.b], run.testId);
-  end('cancelled');
+  if (!active() || !live) return;
+  stopping = true;
+  cancelOn(live.agents, run.testId);
+  live.settle('cancelled');
 }

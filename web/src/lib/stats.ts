@@ -1,8 +1,8 @@
-// The one door to the WebAssembly statistics module (wasm/, built by
-// wasm-bindgen `--target web` into ./wasm-pkg/, git-ignored). It is loaded on
-// first use, so it does not delay the first paint. When the package has not
-// been generated, the glob below is empty and `loadStats` says so clearly
-// instead of breaking the build.
+// The one door to the WebAssembly module (wasm/, built by wasm-bindgen
+// `--target web` into ./wasm-pkg/, git-ignored). It is loaded on first use, so
+// it does not delay the first paint. Every statistic, histogram, fit, plan
+// expansion and permalink comes from it; nothing here recomputes them.
+// Functions the module may not export yet are optional: callers check them.
 
 export interface Summary {
   n: number;
@@ -25,66 +25,67 @@ export interface Summary {
 export interface Histogram {
   low: number;
   bin_width: number;
-  counts: ArrayLike<number>;
+  high: number;
+  counts: Uint32Array;
   underflow: number;
   overflow: number;
 }
 
 export interface Stats {
   summary(values: Float64Array): Summary;
-  histogram(values: Float64Array, binWidth: number, low: number, high: number): Histogram;
+  histogram(values: Float64Array, binWidth: number, low: number, high?: number): Histogram;
+  histogram_bins(values: Float64Array, binWidth: number, low: number, bins: number): Histogram;
+  cdf(values: Float64Array, maxPoints: number): { x: Float64Array; fraction: Float64Array };
+  decimate(y: Float64Array, maxPoints: number): { x: Float64Array; min: Float64Array; max: Float64Array };
+  linfit(x: Float64Array, y: Float64Array): { n: number; slope: number; intercept: number; r2: number };
+  confidence(values: Float64Array): { n: number; mean: number; sd: number; half_width: number; low: number; high: number };
+  version(): string;
+  /** Plan JSON -> steps JSON (protocol plan.rs `Step` list). Not in older builds. */
+  expand_plan?: (plan: string) => string;
+  /** JSON list of {name, plan}. Not in older builds. */
+  presets?: () => string;
+  permalink_encode?: (result: string) => string;
+  permalink_decode?: (text: string) => string;
 }
 
-interface WasmModule {
-  default: (input?: unknown) => Promise<unknown>;
-  summary: (v: Float64Array) => unknown;
-  histogram: (v: Float64Array, w: number, lo: number, hi: number) => unknown;
-}
-
-const found = import.meta.glob<WasmModule>('./wasm-pkg/meshperf_wasm.js');
+const found = import.meta.glob<Record<string, unknown>>('./wasm-pkg/meshperf_wasm.js');
 
 let loading: Promise<Stats> | null = null;
+let loaded: Stats | null = null;
 
 /** Loads and instantiates the wasm module once. */
 export function loadStats(): Promise<Stats> {
   loading ??= (async () => {
     const load = found['./wasm-pkg/meshperf_wasm.js'];
-    if (!load) throw new Error('statistics module not built (web/src/lib/wasm-pkg is missing: build wasm/ first)');
+    if (!load) throw new Error('statistics module not built (web/src/lib/wasm-pkg is missing: run scripts/build.sh)');
     const m = await load();
-    await m.default();
-    return {
-      summary: (v) => plain<Summary>(m.summary(v)),
-      histogram: (v, w, lo, hi) => plain<Histogram>(m.histogram(v, w, lo, hi)),
-    };
+    await (m.default as () => Promise<unknown>)();
+    loaded = m as unknown as Stats;
+    return loaded;
   })();
   loading.catch(() => (loading = null));
   return loading;
 }
 
-/** wasm-bindgen may return a Map or a class instance; the page wants a plain object. */
-function plain<T>(v: unknown): T {
-  if (v instanceof Map) return Object.fromEntries(v) as T;
-  if (v && typeof v === 'object' && !Array.isArray(v)) {
-    const o: Record<string, unknown> = {};
-    for (const k in v) if (!k.startsWith('__')) o[k] = (v as Record<string, unknown>)[k];
-    // Getter-backed wasm classes expose fields on the prototype: copy them too.
-    for (const k of Object.getOwnPropertyNames(Object.getPrototypeOf(v))) {
-      if (k === 'constructor' || k.startsWith('__') || k in o) continue;
-      const x = (v as Record<string, unknown>)[k];
-      if (typeof x !== 'function') o[k] = x;
-    }
-    return o as T;
-  }
-  throw new Error('statistics module returned an unexpected value');
-}
+/** The module if it is already loaded (for synchronous re-binning). */
+export const statsNow = (): Stats | null => loaded;
 
 /** Names and labels of the figures shown in a statistics table, in order. */
 export const SUMMARY_ROWS: [keyof Summary, string][] = [
   ['n', 'n'],
+  ['min', 'min'],
+  ['max', 'max'],
   ['mean', 'mean'],
   ['sigma', 'σ'],
-  ['min', 'min'],
+  ['skew', 'skew'],
+  ['kurtosis', 'kurtosis'],
   ['median', 'median'],
+  ['iq25', 'iq25'],
+  ['iq75', 'iq75'],
+  ['p90', 'p90'],
   ['p99', 'p99'],
-  ['max', 'max'],
+  ['p999', 'p99.9'],
 ];
+
+/** Keys of SUMMARY_ROWS that carry the sample unit (the rest are counts or shape). */
+export const UNITLESS = new Set<keyof Summary>(['n', 'skew', 'kurtosis']);

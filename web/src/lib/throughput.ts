@@ -1,28 +1,20 @@
 // Throughput over time from IntervalBytes samples (bytes moved per
 // `interval_ms`, one series per stream, indexed by sequence number).
 
-/** Adds the per-stream series into one: bytes per interval over all streams. */
-export function sumStreams(streams: number[][]): Float64Array {
-  const n = Math.max(0, ...streams.map((s) => s.length));
-  const out = new Float64Array(n);
-  for (const s of streams) for (let i = 0; i < s.length; i++) out[i] += s[i] ?? 0;
-  return out;
-}
-
 /**
- * Gbit/s per interval. The last interval usually ends with the test, before a
+ * Bits/s per interval. The last interval usually ends with the test, before a
  * full `interval_ms`: when the side's total `seconds` is known, the last
  * interval is divided by the time it really covered, so it does not show as a
  * false drop (unless it is a sliver, see below).
  */
-export function gbitPerInterval(bytes: Float64Array, intervalMs: number, seconds?: number): Float64Array {
+export function bpsPerInterval(bytes: ArrayLike<number>, intervalMs: number, seconds?: number): Float64Array {
   const dt = intervalMs / 1000;
   const out = new Float64Array(bytes.length);
   for (let i = 0; i < bytes.length; i++) {
     let t = dt;
     // A sliver under a quarter interval would turn timing noise into a spike: keep dt then.
     if (i === bytes.length - 1 && seconds != null && seconds - i * dt >= dt / 4) t = Math.min(dt, seconds - i * dt);
-    out[i] = (bytes[i] * 8) / t / 1e9;
+    out[i] = (bytes[i] * 8) / t;
   }
   return out;
 }

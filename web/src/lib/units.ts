@@ -36,3 +36,36 @@ export function fmt(v: number | null | undefined, digits = 4): string {
   if (a >= 10 ** digits) return Math.round(v).toLocaleString('en-US');
   return Number(v.toPrecision(digits)).toString();
 }
+
+/** `1048576` -> `1M`, `1536` -> `1536`: the shortest text parseSize reads back exactly. */
+export function sizeText(bytes: number): string {
+  for (const [s, f] of [['G', 1024 ** 3], ['M', 1024 ** 2], ['K', 1024]] as const) {
+    if (bytes >= f && bytes % f === 0) return `${bytes / f}${s}`;
+  }
+  return String(bytes);
+}
+
+/** A rate unit that suits values up to `maxBps` (bits per second). */
+export function rateUnit(maxBps: number): { unit: string; div: number } {
+  if (maxBps >= 1e9) return { unit: 'Gbit/s', div: 1e9 };
+  if (maxBps >= 1e6) return { unit: 'Mbit/s', div: 1e6 };
+  return { unit: 'kbit/s', div: 1e3 };
+}
+
+/** A time unit that suits values up to `maxUs` (microseconds). */
+export function timeUnit(maxUs: number): { unit: string; div: number } {
+  if (maxUs >= 10_000) return { unit: 'ms', div: 1e3 };
+  return { unit: 'us', div: 1 };
+}
+
+/** "12.3 Gbit/s", choosing the unit. */
+export function formatRate(bps: number): string {
+  const u = rateUnit(bps);
+  return `${fmt(bps / u.div)} ${u.unit}`;
+}
+
+/** "65.2 us" or "12.1 ms", choosing the unit. */
+export function formatUs(us: number): string {
+  const u = timeUnit(us);
+  return `${fmt(us / u.div)} ${u.unit}`;
+}

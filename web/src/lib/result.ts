@@ -1,0 +1,141 @@
+// The result format (protocol/src/result.rs), as the page holds it, and the
+// sample series a step offers for analysis. Values stay raw (ns, bytes) in the
+// result; series here convert them to the unit a reader expects.
+
+import type { PlanJson } from './plan.svelte';
+import { isRr, primaryRole } from './kinds';
+
+export type Role = 'client' | 'server';
+
+export interface Series {
+  role: Role;
+  /** snake_case sample kind name: interval_bytes, rtt_ns, read_bytes, ... */
+  kind: string;
+  stream: number;
+  values: number[];
+}
+
+export interface StepResult {
+  index: number;
+  kind: string;
+  params: Record<string, unknown>;
+  point: [string, unknown][];
+  repeat: number;
+  transport: string;
+  summary: Record<string, any> | null;
+  sides: { client?: Record<string, any> | null; server?: Record<string, any> | null };
+  samples: Series[];
+  error?: string | null;
+}
+
+export interface RunResult {
+  format: 'meshperf-result';
+  version: number;
+  created_unix: number;
+  plan: PlanJson;
+  agents: Record<string, any>[];
+  steps: StepResult[];
+  /** Set by permalink_decode when raw samples were replaced by histograms. */
+  samples_replaced?: boolean;
+  [k: string]: unknown;
+}
+
+/** Sample kind names by frame kind byte (protocol frame.rs `SampleKind`). */
+export const KIND_NAMES = ['', 'interval_bytes', 'rtt_ns', 'read_bytes', 'send_time_ns', 'arrival_ns', 'sequence', 'tcp_rtt_us', 'tcp_cwnd', 'tcp_retrans'];
+
+export function seriesOf(step: StepResult, kind: string, role?: Role): Series[] {
+  return step.samples.filter((s) => s.kind === kind && (role == null || s.role === role)).sort((a, b) => a.stream - b.stream);
+}
+
+/** A quantity the histogram, CDF and statistics can show. */
+export interface Quantity {
+  id: string;
+  label: string;
+  unit: string;
+  values: Float64Array;
+}
+
+const scaled = (v: number[], f: number) => Float64Array.from(v, (x) => x * f);
+
+/** Adds per-stream interval byte counts into one series. */
+export function sumStreams(streams: number[][]): Float64Array {
+  const n = Math.max(0, ...streams.map((s) => s.length));
+  const out = new Float64Array(n);
+  for (const s of streams) for (let i = 0; i < s.length; i++) out[i] += s[i] ?? 0;
+  return out;
+}
+
+export const intervalMs = (step: StepResult): number =>
+  Number(step.summary?.interval_ms ?? step.sides.server?.interval_ms ?? step.sides.client?.interval_ms ?? step.params.interval_ms ?? 10);
+
+/** The quantities a step's samples support, the most telling first. */
+export function quantities(step: StepResult): Quantity[] {
+  const out: Quantity[] = [];
+  const primary = isRr(step.kind) ? 'client' : primaryRole(step.kind, step.params);
+  const rtt = seriesOf(step, 'rtt_ns').flatMap((s) => s.values);
+  if (rtt.length) out.push({ id: 'rtt', label: 'round-trip time', unit: 'us', values: scaled(rtt, 1e-3) });
+  for (const role of [primary, primary === 'client' ? 'server' : 'client'] as Role[]) {
+    const iv = seriesOf(step, 'interval_bytes', role);
+    if (!iv.length) continue;
+    // The last interval is usually partial: leave it out of the statistics.
+    const sum = sumStreams(iv.map((s) => s.values));
+    const full = sum.length > 1 ? sum.subarray(0, sum.length - 1) : sum;
+    const f = 8 / (intervalMs(step) / 1000) / 1e9;
+    out.push({ id: `tput-${role}`, label: `throughput per interval (${role})`, unit: 'Gbit/s', values: Float64Array.from(full, (x) => x * f) });
+  }
+  const reads = seriesOf(step, 'read_bytes').flatMap((s) => s.values);
+  if (reads.length) out.push({ id: 'reads', label: 'read size', unit: 'bytes', values: Float64Array.from(reads) });
+  const arr = seriesOf(step, 'arrival_ns').flatMap((s) => s.values);
+  if (arr.length > 1) out.push({ id: 'gap-recv', label: 'inter-arrival time', unit: 'us', values: diffs(arr) });
+  const send = seriesOf(step, 'send_time_ns').flatMap((s) => s.values);
+  if (send.length > 1) out.push({ id: 'gap-send', label: 'send gap', unit: 'us', values: diffs(send) });
+  const trtt = seriesOf(step, 'tcp_rtt_us', primary === 'client' ? 'client' : undefined).flatMap((s) => s.values);
+  if (trtt.length) out.push({ id: 'tcp-rtt', label: 'TCP smoothed RTT (TCP_INFO)', unit: 'us', values: Float64Array.from(trtt) });
+  return out;
+}
+
+/** Differences of consecutive times, ns in, us out. */
+function diffs(ns: number[]): Float64Array {
+  const out = new Float64Array(ns.length - 1);
+  for (let i = 1; i < ns.length; i++) out[i - 1] = (ns[i] - ns[i - 1]) / 1e3;
+  return out;
+}
+
+/** "msg_bytes=1M, transport=tcp, rep 2" */
+export function pointLabel(step: StepResult, sizeText: (n: number) => string): string {
+  const parts = step.point.map(([k, v]) => `${k}=${k.endsWith('_bytes') || k.endsWith('buf') ? sizeText(Number(v)) : v}`);
+  if (step.repeat > 0 || parts.length) parts.push(`rep ${step.repeat + 1}`);
+  return parts.join(', ') || step.kind;
+}
+
+/** A short label for a stored or shown run. */
+export function runLabel(r: RunResult): string {
+  const name = r.plan.name ?? r.plan.kind;
+  const hosts = r.agents.map((a) => a?.hostname ?? '?').join(' → ');
+  const when = new Date(r.created_unix * 1000).toLocaleString('sv-SE').slice(0, 16);
+  return `${name} · ${hosts || 'no agents'} · ${when}`;
+}
+
+/** Parses and checks a result file's text; throws with a clear message. */
+export function parseResult(text: string): RunResult {
+  let v: any;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`not a meshperf result: not JSON (${(e as Error).message})`);
+  }
+  if (v?.format !== 'meshperf-result') throw new Error(`not a meshperf result (format is ${JSON.stringify(v?.format ?? null)})`);
+  if (Number(v.version) > 1) throw new Error(`this result has format version ${v.version}; this page reads up to version 1: upgrade meshperf`);
+  if (!v.plan || !Array.isArray(v.steps)) throw new Error('not a meshperf result: plan or steps missing');
+  for (const s of v.steps) {
+    s.samples ??= [];
+    s.sides ??= {};
+    s.point ??= [];
+    s.params ??= {};
+    s.repeat ??= 0;
+    s.transport ??= 'tcp';
+  }
+  v.agents ??= [];
+  v.created_unix ??= 0;
+  return v as RunResult;
+}

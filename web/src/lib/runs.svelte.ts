@@ -1,0 +1,71 @@
+// The runs kept in IndexedDB, which of them are overlaid, and the result the
+// page is showing: a live run, an imported file, a permalink or a stored run.
+
+import { runLabel, type RunResult } from './result';
+import { deleteRun, listRuns, saveRun, type StoredRun } from './store';
+
+export type Source = 'run' | 'import' | 'link' | 'stored';
+
+class ViewState {
+  result = $state.raw<RunResult | null>(null);
+  source = $state<Source>('run');
+  /** Selected step index. */
+  step = $state(0);
+  /** The stored id of the shown result, once saved. */
+  storedId = $state<number | null>(null);
+}
+export const view = new ViewState();
+
+class RunsState {
+  list = $state.raw<StoredRun[]>([]);
+  selected = $state<number[]>([]);
+  error = $state('');
+}
+export const runs = new RunsState();
+
+export function show(r: RunResult, source: Source, storedId: number | null = null): void {
+  view.result = r;
+  view.source = source;
+  view.storedId = storedId;
+  view.step = Math.max(0, r.steps.length - 1);
+}
+
+export async function refresh(): Promise<void> {
+  try {
+    runs.list = (await listRuns()).sort((a, b) => b.saved - a.saved);
+    runs.error = '';
+  } catch (e) {
+    runs.error = (e as Error).message;
+  }
+}
+
+/** Stores a result and selects it for the overlay; resolves with its id. */
+export async function keep(r: RunResult): Promise<number | null> {
+  try {
+    const id = await saveRun(runLabel(r), $state.snapshot(r) as RunResult);
+    await refresh();
+    if (!runs.selected.includes(id)) runs.selected.push(id);
+    if (view.result === r) view.storedId = id;
+    return id;
+  } catch (e) {
+    runs.error = (e as Error).message;
+    return null;
+  }
+}
+
+export async function remove(id: number): Promise<void> {
+  try {
+    await deleteRun(id);
+    runs.selected = runs.selected.filter((x) => x !== id);
+    if (view.storedId === id) view.storedId = null;
+    await refresh();
+  } catch (e) {
+    runs.error = (e as Error).message;
+  }
+}
+
+export function toggle(id: number): void {
+  const i = runs.selected.indexOf(id);
+  if (i >= 0) runs.selected.splice(i, 1);
+  else runs.selected.push(id);
+}
