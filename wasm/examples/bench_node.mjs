@@ -15,10 +15,15 @@ for (let i = 0; i < n; i++) {
   const u = Math.random();
   v[i] = 20 + 1000 * u * u * u; // skewed, latency-like
 }
+// Wall time, and process CPU time (user+system, all threads: less
+// sensitive to a busy machine, but includes V8's background compiles).
 const time = (label, f) => {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const r = f();
-  console.log(`${label}: ${(performance.now() - t0).toFixed(0)} ms`);
+  const wall = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  console.log(`${label}: ${wall.toFixed(0)} ms wall, ${((c.user + c.system) / 1e3).toFixed(0)} ms cpu`);
   return r;
 };
 for (let r = 1; r <= 3; r++) time(`summary(${n}) call ${r}`, () => m.summary(v));
