@@ -14,6 +14,8 @@ export interface ParamSpec {
   /** Pre-filled value (sent unless cleared). */
   initial?: string;
   options?: string[];
+  /** Smallest value the agents accept (checked before anything runs). */
+  min?: number;
   /** Shown under "more options". */
   advanced?: boolean;
   /** Only over TCP (hidden for unix_* kinds). */
@@ -32,50 +34,50 @@ const tcpOnly: ParamSpec[] = [
 ];
 
 const stream: ParamSpec[] = [
-  { name: 'msg_bytes', type: 'size', label: 'message size', def: '128K', initial: '1M' },
-  { name: 'count', type: 'int', label: 'messages', def: '1024', initial: '1024' },
+  { name: 'msg_bytes', min: 1, type: 'size', label: 'message size', def: '128K', initial: '1M' },
+  { name: 'count', min: 1, type: 'int', label: 'messages', def: '1024', initial: '1024' },
   { name: 'duration_s', type: 'float', label: 'seconds', def: '' },
-  { name: 'streams', type: 'int', label: 'streams', def: '1' },
+  { name: 'streams', min: 1, type: 'int', label: 'streams', def: '1' },
   { name: 'direction', type: 'enum', label: 'direction', options: ['send', 'receive', 'both'], initial: 'send' },
   { name: 'wait_us', type: 'int', label: 'wait between writes (us)', def: '0' },
-  { name: 'read_bytes', type: 'size', label: 'read size', def: '= message size', advanced: true },
+  { name: 'read_bytes', min: 1, type: 'size', label: 'read size', def: '= message size', advanced: true },
   { name: 'nodelay', type: 'bool', label: 'TCP_NODELAY', def: 'false', advanced: true, tcp: true },
   ...sock,
   ...tcpOnly,
-  { name: 'interval_ms', type: 'int', label: 'sample interval (ms)', def: '10', advanced: true },
+  { name: 'interval_ms', min: 1, type: 'int', label: 'sample interval (ms)', def: '10', advanced: true },
 ];
 
 const rr: ParamSpec[] = [
-  { name: 'req_bytes', type: 'size', label: 'request size', def: '64', initial: '64' },
-  { name: 'resp_bytes', type: 'size', label: 'response size', def: '64', initial: '64' },
-  { name: 'count', type: 'int', label: 'transactions', def: '10000', initial: '10000' },
+  { name: 'req_bytes', min: 1, type: 'size', label: 'request size', def: '64', initial: '64' },
+  { name: 'resp_bytes', min: 1, type: 'size', label: 'response size', def: '64', initial: '64' },
+  { name: 'count', min: 1, type: 'int', label: 'transactions', def: '10000', initial: '10000' },
   { name: 'duration_s', type: 'float', label: 'seconds', def: '' },
   { name: 'wait_us', type: 'int', label: 'wait between requests (us)', def: '0' },
-  { name: 'write_bytes', type: 'size', label: 'largest single write', advanced: true },
+  { name: 'write_bytes', min: 1, type: 'size', label: 'largest single write', advanced: true },
   { name: 'busy_poll', type: 'bool', label: 'busy poll', def: 'false', advanced: true },
   { name: 'nodelay', type: 'bool', label: 'TCP_NODELAY', def: 'true', advanced: true, tcp: true },
   ...sock,
   ...tcpOnly,
-  { name: 'interval_ms', type: 'int', label: 'progress interval (ms)', def: '100', advanced: true },
+  { name: 'interval_ms', min: 1, type: 'int', label: 'progress interval (ms)', def: '100', advanced: true },
 ];
 
 const udpRr: ParamSpec[] = [
-  { name: 'req_bytes', type: 'size', label: 'request size', def: '64', initial: '64' },
-  { name: 'resp_bytes', type: 'size', label: 'response size', def: '64', initial: '64' },
-  { name: 'count', type: 'int', label: 'requests', def: '1000', initial: '1000' },
-  { name: 'timeout_ms', type: 'int', label: 'timeout per request (ms)', def: '1000' },
+  { name: 'req_bytes', min: 1, type: 'size', label: 'request size', def: '64', initial: '64' },
+  { name: 'resp_bytes', min: 1, type: 'size', label: 'response size', def: '64', initial: '64' },
+  { name: 'count', min: 1, type: 'int', label: 'requests', def: '1000', initial: '1000' },
+  { name: 'timeout_ms', min: 1, type: 'int', label: 'timeout per request (ms)', def: '1000' },
   ...sock,
-  { name: 'interval_ms', type: 'int', label: 'progress interval (ms)', def: '100', advanced: true },
+  { name: 'interval_ms', min: 1, type: 'int', label: 'progress interval (ms)', def: '100', advanced: true },
 ];
 
 const udpStream: ParamSpec[] = [
-  { name: 'pkt_bytes', type: 'size', label: 'packet size', def: '1400', initial: '1400' },
-  { name: 'count', type: 'int', label: 'packets', def: '10000', initial: '10000' },
+  { name: 'pkt_bytes', min: 28, type: 'size', label: 'packet size', def: '1400', initial: '1400' },
+  { name: 'count', min: 1, type: 'int', label: 'packets', def: '10000', initial: '10000' },
   { name: 'wait_us', type: 'float', label: 'wait between packets (us)', def: '0', initial: '20' },
   { name: 'direction', type: 'enum', label: 'direction', options: ['send', 'receive'], initial: 'send' },
   ...sock,
   { name: 'overhead_bytes', type: 'int', label: 'wire overhead per frame (bytes)', def: '66', advanced: true },
-  { name: 'timeout_ms', type: 'int', label: 'receiver quiet timeout (ms)', def: '1000', advanced: true },
+  { name: 'timeout_ms', min: 1, type: 'int', label: 'receiver quiet timeout (ms)', def: '1000', advanced: true },
 ];
 
 export const KINDS: Record<string, { label: string; params: ParamSpec[] }> = {
@@ -106,3 +108,8 @@ export function sweepable(kind: string): string[] {
 }
 
 export const TRANSPORTS = ['unix', 'tcp', 'tcp_local'];
+
+/** Who sends: by direction, seen from the driving (client) agent. */
+export function sends(role: 'client' | 'server', d: string): boolean {
+  return d === 'both' || (d === 'send') === (role === 'client');
+}

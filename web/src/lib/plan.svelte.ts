@@ -116,6 +116,7 @@ export function buildPlan(p: typeof plan, agents: Agent[]): { plan: PlanJson } |
     if (hasBound && s.name === (bound === 'count' ? 'duration_s' : 'count')) continue;
     const v = value(s, s.name, text);
     if (v instanceof Error) return { error: v.message };
+    if (s.min != null && typeof v === 'number' && v < s.min) return { error: `${s.name}: must be at least ${s.min}, got ${text}` };
     params[s.name] = v;
   }
   if (hasBound && bound === 'duration' && params.duration_s == null && !swept.has('duration_s'))

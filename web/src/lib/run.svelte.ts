@@ -3,8 +3,8 @@
 // Unix sockets. Collects progress, sample frames and both sides' summaries
 // into a result in the documented format (result.ts), step by step.
 
-import { agents, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
-import { hostOnly } from './fragment';
+import { agents, type Agent, type AgentError, type AgentMsg, type TestListener } from './agents.svelte';
+import { peerHost, randomTestId } from './peer';
 import type { Frame } from './frame';
 import { primaryRole } from './kinds';
 import type { PlanJson } from './plan.svelte';
@@ -32,11 +32,6 @@ class RunState {
 
 export const run = new RunState();
 export const active = () => run.phase === 'preparing' || run.phase === 'running';
-
-/** Who sends: by direction, seen from the driving (client) agent. */
-export function sends(role: Role, d: string): boolean {
-  return d === 'both' || (d === 'send') === (role === 'client');
-}
 
 /** Called with each finished run (for storage). */
 let onFinished: (r: RunResult) => void = () => {};
@@ -91,22 +86,16 @@ const listener: TestListener = {
   },
 };
 
-function randomTestId(): number {
-  const v = new Uint32Array(1);
-  do crypto.getRandomValues(v);
-  while (v[0] === 0);
-  return v[0];
-}
-
-/** The serving agent's address the driving agent should connect to. */
-function peerHost(step: PlanStep): string {
-  if (step.transport === 'tcp_local') {
-    const local = (agents.a.info?.addresses ?? [])
-      .map((x) => x.split(' ')[0].split('/')[0])
-      .find((ip) => /^\d+\.\d+\.\d+\.\d+$/.test(ip) && !ip.startsWith('127.'));
-    if (local) return local;
+/** `prepare`, retried for a moment while the agent is still finishing the previous step. */
+async function prepare(a: Agent, msg: { type: string; [k: string]: unknown }): Promise<AgentMsg> {
+  for (let i = 0; ; i++) {
+    try {
+      return await a.request(msg);
+    } catch (e) {
+      if ((e as AgentError).code !== 'busy' || i >= 30 || stopping) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
-  return hostOnly(agents.a.host);
 }
 
 async function runOne(step: PlanStep): Promise<StepResult> {
@@ -127,7 +116,7 @@ async function runOne(step: PlanStep): Promise<StepResult> {
   client.watch(testId, listener);
   let asking = server;
   try {
-    const prep = await server.request({ type: 'prepare', test_id: testId, step: step.index, kind, params });
+    const prep = await prepare(server, { type: 'prepare', test_id: testId, step: step.index, kind, params });
     if (live === l) {
       run.phase = 'running';
       asking = client;

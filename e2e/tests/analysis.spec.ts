@@ -1,0 +1,121 @@
+// Analysis in the browser (issue 5) against real agents: histograms re-binned
+// from raw samples, runs kept in IndexedDB and overlaid, CSV/JSON/PNG exports,
+// and a JSON export imported back to the same numbers.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Page } from '@playwright/test';
+import { test, expect } from '../agents';
+
+const shot = (name: string) => fileURLToPath(new URL(`../screenshots/${name}.png`, import.meta.url));
+
+async function openPaired(page: Page, url: string) {
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+}
+
+/** Runs one tcp_rr step of `count` transactions and waits for its result. */
+async function runRr(page: Page, count: number) {
+  await page.getByTestId('kind').selectOption('tcp_rr');
+  await page.getByTestId('count').fill(String(count));
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('summary-client')).toHaveAttribute('data-bytes', String(count * 128), { timeout: 30_000 });
+  await expect(page.getByTestId('cancel')).toBeDisabled();
+}
+
+const statN = (page: Page) => page.getByTestId('stats').locator('td[data-stat=n][data-quantity=rtt]');
+const total = async (page: Page) => Number(await page.getByTestId('histogram').getAttribute('data-total'));
+
+test('re-binning the RTT histogram changes the bars and keeps the counts summing to n', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await runRr(page, 2000);
+  await expect(statN(page)).toHaveText('2000');
+  const hist = page.getByTestId('histogram');
+  await expect(hist.locator('canvas').first()).toBeVisible();
+  expect(await total(page)).toBe(2000);
+  const bins0 = await hist.getAttribute('data-bins');
+  const counts0 = await hist.getAttribute('data-counts');
+
+  // Wider bins from 0: fewer samples fall past the last bin, the bars change.
+  const w = Number(await page.getByTestId('bin-width').inputValue());
+  await page.getByTestId('bin-width').fill(String(w * 4));
+  await page.getByTestId('bin-low').fill('0');
+  await expect(hist).not.toHaveAttribute('data-counts', counts0!);
+  expect(await total(page)).toBe(2000);
+
+  // A low limit above the median: at least half the samples are underflow.
+  const median = Number(await page.getByTestId('stats').locator('td[data-stat=median][data-quantity=rtt]').textContent());
+  await page.getByTestId('bin-low').fill(String(median * 1.01));
+  await expect.poll(async () => Number((await page.getByTestId('underflow').textContent())!.replace(/\D/g, ''))).toBeGreaterThanOrEqual(1000);
+  expect(await total(page)).toBe(2000);
+  await page.getByTestId('bin-count').fill('7');
+  await expect(hist).toHaveAttribute('data-bins', '7');
+  expect(bins0).not.toBe('7');
+  expect(await total(page)).toBe(2000);
+  await page.screenshot({ path: shot('analysis-histogram'), fullPage: true });
+});
+
+test('two finished runs are kept and overlaid as two series; one can be removed', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await runRr(page, 500);
+  await expect(page.getByTestId('runs').locator('li')).toHaveCount(1);
+  await runRr(page, 800);
+  await expect(page.getByTestId('runs').locator('li')).toHaveCount(2);
+  const overlay = page.getByTestId('overlay');
+  await expect(overlay).toHaveAttribute('data-series', '2');
+  await expect(overlay.locator('.u-legend .u-series')).toHaveCount(3); // x + two runs
+  await overlay.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: shot('analysis-overlay'), fullPage: true });
+  await page.getByTestId('remove-run').first().click();
+  await expect(page.getByTestId('runs').locator('li')).toHaveCount(1);
+  await expect(overlay).toHaveAttribute('data-series', '1');
+});
+
+test('CSV, JSON and PNG export download; the JSON imports back to the same numbers', async ({ page, agents, browser }, info) => {
+  await openPaired(page, agents.url());
+  await runRr(page, 1500);
+  const median = await page.getByTestId('stats').locator('td[data-stat=median][data-quantity=rtt]').textContent();
+
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-csv').click()]);
+  expect(csv.suggestedFilename()).toMatch(/^meshperf-tcp_rr-\d{8}-\d{6}\.csv$/);
+  const csvText = readFileSync(await csv.path(), 'utf8').trim().split('\n');
+  expect(csvText[0]).toMatch(/^step;kind;repeat;.*count.*;error$/);
+  expect(csvText).toHaveLength(2);
+  expect(csvText[1].split(';').length).toBe(csvText[0].split(';').length);
+
+  const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const jsonPath = info.outputPath('run.json');
+  await json.saveAs(jsonPath);
+  const result = JSON.parse(readFileSync(jsonPath, 'utf8'));
+  expect(result.format).toBe('meshperf-result');
+  expect(result.steps[0].samples.find((s: { kind: string }) => s.kind === 'rtt_ns').values).toHaveLength(1500);
+
+  const [png] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-png').first().click()]);
+  expect(png.suggestedFilename()).toMatch(/\.png$/);
+  expect(readFileSync(await png.path()).subarray(1, 4).toString()).toBe('PNG');
+
+  // A fresh browser with no agents at all: import the file, same numbers.
+  const ctx = await browser.newContext();
+  const fresh = await ctx.newPage();
+  await fresh.goto(`${agents.a.origin}/`);
+  await fresh.getByTestId('import').setInputFiles(jsonPath);
+  await expect(statN(fresh)).toHaveText('1500');
+  await expect(fresh.getByTestId('stats').locator('td[data-stat=median][data-quantity=rtt]')).toHaveText(median!);
+  await expect(fresh.getByTestId('runs').locator('li')).toHaveCount(1);
+  await fresh.screenshot({ path: shot('analysis-imported'), fullPage: true });
+  await ctx.close();
+});
+
+test('a corrupt permalink shows a clear message, never a blank page', async ({ page, agents }) => {
+  await page.goto(`${agents.a.origin}/#r=not-a-real-link`);
+  await expect(page.getByTestId('error')).toContainText(/link/i);
+  await expect(page.locator('h1')).toHaveText('meshperf');
+  await page.screenshot({ path: shot('permalink-corrupt'), fullPage: true });
+});
+
+test('dark theme', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await runRr(page, 300);
+  await page.getByTestId('theme').selectOption('dark');
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
+  await page.screenshot({ path: shot('analysis-dark'), fullPage: true });
+});
