@@ -1,0 +1,485 @@
+//! What `udp_rr` and `udp_stream` share: the datagram header, the JSON-line
+//! exchange on the TCP control connection, socket set-up, and the binding of
+//! the UDP flow to the peer that completed the TCP handshake.
+//!
+//! Binding: after the control line is accepted the serving side sends
+//! `{"udp_port": P, "token": "<16 hex>"}`. The driving side opens a UDP socket
+//! on the local address of its control connection, `connect()`s it to the
+//! serving agent and sends `H` (hello) datagrams carrying the token until the
+//! serving side answers `{"bound": "<ip:port>"}`. The serving side takes the
+//! first hello with the right token *from the control peer's IP* and from then
+//! on talks only to that address and port. Its socket stays unconnected on
+//! purpose: a connected socket would make the kernel drop (and ICMP-answer)
+//! other senders, and meshperf could not count them; here every datagram's
+//! source is checked and anything else is counted as `foreign` and never
+//! answered.
+
+use super::{peer, TestCtx, TestError};
+use meshperf_protocol::msg::{Event, PeerAddr};
+use meshperf_protocol::params::{Kind, Limits, StreamParams};
+use meshperf_wasm::stats::Summary;
+use serde_json::{json, Value};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+pub use meshperf_protocol::params::UDP_HEADER_LEN;
+const HDR: usize = UDP_HEADER_LEN as usize;
+/// How long binding may take.
+const BIND_WINDOW: Duration = Duration::from_secs(5);
+
+/// Datagram types (byte 3 of the header).
+pub const HELLO: u8 = b'H';
+pub const REQUEST: u8 = b'Q';
+pub const REPLY: u8 = b'R';
+pub const DATA: u8 = b'D';
+
+/// A decoded meshperf datagram header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hdr {
+    pub kind: u8,
+    pub token: u64,
+    pub seq: u64,
+    pub t_ns: u64,
+}
+
+impl Hdr {
+    /// Writes the header into the first 28 bytes of `buf`.
+    pub fn write(&self, buf: &mut [u8]) {
+        buf[..3].copy_from_slice(b"MPU");
+        buf[3] = self.kind;
+        buf[4..12].copy_from_slice(&self.token.to_le_bytes());
+        buf[12..20].copy_from_slice(&self.seq.to_le_bytes());
+        buf[20..28].copy_from_slice(&self.t_ns.to_le_bytes());
+    }
+
+    /// Reads a header; `None` if `buf` is not a meshperf datagram.
+    pub fn read(buf: &[u8]) -> Option<Hdr> {
+        if buf.len() < HDR || &buf[..3] != b"MPU" {
+            return None;
+        }
+        let u = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap());
+        Some(Hdr {
+            kind: buf[3],
+            token: u(4),
+            seq: u(12),
+            t_ns: u(20),
+        })
+    }
+}
+
+/// Test-relative clock that can also place kernel (CLOCK_REALTIME) timestamps.
+#[derive(Clone, Copy)]
+pub struct Clock {
+    pub start: Instant,
+    rt0_ns: i128,
+}
+
+fn realtime_ns() -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is valid for writing.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        let start = Instant::now();
+        Clock {
+            start,
+            rt0_ns: realtime_ns(),
+        }
+    }
+    /// ns since the start.
+    pub fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_nanos() as u64
+    }
+    pub fn now_ns(&self) -> u64 {
+        self.ns(Instant::now())
+    }
+    /// A CLOCK_REALTIME timestamp as ns since the start (0 if before it).
+    pub fn from_realtime(&self, sec: i64, nsec: i64) -> u64 {
+        (sec as i128 * 1_000_000_000 + nsec as i128 - self.rt0_ns).max(0) as u64
+    }
+}
+
+/// JSON lines on the TCP control connection, with timeouts.
+pub struct Line {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Line {
+    pub fn new(s: TcpStream) -> Line {
+        Line { s, buf: Vec::new() }
+    }
+
+    pub fn send(&mut self, v: &Value) -> io::Result<()> {
+        let mut b = serde_json::to_vec(v).expect("serializes");
+        b.push(b'\n');
+        self.s.set_write_timeout(Some(Duration::from_secs(5)))?;
+        self.s.write_all(&b)
+    }
+
+    /// Waits up to `wait` for a line (zero: only what is there already);
+    /// `Ok(None)` if none came. End of stream and bad JSON are errors.
+    pub fn recv(&mut self, wait: Duration) -> io::Result<Option<Value>> {
+        let end = Instant::now() + wait;
+        loop {
+            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return serde_json::from_slice(&line)
+                    .map(Some)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+            if self.buf.len() > 1 << 20 {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.s.set_nonblocking(true)?;
+            } else {
+                self.s.set_nonblocking(false)?;
+                self.s.set_read_timeout(Some(left))?;
+            }
+            let mut tmp = [0u8; 4096];
+            match self.s.read(&mut tmp) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if Instant::now() >= end {
+                        return Ok(None);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Waits for a line with `"op": op`, failing with `what` after `wait`.
+    pub fn expect(&mut self, op: &str, wait: Duration, what: &str) -> Result<Value, TestError> {
+        match self.recv(wait) {
+            Ok(Some(v)) if v["op"] == op => Ok(v),
+            Ok(Some(v)) => Err(TestError::new(
+                "protocol",
+                format!("expected {op} from the peer agent, got {v}"),
+            )),
+            Ok(None) => Err(TestError::new("peer_timeout", what.to_string())),
+            Err(e) => Err(gone(e)),
+        }
+    }
+}
+
+/// The peer agent's control connection failed.
+pub fn gone(e: io::Error) -> TestError {
+    TestError::new(
+        "peer_gone",
+        format!("the peer agent went away before the end of the test ({e})"),
+    )
+}
+
+/// Socket options of a UDP test, and what the kernel gave.
+pub struct Opts {
+    pub tos: Option<u8>,
+    pub sndbuf: Option<u64>,
+    pub rcvbuf: Option<u64>,
+}
+
+/// Opens a UDP socket bound to `ip`, with buffers and TOS set.
+pub fn open(ip: IpAddr, o: &Opts) -> io::Result<UdpSocket> {
+    let a = SocketAddr::new(ip, 0);
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    if let Some(n) = o.sndbuf {
+        s.set_send_buffer_size(n as usize)?;
+    }
+    if let Some(n) = o.rcvbuf {
+        s.set_recv_buffer_size(n as usize)?;
+    }
+    if let Some(t) = o.tos {
+        if ip.is_ipv6() {
+            s.set_tclass_v6(t as u32)?;
+        } else {
+            s.set_tos_v4(t as u32)?;
+        }
+    }
+    s.bind(&a.into())?;
+    Ok(s.into())
+}
+
+/// Socket options as the kernel reports them, as summary keys.
+pub fn applied(s: &UdpSocket, o: &Opts) -> Value {
+    let r = SockRef::from(s);
+    json!({
+        "sndbuf_requested": o.sndbuf, "rcvbuf_requested": o.rcvbuf,
+        "sndbuf_actual": r.send_buffer_size().ok(), "rcvbuf_actual": r.recv_buffer_size().ok(),
+        "tos": o.tos,
+    })
+}
+
+/// Asks the kernel for SO_TIMESTAMPNS receive timestamps; true if it agreed.
+pub fn enable_timestamps(s: &UdpSocket) -> bool {
+    let one: libc::c_int = 1;
+    // SAFETY: plain setsockopt with a valid int.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
+}
+
+/// Receiver without a requested SO_RCVBUF: asks for `bytes` with
+/// SO_RCVBUFFORCE (allowed to root; otherwise the default stays), so a burst
+/// that outruns the reader for a moment is queued rather than dropped.
+pub fn force_rcvbuf(s: &UdpSocket, bytes: libc::c_int) {
+    // SAFETY: plain setsockopt with a valid int; failure is harmless.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+fn random_token() -> u64 {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).expect("the OS random source works");
+    u64::from_le_bytes(b)
+}
+
+/// Serving side: tells the port and token, then waits for the peer's hello.
+/// Returns the token and the bound address; `foreign` counts strangers.
+fn serve_bind(
+    ctx: &TestCtx,
+    line: &mut Line,
+    sock: &UdpSocket,
+    peer_ip: IpAddr,
+    foreign: &mut u64,
+) -> Result<(u64, SocketAddr), TestError> {
+    let token = random_token();
+    let port = sock.local_addr().map_err(io_err)?.port();
+    line.send(&json!({"udp_port": port, "token": format!("{token:016x}")}))
+        .map_err(gone)?;
+    sock.set_read_timeout(Some(Duration::from_millis(20)))
+        .map_err(io_err)?;
+    let end = Instant::now() + BIND_WINDOW;
+    let mut buf = vec![0u8; 65536];
+    while Instant::now() < end && !ctx.cancelled() {
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => match Hdr::read(&buf[..n]) {
+                Some(h) if h.kind == HELLO && h.token == token && from.ip() == peer_ip => {
+                    line.send(&json!({"bound": from.to_string()}))
+                        .map_err(gone)?;
+                    return Ok((token, from));
+                }
+                _ => *foreign += 1,
+            },
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => return Err(io_err(e)),
+        }
+    }
+    Err(TestError::new(
+        "peer_timeout",
+        format!(
+            "the peer agent's UDP hello did not arrive within {} s (is UDP blocked between the agents?)",
+            BIND_WINDOW.as_secs()
+        ),
+    ))
+}
+
+/// Driving side: learns port and token, opens and connects its UDP socket on
+/// the control connection's local address, and says hello until bound.
+fn client_bind(
+    ctx: &TestCtx,
+    line: &mut Line,
+    local_ip: IpAddr,
+    peer_ip: IpAddr,
+    o: &Opts,
+) -> Result<(UdpSocket, u64), TestError> {
+    let v = line
+        .recv(BIND_WINDOW)
+        .map_err(gone)?
+        .ok_or_else(|| TestError::new("peer_timeout", "the peer agent sent no UDP port"))?;
+    let port = v["udp_port"].as_u64().unwrap_or(0) as u16;
+    let token = v["token"]
+        .as_str()
+        .and_then(|t| u64::from_str_radix(t, 16).ok())
+        .ok_or_else(|| TestError::new("protocol", format!("bad UDP set-up line: {v}")))?;
+    let sock =
+        open(local_ip, o).map_err(|e| TestError::new("bad_params", format!("udp socket: {e}")))?;
+    sock.connect((peer_ip, port)).map_err(io_err)?;
+    let mut hello = [0u8; HDR];
+    Hdr {
+        kind: HELLO,
+        token,
+        seq: 0,
+        t_ns: 0,
+    }
+    .write(&mut hello);
+    let end = Instant::now() + BIND_WINDOW;
+    while Instant::now() < end && !ctx.cancelled() {
+        let _ = sock.send(&hello);
+        if let Some(v) = line.recv(Duration::from_millis(20)).map_err(gone)? {
+            if v.get("bound").is_some() {
+                return Ok((sock, token));
+            }
+            return Err(TestError::new(
+                "protocol",
+                format!("expected bound, got {v}"),
+            ));
+        }
+    }
+    Err(TestError::new(
+        "peer_timeout",
+        "the peer agent did not confirm our UDP hello (is UDP blocked between the agents?)",
+    ))
+}
+
+/// A bound UDP flow: the control line, the socket, the token and the peer.
+pub struct Flow {
+    pub line: Line,
+    pub sock: UdpSocket,
+    pub token: u64,
+    /// The peer's UDP address (the only one this side talks to).
+    pub peer: SocketAddr,
+    /// Driving side: the socket is connected to `peer`.
+    pub connected: bool,
+    /// Datagrams from anyone else (serving side only).
+    pub foreign: u64,
+}
+
+/// Serving side set-up: key check on the TCP control connection, then binding.
+pub fn serve_flow(
+    ctx: &TestCtx,
+    listener: TcpListener,
+    key: &[u8; 16],
+    kind: Kind,
+    sock: UdpSocket,
+) -> Result<Flow, TestError> {
+    let conn = peer::accept(ctx, listener, key, kind, 0)?;
+    let mut line = Line::new(conn.control);
+    let mut foreign = 0;
+    let (token, peer) = serve_bind(ctx, &mut line, &sock, conn.peer_ip, &mut foreign)?;
+    Ok(Flow {
+        line,
+        sock,
+        token,
+        peer,
+        connected: false,
+        foreign,
+    })
+}
+
+/// Driving side set-up: control connection to the prepared peer, then binding.
+pub fn drive_flow(
+    ctx: &TestCtx,
+    peer_addr: &PeerAddr,
+    kind: Kind,
+    params: &Value,
+    o: &Opts,
+) -> Result<Flow, TestError> {
+    let sp = StreamParams::parse(&Value::Null, &Limits::default()).expect("defaults parse");
+    let conn = peer::connect(ctx, peer_addr, kind, params, &sp, 0)?;
+    let local = conn.control.local_addr().map_err(io_err)?.ip();
+    let mut line = Line::new(conn.control);
+    let (sock, token) = client_bind(ctx, &mut line, local, conn.peer_ip, o)?;
+    let peer = sock.peer_addr().map_err(io_err)?;
+    Ok(Flow {
+        line,
+        sock,
+        token,
+        peer,
+        connected: true,
+        foreign: 0,
+    })
+}
+
+/// A statistics object (DESIGN.md keys), or null without samples.
+pub fn stats_json(s: Option<&Summary>) -> Value {
+    match s {
+        None => Value::Null,
+        Some(s) => {
+            let mut m = serde_json::Map::new();
+            for (k, v) in s.fields() {
+                m.insert(k.into(), if k == "n" { json!(v as u64) } else { json!(v) });
+            }
+            Value::Object(m)
+        }
+    }
+}
+
+/// Sends the final summary (or the failure) of this side to its session.
+pub fn report(ctx: &TestCtx, r: Result<Value, TestError>) {
+    match r {
+        Ok(summary) => ctx.sink.event(&Event::Result {
+            test_id: ctx.test_id,
+            step: ctx.step,
+            role: ctx.role,
+            kind: ctx.kind,
+            summary,
+        }),
+        Err(e) => ctx.fail(e.code, e.message),
+    }
+}
+
+/// A progress event for this side.
+pub fn progress(ctx: &TestCtx, start: Instant, bytes: u64, fraction: f64) {
+    ctx.sink.event(&Event::Progress {
+        test_id: ctx.test_id,
+        step: ctx.step,
+        role: ctx.role,
+        elapsed_s: start.elapsed().as_secs_f64(),
+        bytes,
+        fraction: fraction.min(1.0),
+    });
+}
+
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+pub fn io_err(e: io::Error) -> TestError {
+    TestError::new("io", format!("udp socket: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_and_rejects_strangers() {
+        let h = Hdr {
+            kind: DATA,
+            token: 7,
+            seq: 1 << 40,
+            t_ns: 99,
+        };
+        let mut b = [0u8; 40];
+        h.write(&mut b);
+        assert_eq!(Hdr::read(&b), Some(h));
+        assert_eq!(Hdr::read(&b[..27]), None);
+        b[0] = b'X';
+        assert_eq!(Hdr::read(&b), None);
+    }
+}

@@ -1,0 +1,322 @@
+//! Integration tests of `udp_rr` and `udp_stream`: real agent processes on
+//! loopback, a stranger socket for the foreign-traffic guarantee, and a fake
+//! serving agent that sends late and mismatched replies.
+
+mod util;
+
+use meshperf_protocol::frame::SampleKind;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, UdpSocket};
+use std::time::{Duration, Instant};
+use util::{run_pair, AgentProc, Ctl};
+
+fn sample_count(c: &Ctl, kind: SampleKind, test_id: u32) -> usize {
+    let frames = c.samples(kind);
+    frames
+        .iter()
+        .filter(|f| f.header.test_id == test_id)
+        .map(|f| f.values.len())
+        .sum()
+}
+
+#[test]
+fn udp_rr_times_every_request_between_two_agents() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let caps = ca.hello["capabilities"].as_array().unwrap().clone();
+    assert!(caps.contains(&json!("udp_rr")) && caps.contains(&json!("udp_stream")));
+    let (client, server) = run_pair(
+        &mut cb,
+        &mut ca,
+        1,
+        "udp_rr",
+        json!({"count": 2000, "resp_bytes": 200}),
+    );
+    assert_eq!(client["type"], "result", "{client}");
+    let s = &client["summary"];
+    assert_eq!(
+        (
+            s["count"].as_u64(),
+            s["timeouts"].as_u64(),
+            s["bad"].as_u64()
+        ),
+        (Some(2000), Some(0), Some(0)),
+        "{s}"
+    );
+    assert_eq!(s["foreign"], 0);
+    assert_eq!(s["rtt_us"]["n"], 2000);
+    assert!(s["rtt_us"]["p99"].as_f64().unwrap() >= s["rtt_us"]["median"].as_f64().unwrap());
+    assert_eq!(s["complete"], true);
+    let line: Vec<&str> = s["line"].as_str().unwrap().split("; ").collect();
+    assert_eq!(line.len(), 11, "{line:?}");
+    assert_eq!(&line[..5], &["200", "64", "1", "2000", "0"]);
+    assert_eq!(sample_count(&cb, SampleKind::RttNs, 1), 2000);
+    assert_eq!(server["summary"]["received"], 2000, "{server}");
+    assert_eq!(server["summary"]["replied"], 2000);
+}
+
+#[test]
+fn udp_stream_counts_every_datagram_in_both_directions() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    for (id, dir) in [(2u32, "send"), (3, "receive")] {
+        let params = json!({"pkt_bytes": 1000, "count": 3000, "wait_us": 30, "direction": dir});
+        let (client, server) = run_pair(&mut cb, &mut ca, id, "udp_stream", params);
+        for end in [&client, &server] {
+            assert_eq!(end["type"], "result", "{end}");
+            let s = &end["summary"];
+            assert_eq!(s["sent"], 3000, "{s}");
+            let (rx, lost) = (s["received"].as_u64().unwrap(), s["lost"].as_u64().unwrap());
+            assert_eq!(rx + lost, 3000, "{s}");
+            assert!(rx > 0, "{s}");
+            assert_eq!(s["foreign"], 0);
+            assert_eq!(s["timestamps"], "kernel");
+            // 3000 x 30 us takes at least 90 ms: no datagram leaves before its deadline
+            // (timing upper bounds are left to the benchmark: CI machines are busy).
+            let secs = s["send_seconds"].as_f64().unwrap();
+            assert!((0.0899..1.0).contains(&secs), "send_seconds {secs}");
+            assert!(s["send_gap_us"]["mean"].as_f64().unwrap() >= 29.99, "{s}");
+            assert_eq!(s["line"].as_str().unwrap().split("; ").count(), 26, "{s}");
+            assert!(s["wire_bits_per_second"].as_f64() > s["recv_bits_per_second"].as_f64());
+        }
+        let (sender, receiver) = if dir == "send" {
+            (&cb, &ca)
+        } else {
+            (&ca, &cb)
+        };
+        assert_eq!(sample_count(sender, SampleKind::SendTimeNs, id), 3000);
+        let rx = client["summary"]["received"].as_u64().unwrap() as usize;
+        assert!(sample_count(receiver, SampleKind::Sequence, id) >= rx);
+        assert_eq!(
+            sample_count(receiver, SampleKind::Sequence, id),
+            sample_count(receiver, SampleKind::ArrivalNs, id)
+        );
+    }
+}
+
+/// UDP ports held by process `pid` (from /proc), to aim a stranger at them.
+fn udp_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            l.to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')
+                .map(String::from)
+        })
+        .collect();
+    std::fs::read_to_string("/proc/net/udp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let port = u16::from_str_radix(f[1].rsplit(':').next()?, 16).ok()?;
+            inodes.contains(&f[9].to_string()).then_some(port)
+        })
+        .collect()
+}
+
+fn request(token: u64, seq: u64) -> Vec<u8> {
+    let mut b = vec![0u8; 64];
+    b[..4].copy_from_slice(b"MPUQ");
+    b[4..12].copy_from_slice(&token.to_le_bytes());
+    b[12..20].copy_from_slice(&seq.to_le_bytes());
+    b
+}
+
+#[test]
+fn a_stranger_gets_no_reply_and_is_counted_as_foreign() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    for (id, kind, params) in [
+        (4u32, "udp_rr", json!({"count": 200000, "resp_bytes": 1400})),
+        (5, "udp_stream", json!({"count": 100000, "wait_us": 10})),
+    ] {
+        let prep = ca.request(
+            json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
+        );
+        let start = cb.request(
+            json!({"type": "start", "test_id": id, "step": 0, "kind": kind, "params": params,
+            "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+        );
+        assert_eq!(start["type"], "started", "{start}");
+        std::thread::sleep(Duration::from_millis(300));
+        let ports = udp_ports(a.child.id());
+        assert_eq!(ports.len(), 1, "serving agent UDP ports: {ports:?}");
+        let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+        stranger.connect(("127.0.0.1", ports[0])).unwrap();
+        for seq in 0..50 {
+            stranger.send(&request(seq * 7919, seq)).unwrap();
+        }
+        stranger
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = [0u8; 2048];
+        assert!(
+            stranger.recv(&mut buf).is_err(),
+            "{kind}: the stranger got an answer"
+        );
+        let (client, server) = (cb.wait_end(id), ca.wait_end(id));
+        assert_eq!(client["type"], "result", "{client}");
+        assert_eq!(client["summary"]["foreign"], 50, "{kind}: {client}");
+        assert_eq!(server["summary"]["foreign"], 50, "{kind}: {server}");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_traffic_naming_the_parameter() {
+    let a = AgentProc::start(&[]);
+    let mut c = a.connect();
+    for (kind, params, name) in [
+        ("udp_stream", json!({"pkt_bytes": 65508}), "pkt_bytes"),
+        ("udp_stream", json!({"pkt_bytes": 20}), "pkt_bytes"),
+        ("udp_stream", json!({"wait_us": -5}), "wait_us"),
+        ("udp_stream", json!({"count": 0}), "count"),
+        ("udp_stream", json!({"timeout_ms": 0}), "timeout_ms"),
+        ("udp_rr", json!({"req_bytes": 70000}), "req_bytes"),
+        ("udp_rr", json!({"count": 0}), "count"),
+        ("udp_rr", json!({"timeout_ms": 0}), "timeout_ms"),
+    ] {
+        for ty in ["prepare", "start"] {
+            let r = c.request(
+                json!({"type": ty, "test_id": 9, "step": 0, "kind": kind, "params": params,
+                "peer": {"host": "127.0.0.1", "port": 9, "key": "00".repeat(16)}}),
+            );
+            assert_eq!(r["type"], "error", "{r}");
+            assert_eq!(r["code"], "bad_params", "{r}");
+            assert!(
+                r["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{name}: ")),
+                "{r}"
+            );
+        }
+    }
+}
+
+/// A fake serving agent: answers the set-up, then replies per `script`
+/// (seq -> list of (delay ms, reply seq)).
+fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut w = s;
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let token = 0x1234u64;
+        writeln!(w, "{}", json!({"ok": true})).unwrap();
+        writeln!(
+            w,
+            "{}",
+            json!({"udp_port": u.local_addr().unwrap().port(), "token": format!("{token:016x}")})
+        )
+        .unwrap();
+        let mut buf = [0u8; 2048];
+        let (_, from) = u.recv_from(&mut buf).unwrap();
+        writeln!(w, "{}", json!({"bound": from.to_string()})).unwrap();
+        u.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        while let Ok((n, _)) = u.recv_from(&mut buf) {
+            if n < 28 || buf[3] != b'Q' {
+                continue;
+            }
+            let seq = u64::from_le_bytes(buf[12..20].try_into().unwrap());
+            for (delay, rseq) in script(seq) {
+                std::thread::sleep(Duration::from_millis(delay));
+                let mut b = buf[..64].to_vec();
+                b[3] = b'R';
+                b[12..20].copy_from_slice(&rseq.to_le_bytes());
+                u.send_to(&b, from).unwrap();
+            }
+        }
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        writeln!(w, "{}", json!({"op": "done", "server": {"foreign": 0}})).unwrap();
+    });
+    (port, h)
+}
+
+#[test]
+fn late_and_mismatched_replies_are_bad_never_mispaired() {
+    let b = AgentProc::start(&[]);
+    let mut cb = b.connect();
+    // seq 1 answered too late (after its 100 ms timeout, during seq 2's wait);
+    // seq 3 first gets a reply for seq 99, then its own.
+    let (port, h) = fake_server(|seq| match seq {
+        1 => vec![(150, 1)],
+        3 => vec![(0, 99), (0, 3)],
+        s => vec![(0, s)],
+    });
+    let params = json!({"count": 5, "timeout_ms": 100});
+    let r = cb.request(
+        json!({"type": "start", "test_id": 6, "step": 0, "kind": "udp_rr", "params": params,
+        "peer": {"host": "127.0.0.1", "port": port, "key": "ab".repeat(16)}}),
+    );
+    assert_eq!(r["type"], "started", "{r}");
+    let end = cb.wait_end(6);
+    let s = &end["summary"];
+    assert_eq!(
+        (s["count"].as_u64(), s["answered"].as_u64()),
+        (Some(5), Some(4)),
+        "{end}"
+    );
+    assert_eq!(
+        (s["timeouts"].as_u64(), s["bad"].as_u64()),
+        (Some(1), Some(2)),
+        "{end}"
+    );
+    // seq 2's RTT excludes the 150 ms wait of seq 1's late reply: never mispaired.
+    assert!(s["rtt_us"]["max"].as_f64().unwrap() < 100_000.0, "{s}");
+    h.join().unwrap();
+}
+
+#[test]
+fn a_peer_that_stops_mid_burst_ends_the_test_at_its_timeout_and_says_so() {
+    let b = AgentProc::start(&[]);
+    let mut cb = b.connect();
+    for (id, kind, params) in [
+        (
+            7u32,
+            "udp_stream",
+            json!({"count": 400000, "wait_us": 10, "timeout_ms": 300}),
+        ),
+        (8, "udp_rr", json!({"count": 1000000, "timeout_ms": 50})),
+    ] {
+        let mut a = AgentProc::start(&[]);
+        let mut ca = a.connect();
+        let prep = ca.request(
+            json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
+        );
+        let t0 = Instant::now();
+        cb.request(
+            json!({"type": "start", "test_id": id, "step": 0, "kind": kind, "params": params,
+            "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = a.child.kill();
+        let _ = a.child.wait();
+        let end = cb.wait_end(id);
+        assert_eq!(end["type"], "result", "{end}");
+        let s: &Value = &end["summary"];
+        assert_eq!(s["complete"], false, "{s}");
+        assert!(s["note"].as_str().is_some_and(|n| !n.is_empty()), "{s}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "{kind} took {:?}",
+            t0.elapsed()
+        );
+        let measured = if kind == "udp_rr" {
+            &s["answered"]
+        } else {
+            &s["sent"]
+        };
+        assert!(measured.as_u64().unwrap() > 0, "{s}");
+    }
+}

@@ -1,0 +1,253 @@
+//! Parameters of `udp_rr` (udp_req_timo/udp_resp) and `udp_stream`
+//! (udp_bw_mon/udp_bw_resp), and the meshperf UDP datagram header both use.
+//!
+//! Every datagram starts with a 28-byte little-endian header:
+//!
+//! | offset | size | field                                              |
+//! |--------|------|----------------------------------------------------|
+//! | 0      | 3    | magic `MPU`                                        |
+//! | 3      | 1    | type: `H` hello, `Q` request, `R` reply, `D` data  |
+//! | 4      | 8    | per-test token (sent on the TCP control connection)|
+//! | 12     | 8    | sequence number                                    |
+//! | 20     | 8    | sender's time in ns since its test start           |
+//!
+//! The rest of the datagram is padding up to the requested size.
+
+use super::{range_u64, Direction, Limits, ParamError, Reader};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Length of the meshperf UDP header: the smallest datagram meshperf sends.
+pub const UDP_HEADER_LEN: u64 = 28;
+/// Largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP).
+pub const UDP_MAX_PAYLOAD: u64 = 65507;
+
+/// Parameters of `udp_rr`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpRrParams {
+    /// Request datagram size in bytes (udp_req_timo -p).
+    pub req_bytes: u64,
+    /// Response datagram size in bytes (udp_req_timo -r).
+    pub resp_bytes: u64,
+    /// Number of request/response transactions (udp_req_timo -l).
+    pub count: u64,
+    /// How long to wait for each response, in ms.
+    pub timeout_ms: u64,
+    /// IP TOS / traffic class byte.
+    pub tos: Option<u8>,
+    /// Requested SO_SNDBUF, bytes.
+    pub sndbuf: Option<u64>,
+    /// Requested SO_RCVBUF, bytes.
+    pub rcvbuf: Option<u64>,
+    /// Progress interval in ms.
+    pub interval_ms: u64,
+}
+
+/// Parameters of `udp_stream`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpStreamParams {
+    /// Datagram size in bytes (udp_bw_mon -p), header included.
+    pub pkt_bytes: u64,
+    /// Datagrams to send (udp_bw_mon -l).
+    pub count: u64,
+    /// Time between datagram sends in us (udp_bw_mon -w); fractions allowed.
+    pub wait_us: f64,
+    /// `send`: the driving agent sends; `receive`: the serving agent sends.
+    pub direction: Direction,
+    /// IP TOS / traffic class byte.
+    pub tos: Option<u8>,
+    /// Requested SO_SNDBUF, bytes.
+    pub sndbuf: Option<u64>,
+    /// Requested SO_RCVBUF, bytes.
+    pub rcvbuf: Option<u64>,
+    /// Per-frame bytes on the wire beyond the UDP payload (Ethernet: 66).
+    pub overhead_bytes: u64,
+    /// Quiet time after which the receiver stops waiting, in ms.
+    pub timeout_ms: u64,
+}
+
+fn size(r: &mut Reader, name: &'static str, default: u64) -> Result<u64, ParamError> {
+    let v = r.u64(name)?.unwrap_or(default);
+    if v < UDP_HEADER_LEN || v > UDP_MAX_PAYLOAD {
+        return Err(ParamError::new(
+            name,
+            format!(
+                "must be between {UDP_HEADER_LEN} (the meshperf header) and {UDP_MAX_PAYLOAD} \
+                 (the largest UDP payload), got {v}"
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+type Common = (Option<u8>, Option<u64>, Option<u64>);
+
+fn common(r: &mut Reader) -> Result<Common, ParamError> {
+    let tos = r
+        .u64("tos")?
+        .map(|n| range_u64("tos", n, 0, 255, "").map(|n| n as u8))
+        .transpose()?;
+    let mut buf = |name| {
+        r.u64(name)?
+            .map(|n| range_u64(name, n, 1, 1 << 30, ""))
+            .transpose()
+    };
+    Ok((tos, buf("sndbuf")?, buf("rcvbuf")?))
+}
+
+fn count(r: &mut Reader, default: u64, limits: &Limits) -> Result<u64, ParamError> {
+    let c = r.u64("count")?.unwrap_or(default);
+    range_u64("count", c, 1, limits.max_count, " (the agent's limit)")
+}
+
+fn timeout(r: &mut Reader) -> Result<u64, ParamError> {
+    range_u64(
+        "timeout_ms",
+        r.u64("timeout_ms")?.unwrap_or(1000),
+        1,
+        60_000,
+        "",
+    )
+}
+
+impl UdpRrParams {
+    /// Parses and validates `udp_rr` parameters against `limits`.
+    pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
+        let mut r = Reader::new(v)?;
+        let req_bytes = size(&mut r, "req_bytes", 64)?;
+        let resp_bytes = size(&mut r, "resp_bytes", 64)?;
+        let count = count(&mut r, 1000, limits)?;
+        let timeout_ms = timeout(&mut r)?;
+        let (tos, sndbuf, rcvbuf) = common(&mut r)?;
+        let interval_ms = range_u64(
+            "interval_ms",
+            r.u64("interval_ms")?.unwrap_or(100),
+            1,
+            10_000,
+            "",
+        )?;
+        r.finish()?;
+        Ok(UdpRrParams {
+            req_bytes,
+            resp_bytes,
+            count,
+            timeout_ms,
+            tos,
+            sndbuf,
+            rcvbuf,
+            interval_ms,
+        })
+    }
+}
+
+impl UdpStreamParams {
+    /// Parses and validates `udp_stream` parameters against `limits`.
+    pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
+        let mut r = Reader::new(v)?;
+        let pkt_bytes = size(&mut r, "pkt_bytes", 1400)?;
+        let count = count(&mut r, 10_000, limits)?;
+        let wait_us = r.f64("wait_us")?.unwrap_or(0.0);
+        if !(0.0..=10_000_000.0).contains(&wait_us) {
+            return Err(ParamError::new(
+                "wait_us",
+                format!("must be between 0 and 10000000 us, got {wait_us}"),
+            ));
+        }
+        let direction = match r.string("direction")?.as_deref() {
+            None | Some("send") => Direction::Send,
+            Some("receive") => Direction::Receive,
+            Some(o) => {
+                return Err(ParamError::new(
+                    "direction",
+                    format!("must be send or receive, got {o:?}"),
+                ))
+            }
+        };
+        let (tos, sndbuf, rcvbuf) = common(&mut r)?;
+        let overhead_bytes = range_u64(
+            "overhead_bytes",
+            r.u64("overhead_bytes")?.unwrap_or(66),
+            0,
+            1024,
+            "",
+        )?;
+        let timeout_ms = timeout(&mut r)?;
+        r.finish()?;
+        let secs = count as f64 * wait_us / 1e6;
+        if secs > limits.max_duration_s {
+            return Err(ParamError::new(
+                "count",
+                format!(
+                    "count x wait_us = {secs:.1} s is above the agent's limit of {} s",
+                    limits.max_duration_s
+                ),
+            ));
+        }
+        if (count as u128) * (pkt_bytes as u128) > limits.max_bytes as u128 {
+            return Err(ParamError::new(
+                "count",
+                format!(
+                    "count x pkt_bytes is above the agent's limit of {} bytes",
+                    limits.max_bytes
+                ),
+            ));
+        }
+        Ok(UdpStreamParams {
+            pkt_bytes,
+            count,
+            wait_us,
+            direction,
+            tos,
+            sndbuf,
+            rcvbuf,
+            overhead_bytes,
+            timeout_ms,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rr(v: Value) -> Result<UdpRrParams, ParamError> {
+        UdpRrParams::parse(&v, &Limits::default())
+    }
+    fn st(v: Value) -> Result<UdpStreamParams, ParamError> {
+        UdpStreamParams::parse(&v, &Limits::default())
+    }
+
+    #[test]
+    fn defaults() {
+        let p = rr(Value::Null).unwrap();
+        assert_eq!((p.req_bytes, p.resp_bytes, p.timeout_ms), (64, 64, 1000));
+        let s = st(json!({"wait_us": 11.2})).unwrap();
+        assert_eq!((s.pkt_bytes, s.overhead_bytes, s.wait_us), (1400, 66, 11.2));
+        assert_eq!(s.direction, Direction::Send);
+    }
+
+    #[test]
+    fn bad_input_names_the_parameter() {
+        let bad = |v: Value| st(v).unwrap_err().param;
+        assert_eq!(bad(json!({"pkt_bytes": 65508})), "pkt_bytes");
+        assert_eq!(bad(json!({"pkt_bytes": 27})), "pkt_bytes");
+        assert_eq!(bad(json!({"wait_us": -1})), "wait_us");
+        assert_eq!(bad(json!({"count": 0})), "count");
+        assert_eq!(bad(json!({"timeout_ms": 0})), "timeout_ms");
+        assert_eq!(bad(json!({"direction": "both"})), "direction");
+        assert_eq!(bad(json!({"count": 1000000, "wait_us": 1000})), "count");
+        assert_eq!(rr(json!({"req_bytes": 10})).unwrap_err().param, "req_bytes");
+        assert_eq!(
+            rr(json!({"resp_bytes": 70000})).unwrap_err().param,
+            "resp_bytes"
+        );
+        assert_eq!(rr(json!({"count": 0})).unwrap_err().param, "count");
+        assert_eq!(
+            rr(json!({"timeout_ms": 0})).unwrap_err().param,
+            "timeout_ms"
+        );
+        let e = st(json!({"pkt_bytes": 70000})).unwrap_err();
+        assert!(e.to_string().contains("65507"), "{e}");
+    }
+}
