@@ -40,6 +40,10 @@ pub struct RunResult {
     pub agents: Vec<Value>,
     #[serde(default)]
     pub steps: Vec<StepResult>,
+    /// Set by a permalink too long for every raw sample: the large series of
+    /// some steps were replaced by [`StepResult::histograms`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub samples_replaced: bool,
 }
 
 /// The outcome of one step.
@@ -62,6 +66,10 @@ pub struct StepResult {
     pub sides: Sides,
     #[serde(default)]
     pub samples: Vec<Series>,
+    /// Histograms standing in for raw series a permalink could not carry
+    /// (see [`RunResult::samples_replaced`]); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histograms: Vec<SeriesHistogram>,
     /// Why the step failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -90,6 +98,22 @@ pub struct Series {
     pub values: Vec<u64>,
 }
 
+/// A fixed-width histogram of one raw series, in the series' own unit (ns
+/// for `*_ns` kinds): bin `i` covers `[low + i*bin_width, low + (i+1)*bin_width)`
+/// and the bins span every value (no underflow or overflow).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesHistogram {
+    pub role: Role,
+    pub kind: SampleKind,
+    #[serde(default)]
+    pub stream: u16,
+    /// How many values the series had (the sum of `counts`).
+    pub n: u64,
+    pub low: u64,
+    pub bin_width: u64,
+    pub counts: Vec<u64>,
+}
+
 /// A result that cannot be loaded.
 #[derive(Debug, Error, PartialEq)]
 pub enum ResultError {
@@ -114,6 +138,7 @@ impl RunResult {
             plan,
             agents,
             steps: Vec::new(),
+            samples_replaced: false,
         }
     }
 }
@@ -177,6 +202,7 @@ mod tests {
                 stream: 0,
                 values: vec![1, 2],
             }],
+            histograms: Vec::new(),
             error: None,
         });
         let text = serde_json::to_string(&r).unwrap();

@@ -4,12 +4,13 @@
 //! Rust (tested natively with `cargo test -p meshperf-wasm`): summaries
 //! ([`stats`]), histograms and CDFs ([`hist`]), least-squares fits and
 //! confidence intervals ([`fit`]), UDP receive analysis ([`udp`]) and series
-//! helpers for plotting ([`series`]). The wasm-bindgen facade in `bindings.rs`
+//! helpers for plotting ([`series`]), and the permalink codec ([`permalink`]). The wasm-bindgen facade in `bindings.rs`
 //! is compiled only for `wasm32` and only converts arguments and results.
 
 pub mod error;
 pub mod fit;
 pub mod hist;
+pub mod permalink;
 mod select;
 pub mod series;
 pub mod stats;

@@ -287,6 +287,7 @@ fn run_step(
             server: ends.remove(&Role::Server),
         },
         samples,
+        histograms: Vec::new(),
         error: step_error,
     })
 }

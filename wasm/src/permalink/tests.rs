@@ -1,0 +1,386 @@
+use super::*;
+use meshperf_protocol::plan::{Plan, Transport};
+use meshperf_protocol::result::{Sides, StepResult};
+use serde_json::json;
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Roughly normal (sum of four uniforms).
+    fn normal(&mut self) -> f64 {
+        (0..4).map(|_| self.unit()).sum::<f64>() - 2.0
+    }
+}
+
+/// Loopback RTTs in ns as this machine shows them: a body around 17 us when
+/// both ends share a CPU, a second mode around 70 us (idle wake-ups), and a
+/// sparse tail to a few hundred us.
+fn loopback_rtts(n: usize, seed: u64) -> Vec<u64> {
+    let mut r = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let p = r.unit();
+            let us = if p < 0.62 {
+                17.0 + 2.5 * r.normal()
+            } else if p < 0.97 {
+                70.0 + 6.0 * r.normal()
+            } else {
+                80.0 + 250.0 * r.unit() * r.unit()
+            };
+            (us.max(12.0) * 1000.0) as u64 + r.next() % 1000
+        })
+        .collect()
+}
+
+fn hello(host: &str) -> Value {
+    json!({"type": "hello", "protocol": 1, "version": "0.1.0", "hostname": host,
+        "addresses": ["127.0.0.1", "10.0.2.15 eth0", "fe80::5054:ff:fe12:3456 eth0"],
+        "cores": 2, "kernel": "Linux 6.1.0-28-amd64 x86_64",
+        "capabilities": ["tcp_stream", "tcp_rr", "udp_stream", "udp_rr", "unix_stream", "unix_rr"]})
+}
+
+fn rtt_summary(v: &[u64]) -> Value {
+    let us: Vec<f64> = v.iter().map(|&x| x as f64 / 1e3).collect();
+    let mut o = Map::new();
+    for (k, x) in crate::stats::Summary::new(&us).map_or([].into(), |s| s.fields().to_vec()) {
+        o.insert(k.into(), json!(x));
+    }
+    json!({"count": v.len(), "timeouts": 0, "bad": 0, "rtt_us": o})
+}
+
+/// A tcp_rr run of `n` RTTs, as `meshperf run --json` writes it.
+fn rr_result(n: usize) -> RunResult {
+    let plan = Plan::from_json(
+        r#"{"kind":"tcp_rr","params":{"req_bytes":64,"resp_bytes":64,"count":10000}}"#,
+    )
+    .unwrap();
+    let mut r = RunResult::new(plan, vec![hello("alpha"), hello("beta")], 1_795_000_123.25);
+    let rtts = loopback_rtts(n, 42);
+    let params = r.plan.params.clone();
+    r.steps.push(StepResult {
+        index: 0,
+        kind: r.plan.kind,
+        params,
+        point: vec![],
+        repeat: 0,
+        transport: Transport::Tcp,
+        summary: rtt_summary(&rtts),
+        sides: Sides {
+            client: Some(rtt_summary(&rtts)),
+            server: Some(json!({"count": n, "bytes": n * 64})),
+        },
+        samples: vec![Series {
+            role: Role::Client,
+            kind: SampleKind::RttNs,
+            stream: 0,
+            values: rtts,
+        }],
+        histograms: vec![],
+        error: None,
+    });
+    r
+}
+
+/// A two-step tcp_stream sweep with interval bytes, read sizes and TCP_INFO.
+fn stream_result() -> RunResult {
+    let plan = Plan::from_json(
+        r#"{"kind":"tcp_stream","params":{"duration_s":1,"streams":2},"sweep":{"msg_bytes":[1024,65536]}}"#,
+    )
+    .unwrap();
+    let mut r = RunResult::new(plan.clone(), vec![hello("a"), hello("b")], 1.5);
+    let mut rng = Rng(7);
+    for st in plan.expand().unwrap() {
+        let mut samples = Vec::new();
+        for stream in 0..2u16 {
+            samples.push(Series {
+                role: Role::Server,
+                kind: SampleKind::IntervalBytes,
+                stream,
+                values: (0..10)
+                    .map(|_| 1_000_000_000 + rng.next() % 50_000_000)
+                    .collect(),
+            });
+            samples.push(Series {
+                role: Role::Server,
+                kind: SampleKind::ReadBytes,
+                stream,
+                values: (0..500)
+                    .map(|_| [1024, 65536, 131072][rng.next() as usize % 3])
+                    .collect(),
+            });
+        }
+        samples.push(Series {
+            role: Role::Client,
+            kind: SampleKind::TcpRttUs,
+            stream: 0,
+            values: (0..10).map(|_| 20 + rng.next() % 10).collect(),
+        });
+        let mut t = 0;
+        samples.push(Series {
+            role: Role::Server,
+            kind: SampleKind::ArrivalNs,
+            stream: 0,
+            values: (0..300)
+                .map(|_| {
+                    t += 20_000 + rng.next() % 3_000;
+                    t
+                })
+                .collect(),
+        });
+        r.steps.push(StepResult {
+            index: st.index,
+            kind: st.kind,
+            params: st.params,
+            point: st.point,
+            repeat: st.repeat,
+            transport: st.transport,
+            summary: json!({"bytes": 20_000_000_000u64, "seconds": 1.000_123, "bits_per_second": 1.6e11 / 1.000_123,
+                "reads": 1000, "avg_read_bytes": 2e7, "streams": [{"bytes": 1, "reads": 2}], "retransmits": 0,
+                "neg": -5, "none": null, "ok": true, "name": "grüße \u{1F600}"}),
+            sides: Sides::default(),
+            samples,
+            histograms: vec![],
+            error: if st.index == 1 { Some("agent b: refused".into()) } else { None },
+        });
+    }
+    r
+}
+
+/// `r` as a link gives it back: times rounded to 100 ns.
+fn rounded(r: &RunResult) -> RunResult {
+    let mut r = r.clone();
+    for s in r.steps.iter_mut().flat_map(|s| &mut s.samples) {
+        if is_time(s.kind) {
+            s.values.iter_mut().for_each(|v| *v = round_time(*v));
+        }
+    }
+    r
+}
+
+#[test]
+fn round_trip_gives_equal_numbers() {
+    for r in [
+        rr_result(10_000),
+        stream_result(),
+        rr_result(0),
+        rr_result(1),
+    ] {
+        let text = encode(&r).unwrap();
+        assert!(text.starts_with("mp"));
+        let back = decode(&text).unwrap();
+        assert_eq!(back, rounded(&r));
+        assert!(!back.samples_replaced);
+        // Through the JSON entry points too (what the bindings call).
+        let json = serde_json::to_string(&r).unwrap();
+        let back = result::load(&decode_json(&encode_json(&json).unwrap()).unwrap()).unwrap();
+        assert_eq!(back, rounded(&r));
+    }
+}
+
+#[test]
+fn times_round_to_100_ns_and_other_series_are_exact() {
+    assert_eq!(round_time(149), 100);
+    assert_eq!(round_time(150), 200);
+    assert_eq!(round_time(u64::MAX), u64::MAX / 100 * 100);
+    let r = stream_result();
+    let back = decode(&encode(&r).unwrap()).unwrap();
+    let (a, b) = (&r.steps[0].samples, &back.steps[0].samples);
+    assert_eq!(a[0], b[0], "interval bytes are lossless");
+    assert_eq!(a[1], b[1], "read sizes are lossless");
+    let arrival = a.iter().find(|s| s.kind == SampleKind::ArrivalNs).unwrap();
+    let back_arrival = b.iter().find(|s| s.kind == SampleKind::ArrivalNs).unwrap();
+    assert_ne!(
+        arrival.values, back_arrival.values,
+        "the fixture has ns digits"
+    );
+    for (x, y) in arrival.values.iter().zip(&back_arrival.values) {
+        assert!(x.abs_diff(*y) <= 50);
+    }
+    // Extreme values survive both series modes.
+    let mut r = rr_result(3);
+    r.steps[0].samples[0].values = vec![u64::MAX, 0, u64::MAX / 2];
+    r.steps[0].samples.push(Series {
+        role: Role::Server,
+        kind: SampleKind::Sequence,
+        stream: u16::MAX,
+        values: vec![u64::MAX, 0, 1, u64::MAX - 1],
+    });
+    assert_eq!(decode(&encode(&r).unwrap()).unwrap(), rounded(&r));
+}
+
+#[test]
+fn ten_thousand_rtts_fit_in_24_kb_of_url() {
+    let text = encode(&rr_result(10_000)).unwrap();
+    let url = format!("http://127.0.0.1:38917/#r={text}");
+    eprintln!("10 000 RTT samples: {} bytes of URL", url.len());
+    assert!(url.len() <= 24 * 1024, "{} bytes", url.len());
+}
+
+#[test]
+fn beyond_the_hard_limit_histograms_replace_large_series() {
+    let mut r = rr_result(200_000);
+    // A short series stays raw.
+    r.steps[0].samples.push(Series {
+        role: Role::Server,
+        kind: SampleKind::ReadBytes,
+        stream: 0,
+        values: vec![64; 100],
+    });
+    let text = encode(&r).unwrap();
+    assert!(text.len() <= HARD_LIMIT, "{}", text.len());
+    let back = decode(&text).unwrap();
+    assert!(back.samples_replaced);
+    let step = &back.steps[0];
+    assert_eq!(step.summary, r.steps[0].summary);
+    assert_eq!(step.samples, vec![r.steps[0].samples[1].clone()]);
+    let h = &step.histograms[0];
+    assert_eq!(
+        (h.kind, h.role, h.n),
+        (SampleKind::RttNs, Role::Client, 200_000)
+    );
+    assert_eq!(h.bin_width, 1_000, "1 us bins");
+    assert_eq!(h.counts.iter().sum::<u64>(), 200_000);
+    let min = *r.steps[0].samples[0].values.iter().min().unwrap();
+    assert!(h.low <= min && min < h.low + h.bin_width);
+    // The JSON the page gets says so plainly.
+    let json: Value = serde_json::from_str(&decode_json(&text).unwrap()).unwrap();
+    assert_eq!(json["samples_replaced"], json!(true));
+    // A decoded histogram link encodes again as it is.
+    assert_eq!(decode(&encode(&back).unwrap()).unwrap(), back);
+}
+
+#[test]
+fn histogram_bins_widen_on_1_2_5_steps() {
+    let s = |values: Vec<u64>| Series {
+        role: Role::Client,
+        kind: SampleKind::RttNs,
+        stream: 0,
+        values,
+    };
+    assert_eq!(histogram_of(&s(vec![15_000, 80_000])).bin_width, 1_000);
+    assert_eq!(histogram_of(&s(vec![0, 3_000_000])).bin_width, 2_000);
+    assert_eq!(histogram_of(&s(vec![0, 9_000_000])).bin_width, 5_000);
+    assert_eq!(
+        histogram_of(&s(vec![0, u64::MAX])).counts.len() as u64 <= HIST_MAX_BINS,
+        true
+    );
+    assert!(histogram_of(&s(vec![])).counts.is_empty());
+}
+
+#[test]
+fn truncated_links_are_refused_with_one_line() {
+    let text = encode(&stream_result()).unwrap();
+    for cut in [
+        0,
+        1,
+        2,
+        3,
+        5,
+        10,
+        text.len() / 3,
+        text.len() / 2,
+        text.len() - 7,
+        text.len() - 2,
+        text.len() - 1,
+    ] {
+        let e = decode(&text[..cut]).unwrap_err();
+        let m = e.to_string();
+        assert!(!m.contains('\n'), "{m}");
+        if cut >= 2 {
+            assert!(matches!(e, PermalinkError::Corrupt(_)), "cut {cut}: {m}");
+        }
+    }
+    assert!(decode(&text[..text.len() / 2])
+        .unwrap_err()
+        .to_string()
+        .contains("cut short"));
+}
+
+#[test]
+fn every_flipped_character_is_refused_or_harmless() {
+    let r = stream_result();
+    let text = encode(&r).unwrap();
+    let alphabet = std::str::from_utf8(B64).unwrap();
+    let mut refused = 0;
+    for i in 2..text.len() {
+        let c = text.as_bytes()[i] as char;
+        let other = alphabet
+            .chars()
+            .cycle()
+            .skip_while(|&x| x != c)
+            .nth(17)
+            .unwrap();
+        let bad = format!("{}{}{}", &text[..i], other, &text[i + 1..]);
+        match decode(&bad) {
+            Err(e) => {
+                assert!(!e.to_string().contains('\n'));
+                refused += 1;
+            }
+            // A change the checksum cannot see must not change the result.
+            Ok(back) => assert_eq!(back, rounded(&r), "flip at {i}"),
+        }
+    }
+    assert!(refused >= text.len() - 3, "{refused} of {}", text.len());
+    let m = decode(&format!("{}!{}", &text[..9], &text[10..]))
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("character '!' at 9"), "{m}");
+}
+
+#[test]
+fn wrong_tag_and_newer_version_are_named() {
+    let text = encode(&rr_result(5)).unwrap();
+    assert_eq!(
+        decode(&format!("xx{}", &text[2..])),
+        Err(PermalinkError::Tag)
+    );
+    assert_eq!(decode("{\"format\":1}"), Err(PermalinkError::Tag));
+    // Version 2: the first byte after the tag.
+    let mut bytes = base64url_decode(&text[2..]).unwrap();
+    bytes[0] = 2;
+    let mut newer = String::from(TAG);
+    base64url_encode(&bytes, &mut newer);
+    let e = decode(&newer).unwrap_err();
+    assert_eq!(e, PermalinkError::TooNew(2));
+    assert!(e.to_string().contains("newer meshperf"));
+    // A whole URL works as well as the fragment text.
+    assert!(decode(&format!("http://h:1/#r={text}\n")).is_ok());
+}
+
+#[test]
+fn a_result_written_by_a_newer_meshperf_is_refused_on_encode() {
+    let e = encode_json(r#"{"format":"meshperf-result","version":9,"plan":{"kind":"tcp_rr"}}"#)
+        .unwrap_err();
+    assert!(e.to_string().contains("upgrade meshperf"), "{e}");
+    assert!(encode_json("[1]").is_err());
+}
+
+/// The link format 1 fixture: made by the first version of this codec, it
+/// must open in every later one.
+const FIXTURE_V1: &str = include_str!("../../tests/fixtures/permalink-v1.txt");
+
+#[test]
+fn link_format_1_fixture_still_decodes() {
+    let expected = rounded(&stream_result());
+    if std::env::var_os("MESHPERF_WRITE_FIXTURE").is_some() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/permalink-v1.txt"
+        );
+        std::fs::write(path, encode(&stream_result()).unwrap() + "\n").unwrap();
+    }
+    let back = decode(FIXTURE_V1).unwrap();
+    assert_eq!(back, expected);
+    assert_eq!(back.steps[1].error.as_deref(), Some("agent b: refused"));
+    assert_eq!(back.steps[0].summary["name"], json!("grüße \u{1F600}"));
+}
