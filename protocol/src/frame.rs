@@ -173,6 +173,7 @@ mod tests {
     fn round_trip() {
         let h = FrameHeader {
             kind: SampleKind::RttNs,
+            role: Role::Server,
             stream: 3,
             test_id: 7,
             step: 2,
@@ -189,6 +190,7 @@ mod tests {
     fn rejects_bad_frames() {
         let h = FrameHeader {
             kind: SampleKind::IntervalBytes,
+            role: Role::Client,
             stream: 0,
             test_id: 1,
             step: 0,
