@@ -65,6 +65,8 @@ pub struct Agent {
     /// Engine output waiting for its session's next pump.
     pending: HashMap<u64, VecDeque<Message>>,
     live: std::collections::HashSet<u64>,
+    /// Threads of tests that sent their final event and are ending.
+    ending: Vec<JoinHandle<()>>,
 }
 
 impl Agent {
@@ -87,6 +89,7 @@ impl Agent {
             tests: HashMap::new(),
             pending: HashMap::new(),
             live: Default::default(),
+            ending: Vec::new(),
         }
     }
 
@@ -103,12 +106,27 @@ impl Agent {
         match out {
             Outbound::Text { sid, text } => self.queue(sid, Message::text(text)),
             Outbound::Binary { sid, bytes } => self.queue(sid, Message::binary(bytes)),
-            Outbound::Finished { test_id, role } => {
-                if let Some(mut h) = self.tests.remove(&(test_id, role)) {
-                    if let Some(t) = h.thread.take() {
-                        let _ = t.join();
-                    }
+            Outbound::Final {
+                sid,
+                test_id,
+                role,
+                text,
+            } => {
+                if let Some(h) = self.tests.remove(&(test_id, role)) {
+                    self.ending.extend(h.thread);
                 }
+                self.queue(sid, Message::text(text))
+            }
+            Outbound::Finished { test_id, role } => {
+                // A side that ended without a final event is freed here.
+                if let Some(h) = self.tests.remove(&(test_id, role)) {
+                    self.ending.extend(h.thread);
+                }
+                // Threads whose final event went out end right after it.
+                let (done, running): (Vec<_>, Vec<_>) =
+                    self.ending.drain(..).partition(|t| t.is_finished());
+                self.ending = running;
+                done.into_iter().for_each(|t| drop(t.join()));
                 None
             }
         }
@@ -198,6 +216,7 @@ impl Agent {
                 let _ = t.join();
             }
         }
+        self.ending.drain(..).for_each(|t| drop(t.join()));
     }
 
     fn handle(&mut self, s: &mut Session, text: &str) {

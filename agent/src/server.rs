@@ -134,6 +134,30 @@ pub fn serve(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
+        // Engine output first (results free their tests before the next
+        // request is read), routed to sessions, then the sessions flushed.
+        let mut touched = Vec::new();
+        while let Ok(out) = rx.try_recv() {
+            if let Some(sid) = agent.route(out) {
+                if let Some(&key) = by_sid.get(&sid) {
+                    touched.push(key);
+                }
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for key in touched {
+            if conns.contains(key) {
+                step(
+                    key,
+                    &mut conns,
+                    &mut by_sid,
+                    &mut agent,
+                    &allowed,
+                    ws_config,
+                );
+            }
+        }
         for ev in events.iter() {
             match ev.token() {
                 SIGNAL => {
@@ -191,29 +215,6 @@ pub fn serve(
                         );
                     }
                 }
-            }
-        }
-        // Engine output: route to sessions, then flush the sessions touched.
-        let mut touched = Vec::new();
-        while let Ok(out) = rx.try_recv() {
-            if let Some(sid) = agent.route(out) {
-                if let Some(&key) = by_sid.get(&sid) {
-                    touched.push(key);
-                }
-            }
-        }
-        touched.sort_unstable();
-        touched.dedup();
-        for key in touched {
-            if conns.contains(key) {
-                step(
-                    key,
-                    &mut conns,
-                    &mut by_sid,
-                    &mut agent,
-                    &allowed,
-                    ws_config,
-                );
             }
         }
     }

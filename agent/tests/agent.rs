@@ -282,3 +282,19 @@ fn a_closed_controller_cancels_its_test_and_a_wrong_key_is_refused() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn next_step_is_never_busy_right_after_results() {
+    // One agent plays both ends; each prepare follows the previous results at once.
+    let a = AgentProc::start(&[]);
+    let mut c = a.connect();
+    for i in 0..30u32 {
+        let prep = c.request(json!({"type": "prepare", "test_id": 600 + i, "step": i, "kind": "tcp_stream", "params": {"msg_bytes": 100, "count": 1}}));
+        assert_eq!(prep["type"], "prepared", "step {i}: {prep}");
+        let start = c.request(json!({"type": "start", "test_id": 600 + i, "step": i, "kind": "tcp_stream", "params": {"msg_bytes": 100, "count": 1},
+            "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
+        assert_eq!(start["type"], "started", "step {i}: {start}");
+        let (x, y) = (c.wait_end(600 + i), c.wait_end(600 + i));
+        assert_eq!((x["type"].as_str(), y["type"].as_str()), (Some("result"), Some("result")), "step {i}");
+    }
+}

@@ -6,16 +6,23 @@
 //! * [`sockopt`]: socket options requested by a plan, read back from the kernel.
 //! * [`stream`]: the bulk-transfer workers (one mio `Poll` per worker thread).
 //! * [`tcp_stream`]: the `tcp_stream` test, both roles.
+//! * [`rr`], [`tcp_rr`]: request/response latency (`tcp_rr`).
+//! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
+//! * [`bind`]: local addresses of data sockets.
 //! * [`udp`], [`udp_batch`], [`udp_rr`], [`udp_stream`]: the UDP tests.
 
+pub mod bind;
 pub mod peer;
+pub mod rr;
 pub mod sockopt;
 pub mod stream;
+pub mod tcp_rr;
 pub mod tcp_stream;
 pub mod udp;
 pub mod udp_batch;
 pub mod udp_rr;
 pub mod udp_stream;
+pub mod unix;
 
 use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::Limits;
@@ -35,6 +42,15 @@ pub enum Outbound {
     Text { sid: u64, text: String },
     /// A binary sample frame for session `sid`.
     Binary { sid: u64, bytes: Vec<u8> },
+    /// The last event of a test side (its `result` or `error`). The control
+    /// loop frees the test as it routes this, so a controller that reacts to
+    /// the event by preparing the next step never finds the agent busy.
+    Final {
+        sid: u64,
+        test_id: u32,
+        role: Role,
+        text: String,
+    },
     /// The side `role` of test `test_id` has ended (successfully or not).
     Finished { test_id: u32, role: Role },
 }
@@ -59,15 +75,40 @@ impl Sink {
     }
 
     /// Queues sample frames for `values`, split into frames of at most 65536 values.
-    pub fn samples(&self, kind: SampleKind, test_id: u32, step: u32, stream: u16, values: &[u64]) {
+    pub fn samples(
+        &self,
+        kind: SampleKind,
+        role: Role,
+        test_id: u32,
+        step: u32,
+        stream: u16,
+        values: &[u64],
+    ) {
+        self.samples_from(kind, role, test_id, step, stream, 0, values);
+    }
+
+    /// Like [`Sink::samples`] for a batch whose first value has sequence
+    /// number `first_seq` (samples sent in batches while a test runs).
+    #[allow(clippy::too_many_arguments)]
+    pub fn samples_from(
+        &self,
+        kind: SampleKind,
+        role: Role,
+        test_id: u32,
+        step: u32,
+        stream: u16,
+        first_seq: u32,
+        values: &[u64],
+    ) {
         const CHUNK: usize = 65536;
         for (i, chunk) in values.chunks(CHUNK).enumerate() {
             let h = FrameHeader {
                 kind,
+                role,
                 stream,
                 test_id,
                 step,
-                first_seq: (i * CHUNK) as u32,
+                first_seq: first_seq.wrapping_add((i * CHUNK) as u32),
                 count: chunk.len() as u32,
             };
             let mut bytes = Vec::new();
@@ -97,14 +138,36 @@ impl TestCtx {
         self.cancel.load(Ordering::Relaxed)
     }
 
-    /// Reports a failure of this test side to its session.
+    /// Reports a failure of this test side to its session (its final event).
     pub fn fail(&self, code: &str, message: impl Into<String>) {
-        self.sink.event(&Event::Error {
+        let ev = Event::Error {
             id: None,
             test_id: Some(self.test_id),
             code: code.into(),
             message: message.into(),
+        };
+        let text = serde_json::to_string(&ev).expect("events serialize");
+        let _ = self.sink.tx.send(Outbound::Final {
+            sid: self.sink.sid,
+            test_id: self.test_id,
+            role: self.role,
+            text,
         });
+        let _ = self.sink.waker.wake();
+    }
+
+    /// Reports the outcome of this side: its summary or its failure.
+    pub fn report(&self, r: Result<serde_json::Value, TestError>) {
+        match r {
+            Ok(summary) => self.sink.event(&Event::Result {
+                test_id: self.test_id,
+                step: self.step,
+                role: self.role,
+                kind: self.kind,
+                summary,
+            }),
+            Err(e) => self.fail(e.code, e.message),
+        }
     }
 
     /// Reports the end of this side to the control loop (always last).
@@ -154,7 +217,14 @@ pub struct EngineEnv<'a> {
 }
 
 /// The kinds this agent runs.
-pub const KINDS: &[Kind] = &[Kind::TcpStream, Kind::UdpRr, Kind::UdpStream];
+pub const KINDS: &[Kind] = &[
+    Kind::TcpStream,
+    Kind::TcpRr,
+    Kind::UnixStream,
+    Kind::UnixRr,
+    Kind::UdpRr,
+    Kind::UdpStream,
+];
 
 /// Serving side: validates `params`, opens what the peer will connect to and
 /// returns the data port, the one-time key and the job that runs the test.
@@ -165,12 +235,10 @@ pub fn prepare(
 ) -> Result<(u16, [u8; 16], Job), Refusal> {
     match kind {
         Kind::TcpStream => tcp_stream::prepare(params, env),
+        Kind::TcpRr => tcp_rr::prepare(params, env),
+        Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
         Kind::UdpRr => udp_rr::prepare(params, env),
         Kind::UdpStream => udp_stream::prepare(params, env),
-        k => Err((
-            "unsupported_kind",
-            format!("this agent does not run {} tests yet", k.name()),
-        )),
     }
 }
 
@@ -178,11 +246,9 @@ pub fn prepare(
 pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
     match kind {
         Kind::TcpStream => tcp_stream::start(params, peer, env),
+        Kind::TcpRr => tcp_rr::start(params, peer, env),
+        Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
         Kind::UdpRr => udp_rr::start(params, peer, env),
         Kind::UdpStream => udp_stream::start(params, peer, env),
-        k => Err((
-            "unsupported_kind",
-            format!("this agent does not run {} tests yet", k.name()),
-        )),
     }
 }

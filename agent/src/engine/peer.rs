@@ -211,25 +211,19 @@ pub fn connect(
 ) -> Result<Connected, TestError> {
     let key = wire::parse_key(&peer.key)
         .ok_or_else(|| TestError::new("bad_request", "peer.key must be 32 hex digits"))?;
-    let addr = (peer.host.as_str(), peer.port)
+    let host = super::bind::target_host(p, peer);
+    let addrs = (host.as_str(), peer.port)
         .to_socket_addrs()
-        .map_err(|e| {
-            TestError::new(
-                "unreachable",
-                format!("cannot resolve peer {}: {e}", peer.host),
-            )
-        })?
-        .next()
-        .ok_or_else(|| {
-            TestError::new("unreachable", format!("peer {} has no address", peer.host))
-        })?;
+        .map_err(|e| TestError::new("unreachable", format!("cannot resolve peer {host}: {e}")))?;
+    let addr = super::bind::pick(addrs, p.client_bind)
+        .ok_or_else(|| TestError::new("unreachable", format!("peer {host} has no address")))?;
     let unreachable = |e: io::Error| {
         TestError::new(
             "unreachable",
             format!("cannot reach peer agent at {addr}: {e}"),
         )
     };
-    let mut control = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(unreachable)?;
+    let mut control = dial(addr, p, false).map_err(unreachable)?;
     control
         .set_read_timeout(Some(IO_TIMEOUT))
         .map_err(unreachable)?;
@@ -263,13 +257,7 @@ pub fn connect(
         if ctx.cancelled() {
             return Err(TestError::new("cancelled", "test cancelled"));
         }
-        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-            .map_err(unreachable)?;
-        sockopt::pre_connect(&sock, p)
-            .map_err(|e| TestError::new("bad_params", format!("socket buffers: {e}")))?;
-        sock.connect_timeout(&addr.into(), IO_TIMEOUT)
-            .map_err(unreachable)?;
-        let mut s: TcpStream = sock.into();
+        let mut s = dial(addr, p, true).map_err(unreachable)?;
         s.write_all(&wire::preamble(&key, i as u32))
             .map_err(unreachable)?;
         data.push(s);
@@ -279,6 +267,21 @@ pub fn connect(
         data,
         peer_ip: addr.ip(),
     })
+}
+
+/// Opens a connection to `addr` from `client_bind` (if set); data sockets
+/// get their buffer sizes before connecting.
+fn dial(addr: SocketAddr, p: &StreamParams, data: bool) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if data {
+        sockopt::pre_connect(&sock, p)?;
+    }
+    if let Some(ip) = p.client_bind {
+        sock.bind(&SocketAddr::new(ip, 0).into())
+            .map_err(|e| io::Error::new(e.kind(), format!("client_bind {ip}: {e}")))?;
+    }
+    sock.connect_timeout(&addr.into(), IO_TIMEOUT)?;
+    Ok(sock.into())
 }
 
 /// End-of-test exchange: tells the peer how many bytes this side moved and

@@ -6,7 +6,7 @@
 use super::peer::{self, Connected};
 use super::rr::{self, ClientOut};
 use super::{bind, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
-use meshperf_protocol::msg::{Event, PeerAddr};
+use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::{Kind, RrParams};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Map, Value};
@@ -42,7 +42,7 @@ pub fn start(params: Value, peer_addr: PeerAddr, env: &EngineEnv) -> Result<Job,
 
 fn serve(ctx: TestCtx, p: RrParams, listener: TcpListener, key: [u8; 16]) {
     let r = peer::accept(&ctx, listener, &key, Kind::TcpRr, 1).and_then(|c| run(&ctx, &p, c));
-    report(&ctx, r);
+    ctx.report(r);
     ctx.finished();
 }
 
@@ -50,22 +50,8 @@ fn drive(ctx: TestCtx, p: RrParams, params: Value, peer_addr: PeerAddr) {
     let sp = p.socket_params();
     let r = peer::connect(&ctx, &peer_addr, Kind::TcpRr, &params, &sp, 1)
         .and_then(|c| run(&ctx, &p, c));
-    report(&ctx, r);
+    ctx.report(r);
     ctx.finished();
-}
-
-/// Reports a summary or a failure of this side.
-pub(super) fn report(ctx: &TestCtx, r: Result<Value, TestError>) {
-    match r {
-        Ok(summary) => ctx.sink.event(&Event::Result {
-            test_id: ctx.test_id,
-            step: ctx.step,
-            role: ctx.role,
-            kind: ctx.kind,
-            summary,
-        }),
-        Err(e) => ctx.fail(e.code, e.message),
-    }
 }
 
 fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestError> {

@@ -72,7 +72,7 @@ pub fn start(
 fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]) {
     let dirs = layout(&p, Role::Server);
     match peer::accept(&ctx, listener, &key, Kind::TcpStream, dirs.len()) {
-        Ok(conn) => report(&ctx, run_side(&ctx, &p, conn, &dirs)),
+        Ok(conn) => ctx.report(run_side(&ctx, &p, conn, &dirs)),
         Err(e) => ctx.fail(e.code, e.message),
     }
     ctx.finished();
@@ -82,23 +82,10 @@ fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]) {
 fn drive(ctx: TestCtx, p: StreamParams, params: Value, peer_addr: PeerAddr) {
     let dirs = layout(&p, Role::Client);
     match peer::connect(&ctx, &peer_addr, Kind::TcpStream, &params, &p, dirs.len()) {
-        Ok(conn) => report(&ctx, run_side(&ctx, &p, conn, &dirs)),
+        Ok(conn) => ctx.report(run_side(&ctx, &p, conn, &dirs)),
         Err(e) => ctx.fail(e.code, e.message),
     }
     ctx.finished();
-}
-
-fn report(ctx: &TestCtx, r: Result<Value, TestError>) {
-    match r {
-        Ok(summary) => ctx.sink.event(&Event::Result {
-            test_id: ctx.test_id,
-            step: ctx.step,
-            role: ctx.role,
-            kind: ctx.kind,
-            summary,
-        }),
-        Err(e) => ctx.fail(e.code, e.message),
-    }
 }
 
 fn run_side(

@@ -10,7 +10,7 @@
 //! constant time, so nothing else that can reach the path gets in.
 
 use super::stream::{self, Dir, Plan};
-use super::tcp_rr::{client_summary, report, server_summary};
+use super::tcp_rr::{client_summary, server_summary};
 use super::{peer, rr, EngineEnv, Job, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
@@ -124,7 +124,7 @@ pub fn prepare(
         Box::new(move |ctx| {
             let r = accept(&ctx, &listener, &key, n).and_then(|socks| run(&ctx, &p, socks));
             drop(guard);
-            report(&ctx, r);
+            ctx.report(r);
             ctx.finished();
         }),
     ))
@@ -161,7 +161,7 @@ pub fn start(
     Ok(Box::new(move |ctx| {
         let r = connect(&entry.path, &key, n)
             .map_err(|e| TestError::new("io", format!("cannot connect the Unix socket: {e}")));
-        report(&ctx, r.and_then(|socks| run(&ctx, &p, socks)));
+        ctx.report(r.and_then(|socks| run(&ctx, &p, socks)));
         ctx.finished();
     }))
 }

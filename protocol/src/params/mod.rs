@@ -8,6 +8,8 @@ use thiserror::Error;
 
 mod stream;
 pub use stream::{Direction, StreamParams};
+mod rr;
+pub use rr::RrParams;
 mod udp;
 pub use udp::{UdpRrParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD};
 
