@@ -155,26 +155,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(if failed { 1 } else { 0 }))
 }
 
-/// The host the driving agent should connect to for a step.
-fn peer_host(step: &Step, server: &Ctl, url: &AgentUrl) -> String {
-    if step.transport == Transport::TcpLocal {
-        let addrs = server.hello["addresses"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let local = addrs
-            .iter()
-            .filter_map(|a| a.as_str())
-            .map(|a| a.split(' ').next().unwrap_or(""))
-            .find(|ip| {
-                ip.parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_ipv4() && !ip.is_loopback())
-            });
-        if let Some(ip) = local {
-            return ip.to_string();
-        }
-    }
-    url.host.clone()
+/// A local non-loopback IPv4 address of an agent, from its `hello`.
+fn local_address(hello: &Value) -> Option<String> {
+    hello["addresses"]
+        .as_array()?
+        .iter()
+        .filter_map(|a| a.as_str()?.split(' ').next())
+        .find(|ip| {
+            ip.parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_ipv4() && !ip.is_loopback())
+        })
+        .map(str::to_string)
 }
 
 fn run_step(
@@ -186,7 +177,23 @@ fn run_step(
     out: &mut output::Output,
 ) -> Result<StepResult, String> {
     let (si, ci) = (0, ctls.len() - 1);
-    let params = Value::Object(step.params.clone());
+    let mut step_params = step.params.clone();
+    let mut host = urls[0].host.clone();
+    if step.transport == Transport::TcpLocal {
+        // Data over a local interface address: the serving agent binds its
+        // data listener there and the driving agent connects to it.
+        let ip = local_address(&ctls[0].hello).ok_or_else(|| {
+            format!(
+                "agent {} has no non-loopback IPv4 address for transport tcp_local",
+                urls[0].hostport()
+            )
+        })?;
+        step_params
+            .entry("server_bind")
+            .or_insert(Value::from(ip.clone()));
+        host = ip;
+    }
+    let params = Value::Object(step_params);
     let kind = step.kind;
     let mut ends: HashMap<Role, Value> = HashMap::new();
     let mut errors: Vec<String> = Vec::new();
@@ -235,7 +242,6 @@ fn run_step(
             reply["message"].as_str().unwrap_or("prepare failed")
         ));
     } else {
-        let host = peer_host(step, &ctls[si], &urls[si]);
         let start = json!({"type": "start", "test_id": test_id, "step": step.index, "kind": kind, "params": params,
             "peer": {"host": host, "port": reply["port"], "key": reply["key"]}});
         let r = ctls[ci]
