@@ -3,7 +3,7 @@
 // Unix sockets. Collects progress, sample frames and both sides' summaries
 // into a result in the documented format (result.ts), step by step.
 
-import { agents, type Agent, type AgentError, type AgentMsg, type TestListener } from './agents.svelte';
+import { agents, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
 import { peerHost, randomTestId } from './peer';
 import type { Frame } from './frame';
 import { primaryRole } from './kinds';
@@ -86,18 +86,6 @@ const listener: TestListener = {
   },
 };
 
-/** `prepare`, retried for a moment while the agent is still finishing the previous step. */
-async function prepare(a: Agent, msg: { type: string; [k: string]: unknown }): Promise<AgentMsg> {
-  for (let i = 0; ; i++) {
-    try {
-      return await a.request(msg);
-    } catch (e) {
-      if ((e as AgentError).code !== 'busy' || i >= 30 || stopping) throw e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
-
 async function runOne(step: PlanStep): Promise<StepResult> {
   const server = agents.a;
   const client = step.transport === 'unix' || step.kind.startsWith('unix_') ? agents.a : agents.b;
@@ -106,7 +94,10 @@ async function runOne(step: PlanStep): Promise<StepResult> {
   run.progress = 0;
   run.stepStartedAt = performance.now();
   run.phase = 'preparing';
-  const { kind, params } = step;
+  const { kind } = step;
+  const host = peerHost(step);
+  // tcp_local: the serving agent binds its data listener to that address.
+  const params = step.transport === 'tcp_local' && !('server_bind' in step.params) ? { ...step.params, server_bind: host } : step.params;
   let error: string | null = null;
   const done = new Promise<string | null>((resolve) => {
     live = { ends: {}, series: new Map(), fraction: { client: 0, server: 0 }, settle: resolve, agents: [server, client] };
@@ -116,11 +107,11 @@ async function runOne(step: PlanStep): Promise<StepResult> {
   client.watch(testId, listener);
   let asking = server;
   try {
-    const prep = await prepare(server, { type: 'prepare', test_id: testId, step: step.index, kind, params });
+    const prep = await server.request({ type: 'prepare', test_id: testId, step: step.index, kind, params });
     if (live === l) {
       run.phase = 'running';
       asking = client;
-      const peer = { host: peerHost(step), port: prep.port, key: prep.key };
+      const peer = { host, port: prep.port, key: prep.key };
       await client.request({ type: 'start', test_id: testId, step: step.index, kind, params, peer });
     }
   } catch (e) {
