@@ -342,3 +342,33 @@ impl SampleSet {
         self.summary = None;
     }
 }
+
+/// The result JSON `result_json` (any result version) as permalink text, to
+/// go after `#r=`. Raw samples when the link stays under 60 000 characters,
+/// else histograms of the large series (the decoded result then says
+/// `samples_replaced: true`). Throws with a one-line message.
+#[wasm_bindgen]
+pub fn permalink_encode(result_json: &str) -> Result<String, JsError> {
+    crate::permalink::encode_json(result_json).map_err(|e| JsError::new(&e.to_string()))
+}
+
+/// The result JSON (current version) carried by permalink text (what follows
+/// `#r=`; a whole URL is accepted too). Throws with a one-line message on a
+/// truncated, damaged or newer link.
+#[wasm_bindgen]
+pub fn permalink_decode(text: &str) -> Result<String, JsError> {
+    crate::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
+}
+
+/// The steps (JSON array of {index, kind, params, point, repeat, transport})
+/// a plan (JSON) expands to, in run order. Throws on an invalid plan.
+#[wasm_bindgen]
+pub fn expand_plan(plan_json: &str) -> Result<String, JsError> {
+    crate::plans::expand_json(plan_json).map_err(|e| JsError::new(&e))
+}
+
+/// The built-in plans as JSON: `[{name, plan}]`, `plan` an object.
+#[wasm_bindgen]
+pub fn presets() -> String {
+    crate::plans::presets_json()
+}

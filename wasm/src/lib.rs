@@ -11,6 +11,7 @@ pub mod error;
 pub mod fit;
 pub mod hist;
 pub mod permalink;
+pub mod plans;
 mod select;
 pub mod series;
 pub mod stats;

@@ -1,0 +1,59 @@
+//! Plans for the web app: expansion into steps and the preset list, as JSON
+//! strings for the wasm facade. The definitions live in `meshperf_protocol`
+//! (one meaning of a plan for the page and `meshperf run`); this only
+//! converts.
+
+use meshperf_protocol::plan::Plan;
+use meshperf_protocol::presets;
+use serde_json::{json, Value};
+
+/// The steps `plan_json` expands to, as a JSON array; the error is one line.
+pub fn expand_json(plan_json: &str) -> Result<String, String> {
+    let steps = Plan::from_json(plan_json)
+        .and_then(|p| p.expand())
+        .map_err(|e| e.to_string())?;
+    serde_json::to_string(&steps).map_err(|e| e.to_string())
+}
+
+/// `[{"name": ..., "plan": {...}}]` for every preset, in the protocol's order.
+pub fn presets_json() -> String {
+    let list: Vec<Value> = presets::names()
+        .into_iter()
+        .filter_map(|n| Some(json!({"name": n, "plan": presets::preset(n)?})))
+        .collect();
+    Value::Array(list).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expand_gives_the_steps_the_page_reads() {
+        let steps: Value = serde_json::from_str(
+            &expand_json(r#"{"kind":"tcp_rr","params":{"req_bytes":64},"sweep":{"resp_bytes":[1,2]},"repeat":2}"#)
+                .unwrap(),
+        )
+        .unwrap();
+        let a = steps.as_array().unwrap();
+        assert_eq!(a.len(), 4);
+        assert_eq!(a[3]["index"], 3);
+        assert_eq!(a[3]["point"], json!([["resp_bytes", 2]]));
+        assert_eq!(a[3]["repeat"], 1);
+        assert_eq!(a[3]["transport"], "tcp");
+        assert_eq!(a[3]["params"]["req_bytes"], 64);
+        let e = expand_json(r#"{"kind":"tcp_rr","sweep":{"x":[]}}"#).unwrap_err();
+        assert!(e.contains("sweep axis x"), "{e}");
+        assert!(expand_json("nope").is_err());
+    }
+
+    #[test]
+    fn presets_are_name_and_plan_objects() {
+        let v: Value = serde_json::from_str(&presets_json()).unwrap();
+        let a = v.as_array().unwrap();
+        assert_eq!(a.len(), presets::names().len());
+        assert_eq!(a[0]["name"], "socketsend");
+        assert_eq!(a[0]["plan"]["kind"], "tcp_stream");
+        assert_eq!(a[0]["plan"]["name"], "socketsend");
+    }
+}
