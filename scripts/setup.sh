@@ -54,6 +54,15 @@ if ! wbg_ok; then
         [ $waited -le 1800 ] || die "waited 30 min for the other wasm-bindgen-cli install; stop it or let it finish, then re-run"
         sleep 5
     done
+    # The same version already installed elsewhere (PATH, ~/.cargo/bin) is
+    # copied instead of compiled again.
+    if ! wbg_ok; then
+        for cand in "$(command -v wasm-bindgen || true)" "$HOME/.cargo/bin/wasm-bindgen"; do
+            if [ -n "$cand" ] && [ -x "$cand" ] && [ "$("$cand" --version 2>/dev/null)" = "wasm-bindgen $WBG_VERSION" ]; then
+                mkdir -p "$WBG_ROOT/bin" && cp "$cand" "$WBG_BIN" && log "using $cand (wasm-bindgen $WBG_VERSION)" && break
+            fi
+        done
+    fi
     if ! wbg_ok; then
         log "installing wasm-bindgen-cli $WBG_VERSION into .tools/ (a few minutes, once)"
         run_phase "cargo install wasm-bindgen-cli $WBG_VERSION" \
