@@ -295,6 +295,42 @@ fn next_step_is_never_busy_right_after_results() {
             "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
         assert_eq!(start["type"], "started", "step {i}: {start}");
         let (x, y) = (c.wait_end(600 + i), c.wait_end(600 + i));
-        assert_eq!((x["type"].as_str(), y["type"].as_str()), (Some("result"), Some("result")), "step {i}");
+        assert_eq!(
+            (x["type"].as_str(), y["type"].as_str()),
+            (Some("result"), Some("result")),
+            "step {i}"
+        );
+    }
+}
+
+#[test]
+fn interval_samples_stream_while_the_test_runs() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (client, server) = run_pair(
+        &mut cb,
+        &mut ca,
+        71,
+        "tcp_stream",
+        json!({"msg_bytes": 65536, "duration_s": 1.2}),
+    );
+    assert_eq!(client["type"], "result", "{client}");
+    for (ctl, end) in [(&cb, &client), (&ca, &server)] {
+        let mut frames: Vec<_> = ctl
+            .samples(SampleKind::IntervalBytes)
+            .into_iter()
+            .filter(|f| f.header.test_id == 71)
+            .collect();
+        frames.sort_by_key(|f| f.header.first_seq);
+        // Sent in batches as intervals complete, not in one frame at the end.
+        assert!(frames.len() >= 5, "only {} frames", frames.len());
+        let mut next = 0;
+        for f in &frames {
+            assert_eq!(f.header.first_seq, next, "batches are contiguous");
+            next += f.header.count;
+        }
+        let total: u64 = frames.iter().flat_map(|f| f.values.iter()).sum();
+        assert_eq!(total, end["summary"]["bytes"].as_u64().unwrap());
+        assert!(next >= 110, "1.2 s of 10 ms intervals, got {next}");
     }
 }

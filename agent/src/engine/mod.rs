@@ -4,7 +4,8 @@
 //!
 //! * [`peer`]: the agent-to-agent control exchange and data-connection set-up.
 //! * [`sockopt`]: socket options requested by a plan, read back from the kernel.
-//! * [`stream`]: the bulk-transfer workers (one mio `Poll` per worker thread).
+//! * [`stream`]: the bulk-transfer workers (one mio `Poll` per worker thread);
+//!   [`side`]: one stream-test side run with live progress and samples.
 //! * [`tcp_stream`]: the `tcp_stream` test, both roles.
 //! * [`rr`], [`tcp_rr`]: request/response latency (`tcp_rr`).
 //! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
@@ -14,6 +15,7 @@
 pub mod bind;
 pub mod peer;
 pub mod rr;
+pub mod side;
 pub mod sockopt;
 pub mod stream;
 pub mod tcp_rr;

@@ -57,6 +57,14 @@ impl DataStream for std::os::unix::net::UnixStream {
     }
 }
 
+/// What a running stream shares with the thread that reports it: bytes so
+/// far and the intervals completed since the last report.
+#[derive(Default)]
+pub struct LiveStream {
+    pub bytes: AtomicU64,
+    pub intervals: std::sync::Mutex<Vec<u64>>,
+}
+
 /// Which way a stream moves data, from this side's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
@@ -112,10 +120,20 @@ struct Slot<S: DataStream> {
     /// Messages written (senders); the schedule is `k * wait`.
     msgs: u64,
     last_move: Instant,
+    /// Intervals already handed to the reporter.
+    flushed: usize,
 }
 
 impl<S: DataStream> Slot<S> {
-    fn record(&mut self, n: usize, now: Instant, start: Instant, interval: Duration) {
+    fn record(
+        &mut self,
+        n: usize,
+        now: Instant,
+        start: Instant,
+        interval: Duration,
+        live: &LiveStream,
+    ) {
+        live.bytes.fetch_add(n as u64, Ordering::Relaxed);
         let at = now.saturating_duration_since(start);
         if self.out.bytes == 0 {
             self.out.first = at;
@@ -127,6 +145,12 @@ impl<S: DataStream> Slot<S> {
         let idx = (at.as_nanos() / interval.as_nanos()) as usize;
         if idx >= self.out.intervals.len() {
             self.out.intervals.resize(idx + 1, 0);
+            if idx > self.flushed {
+                if let Ok(mut q) = live.intervals.lock() {
+                    q.extend_from_slice(&self.out.intervals[self.flushed..idx]);
+                }
+                self.flushed = idx;
+            }
             if let Some(ti) = S::TCP.then(|| sockopt::tcp_info(&self.sock)).flatten() {
                 let fill = |v: &mut Vec<u64>, x: u64| v.resize(idx + 1, x);
                 fill(&mut self.out.rtt_us, ti.rtt_us as u64);
@@ -155,7 +179,7 @@ pub fn run<S: DataStream>(
     plan: &Plan,
     start: Instant,
     cancel: &AtomicBool,
-    live: &[AtomicU64],
+    live: &[LiveStream],
     workers: usize,
     mut tick: impl FnMut(),
 ) -> Vec<Outcome> {
@@ -196,7 +220,7 @@ fn worker<S: DataStream>(
     plan: &Plan,
     start: Instant,
     cancel: &AtomicBool,
-    live: &[AtomicU64],
+    live: &[LiveStream],
 ) -> Vec<Outcome> {
     let mut slots: Vec<Slot<S>> = Vec::with_capacity(group.len());
     let poll = Poll::new();
@@ -238,6 +262,7 @@ fn worker<S: DataStream>(
             msg_off: 0,
             msgs: 0,
             last_move: now,
+            flushed: 0,
         };
         if let Err(e) = reg {
             slot.finish(Some(format!("register: {e}")));
@@ -344,7 +369,7 @@ fn send<S: DataStream>(
     limit: Option<u64>,
     buf: &[u8],
     next_due: &mut Option<Instant>,
-    live: &AtomicU64,
+    live: &LiveStream,
 ) {
     loop {
         let now = Instant::now();
@@ -370,8 +395,7 @@ fn send<S: DataStream>(
         match s.sock.write(&buf[s.msg_off..end]) {
             Ok(0) => return s.finish(Some("the peer closed the connection".into())),
             Ok(n) => {
-                s.record(n, Instant::now(), start, plan.interval);
-                live.fetch_add(n as u64, Ordering::Relaxed);
+                s.record(n, Instant::now(), start, plan.interval, live);
                 s.msg_off += n;
                 if s.msg_off >= end {
                     s.msg_off = 0;
@@ -393,7 +417,7 @@ fn recv<S: DataStream>(
     plan: &Plan,
     start: Instant,
     buf: &mut [u8],
-    live: &AtomicU64,
+    live: &LiveStream,
 ) {
     loop {
         match s.sock.read(buf) {
@@ -402,8 +426,7 @@ fn recv<S: DataStream>(
                 return s.finish(None);
             }
             Ok(n) => {
-                s.record(n, Instant::now(), start, plan.interval);
-                live.fetch_add(n as u64, Ordering::Relaxed);
+                s.record(n, Instant::now(), start, plan.interval, live);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 s.ready = false;

@@ -4,15 +4,12 @@
 
 use super::peer::{self, Connected};
 use super::sockopt::{self, Applied};
-use super::stream::{self, Dir, Outcome, Plan};
+use super::stream::{Dir, Outcome};
 use super::{TestCtx, TestError};
-use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::{Event, PeerAddr, Role};
+use meshperf_protocol::msg::{PeerAddr, Role};
 use meshperf_protocol::params::{Direction, Kind, StreamParams};
 use serde_json::{json, Value};
 use std::net::{IpAddr, TcpListener};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 /// Number of data connections and which of them this side sends on.
 pub(super) fn layout(p: &StreamParams, role: Role) -> Vec<Dir> {
@@ -100,59 +97,11 @@ fn run_side(
         let a = sockopt::apply(s, p, ipv6).map_err(|m| TestError::new("bad_params", m))?;
         applied.get_or_insert(a);
     }
-    let plan = Plan {
-        msg_bytes: p.msg_bytes as usize,
-        read_bytes: p.read_bytes as usize,
-        bytes_per_stream: p.bytes_per_stream(),
-        duration: p.duration_s.map(Duration::from_secs_f64),
-        wait: Duration::from_micros(p.wait_us),
-        interval: Duration::from_millis(p.interval_ms as u64),
-        stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
-    };
-    let live: Vec<AtomicU64> = dirs.iter().map(|_| AtomicU64::new(0)).collect();
-    let expected: Option<u64> = p.bytes_per_stream().map(|b| b * dirs.len() as u64);
     let streams: Vec<_> = std::mem::take(&mut conn.data)
         .into_iter()
         .zip(dirs.iter().copied())
         .collect();
-    let start = Instant::now();
-    let mut last_tick = start;
-    let outcomes = stream::run(
-        streams,
-        &plan,
-        start,
-        &ctx.cancel,
-        &live,
-        crate::sysinfo::cores() as usize,
-        || {
-            let now = Instant::now();
-            if now.duration_since(last_tick) < Duration::from_millis(100) {
-                return;
-            }
-            last_tick = now;
-            let bytes: u64 = live.iter().map(|b| b.load(Ordering::Relaxed)).sum();
-            let elapsed = now.duration_since(start).as_secs_f64();
-            let fraction = match (expected, p.duration_s) {
-                (Some(e), _) if e > 0 => bytes as f64 / e as f64,
-                (_, Some(d)) => elapsed / d,
-                _ => 0.0,
-            };
-            ctx.sink.event(&Event::Progress {
-                test_id: ctx.test_id,
-                step: ctx.step,
-                role: ctx.role,
-                elapsed_s: elapsed,
-                bytes,
-                fraction: fraction.min(1.0),
-            });
-        },
-    );
-    if ctx.cancelled() {
-        return Err(TestError::new("cancelled", "test cancelled"));
-    }
-    if let Some(e) = outcomes.iter().find_map(|o| o.error.clone()) {
-        return Err(TestError::new("stream_failed", e));
-    }
+    let outcomes = super::side::run(ctx, p, streams)?;
     let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let done = peer::exchange_done(&mut conn.control, moved)?;
     if let Some(per) = p.bytes_per_stream() {
@@ -166,43 +115,6 @@ fn run_side(
                     ),
                 ));
             }
-        }
-    }
-    for o in &outcomes {
-        let idx = o.index as u16;
-        ctx.sink.samples(
-            SampleKind::IntervalBytes,
-            ctx.role,
-            ctx.test_id,
-            ctx.step,
-            idx,
-            &o.intervals,
-        );
-        if o.send && !o.rtt_us.is_empty() {
-            ctx.sink.samples(
-                SampleKind::TcpRttUs,
-                ctx.role,
-                ctx.test_id,
-                ctx.step,
-                idx,
-                &o.rtt_us,
-            );
-            ctx.sink.samples(
-                SampleKind::TcpCwnd,
-                ctx.role,
-                ctx.test_id,
-                ctx.step,
-                idx,
-                &o.cwnd,
-            );
-            ctx.sink.samples(
-                SampleKind::TcpRetrans,
-                ctx.role,
-                ctx.test_id,
-                ctx.step,
-                idx,
-                &o.retrans,
-            );
         }
     }
     Ok(summary(

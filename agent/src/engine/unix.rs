@@ -9,7 +9,7 @@
 //! Every data connection still opens with the key preamble, checked in
 //! constant time, so nothing else that can reach the path gets in.
 
-use super::stream::{self, Dir, Plan};
+use super::stream::Dir;
 use super::tcp_rr::{client_summary, server_summary};
 use super::{peer, rr, EngineEnv, Job, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{PeerAddr, Role};
@@ -20,7 +20,6 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
@@ -253,43 +252,8 @@ fn run_stream(ctx: &TestCtx, p: &StreamParams, socks: Vec<UnixStream>) -> Result
         set.map_err(|e| TestError::new("bad_params", format!("sndbuf/rcvbuf: {e}")))?;
     }
     let dirs = super::tcp_stream::layout(p, ctx.role);
-    let plan = Plan {
-        msg_bytes: p.msg_bytes as usize,
-        read_bytes: p.read_bytes as usize,
-        bytes_per_stream: p.bytes_per_stream(),
-        duration: p.duration_s.map(Duration::from_secs_f64),
-        wait: Duration::from_micros(p.wait_us),
-        interval: Duration::from_millis(p.interval_ms as u64),
-        stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
-    };
-    let live: Vec<AtomicU64> = dirs.iter().map(|_| AtomicU64::new(0)).collect();
     let streams: Vec<(UnixStream, Dir)> = socks.into_iter().zip(dirs).collect();
-    let start = Instant::now();
-    let outs = stream::run(
-        streams,
-        &plan,
-        start,
-        &ctx.cancel,
-        &live,
-        crate::sysinfo::cores() as usize,
-        || {},
-    );
-    if ctx.cancelled() {
-        return Err(TestError::new("cancelled", "test cancelled"));
-    }
-    if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
-        return Err(TestError::new("stream_failed", e));
-    }
-    for o in &outs {
-        ctx.sink.samples(
-            meshperf_protocol::frame::SampleKind::IntervalBytes,
-            ctx.role,
-            ctx.test_id,
-            ctx.step,
-            o.index as u16,
-            &o.intervals,
-        );
-    }
+    let outs = super::side::run(ctx, p, streams)?;
     let total = |send: bool| {
         outs.iter()
             .filter(|o| o.send == send)

@@ -1,0 +1,124 @@
+//! One side of a stream test (`tcp_stream`, `unix_stream`) from connected
+//! sockets to outcomes: runs the workers and, while they run, reports to the
+//! controller — progress about every 100 ms and each stream's bytes per
+//! interval as intervals complete (live plots); the rest, and TCP_INFO
+//! series, at the end.
+
+use super::stream::{self, DataStream, Dir, LiveStream, Outcome, Plan};
+use super::{TestCtx, TestError};
+use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::Event;
+use meshperf_protocol::params::StreamParams;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+impl Plan {
+    /// The worker plan of stream parameters.
+    pub fn from_params(p: &StreamParams) -> Plan {
+        Plan {
+            msg_bytes: p.msg_bytes as usize,
+            read_bytes: p.read_bytes as usize,
+            bytes_per_stream: p.bytes_per_stream(),
+            duration: p.duration_s.map(Duration::from_secs_f64),
+            wait: Duration::from_micros(p.wait_us),
+            interval: Duration::from_millis(p.interval_ms as u64),
+            stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
+        }
+    }
+}
+
+/// Runs `streams` and reports as it goes; fails if any stream failed.
+pub fn run<S: DataStream>(
+    ctx: &TestCtx,
+    p: &StreamParams,
+    streams: Vec<(S, Dir)>,
+) -> Result<Vec<Outcome>, TestError> {
+    let plan = Plan::from_params(p);
+    let n = streams.len();
+    let live: Vec<LiveStream> = (0..n).map(|_| LiveStream::default()).collect();
+    let mut sent = vec![0usize; n];
+    let expected = p.bytes_per_stream().map(|b| {
+        b * streams
+            .iter()
+            .filter(|(_, d)| *d == Dir::Send)
+            .count()
+            .max(1) as u64
+    });
+    let send = |i: usize, first: usize, values: &[u64]| {
+        ctx.sink.samples_from(
+            SampleKind::IntervalBytes,
+            ctx.role,
+            ctx.test_id,
+            ctx.step,
+            i as u16,
+            first as u32,
+            values,
+        );
+    };
+    let start = Instant::now();
+    let mut last_tick = start;
+    let outcomes = stream::run(
+        streams,
+        &plan,
+        start,
+        &ctx.cancel,
+        &live,
+        crate::sysinfo::cores() as usize,
+        || {
+            let now = Instant::now();
+            if now.duration_since(last_tick) < Duration::from_millis(100) {
+                return;
+            }
+            last_tick = now;
+            for (i, ls) in live.iter().enumerate() {
+                let done = ls
+                    .intervals
+                    .lock()
+                    .map(|mut q| std::mem::take(&mut *q))
+                    .unwrap_or_default();
+                if !done.is_empty() {
+                    send(i, sent[i], &done);
+                    sent[i] += done.len();
+                }
+            }
+            let bytes: u64 = live.iter().map(|b| b.bytes.load(Ordering::Relaxed)).sum();
+            let elapsed = now.duration_since(start).as_secs_f64();
+            let fraction = match (expected, p.duration_s) {
+                (Some(e), _) if e > 0 => bytes as f64 / e as f64,
+                (_, Some(d)) => elapsed / d,
+                _ => 0.0,
+            };
+            ctx.sink.event(&Event::Progress {
+                test_id: ctx.test_id,
+                step: ctx.step,
+                role: ctx.role,
+                elapsed_s: elapsed,
+                bytes,
+                fraction: fraction.min(1.0),
+            });
+        },
+    );
+    if ctx.cancelled() {
+        return Err(TestError::new("cancelled", "test cancelled"));
+    }
+    if let Some(e) = outcomes.iter().find_map(|o| o.error.clone()) {
+        return Err(TestError::new("stream_failed", e));
+    }
+    for o in &outcomes {
+        let i = o.index;
+        if sent[i] < o.intervals.len() {
+            send(i, sent[i], &o.intervals[sent[i]..]);
+        }
+        if o.send && !o.rtt_us.is_empty() {
+            for (kind, v) in [
+                (SampleKind::TcpRttUs, &o.rtt_us),
+                (SampleKind::TcpCwnd, &o.cwnd),
+                (SampleKind::TcpRetrans, &o.retrans),
+            ] {
+                ctx.sink
+                    .samples(kind, ctx.role, ctx.test_id, ctx.step, i as u16, v);
+            }
+        }
+    }
+    Ok(outcomes)
+}
