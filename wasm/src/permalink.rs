@@ -104,6 +104,11 @@ pub fn decode_json(text: &str) -> Result<String, PermalinkError> {
 /// Encodes `r` as link text (without the `#r=`): raw samples when they fit in
 /// [`HARD_LIMIT`], else histograms for the large series.
 pub fn encode(r: &RunResult) -> Result<String, PermalinkError> {
+    encode_reporting(r).map(|(text, _)| text)
+}
+
+/// Like [`encode`], and says whether histograms replaced raw samples.
+pub fn encode_reporting(r: &RunResult) -> Result<(String, bool), PermalinkError> {
     let values: usize = r
         .steps
         .iter()
@@ -113,7 +118,7 @@ pub fn encode(r: &RunResult) -> Result<String, PermalinkError> {
     if values <= RAW_MAX_VALUES {
         let text = encode_exact(r);
         if text.len() <= HARD_LIMIT {
-            return Ok(text);
+            return Ok((text, false));
         }
     }
     let mut small = r.clone();
@@ -121,7 +126,7 @@ pub fn encode(r: &RunResult) -> Result<String, PermalinkError> {
         replace_samples(&mut small, min);
         let text = encode_exact(&small);
         if text.len() <= HARD_LIMIT {
-            return Ok(text);
+            return Ok((text, true));
         }
         if min == 0 {
             return Err(PermalinkError::TooLarge(text.len().div_ceil(1024)));

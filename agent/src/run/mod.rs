@@ -2,6 +2,10 @@
 //! the same control protocol the web app uses, prints the seeds' text output
 //! on stdout and progress on stderr, and writes the result format.
 //!
+//! The last line of stdout is the permalink (see `meshperf_wasm::permalink`):
+//! the web app's address (the first agent's unless `--web`) with the whole
+//! result in the fragment.
+//!
 //! Exit status: 0 success, 1 a test failed (or an agent was unreachable, or
 //! Ctrl-C), 2 a usage error (bad flags, unknown preset, unreadable plan, bad
 //! agent URL, wrong token).
@@ -148,11 +152,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(path, output::csv(&result))
             .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
     }
-    let _web = a
+    let web = a
         .web
         .clone()
         .unwrap_or_else(|| format!("http://{}/", urls[0].hostport()));
+    print_permalink(&web, &result);
     Ok(ExitCode::from(if failed { 1 } else { 0 }))
+}
+
+/// Prints the permalink as the last line of stdout: `<web>#r=<link>`, the
+/// web app's address with the whole result in the fragment.
+fn print_permalink(web: &str, result: &RunResult) {
+    let base = web.split('#').next().unwrap_or(web);
+    match meshperf_wasm::permalink::encode_reporting(result) {
+        Ok((link, replaced)) => {
+            if replaced {
+                eprintln!("meshperf run: too many samples for a link: the permalink carries histograms and summaries; the --json file has every raw sample");
+            }
+            println!("{base}#r={link}");
+        }
+        Err(e) => eprintln!("meshperf run: no permalink: {e}"),
+    }
 }
 
 /// A local non-loopback IPv4 address of an agent, from its `hello`.

@@ -1,0 +1,214 @@
+//! `meshperf run` against real agents: the text it prints, the permalink on
+//! its last line (decoded with the same codec the web app uses), and its
+//! usage errors and exit statuses.
+
+mod util;
+
+use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::result::{self, RunResult};
+use meshperf_wasm::permalink;
+use std::process::{Command, Output};
+use util::AgentProc;
+
+fn url(a: &AgentProc) -> String {
+    format!("http://{}/#token={}", a.addr(), a.token)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .arg("run")
+        .args(args)
+        .output()
+        .expect("spawn meshperf run")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("meshperf-run-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// `r` with times rounded as a permalink keeps them.
+fn as_link_keeps(r: &RunResult) -> RunResult {
+    let mut r = r.clone();
+    for s in r.steps.iter_mut().flat_map(|s| &mut s.samples) {
+        if matches!(
+            s.kind,
+            SampleKind::RttNs | SampleKind::SendTimeNs | SampleKind::ArrivalNs
+        ) {
+            s.values
+                .iter_mut()
+                .for_each(|v| *v = permalink::round_time(*v));
+        }
+    }
+    r
+}
+
+#[test]
+fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let plan = tmp("stream.json");
+    std::fs::write(
+        &plan,
+        r#"{"kind": "tcp_stream", "params": {"msg_bytes": 65536, "count": 2000},
+            "sweep": {"streams": [1, 2]}}"#,
+    )
+    .unwrap();
+    let json = tmp("stream-result.json");
+    let o = run(&[
+        "--agent",
+        &url(&a),
+        "--agent",
+        &url(&b),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    // The seed's socketsend/socketslurp line, once per side and step.
+    let seed: Vec<&str> = out.lines().filter(|l| l.contains("MByte/s")).collect();
+    assert!(seed.len() >= 2, "{out}");
+    assert!(
+        seed.iter().any(|l| l.contains("131072000 bytes in")),
+        "{out}"
+    );
+    // The last line is the permalink, based at the first agent's web app.
+    let last = out.lines().last().unwrap();
+    let base = format!("http://{}/#r=mp", a.addr());
+    assert!(last.starts_with(&base), "{last}");
+    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(file.steps.len(), 2);
+    assert!(file.steps.iter().all(|s| s.error.is_none()));
+    let link = permalink::decode(last).unwrap();
+    if link.samples_replaced {
+        // Too many per-read samples for a link: every summary and short
+        // series as in the file, every long series as a full histogram.
+        for (l, f) in link.steps.iter().zip(&file.steps) {
+            assert_eq!(
+                (&l.summary, &l.sides, &l.params),
+                (&f.summary, &f.sides, &f.params)
+            );
+            let n: u64 = l
+                .histograms
+                .iter()
+                .map(|h| h.counts.iter().sum::<u64>())
+                .sum::<u64>()
+                + l.samples.iter().map(|s| s.values.len() as u64).sum::<u64>();
+            assert_eq!(
+                n,
+                f.samples.iter().map(|s| s.values.len() as u64).sum::<u64>()
+            );
+        }
+        let mut l = link.clone();
+        let mut f = file.clone();
+        l.samples_replaced = false;
+        for s in l.steps.iter_mut().chain(f.steps.iter_mut()) {
+            s.samples.clear();
+            s.histograms.clear();
+        }
+        assert_eq!(l, f);
+    } else {
+        assert_eq!(link, as_link_keeps(&file));
+    }
+    // --web replaces the base (and drops its fragment).
+    std::fs::write(&plan, r#"{"kind": "tcp_rr", "params": {"count": 200}}"#).unwrap();
+    let o = run(&[
+        "--agent",
+        &url(&a),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--web",
+        "https://example.org/meshperf/#old",
+        "--quiet",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let last = out.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("https://example.org/meshperf/#r=mp"),
+        "{last}"
+    );
+    let rr = permalink::decode(last).unwrap();
+    assert_eq!(rr.steps[0].samples[0].values.len(), 200);
+}
+
+#[test]
+fn unknown_preset_is_a_usage_error_in_one_line() {
+    let o = run(&["--agent", "http://127.0.0.1:9/#token=x", "--preset", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("unknown preset \"nope\"") && err.contains("socketsend"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unreadable_plan_is_a_usage_error() {
+    let o = run(&[
+        "--agent",
+        "http://127.0.0.1:9/#token=x",
+        "--plan",
+        "/nonexistent/plan.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot read plan /nonexistent/plan.json"),
+        "{err}"
+    );
+    let bad = tmp("bad-plan.json");
+    std::fs::write(&bad, "{\"kind\": \"warp_drive\"}").unwrap();
+    let o = run(&[
+        "--agent",
+        "http://127.0.0.1:9/#token=x",
+        "--plan",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr).lines().count(), 1);
+}
+
+#[test]
+fn wrong_token_is_a_usage_error() {
+    let a = AgentProc::start(&[]);
+    let o = run(&[
+        "--agent",
+        &format!("http://{}/#token=wrong{}", a.addr(), a.token),
+        "--preset",
+        "socketsend",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("token"), "{err}");
+    assert!(o.stdout.is_empty(), "no test ran: {}", text(&o.stdout));
+}
+
+#[test]
+fn unreachable_agent_exits_1() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = run(&[
+        "--agent",
+        &format!("http://127.0.0.1:{port}/#token=x"),
+        "--preset",
+        "socketsend",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+}
