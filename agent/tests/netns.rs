@@ -1,0 +1,215 @@
+//! Ground truth in network namespaces, driven by `tests/netns/run.sh`, which
+//! builds two end namespaces joined through a router namespace, starts one
+//! agent in each and runs this test *inside the router namespace* (so the
+//! controller's own WebSocket traffic is never forwarded and never touched by
+//! the router's rules). Without `MESHPERF_NETNS_A` it says it is skipped.
+//!
+//! Checks: under `tc tbf rate 50mbit` the measured UDP receive rate is within
+//! 2% of the goodput tbf allows; with an `iptables -m statistic` DROP rule
+//! meshperf's lost count equals the rule's packet counter exactly; and a
+//! `tcp_stream` through a lossy router sees retransmits.
+
+use serde_json::{json, Value};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::Duration;
+use tungstenite::{Message, WebSocket};
+
+struct Agent {
+    host: String,
+    ws: WebSocket<TcpStream>,
+    id: u64,
+}
+
+impl Agent {
+    /// Connects to a ready URL `http://HOST:PORT/#token=T` and authenticates.
+    fn connect(url: &str) -> Agent {
+        let rest = url.trim_start_matches("http://");
+        let (hostport, token) = rest.split_once("/#token=").expect("URL with token");
+        let host = hostport.rsplit_once(':').unwrap().0.to_string();
+        let s = TcpStream::connect(hostport).expect("agent reachable");
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let origin = format!("http://{hostport}");
+        let mut req = tungstenite::client::IntoClientRequest::into_client_request(format!(
+            "ws://{hostport}/ws"
+        ))
+        .unwrap();
+        req.headers_mut().insert("origin", origin.parse().unwrap());
+        let (ws, _) = tungstenite::client::client(req, s).expect("websocket");
+        let mut a = Agent { host, ws, id: 0 };
+        assert_eq!(a.next()["type"], "hello");
+        let r = a.request(json!({"type": "auth", "token": token}));
+        assert_eq!(r["type"], "auth_ok", "{r}");
+        a
+    }
+
+    fn next(&mut self) -> Value {
+        loop {
+            if let Message::Text(t) = self.ws.read().expect("agent message") {
+                return serde_json::from_str(t.as_str()).unwrap();
+            }
+        }
+    }
+
+    fn request(&mut self, mut v: Value) -> Value {
+        self.id += 1;
+        v["id"] = json!(self.id);
+        self.ws.send(Message::text(v.to_string())).unwrap();
+        loop {
+            let m = self.next();
+            if m["id"] == json!(self.id) {
+                return m;
+            }
+        }
+    }
+
+    fn wait_end(&mut self, test_id: u32) -> Value {
+        loop {
+            let m = self.next();
+            if (m["type"] == "result" || m["type"] == "error") && m["test_id"] == json!(test_id) {
+                return m;
+            }
+        }
+    }
+}
+
+/// `server` prepares, `client` runs; returns the client's summary.
+fn run(client: &mut Agent, server: &mut Agent, id: u32, kind: &str, params: Value) -> Value {
+    let prep = server.request(
+        json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
+    );
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let start = client.request(
+        json!({"type": "start", "test_id": id, "step": 0, "kind": kind,
+        "params": params, "peer": {"host": server.host, "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    let (c, s) = (client.wait_end(id), server.wait_end(id));
+    assert_eq!(c["type"], "result", "{c}");
+    assert_eq!(s["type"], "result", "{s}");
+    c["summary"].clone()
+}
+
+fn sh(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .expect(args[0]);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Packet counter of the first DROP rule in FORWARD.
+fn drop_count() -> u64 {
+    let t = sh(&["iptables", "-L", "FORWARD", "-v", "-x", "-n"]);
+    t.lines()
+        .find(|l| l.contains("DROP"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .expect("a DROP rule in FORWARD")
+}
+
+#[test]
+fn netns_ground_truth() {
+    let (Ok(a), Ok(b)) = (
+        std::env::var("MESHPERF_NETNS_A"),
+        std::env::var("MESHPERF_NETNS_B"),
+    ) else {
+        eprintln!("netns: skipped (run tests/netns/run.sh as root)");
+        return;
+    };
+    let to_b = std::env::var("MESHPERF_NETNS_DEV_B").expect("router's device towards B");
+    let from_a = std::env::var("MESHPERF_NETNS_DEV_A").expect("router's device towards A");
+    let (mut a, mut b) = (Agent::connect(&a), Agent::connect(&b));
+
+    // 1. Rate: tbf on the router's egress towards B.
+    sh(&[
+        "tc", "qdisc", "add", "dev", &to_b, "root", "tbf", "rate", "50mbit", "burst", "32kbit",
+        "latency", "50ms",
+    ]);
+    let pkt = 1400u64;
+    let s = run(
+        &mut a,
+        &mut b,
+        1,
+        "udp_stream",
+        json!({"pkt_bytes": pkt, "count": 5000, "wait_us": 200}),
+    );
+    sh(&["tc", "qdisc", "del", "dev", &to_b, "root"]);
+    // tbf counts whole Ethernet frames: payload + UDP 8 + IPv4 20 + Ethernet 14.
+    let expected = 50e6 * pkt as f64 / (pkt + 42) as f64;
+    let got = s["recv_bits_per_second"].as_f64().unwrap();
+    println!(
+        "tbf 50mbit: recv {got:.0} bit/s, expected goodput {expected:.0} ({:+.2}%)",
+        (got / expected - 1.0) * 100.0
+    );
+    assert!((got / expected - 1.0).abs() < 0.02, "{s}");
+
+    // 2. Loss: the kernel's DROP counter is the truth. Only this flow's data
+    // datagrams (IP length pkt + 28) from A match, so hellos are never dropped.
+    let len = (pkt + 28).to_string();
+    let rule = [
+        "FORWARD",
+        "-i",
+        &from_a,
+        "-p",
+        "udp",
+        "-m",
+        "length",
+        "--length",
+        &len,
+        "-m",
+        "statistic",
+        "--mode",
+        "random",
+        "--probability",
+        "0.05",
+        "-j",
+        "DROP",
+    ];
+    sh(&[&["iptables", "-A"][..], &rule[..]].concat());
+    let s = run(
+        &mut a,
+        &mut b,
+        2,
+        "udp_stream",
+        json!({"pkt_bytes": pkt, "count": 20000, "wait_us": 20}),
+    );
+    let dropped = drop_count();
+    sh(&[&["iptables", "-D"][..], &rule[..]].concat());
+    println!("iptables dropped {dropped}, meshperf lost {}", s["lost"]);
+    assert!(dropped > 500, "{dropped}");
+    assert_eq!(s["lost"].as_u64(), Some(dropped), "{s}");
+
+    // 3. TCP through a lossy router retransmits.
+    let rule = [
+        "FORWARD",
+        "-p",
+        "tcp",
+        "-m",
+        "statistic",
+        "--mode",
+        "random",
+        "--probability",
+        "0.05",
+        "-j",
+        "DROP",
+    ];
+    sh(&[&["iptables", "-A"][..], &rule[..]].concat());
+    let s = run(
+        &mut a,
+        &mut b,
+        3,
+        "tcp_stream",
+        json!({"msg_bytes": 65536, "count": 256}),
+    );
+    sh(&[&["iptables", "-D"][..], &rule[..]].concat());
+    println!(
+        "tcp_stream through 5% loss: retransmits {}",
+        s["retransmits"]
+    );
+    assert!(s["retransmits"].as_u64().unwrap() > 0, "{s}");
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Ground truth in network namespaces (root only): two end namespaces A and B
+# joined through a router namespace R with veth pairs, one meshperf agent in
+# A and one in B, and agent/tests/netns.rs run inside R to compare meshperf
+# with tc tbf (rate), iptables -m statistic (loss) and TCP retransmits.
+# Names are unique per run (mp<pid>a/b/r); everything is removed on exit,
+# whether the checks pass or not. Exit 0 on success or when skipped.
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then
+  echo "netns harness: skipped (needs root to create network namespaces; CI runs it as root)"
+  exit 0
+fi
+for tool in ip tc iptables; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "netns harness: FAILED: $tool is not installed (apt-get install iproute2 iptables)" >&2
+    exit 1
+  fi
+done
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+id=mp$$
+A=${id}a B=${id}b R=${id}r
+net=$((16 + $$ % 200))          # 10.<net>.1.0/24 (A side), 10.<net>.2.0/24 (B side)
+ipa=10.$net.1.2 ipb=10.$net.2.2
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+pids=()
+
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for n in "$A" "$B" "$R"; do ip netns del "$n" 2>/dev/null || true; done
+  rm -rf "/tmp/$id"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "/tmp/$id"
+
+echo "netns harness: building"
+timeout 900 cargo build --release -q -p meshperf-agent
+timeout 900 cargo test --release -q -p meshperf-agent --test netns --no-run
+
+for n in "$A" "$B" "$R"; do ip netns add "$n"; ip -n "$n" link set lo up; done
+ip link add "${id}a0" type veth peer name "${id}a1"
+ip link add "${id}b0" type veth peer name "${id}b1"
+ip link set "${id}a0" netns "$A"; ip link set "${id}a1" netns "$R"
+ip link set "${id}b0" netns "$B"; ip link set "${id}b1" netns "$R"
+ip -n "$A" addr add "$ipa/24" dev "${id}a0"; ip -n "$A" link set "${id}a0" up
+ip -n "$B" addr add "$ipb/24" dev "${id}b0"; ip -n "$B" link set "${id}b0" up
+ip -n "$R" addr add "10.$net.1.1/24" dev "${id}a1"; ip -n "$R" link set "${id}a1" up
+ip -n "$R" addr add "10.$net.2.1/24" dev "${id}b1"; ip -n "$R" link set "${id}b1" up
+ip -n "$A" route add default via "10.$net.1.1"
+ip -n "$B" route add default via "10.$net.2.1"
+ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+
+start_agent() { # ns addr -> prints the ready URL
+  local out="/tmp/$id/$1.out"
+  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 600 "${CARGO_TARGET_DIR:-target}"/release/meshperf agent --listen "$2:0" >"$out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    url=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$out" 2>/dev/null | head -1 || true)
+    if [ -n "$url" ]; then echo "$url"; return; fi
+    sleep 0.1
+  done
+  echo "netns harness: agent in $1 did not start:" >&2; cat "$out" >&2; exit 1
+}
+url_a=$(start_agent "$A" "$ipa")
+url_b=$(start_agent "$B" "$ipb")
+echo "netns harness: agents $url_a and $url_b, router $R"
+
+MESHPERF_NETNS_A=$url_a MESHPERF_NETNS_B=$url_b \
+MESHPERF_NETNS_DEV_A=${id}a1 MESHPERF_NETNS_DEV_B=${id}b1 \
+  ip netns exec "$R" timeout 300 cargo test --release -q --offline -p meshperf-agent --test netns -- --nocapture
+echo "netns harness: ok"
