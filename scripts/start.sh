@@ -40,7 +40,9 @@ trap 'echo; log "stopping both agents"; exit 0' INT TERM
 # environment, never argv (argv is visible to every user in ps).
 start_agent() {
     local name="$1" port="$2" token="$3"; shift 3
-    MESHPERF_TOKEN="$token" "$AGENT_BIN" agent --listen "$HOST:$port" "$@" \
+    # setsid: Ctrl-C reaches this script only, which stops the agents itself,
+    # so an agent that exits on its own is always worth reporting.
+    MESHPERF_TOKEN="$token" setsid "$AGENT_BIN" agent --listen "$HOST:$port" "$@" \
         >"$tmp/$name.log" 2>&1 </dev/null &
     local pid=$!
     pids+=("$pid")
