@@ -42,27 +42,38 @@ fi
 wbg_ok() { [ -x "$WBG_BIN" ] && [ "$("$WBG_BIN" --version 2>/dev/null)" = "wasm-bindgen $WBG_VERSION" ]; }
 if ! wbg_ok; then
     mkdir -p "$ROOT/.tools"
+    # The same version already installed elsewhere (PATH, ~/.cargo/bin) is
+    # copied instead of compiled again.
+    for cand in "$(command -v wasm-bindgen || true)" "$HOME/.cargo/bin/wasm-bindgen"; do
+        if [ -n "$cand" ] && [ -x "$cand" ] && [ "$("$cand" --version 2>/dev/null)" = "wasm-bindgen $WBG_VERSION" ]; then
+            mkdir -p "$WBG_ROOT/bin" && cp "$cand" "$WBG_BIN" && log "using $cand (wasm-bindgen $WBG_VERSION)" && break
+        fi
+    done
+fi
+if ! wbg_ok; then
     # One install at a time into this folder: scripts serialise on a lock, and
-    # an install started by hand (cargo install ... --root <this folder>) is
-    # waited for rather than raced.
+    # an install started by hand into this same folder (cargo install ...
+    # --root .tools/wasm-bindgen-VERSION) is waited for rather than raced.
+    # Installs into other checkouts are none of our business.
+    install_running_here() {
+        local pid root
+        for pid in $(pgrep -f 'cargo install wasm-bindgen-cli' || true); do
+            root="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n '/^--root$/{n;p;q}')"
+            [ -n "$root" ] || continue
+            case "$root" in /*) ;; *) root="$(readlink "/proc/$pid/cwd" 2>/dev/null)/$root" ;; esac
+            [ "$(realpath -m "$root")" = "$(realpath -m "$WBG_ROOT")" ] && return 0
+        done
+        return 1
+    }
     exec 9>"$ROOT/.tools/wasm-bindgen.lock"
     flock 9
     waited=0
-    while pgrep -f "cargo install wasm-bindgen-cli.*--root [^ ]*wasm-bindgen-$WBG_VERSION" >/dev/null; do
-        [ $waited -eq 0 ] && log "another install of wasm-bindgen-cli $WBG_VERSION is running (see .tools/wbg.log); waiting for it"
+    while install_running_here; do
+        [ $waited -eq 0 ] && log "another install of wasm-bindgen-cli $WBG_VERSION into .tools/ is running (see .tools/wbg.log); waiting for it"
         waited=$((waited + 5))
         [ $waited -le 1800 ] || die "waited 30 min for the other wasm-bindgen-cli install; stop it or let it finish, then re-run"
         sleep 5
     done
-    # The same version already installed elsewhere (PATH, ~/.cargo/bin) is
-    # copied instead of compiled again.
-    if ! wbg_ok; then
-        for cand in "$(command -v wasm-bindgen || true)" "$HOME/.cargo/bin/wasm-bindgen"; do
-            if [ -n "$cand" ] && [ -x "$cand" ] && [ "$("$cand" --version 2>/dev/null)" = "wasm-bindgen $WBG_VERSION" ]; then
-                mkdir -p "$WBG_ROOT/bin" && cp "$cand" "$WBG_BIN" && log "using $cand (wasm-bindgen $WBG_VERSION)" && break
-            fi
-        done
-    fi
     if ! wbg_ok; then
         log "installing wasm-bindgen-cli $WBG_VERSION into .tools/ (a few minutes, once)"
         run_phase "cargo install wasm-bindgen-cli $WBG_VERSION" \
