@@ -10,8 +10,9 @@ import { tcpRr, tcpStream } from './tcp.mjs';
 import { udp } from './udp.mjs';
 import { footprint } from './footprint.mjs';
 import { wasmStats } from './wasm.mjs';
+import { samples } from './samples.mjs';
 
-const sections = { tcp_stream: tcpStream, tcp_rr: tcpRr, udp, footprint, wasm_stats: wasmStats };
+const sections = { tcp_stream: tcpStream, tcp_rr: tcpRr, udp, footprint, samples, wasm_stats: wasmStats };
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }

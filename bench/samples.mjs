@@ -1,0 +1,61 @@
+// Samples streamed agent -> browser: a page served by the agent opens its own
+// control WebSocket, runs a udp_stream of 1 M datagrams with both ends on
+// that agent, and counts the sample values (send times, sequence numbers,
+// arrival times: 3 per datagram) arriving in binary frames, from the first
+// frame to the last. Target: >= 2 M samples/s.
+import { fmt, results } from './lib.mjs';
+
+export async function samples(agents) {
+  const count = Number(process.env.BENCH_SAMPLES_COUNT || 1000000);
+  console.log(`\n== samples streamed agent -> Chromium (udp_stream, ${count} datagrams, 3 values each)`);
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage();
+    const url = new URL(agents[0].url);
+    await page.goto(`${url.origin}/`);
+    const token = new URLSearchParams(url.hash.slice(1)).get('token');
+    const r = await page.evaluate(async ({ token, count }) => {
+      const ws = new WebSocket(`ws://${location.host}/ws`);
+      ws.binaryType = 'arraybuffer';
+      let id = 0, values = 0, first = 0, last = 0;
+      const waiters = new Map();
+      const ends = [];
+      const done = new Promise((resolve, reject) => {
+        ws.onmessage = (m) => {
+          if (typeof m.data !== 'string') {
+            const now = performance.now();
+            if (!first) first = now;
+            last = now;
+            values += new DataView(m.data).getUint32(20, true);
+            return;
+          }
+          const msg = JSON.parse(m.data);
+          if (msg.id && waiters.has(msg.id)) waiters.get(msg.id)(msg);
+          if (msg.type === 'result' || (msg.type === 'error' && msg.test_id)) {
+            ends.push(msg);
+            if (msg.type === 'error') reject(new Error(msg.message));
+            if (ends.length === 2) resolve();
+          }
+        };
+      });
+      const ask = (o) => new Promise((res) => { id += 1; waiters.set(id, res); ws.send(JSON.stringify({ ...o, id })); });
+      await new Promise((res) => (ws.onopen = res));
+      if ((await ask({ type: 'auth', token })).type !== 'auth_ok') throw new Error('auth failed');
+      const params = { pkt_bytes: 64, count, wait_us: 0 };
+      const prep = await ask({ type: 'prepare', test_id: 4242, step: 0, kind: 'udp_stream', params });
+      if (prep.type !== 'prepared') throw new Error(prep.message);
+      await ask({ type: 'start', test_id: 4242, step: 0, kind: 'udp_stream', params, peer: { host: '127.0.0.1', port: prep.port, key: prep.key } });
+      await done;
+      return { values, ms: last - first };
+    }, { token, count });
+    const rate = r.values / (r.ms / 1e3);
+    results.push({ name: 'samples/s to browser / 2 M', ratio: rate / 2e6 });
+    console.log(`${r.values} sample values in ${fmt(r.ms, 0)} ms from the first frame to the last: ${fmt(rate / 1e6, 2)} M samples/s (target >= 2 M/s: ${rate >= 2e6 ? 'met' : 'missed'})`);
+  } finally {
+    await browser.close();
+  }
+}
