@@ -15,6 +15,9 @@ pub struct Output {
     done: usize,
     last_plain: Instant,
     sweep: bool,
+    repeat: u32,
+    /// The headline figure of each repetition of the current point.
+    reps: Vec<f64>,
 }
 
 impl Output {
@@ -34,6 +37,8 @@ impl Output {
             done: 0,
             last_plain: Instant::now(),
             sweep: !plan.sweep.is_empty() || plan.repeat > 1,
+            repeat: plan.repeat,
+            reps: Vec::new(),
         }
     }
 
@@ -98,12 +103,44 @@ impl Output {
                 let _ = writeln!(out, "{line}");
             }
         }
+        if self.repeat > 1 {
+            if let Some((name, v, unit)) = headline(s) {
+                self.reps.push(v);
+                if s.repeat + 1 == self.repeat {
+                    if let Ok(c) = meshperf_wasm::fit::confidence(&self.reps) {
+                        let _ = writeln!(
+                            out,
+                            "{name} over {} runs: mean {:.4} {unit}, 95% CI [{:.4}, {:.4}] (+/- {:.4})",
+                            c.n, c.mean, c.low, c.high, c.half_width
+                        );
+                    }
+                    self.reps.clear();
+                }
+            }
+        }
     }
 
     pub fn finish(&mut self) {
         if self.tty {
             eprint!("\r{}\r", " ".repeat(60));
         }
+    }
+}
+
+/// The figure a step is about, for the mean over repetitions (netperf -I).
+fn headline(s: &StepResult) -> Option<(&'static str, f64, &'static str)> {
+    use meshperf_protocol::params::Kind::*;
+    let m = &s.summary;
+    match s.kind {
+        TcpStream | UnixStream => {
+            Some(("throughput", m["bits_per_second"].as_f64()? / 1e9, "Gbit/s"))
+        }
+        UdpStream => Some((
+            "receive rate",
+            m["recv_bits_per_second"].as_f64()? / 1e6,
+            "Mbit/s",
+        )),
+        TcpRr | UdpRr | UnixRr => Some(("median RTT", m["rtt_us"]["median"].as_f64()?, "us")),
     }
 }
 
