@@ -70,6 +70,27 @@ impl SampleKind {
             _ => return None,
         })
     }
+
+    /// The snake_case name used in JSON (as serde writes it).
+    pub fn name(self) -> &'static str {
+        use SampleKind::*;
+        match self {
+            IntervalBytes => "interval_bytes",
+            RttNs => "rtt_ns",
+            ReadBytes => "read_bytes",
+            SendTimeNs => "send_time_ns",
+            ArrivalNs => "arrival_ns",
+            Sequence => "sequence",
+            TcpRttUs => "tcp_rtt_us",
+            TcpCwnd => "tcp_cwnd",
+            TcpRetrans => "tcp_retrans",
+        }
+    }
+
+    /// The kind whose [`SampleKind::name`] is `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        (1..=9).filter_map(Self::from_u8).find(|k| k.name() == name)
+    }
 }
 
 /// Errors decoding a sample frame.

@@ -58,6 +58,23 @@ pub enum Role {
     Server,
 }
 
+impl Role {
+    /// The snake_case name used in JSON (as serde writes it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+        }
+    }
+
+    /// The role whose [`Role::name`] is `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Role::Client, Role::Server]
+            .into_iter()
+            .find(|r| r.name() == name)
+    }
+}
+
 /// What an agent tells about itself in `hello`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentInfo {

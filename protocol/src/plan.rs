@@ -57,6 +57,24 @@ pub enum Transport {
     TcpLocal,
 }
 
+impl Transport {
+    /// The snake_case name used in JSON (as serde writes it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+            Transport::TcpLocal => "tcp_local",
+        }
+    }
+
+    /// The transport whose [`Transport::name`] is `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Transport::Unix, Transport::Tcp, Transport::TcpLocal]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
+}
+
 /// One step of an expanded plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -233,7 +251,8 @@ impl Plan {
             let mut transport = base_transport;
             for (name, v) in &point {
                 if name == "transport" {
-                    transport = serde_json::from_value(v.clone()).map_err(|_| {
+                    // By name, not serde: keeps the wasm build free of enum deserialisers.
+                    transport = v.as_str().and_then(Transport::from_name).ok_or_else(|| {
                         axis_err(
                             "transport",
                             format!("{v} is not one of unix, tcp, tcp_local"),
@@ -318,6 +337,30 @@ mod tests {
         assert_eq!(s[4].transport, Transport::Tcp);
         assert!(s[4].params.get("transport").is_none());
         assert_eq!(s[7].index, 7);
+    }
+
+    #[test]
+    fn names_are_what_serde_writes() {
+        use crate::frame::SampleKind;
+        use crate::msg::Role;
+        for k in Kind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), json!(k.name()));
+            assert_eq!(Kind::from_name(k.name()), Some(k));
+        }
+        for t in [Transport::Unix, Transport::Tcp, Transport::TcpLocal] {
+            assert_eq!(serde_json::to_value(t).unwrap(), json!(t.name()));
+            assert_eq!(Transport::from_name(t.name()), Some(t));
+        }
+        for r in [Role::Client, Role::Server] {
+            assert_eq!(serde_json::to_value(r).unwrap(), json!(r.name()));
+            assert_eq!(Role::from_name(r.name()), Some(r));
+        }
+        for k in (0..=255).filter_map(SampleKind::from_u8) {
+            assert_eq!(serde_json::to_value(k).unwrap(), json!(k.name()));
+            assert_eq!(SampleKind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(Kind::from_name("teleport"), None);
+        assert_eq!(SampleKind::from_name("rtt"), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod hist;
 pub mod permalink;
 pub mod plans;
 mod select;
+pub mod shape;
 pub mod series;
 pub mod stats;
 pub mod udp;

@@ -40,6 +40,7 @@
 //! upgrades the result through [`meshperf_protocol::result::upgrade`], so links
 //! from older result versions still open.
 
+use crate::shape;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::result::{self, ResultError, RunResult, Series, SeriesHistogram};
@@ -90,15 +91,25 @@ fn corrupt(what: impl Into<String>) -> PermalinkError {
     PermalinkError::Corrupt(what.into())
 }
 
+// The JSON entry points (the wasm facade's) work on `serde_json::Value`s
+// shaped by [`shape`], never on the typed structs: deserialising into those
+// is most of a wasm module's size. The typed ones (`meshperf run`, tests)
+// convert and share the same code, so both write the same bytes.
+
+fn shaped(v: &Value) -> Result<Value, PermalinkError> {
+    shape::result(v).map_err(|e| PermalinkError::Result(ResultError::Parse(e)))
+}
+
 /// Encodes the result JSON `text` (any result version) as link text.
 pub fn encode_json(text: &str) -> Result<String, PermalinkError> {
-    encode(&result::load(text)?)
+    let mut v: Value = serde_json::from_str(text).map_err(|e| ResultError::Parse(e.to_string()))?;
+    result::upgrade(&mut v)?;
+    encode_value(shaped(&v)?).map(|(text, _)| text)
 }
 
 /// Decodes link text into the current result JSON.
 pub fn decode_json(text: &str) -> Result<String, PermalinkError> {
-    let r = decode(text)?;
-    serde_json::to_string(&r).map_err(|e| corrupt(e.to_string()))
+    Ok(shaped(&decode_value(text)?)?.to_string())
 }
 
 /// Encodes `r` as link text (without the `#r=`): raw samples when they fit in
@@ -109,22 +120,42 @@ pub fn encode(r: &RunResult) -> Result<String, PermalinkError> {
 
 /// Like [`encode`], and says whether histograms replaced raw samples.
 pub fn encode_reporting(r: &RunResult) -> Result<(String, bool), PermalinkError> {
-    let values: usize = r
-        .steps
+    encode_value(serde_json::to_value(r).expect("a RunResult is always JSON"))
+}
+
+fn steps(v: &Value) -> &[Value] {
+    v.get("steps")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn samples(step: &Value) -> &[Value] {
+    step.get("samples")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// [`encode_reporting`] of a result value shaped as `RunResult` serialises.
+fn encode_value(v: Value) -> Result<(String, bool), PermalinkError> {
+    let values: usize = steps(&v)
         .iter()
-        .flat_map(|s| &s.samples)
-        .map(|s| s.values.len())
+        .flat_map(samples)
+        .map(|s| {
+            s.get("values")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len)
+        })
         .sum();
     if values <= RAW_MAX_VALUES {
-        let text = encode_exact(r);
+        let text = encode_exact_value(&v)?;
         if text.len() <= HARD_LIMIT {
             return Ok((text, false));
         }
     }
-    let mut small = r.clone();
+    let mut small = v;
     for min in [HIST_MIN_VALUES, 0] {
-        replace_samples(&mut small, min);
-        let text = encode_exact(&small);
+        small = replace_samples(&small, min)?;
+        let text = encode_exact_value(&small)?;
         if text.len() <= HARD_LIMIT {
             return Ok((text, true));
         }
@@ -137,7 +168,51 @@ pub fn encode_reporting(r: &RunResult) -> Result<(String, bool), PermalinkError>
 
 /// Encodes `r` as it is, whatever the length.
 pub fn encode_exact(r: &RunResult) -> String {
-    let mut v = serde_json::to_value(r).expect("a RunResult is always JSON");
+    encode_exact_value(&serde_json::to_value(r).expect("a RunResult is always JSON"))
+        .expect("a RunResult's series are valid")
+}
+
+/// A series value (shaped) as the protocol's [`Series`].
+fn series_of(v: &Value) -> Result<Series, PermalinkError> {
+    let bad = || PermalinkError::Result(ResultError::Parse("invalid sample series".into()));
+    let role = v["role"]
+        .as_str()
+        .and_then(Role::from_name)
+        .ok_or_else(bad)?;
+    let kind = v["kind"]
+        .as_str()
+        .and_then(SampleKind::from_name)
+        .ok_or_else(bad)?;
+    let stream = v["stream"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok())
+        .ok_or_else(bad)?;
+    let values = v["values"]
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|x| x.as_u64().ok_or_else(bad))
+        .collect::<Result<_, _>>()?;
+    Ok(Series {
+        role,
+        kind,
+        stream,
+        values,
+    })
+}
+
+/// The value of a series, as `Series` serialises.
+fn series_value(s: &Series) -> Value {
+    let mut o = Map::new();
+    o.insert("role".into(), s.role.name().into());
+    o.insert("kind".into(), s.kind.name().into());
+    o.insert("stream".into(), s.stream.into());
+    o.insert("values".into(), s.values.clone().into());
+    Value::Object(o)
+}
+
+fn encode_exact_value(r: &Value) -> Result<String, PermalinkError> {
+    let mut v = r.clone();
     if let Some(steps) = v.get_mut("steps").and_then(Value::as_array_mut) {
         for s in steps {
             if let Some(o) = s.as_object_mut() {
@@ -147,10 +222,11 @@ pub fn encode_exact(r: &RunResult) -> String {
     }
     let mut body = Vec::new();
     put_value(&mut body, &v);
-    for s in &r.steps {
-        put_varint(&mut body, s.samples.len() as u64);
-        for series in &s.samples {
-            put_series(&mut body, series);
+    for s in steps(r) {
+        let series = samples(s);
+        put_varint(&mut body, series.len() as u64);
+        for x in series {
+            put_series(&mut body, &series_of(x)?);
         }
     }
     let mut bytes = vec![LINK_VERSION];
@@ -158,11 +234,17 @@ pub fn encode_exact(r: &RunResult) -> String {
     let mut text = String::with_capacity(TAG.len() + bytes.len() * 4 / 3 + 4);
     text.push_str(TAG);
     base64url_encode(&bytes, &mut text);
-    text
+    Ok(text)
 }
 
 /// Decodes link text (the part after `#r=`; a whole URL is accepted too).
 pub fn decode(text: &str) -> Result<RunResult, PermalinkError> {
+    serde_json::from_value(decode_value(text)?)
+        .map_err(|e| PermalinkError::Result(ResultError::Parse(e.to_string())))
+}
+
+/// [`decode`] to the (upgraded, not yet shaped) result value.
+fn decode_value(text: &str) -> Result<Value, PermalinkError> {
     let text = text.trim();
     let text = text.rsplit_once("#r=").map_or(text, |(_, t)| t);
     let b64 = text.strip_prefix(TAG).ok_or(PermalinkError::Tag)?;
@@ -193,14 +275,14 @@ pub fn decode(text: &str) -> Result<RunResult, PermalinkError> {
             .ok_or_else(|| corrupt("a step is not an object"))?;
         o.insert(
             "samples".into(),
-            serde_json::to_value(series).map_err(|e| corrupt(e.to_string()))?,
+            series.iter().map(series_value).collect::<Vec<_>>().into(),
         );
     }
     if rd.pos != body.len() {
         return Err(corrupt("trailing data"));
     }
     result::upgrade(&mut v)?;
-    serde_json::from_value(v).map_err(|e| PermalinkError::Result(ResultError::Parse(e.to_string())))
+    Ok(v)
 }
 
 fn inflate_text(s: miniz_oxide::inflate::TINFLStatus) -> &'static str {
@@ -231,18 +313,55 @@ pub fn round_time(ns: u64) -> u64 {
     to_ticks(ns) * TIME_RESOLUTION_NS
 }
 
-/// Replaces every series with more than `min` values by its histogram.
-fn replace_samples(r: &mut RunResult, min: usize) {
-    for s in &mut r.steps {
-        let (big, keep): (Vec<Series>, Vec<Series>) = std::mem::take(&mut s.samples)
-            .into_iter()
-            .partition(|x| x.values.len() > min);
-        s.samples = keep;
-        for x in big {
-            r.samples_replaced = true;
-            s.histograms.push(histogram_of(&x));
+/// `r` (shaped) with every series of more than `min` values replaced by its
+/// histogram, shaped again.
+fn replace_samples(r: &Value, min: usize) -> Result<Value, PermalinkError> {
+    let mut r = r.clone();
+    let mut replaced = false;
+    if let Some(steps) = r.get_mut("steps").and_then(Value::as_array_mut) {
+        for s in steps.iter_mut().filter_map(Value::as_object_mut) {
+            let all = match s.get_mut("samples").and_then(Value::as_array_mut) {
+                Some(a) => std::mem::take(a),
+                None => continue,
+            };
+            let (big, keep): (Vec<Value>, Vec<Value>) = all.into_iter().partition(|x| {
+                x.get("values")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+                    > min
+            });
+            s.insert("samples".into(), keep.into());
+            if big.is_empty() {
+                continue;
+            }
+            replaced = true;
+            let hists = s
+                .entry("histograms")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(h) = hists {
+                for x in &big {
+                    h.push(histogram_value(&histogram_of(&series_of(x)?)));
+                }
+            }
         }
     }
+    if replaced {
+        r["samples_replaced"] = true.into();
+    }
+    shaped(&r)
+}
+
+/// The value of a histogram, as `SeriesHistogram` serialises.
+fn histogram_value(h: &SeriesHistogram) -> Value {
+    let mut o = Map::new();
+    o.insert("role".into(), h.role.name().into());
+    o.insert("kind".into(), h.kind.name().into());
+    o.insert("stream".into(), h.stream.into());
+    o.insert("n".into(), h.n.into());
+    o.insert("low".into(), h.low.into());
+    o.insert("bin_width".into(), h.bin_width.into());
+    o.insert("counts".into(), h.counts.clone().into());
+    Value::Object(o)
 }
 
 /// A histogram of a whole series: 1 us (or 1 unit) bins, widened along

@@ -3,23 +3,56 @@
 //! (one meaning of a plan for the page and `meshperf run`); this only
 //! converts.
 
-use meshperf_protocol::plan::Plan;
+use crate::shape;
+use meshperf_protocol::plan::{PlanError, Step};
 use meshperf_protocol::presets;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
+
+// Plans are read as `serde_json::Value`s and shaped by hand ([`shape::plan`])
+// rather than deserialised into `Plan`: the same checks and defaults,
+// without serde's generic code in the wasm module.
+
+fn plan_value(text: &str) -> Result<Map<String, Value>, PlanError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| PlanError::Parse(e.to_string()))?;
+    shape::plan(&v).map_err(PlanError::Parse)
+}
+
+/// The value of a step, as `Step` serialises.
+fn step_value(s: Step) -> Value {
+    let mut o = Map::new();
+    o.insert("index".into(), s.index.into());
+    o.insert("kind".into(), s.kind.name().into());
+    o.insert("params".into(), s.params.into());
+    let point: Vec<Value> = s
+        .point
+        .into_iter()
+        .map(|(k, v)| Value::Array(vec![k.into(), v]))
+        .collect();
+    o.insert("point".into(), point.into());
+    o.insert("repeat".into(), s.repeat.into());
+    o.insert("transport".into(), s.transport.name().into());
+    Value::Object(o)
+}
 
 /// The steps `plan_json` expands to, as a JSON array; the error is one line.
 pub fn expand_json(plan_json: &str) -> Result<String, String> {
-    let steps = Plan::from_json(plan_json)
-        .and_then(|p| p.expand())
+    let steps = plan_value(plan_json)
+        .and_then(|p| shape::to_plan(&p).expand())
         .map_err(|e| e.to_string())?;
-    serde_json::to_string(&steps).map_err(|e| e.to_string())
+    Ok(Value::Array(steps.into_iter().map(step_value).collect()).to_string())
 }
 
 /// `[{"name": ..., "plan": {...}}]` for every preset, in the protocol's order.
 pub fn presets_json() -> String {
-    let list: Vec<Value> = presets::names()
-        .into_iter()
-        .filter_map(|n| Some(json!({"name": n, "plan": presets::preset(n)?})))
+    let list: Vec<Value> = presets::PRESETS
+        .iter()
+        .map(|(n, text)| {
+            let mut o = Map::new();
+            o.insert("name".into(), (*n).into());
+            let plan = plan_value(text).expect("presets are valid plans");
+            o.insert("plan".into(), plan.into());
+            Value::Object(o)
+        })
         .collect();
     Value::Array(list).to_string()
 }
@@ -27,6 +60,41 @@ pub fn presets_json() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use meshperf_protocol::plan::Plan;
+    use serde_json::json;
+
+    #[test]
+    fn same_json_as_the_typed_plan_code() {
+        let typed = |text: &str| -> Result<String, String> {
+            let steps = Plan::from_json(text)
+                .and_then(|p| p.expand())
+                .map_err(|e| e.to_string())?;
+            Ok(serde_json::to_string(&steps).unwrap())
+        };
+        for text in [
+            r#"{"kind":"tcp_rr","params":{"req_bytes":64},"sweep":{"resp_bytes":[1,2]},"repeat":2}"#,
+            r#"{"kind":"tcp_stream","sweep":{"transport":["unix","tcp_local"],"msg_bytes":{"pow2":[1,8]}}}"#,
+            r#"{"kind":"udp_stream","params":{"wait_us":1.5},"sweep":{"wait_us":{"from":0,"to":1,"step":0.25}},"name":"x","extra":1}"#,
+        ] {
+            assert_eq!(expand_json(text), typed(text), "{text}");
+        }
+        for text in presets::PRESETS.iter().map(|(_, t)| *t) {
+            assert_eq!(expand_json(text), typed(text));
+        }
+        for bad in [
+            r#"{"kind":"tcp_rr","sweep":{"transport":["pigeon"]}}"#,
+            r#"{"kind":"teleport"}"#,
+            "[]",
+            "{}",
+        ] {
+            assert!(expand_json(bad).is_err() && typed(bad).is_err(), "{bad}");
+        }
+        let typed_presets: Vec<Value> = presets::names()
+            .into_iter()
+            .map(|n| json!({"name": n, "plan": presets::preset(n).unwrap()}))
+            .collect();
+        assert_eq!(presets_json(), Value::Array(typed_presets).to_string());
+    }
 
     #[test]
     fn expand_gives_the_steps_the_page_reads() {

@@ -37,6 +37,22 @@ impl Kind {
             Kind::UnixRr => "unix_rr",
         }
     }
+
+    /// Every kind, in declaration order.
+    pub const ALL: [Kind; 6] = [
+        Kind::TcpStream,
+        Kind::TcpRr,
+        Kind::UdpStream,
+        Kind::UdpRr,
+        Kind::UnixStream,
+        Kind::UnixRr,
+    ];
+
+    /// The kind whose [`Kind::name`] is `name` (what serde reads, without
+    /// serde: the wasm build keeps its generic deserialisers out).
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
 }
 
 /// A parameter that cannot be used, with the parameter's name.

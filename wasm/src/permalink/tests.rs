@@ -384,3 +384,55 @@ fn link_format_1_fixture_still_decodes() {
     assert_eq!(back.steps[1].error.as_deref(), Some("agent b: refused"));
     assert_eq!(back.steps[0].summary["name"], json!("grüße \u{1F600}"));
 }
+
+/// The old typed histogram replacement, kept as the reference the value
+/// code must match byte for byte.
+fn typed_replace(r: &mut RunResult, min: usize) {
+    for s in &mut r.steps {
+        let (big, keep): (Vec<Series>, Vec<Series>) = std::mem::take(&mut s.samples)
+            .into_iter()
+            .partition(|x| x.values.len() > min);
+        s.samples = keep;
+        for x in big {
+            r.samples_replaced = true;
+            s.histograms.push(histogram_of(&x));
+        }
+    }
+}
+
+#[test]
+fn json_entry_points_write_and_read_what_the_typed_ones_do() {
+    let mut big = rr_result(200_000);
+    big.steps[0].error = Some("late".into());
+    big.steps[0].samples.push(Series {
+        role: Role::Server,
+        kind: SampleKind::ReadBytes,
+        stream: 3,
+        values: vec![64; 100],
+    });
+    for r in [
+        rr_result(10_000),
+        stream_result(),
+        rr_result(0),
+        big.clone(),
+    ] {
+        let json = serde_json::to_string(&r).unwrap();
+        let link = encode_json(&json).unwrap();
+        assert_eq!(link, encode(&r).unwrap());
+        let typed = serde_json::to_string(&decode(&link).unwrap()).unwrap();
+        assert_eq!(decode_json(&link).unwrap(), typed);
+    }
+    // The histogram link is the one the typed code made.
+    let mut small = big.clone();
+    typed_replace(&mut small, HIST_MIN_VALUES);
+    assert_eq!(encode(&big).unwrap(), encode_exact(&small));
+    // The fixture was written by the first codec: still the same bytes.
+    assert_eq!(encode(&stream_result()).unwrap(), FIXTURE_V1.trim());
+    // The fixture decodes to the same JSON both ways.
+    let typed = serde_json::to_string(&decode(FIXTURE_V1).unwrap()).unwrap();
+    assert_eq!(decode_json(FIXTURE_V1).unwrap(), typed);
+    assert_eq!(
+        encode_json(&typed).unwrap(),
+        encode(&decode(FIXTURE_V1).unwrap()).unwrap()
+    );
+}
