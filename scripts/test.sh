@@ -49,7 +49,7 @@ phase build bash "$ROOT/scripts/build.sh"
 # strategy abort"). Tests therefore build with unwind; a no-op once the
 # profile itself unwinds.
 rc=0
-phase cargo-test cargo test --workspace --release --config 'profile.release.panic="unwind"' || rc=$?
+phase cargo-test cargo test --workspace --release --no-fail-fast --config 'profile.release.panic="unwind"' || rc=$?
 read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
                      END { print p + 0, f + 0 }' "$out/cargo-test.log")
 passed=$((passed + p)); failed=$((failed + f))
