@@ -13,9 +13,9 @@ t_all=$SECONDS
 [ -d "$ROOT/node_modules" ] || die "node_modules missing: run scripts/setup.sh first"
 
 # 1. wasm
-run_phase "cargo build -p meshperf-wasm (wasm32, release)" \
-    cargo build -p meshperf-wasm --release --target wasm32-unknown-unknown
-wasm_in="$ROOT/target/wasm32-unknown-unknown/release/meshperf_wasm.wasm"
+run_phase "cargo build -p meshperf-wasm (wasm32, profile wasm-release)" \
+    cargo build -p meshperf-wasm --profile wasm-release --target wasm32-unknown-unknown
+wasm_in="$ROOT/target/wasm32-unknown-unknown/wasm-release/meshperf_wasm.wasm"
 [ -f "$wasm_in" ] || die "cargo did not produce $wasm_in"
 pkg="$ROOT/web/src/lib/wasm-pkg"
 run_phase "wasm-bindgen --target web -> web/src/lib/wasm-pkg" \

@@ -1,5 +1,5 @@
 // Times the wasm build in node (a benchmark: prints figures, never fails).
-// After `cargo build -p meshperf-wasm --release --target wasm32-unknown-unknown`
+// After `cargo build -p meshperf-wasm --profile wasm-release --target wasm32-unknown-unknown`
 // and wasm-bindgen --target web into web/src/lib/wasm-pkg, from the repo root:
 //   node wasm/examples/bench_node.mjs [n]
 // The first call of each function is shown separately: browsers run wasm in a

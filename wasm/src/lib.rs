@@ -10,6 +10,7 @@
 pub mod error;
 pub mod fit;
 pub mod hist;
+pub mod json;
 pub mod permalink;
 pub mod plans;
 mod select;

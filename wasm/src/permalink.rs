@@ -102,7 +102,7 @@ fn shaped(v: &Value) -> Result<Value, PermalinkError> {
 
 /// Encodes the result JSON `text` (any result version) as link text.
 pub fn encode_json(text: &str) -> Result<String, PermalinkError> {
-    let mut v: Value = serde_json::from_str(text).map_err(|e| ResultError::Parse(e.to_string()))?;
+    let mut v = crate::json::parse(text).map_err(ResultError::Parse)?;
     result::upgrade(&mut v)?;
     encode_value(shaped(&v)?).map(|(text, _)| text)
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 // without serde's generic code in the wasm module.
 
 fn plan_value(text: &str) -> Result<Map<String, Value>, PlanError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| PlanError::Parse(e.to_string()))?;
+    let v = crate::json::parse(text).map_err(PlanError::Parse)?;
     shape::plan(&v).map_err(PlanError::Parse)
 }
 
