@@ -94,23 +94,33 @@ if [ ! -f "$npm_marker" ] || [ "$ROOT/package-lock.json" -nt "$npm_marker" ]; th
     touch "$npm_marker"
 fi
 
-# --- Debian chromium for Playwright (tests only) -----------------------------
-if [ $want_test -eq 1 ] && [ ! -x /usr/bin/chromium ]; then
-    command -v apt-get >/dev/null || die "/usr/bin/chromium is missing and apt-get is not available: install Chromium at /usr/bin/chromium, then re-run"
+# --- Debian packages for the tests: chromium (Playwright), and as root the
+# network-namespace harness's iproute2 and iptables ---------------------------
+missing=()
+if [ $want_test -eq 1 ]; then
+    [ -x /usr/bin/chromium ] || missing+=(chromium)
+    if [ "$(id -u)" -eq 0 ]; then
+        command -v ip >/dev/null || missing+=(iproute2)
+        command -v tc >/dev/null || missing+=(iproute2)
+        command -v iptables >/dev/null || missing+=(iptables)
+    fi
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null || die "missing ${missing[*]} and apt-get is not available: install them, then re-run"
     SUDO=()
     if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || die "/usr/bin/chromium is missing and installing it needs root: run 'apt-get install chromium' as root, then re-run"
+        command -v sudo >/dev/null || die "missing ${missing[*]} and installing needs root: run 'apt-get install ${missing[*]}' as root, then re-run"
         SUDO=(sudo)
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt_install() { "${SUDO[@]}" apt-get install -y -q chromium </dev/null; }
-    log "installing Debian chromium (apt-get install chromium)"
+    apt_install() { "${SUDO[@]}" apt-get install -y -q "${missing[@]}" </dev/null; }
+    log "installing from Debian: ${missing[*]}"
     if ! apt_install; then
         log "apt-get install failed; running apt-get update and trying again"
         "${SUDO[@]}" apt-get update -q </dev/null || die "apt-get update failed: check network access to the Debian mirrors"
-        apt_install || die "apt-get install chromium failed: see the apt output above"
+        apt_install || die "apt-get install ${missing[*]} failed: see the apt output above"
     fi
-    [ -x /usr/bin/chromium ] || die "chromium was installed but /usr/bin/chromium is missing"
+    [ $want_test -eq 0 ] || [ -x /usr/bin/chromium ] || die "chromium was installed but /usr/bin/chromium is missing"
 fi
 
 log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium'))"
