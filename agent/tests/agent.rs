@@ -334,3 +334,29 @@ fn interval_samples_stream_while_the_test_runs() {
         assert!(next >= 110, "1.2 s of 10 ms intervals, got {next}");
     }
 }
+
+#[test]
+fn cancel_stops_a_running_transfer_at_once() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    for (i, dir) in ["send", "receive"].into_iter().enumerate() {
+        let id = 81 + i as u32;
+        let params = json!({"duration_s": 20, "direction": dir});
+        let prep = ca.request(json!({"type": "prepare", "test_id": id, "step": 0, "kind": "tcp_stream", "params": params}));
+        let start = cb.request(json!({"type": "start", "test_id": id, "step": 0, "kind": "tcp_stream", "params": params,
+            "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
+        assert_eq!(start["type"], "started");
+        std::thread::sleep(Duration::from_millis(500));
+        let t0 = Instant::now();
+        let r = cb.request(json!({"type": "cancel", "test_id": id}));
+        assert_eq!(r["type"], "cancelled", "{r}");
+        let (end_b, end_a) = (cb.wait_end(id), ca.wait_end(id));
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "{dir}: took {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(end_b["type"], "error", "{end_b}");
+        assert_eq!(end_a["type"], "error", "{end_a}");
+    }
+}

@@ -305,8 +305,9 @@ fn worker<S: DataStream>(
                         &wbuf,
                         &mut next_due,
                         &live[s.out.index],
+                        blocking,
                     ),
-                    Dir::Recv => recv(s, plan, start, &mut rbuf, &live[s.out.index]),
+                    Dir::Recv => recv(s, plan, start, &mut rbuf, &live[s.out.index], blocking),
                 }
             }
             if !s.done && now.duration_since(s.last_move) > plan.stall {
@@ -362,6 +363,7 @@ fn worker<S: DataStream>(
     slots.into_iter().map(|s| s.out).collect()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn send<S: DataStream>(
     s: &mut Slot<S>,
     plan: &Plan,
@@ -370,6 +372,7 @@ fn send<S: DataStream>(
     buf: &[u8],
     next_due: &mut Option<Instant>,
     live: &LiveStream,
+    once: bool,
 ) {
     loop {
         let now = Instant::now();
@@ -401,6 +404,9 @@ fn send<S: DataStream>(
                     s.msg_off = 0;
                     s.msgs += 1;
                 }
+                if once {
+                    return; // blocking socket: back to the loop to check cancel
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 s.ready = false;
@@ -418,6 +424,7 @@ fn recv<S: DataStream>(
     start: Instant,
     buf: &mut [u8],
     live: &LiveStream,
+    once: bool,
 ) {
     loop {
         match s.sock.read(buf) {
@@ -427,6 +434,9 @@ fn recv<S: DataStream>(
             }
             Ok(n) => {
                 s.record(n, Instant::now(), start, plan.interval, live);
+                if once {
+                    return; // blocking socket: back to the loop to check cancel
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 s.ready = false;
