@@ -9,7 +9,7 @@ import { ROUNDS, fmt, results, root } from './lib.mjs';
 export async function wasmStats() {
   const sizes = process.env.BENCH_WASM_N || '1000000,10000000';
   console.log(`\n== wasm statistics in Chromium: summary + histogram, n = ${sizes}, ${ROUNDS} rounds alternating after a warm-up`);
-  if (!existsSync(join(root, 'web/src/lib/wasm-pkg/meshperf_wasm_bg.wasm'))) throw new Error('web/src/lib/wasm-pkg missing: run scripts/build.sh');
+  if (!existsSync(join(root, 'web/src/lib/wasm-pkg/meshperf_stats_bg.wasm'))) throw new Error('web/src/lib/wasm-pkg missing: run scripts/build.sh');
   const { chromium } = await import('playwright-core');
   const types = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript', '.wasm': 'application/wasm' };
   const server = createServer((req, res) => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds meshperf in dependency order:
 #   1. the wasm crate -> wasm32 -> wasm-bindgen (--target web) -> web/src/lib/wasm-pkg/
+#      twice: meshperf_stats (statistics) and meshperf_codec (+ permalinks, plans)
 #   2. the web app (vite)                                      -> web/dist/
 #   3. the agent in release mode, web/dist embedded            -> target/release/meshperf
 # Expects scripts/setup.sh to have run (npm start / npm test do that first).
@@ -12,25 +13,34 @@ t_all=$SECONDS
 [ -x "$WBG_BIN" ] || die "wasm-bindgen $WBG_VERSION not found at $WBG_BIN: run scripts/setup.sh first"
 [ -d "$ROOT/node_modules" ] || die "node_modules missing: run scripts/setup.sh first"
 
-# 1. wasm
-run_phase "cargo build -p meshperf-wasm (wasm32, profile wasm-release)" \
-    cargo build -p meshperf-wasm --profile wasm-release --target wasm32-unknown-unknown
-wasm_in="$ROOT/target/wasm32-unknown-unknown/wasm-release/meshperf_wasm.wasm"
-[ -f "$wasm_in" ] || die "cargo did not produce $wasm_in"
+# 1. wasm: one crate, two modules (wasm/Cargo.toml, feature `codec`):
+#    meshperf_stats  statistics only, no default features: the web app's first load
+#    meshperf_codec  default features: + permalink codec, plan expansion, presets;
+#                    the page loads it only when it needs one of those
 pkg="$ROOT/web/src/lib/wasm-pkg"
-run_phase "wasm-bindgen --target web -> web/src/lib/wasm-pkg" \
-    "$WBG_BIN" "$wasm_in" --target web --out-dir "$pkg" --out-name meshperf_wasm
+wasm_out="$ROOT/target/wasm32-unknown-unknown/wasm-release/meshperf_wasm.wasm"
 # wasm-opt only from npm's binaryen package (Debian's is too old for the
 # features rustc emits). Not installed means not run, and we say so.
 wasm_opt="$ROOT/node_modules/.bin/wasm-opt"
-if [ -x "$wasm_opt" ]; then
-    run_phase "wasm-opt -Oz" "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-        --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
-        "$pkg/meshperf_wasm_bg.wasm" -o "$pkg/meshperf_wasm_bg.wasm"
-else
-    log "wasm-opt not installed (npm package binaryen): wasm left unoptimised"
-fi
-log "wasm: $(wc -c <"$pkg/meshperf_wasm_bg.wasm") bytes"
+[ -x "$wasm_opt" ] || log "wasm-opt not installed (npm package binaryen): wasm left unoptimised"
+rm -rf "$pkg" # generated; also drops modules of older builds (meshperf_wasm.*)
+build_wasm() { # <out-name> <cargo feature args...>
+    local name=$1
+    shift
+    run_phase "cargo build -p meshperf-wasm $* (wasm32, profile wasm-release)" \
+        cargo build -p meshperf-wasm --profile wasm-release --target wasm32-unknown-unknown "$@"
+    [ -f "$wasm_out" ] || die "cargo did not produce $wasm_out"
+    run_phase "wasm-bindgen --target web -> web/src/lib/wasm-pkg/$name" \
+        "$WBG_BIN" "$wasm_out" --target web --out-dir "$pkg" --out-name "$name"
+    if [ -x "$wasm_opt" ]; then
+        run_phase "wasm-opt -Oz $name" "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+            --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
+            "$pkg/${name}_bg.wasm" -o "$pkg/${name}_bg.wasm"
+    fi
+    log "wasm $name: $(wc -c <"$pkg/${name}_bg.wasm") bytes, $(gzip -9c "$pkg/${name}_bg.wasm" | wc -c) gzip"
+}
+build_wasm meshperf_stats --no-default-features
+build_wasm meshperf_codec
 
 # 2. web
 run_phase "npm run build -w web -> web/dist" npm run build -w web

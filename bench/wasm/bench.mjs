@@ -6,7 +6,7 @@
 // histogram loop). Rounds alternate wasm and JS; the first round of each is a
 // warm-up (tier-up) and is not counted. Results land in `window.benchResult`
 // and in the page text.
-import init, * as wasm from '../../web/src/lib/wasm-pkg/meshperf_wasm.js';
+import init, * as wasm from '../../web/src/lib/wasm-pkg/meshperf_stats.js';
 
 const q = new URLSearchParams(location.search);
 const sizes = (q.get('n') || '1000000,10000000').split(',').map(Number);

@@ -5,9 +5,9 @@
 // The first call of each function is shown separately: browsers run wasm in a
 // baseline tier until a function is called again after tier-up.
 import fs from 'node:fs';
-import * as m from '../../web/src/lib/wasm-pkg/meshperf_wasm.js';
+import * as m from '../../web/src/lib/wasm-pkg/meshperf_stats.js';
 
-const pkg = new URL('../../web/src/lib/wasm-pkg/meshperf_wasm_bg.wasm', import.meta.url);
+const pkg = new URL('../../web/src/lib/wasm-pkg/meshperf_stats_bg.wasm', import.meta.url);
 m.initSync({ module: fs.readFileSync(pkg) });
 const n = Number(process.argv[2] ?? 10_000_000);
 const v = new Float64Array(n);

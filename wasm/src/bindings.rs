@@ -343,32 +343,41 @@ impl SampleSet {
     }
 }
 
-/// The result JSON `result_json` (any result version) as permalink text, to
-/// go after `#r=`. Raw samples when the link stays under 60 000 characters,
-/// else histograms of the large series (the decoded result then says
-/// `samples_replaced: true`). Throws with a one-line message.
-#[wasm_bindgen]
-pub fn permalink_encode(result_json: &str) -> Result<String, JsError> {
-    crate::permalink::encode_json(result_json).map_err(|e| JsError::new(&e.to_string()))
-}
+/// The codec half (feature `codec`, on by default; scripts/build.sh's
+/// `meshperf_codec` build): permalinks, plan expansion, presets. The
+/// statistics-only build (`meshperf_stats`) leaves it out, and with it the
+/// JSON reader, zlib and the protocol shapes.
+#[cfg(feature = "codec")]
+mod codec {
+    use wasm_bindgen::prelude::*;
 
-/// The result JSON (current version) carried by permalink text (what follows
-/// `#r=`; a whole URL is accepted too). Throws with a one-line message on a
-/// truncated, damaged or newer link.
-#[wasm_bindgen]
-pub fn permalink_decode(text: &str) -> Result<String, JsError> {
-    crate::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
-}
+    /// The result JSON `result_json` (any result version) as permalink text, to
+    /// go after `#r=`. Raw samples when the link stays under 60 000 characters,
+    /// else histograms of the large series (the decoded result then says
+    /// `samples_replaced: true`). Throws with a one-line message.
+    #[wasm_bindgen]
+    pub fn permalink_encode(result_json: &str) -> Result<String, JsError> {
+        crate::permalink::encode_json(result_json).map_err(|e| JsError::new(&e.to_string()))
+    }
 
-/// The steps (JSON array of {index, kind, params, point, repeat, transport})
-/// a plan (JSON) expands to, in run order. Throws on an invalid plan.
-#[wasm_bindgen]
-pub fn expand_plan(plan_json: &str) -> Result<String, JsError> {
-    crate::plans::expand_json(plan_json).map_err(|e| JsError::new(&e))
-}
+    /// The result JSON (current version) carried by permalink text (what follows
+    /// `#r=`; a whole URL is accepted too). Throws with a one-line message on a
+    /// truncated, damaged or newer link.
+    #[wasm_bindgen]
+    pub fn permalink_decode(text: &str) -> Result<String, JsError> {
+        crate::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
+    }
 
-/// The built-in plans as JSON: `[{name, plan}]`, `plan` an object.
-#[wasm_bindgen]
-pub fn presets() -> String {
-    crate::plans::presets_json()
+    /// The steps (JSON array of {index, kind, params, point, repeat, transport})
+    /// a plan (JSON) expands to, in run order. Throws on an invalid plan.
+    #[wasm_bindgen]
+    pub fn expand_plan(plan_json: &str) -> Result<String, JsError> {
+        crate::plans::expand_json(plan_json).map_err(|e| JsError::new(&e))
+    }
+
+    /// The built-in plans as JSON: `[{name, plan}]`, `plan` an object.
+    #[wasm_bindgen]
+    pub fn presets() -> String {
+        crate::plans::presets_json()
+    }
 }

@@ -1,12 +1,12 @@
 // Opening a permalink: the fragment's `r=` text goes to the wasm module's
-// `permalink_decode`, which upgrades old versions and throws with a clear
+// `permalink_decode` (the codec module, loaded now), which upgrades old versions and throws with a clear
 // message on a truncated or corrupt link.
 
 import { parseResult, type RunResult } from './result';
-import { loadStats } from './stats';
+import { loadCodec } from './stats';
 
 export async function openPermalink(text: string): Promise<RunResult> {
-  const wasm = await loadStats().catch((e: Error) => {
+  const wasm = await loadCodec().catch((e: Error) => {
     throw new Error(`cannot open the result in this link: ${e.message}`);
   });
   if (!wasm.permalink_decode) throw new Error('cannot open the result in this link: this build of the page has no permalink decoder yet (wasm permalink_decode): rebuild it with scripts/build.sh');

@@ -9,7 +9,7 @@ import type { Frame } from './frame';
 import { primaryRole } from './kinds';
 import type { PlanJson } from './plan.svelte';
 import { KIND_NAMES, type Role, type RunResult, type Series, type StepResult } from './result';
-import { loadStats } from './stats';
+import { loadCodec, loadStats } from './stats';
 
 export type Phase = 'idle' | 'preparing' | 'running' | 'done' | 'failed' | 'cancelled';
 type PlanStep = Pick<StepResult, 'index' | 'kind' | 'params' | 'point' | 'repeat' | 'transport'>;
@@ -144,8 +144,9 @@ export async function runPlan(plan: PlanJson): Promise<void> {
   run.error = '';
   let steps: PlanStep[];
   try {
-    const wasm = await loadStats();
     const single = Object.keys(plan.sweep).length === 0 && plan.repeat === 1;
+    // One step needs no expansion; sweeps and repetitions need the codec module.
+    const wasm = single ? await loadStats() : await loadCodec();
     if (wasm.expand_plan) steps = JSON.parse(wasm.expand_plan(JSON.stringify(plan)));
     else if (single) steps = [{ index: 0, kind: plan.kind, params: plan.params, point: [], repeat: 0, transport: plan.kind.startsWith('unix_') ? 'unix' : 'tcp' }];
     else throw new Error('sweeps and repetitions need expand_plan from the wasm module, which this build lacks: rebuild it with scripts/build.sh');

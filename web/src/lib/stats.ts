@@ -1,8 +1,14 @@
-// The one door to the WebAssembly module (wasm/, built by wasm-bindgen
-// `--target web` into ./wasm-pkg/, git-ignored). It is loaded on first use, so
-// it does not delay the first paint. Every statistic, histogram, fit, plan
-// expansion and permalink comes from it; nothing here recomputes them.
-// Functions the module may not export yet are optional: callers check them.
+// The one door to the WebAssembly modules (wasm/, built by scripts/build.sh
+// with wasm-bindgen `--target web` into ./wasm-pkg/, git-ignored): one crate,
+// two builds. `meshperf_stats` holds the statistics (all a result view
+// needs); it is loaded on first use, after the first paint. `meshperf_codec`
+// (the whole crate: + permalink codec, plan expansion, presets) is three
+// times larger and loaded only by `loadCodec()`: opening a `#r=` link, Share,
+// a plan with sweeps or repetitions, the preset picker. Every statistic,
+// histogram, fit, plan expansion and permalink comes from them; nothing here
+// recomputes them. The codec functions are optional on `Stats`: present once
+// the codec module has loaded (`loadStats()` and `statsNow()` then return
+// them too), so callers check them.
 
 export interface Summary {
   n: number;
@@ -48,26 +54,59 @@ export interface Stats {
   permalink_decode?: (text: string) => string;
 }
 
-const found = import.meta.glob<Record<string, unknown>>('./wasm-pkg/meshperf_wasm.js');
+/** The functions only the codec module has (`loadCodec()`). */
+export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_encode' | 'permalink_decode'>>;
 
-let loading: Promise<Stats> | null = null;
-let loaded: Stats | null = null;
+const STATS = './wasm-pkg/meshperf_stats.js';
+const CODEC = './wasm-pkg/meshperf_codec.js';
+const found = import.meta.glob<Record<string, unknown>>(['./wasm-pkg/meshperf_stats.js', './wasm-pkg/meshperf_codec.js']);
 
-/** Loads and instantiates the wasm module once. */
-export function loadStats(): Promise<Stats> {
-  loading ??= (async () => {
-    const load = found['./wasm-pkg/meshperf_wasm.js'];
-    if (!load) throw new Error('statistics module not built (web/src/lib/wasm-pkg is missing: run scripts/build.sh)');
+/** Fetches and instantiates one wasm-bindgen module; `what` names it in errors. */
+async function instantiate(path: string, what: string): Promise<Record<string, unknown>> {
+  const load = found[path];
+  if (!load) throw new Error(`${what} not built (${path.slice(2)} is missing: run scripts/build.sh)`);
+  try {
     const m = await load();
     await (m.default as () => Promise<unknown>)();
-    loaded = m as unknown as Stats;
-    return loaded;
-  })();
-  loading.catch(() => (loading = null));
-  return loading;
+    return m;
+  } catch (e) {
+    throw new Error(`${what} did not load: ${(e as Error).message || e}`);
+  }
 }
 
-/** The module if it is already loaded (for synchronous re-binning). */
+let loading: Promise<Stats> | null = null;
+let codecLoading: Promise<Stats & Codec> | null = null;
+/** The statistics module, with the codec functions once they are loaded too. */
+let loaded: Stats | null = null;
+
+/** Loads and instantiates the statistics module once (the codec only if already loaded). */
+export function loadStats(): Promise<Stats> {
+  loading ??= instantiate(STATS, 'the statistics module (wasm)').then((m) => (loaded ??= { ...m } as unknown as Stats));
+  loading.catch(() => (loading = null));
+  return loading.then(() => loaded!);
+}
+
+/**
+ * Loads the codec module once (and the statistics module): statistics from
+ * the statistics module, permalinks, plan expansion and presets from the codec.
+ */
+export function loadCodec(): Promise<Stats & Codec> {
+  codecLoading ??= Promise.all([loadStats(), instantiate(CODEC, 'the permalink and plan module (wasm)')]).then(([s, c]) => {
+    const codec: Codec = {
+      expand_plan: c.expand_plan as Codec['expand_plan'],
+      presets: c.presets as Codec['presets'],
+      permalink_encode: c.permalink_encode as Codec['permalink_encode'],
+      permalink_decode: c.permalink_decode as Codec['permalink_decode'],
+    };
+    const both = { ...s, ...codec };
+    loaded = both;
+    return both;
+  });
+  codecLoading.catch(() => (codecLoading = null));
+  return codecLoading;
+}
+
+/** The loaded module if any (for synchronous re-binning); has the codec functions once loaded. */
 export const statsNow = (): Stats | null => loaded;
 
 /** Names and labels of the figures shown in a statistics table, in order. */
