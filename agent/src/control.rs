@@ -327,8 +327,13 @@ impl Agent {
                 format!("test {test_id} is already running here"),
             ));
         }
-        if let Some(((other, _), _)) = self.tests.iter().find(|((t, _), _)| *t != test_id) {
-            return Err(("busy", format!("this agent is busy with test {other}; one test runs at a time, try again when it ends")));
+        if let Some(((other, role), _)) = self.tests.iter().find(|((t, _), _)| *t != test_id) {
+            let side = if *role == Role::Server {
+                "serving"
+            } else {
+                "driving"
+            };
+            return Err(("busy", format!("this agent is busy with test {other} ({side} side); one test runs at a time, try again when it ends")));
         }
         Ok(())
     }

@@ -285,20 +285,21 @@ fn a_closed_controller_cancels_its_test_and_a_wrong_key_is_refused() {
 
 #[test]
 fn next_step_is_never_busy_right_after_results() {
-    // One agent plays both ends; each prepare follows the previous results at once.
+    // One agent plays both ends through two sessions; each prepare follows
+    // the previous results at once (the page and `meshperf run` do this).
     let a = AgentProc::start(&[]);
-    let mut c = a.connect();
-    for i in 0..30u32 {
-        let prep = c.request(json!({"type": "prepare", "test_id": 600 + i, "step": i, "kind": "tcp_stream", "params": {"msg_bytes": 100, "count": 1}}));
-        assert_eq!(prep["type"], "prepared", "step {i}: {prep}");
-        let start = c.request(json!({"type": "start", "test_id": 600 + i, "step": i, "kind": "tcp_stream", "params": {"msg_bytes": 100, "count": 1},
-            "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
-        assert_eq!(start["type"], "started", "step {i}: {start}");
-        let (x, y) = (c.wait_end(600 + i), c.wait_end(600 + i));
+    let (mut srv, mut cli) = (a.connect(), a.connect());
+    for i in 0..40u32 {
+        let (kind, params) = if i % 2 == 0 {
+            ("tcp_stream", json!({"msg_bytes": 100, "count": 1}))
+        } else {
+            ("unix_rr", json!({"count": 20}))
+        };
+        let (c, s) = run_pair(&mut cli, &mut srv, 600 + i, kind, params);
         assert_eq!(
-            (x["type"].as_str(), y["type"].as_str()),
+            (c["type"].as_str(), s["type"].as_str()),
             (Some("result"), Some("result")),
-            "step {i}"
+            "step {i}: {c} {s}"
         );
     }
 }

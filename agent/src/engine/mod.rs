@@ -69,10 +69,21 @@ impl Sink {
     /// Queues a JSON event.
     pub fn event(&self, ev: &Event) {
         let text = serde_json::to_string(ev).expect("events serialize");
-        let _ = self.tx.send(Outbound::Text {
-            sid: self.sid,
-            text,
-        });
+        let out = match ev {
+            // A result is its side's last event: the control loop frees the
+            // test as it routes it (see `Outbound::Final`).
+            Event::Result { test_id, role, .. } => Outbound::Final {
+                sid: self.sid,
+                test_id: *test_id,
+                role: *role,
+                text,
+            },
+            _ => Outbound::Text {
+                sid: self.sid,
+                text,
+            },
+        };
+        let _ = self.tx.send(out);
         let _ = self.waker.wake();
     }
 
