@@ -426,20 +426,6 @@ pub fn stats_json(s: Option<&Summary>) -> Value {
     }
 }
 
-/// Sends the final summary (or the failure) of this side to its session.
-pub fn report(ctx: &TestCtx, r: Result<Value, TestError>) {
-    match r {
-        Ok(summary) => ctx.sink.event(&Event::Result {
-            test_id: ctx.test_id,
-            step: ctx.step,
-            role: ctx.role,
-            kind: ctx.kind,
-            summary,
-        }),
-        Err(e) => ctx.fail(e.code, e.message),
-    }
-}
-
 /// A progress event for this side.
 pub fn progress(ctx: &TestCtx, start: Instant, bytes: u64, fraction: f64) {
     ctx.sink.event(&Event::Progress {

@@ -58,14 +58,14 @@ pub fn start(
     Ok(Box::new(move |ctx| {
         let r = udp::drive_flow(&ctx, &peer_addr, Kind::UdpRr, &params, &opts(&p))
             .and_then(|f| drive(&ctx, &p, f));
-        udp::report(&ctx, r);
+        ctx.report(r);
         ctx.finished();
     }))
 }
 
 fn serve(ctx: TestCtx, p: UdpRrParams, l: TcpListener, key: [u8; 16], sock: UdpSocket) {
     let r = udp::serve_flow(&ctx, l, &key, Kind::UdpRr, sock).and_then(|f| respond(&ctx, &p, f));
-    udp::report(&ctx, r);
+    ctx.report(r);
     ctx.finished();
 }
 

@@ -66,7 +66,7 @@ pub fn start(
     Ok(Box::new(move |ctx| {
         let r = udp::drive_flow(&ctx, &peer_addr, Kind::UdpStream, &params, &opts(&p))
             .and_then(|f| run(&ctx, &p, f, p.direction == Direction::Send));
-        udp::report(&ctx, r);
+        ctx.report(r);
         ctx.finished();
     }))
 }
@@ -74,7 +74,7 @@ pub fn start(
 fn serve(ctx: TestCtx, p: UdpStreamParams, l: TcpListener, key: [u8; 16], sock: UdpSocket) {
     let r = udp::serve_flow(&ctx, l, &key, Kind::UdpStream, sock)
         .and_then(|f| run(&ctx, &p, f, p.direction == Direction::Receive));
-    udp::report(&ctx, r);
+    ctx.report(r);
     ctx.finished();
 }
 
