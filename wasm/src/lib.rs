@@ -21,9 +21,9 @@ pub mod permalink;
 #[cfg(feature = "codec")]
 pub mod plans;
 mod select;
+pub mod series;
 #[cfg(feature = "codec")]
 pub mod shape;
-pub mod series;
 pub mod stats;
 pub mod udp;
 
