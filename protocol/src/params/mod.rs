@@ -186,6 +186,65 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// An optional whole-number parameter within `lo..=hi`.
+pub(crate) fn opt_range(
+    r: &mut Reader,
+    name: &'static str,
+    lo: u64,
+    hi: u64,
+) -> Result<Option<u64>, ParamError> {
+    r.u64(name)?
+        .map(|n| range_u64(name, n, lo, hi, ""))
+        .transpose()
+}
+
+/// How a test is bounded: `count` (default `default_count`) or `duration_s`,
+/// never both, within the agent's limits. `bytes_per_count` is what one
+/// count moves in total (for the `max_bytes` limit), with its formula named.
+pub(crate) fn bound(
+    count: Option<u64>,
+    duration_s: Option<f64>,
+    default_count: u64,
+    bytes_per_count: (u128, &str),
+    limits: &Limits,
+) -> Result<(Option<u64>, Option<f64>), ParamError> {
+    let lim = " (the agent's limit)";
+    let (count, duration_s) = match (count, duration_s) {
+        (Some(_), Some(_)) => {
+            return Err(ParamError::new(
+                "count",
+                "give count or duration_s, not both",
+            ))
+        }
+        (None, None) => (Some(default_count), None),
+        (Some(c), None) => (Some(range_u64("count", c, 1, limits.max_count, lim)?), None),
+        (None, Some(d)) if d > 0.0 && d <= limits.max_duration_s => (None, Some(d)),
+        (None, Some(d)) => {
+            return Err(ParamError::new(
+                "duration_s",
+                format!(
+                    "must be above 0 and at most {}{lim}, got {d}",
+                    limits.max_duration_s
+                ),
+            ))
+        }
+    };
+    if let Some(c) = count {
+        let (per, formula) = bytes_per_count;
+        let total = c as u128 * per;
+        if total > limits.max_bytes as u128 {
+            return Err(ParamError::new(
+                "count",
+                format!(
+                    "{formula} = {total} bytes is above the agent's limit of {} bytes",
+                    limits.max_bytes
+                ),
+            ));
+        }
+    }
+    Ok((count, duration_s))
+}
+
 pub(crate) fn range_u64(
     name: &str,
     v: u64,

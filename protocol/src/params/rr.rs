@@ -6,7 +6,7 @@
 //! [`RrParams::socket_params`] hands them over in that shape so both kinds
 //! share one connection set-up.
 
-use super::{range_u64, Limits, ParamError, Reader};
+use super::{bound, opt_range, range_u64, Limits, ParamError, Reader};
 use super::{Direction, StreamParams};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -71,17 +71,6 @@ pub(crate) fn congestion(r: &mut Reader) -> Result<Option<String>, ParamError> {
     Ok(c)
 }
 
-fn opt_range(
-    r: &mut Reader,
-    name: &'static str,
-    lo: u64,
-    hi: u64,
-) -> Result<Option<u64>, ParamError> {
-    r.u64(name)?
-        .map(|n| range_u64(name, n, lo, hi, ""))
-        .transpose()
-}
-
 impl RrParams {
     /// Parses and validates request/response parameters against `limits`.
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
@@ -116,35 +105,16 @@ impl RrParams {
             "",
         )? as u32;
         r.finish()?;
-        let (count, duration_s) = match (count, duration_s) {
-            (Some(_), Some(_)) => {
-                return Err(ParamError::new(
-                    "count",
-                    "give count or duration_s, not both",
-                ))
-            }
-            (None, None) => (Some(10_000), None),
-            (Some(c), None) => (Some(range_u64("count", c, 1, limits.max_count, lim)?), None),
-            (None, Some(d)) if d > 0.0 && d <= limits.max_duration_s => (None, Some(d)),
-            (None, Some(d)) => {
-                return Err(ParamError::new(
-                    "duration_s",
-                    format!(
-                        "must be above 0 and at most {}{lim}, got {d}",
-                        limits.max_duration_s
-                    ),
-                ))
-            }
-        };
-        if let Some(c) = count {
-            let total = c as u128 * (req_bytes + resp_bytes) as u128;
-            if total > limits.max_bytes as u128 {
-                return Err(ParamError::new(
-                    "count",
-                    format!("count x (req_bytes + resp_bytes) = {total} bytes is above the agent's limit of {} bytes", limits.max_bytes),
-                ));
-            }
-        }
+        let (count, duration_s) = bound(
+            count,
+            duration_s,
+            10_000,
+            (
+                (req_bytes + resp_bytes) as u128,
+                "count x (req_bytes + resp_bytes)",
+            ),
+            limits,
+        )?;
         Ok(RrParams {
             req_bytes,
             resp_bytes,

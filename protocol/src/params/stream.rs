@@ -1,7 +1,7 @@
 //! Parameters of `tcp_stream` and `unix_stream`.
 
 use super::rr::{bind_addr, congestion};
-use super::{range_u64, Limits, ParamError, Reader};
+use super::{bound, opt_range, range_u64, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -100,18 +100,9 @@ impl StreamParams {
         };
         let wait_us = range_u64("wait_us", r.u64("wait_us")?.unwrap_or(0), 0, 10_000_000, "")?;
         let nodelay = r.bool("nodelay")?.unwrap_or(false);
-        let sndbuf = r
-            .u64("sndbuf")?
-            .map(|n| range_u64("sndbuf", n, 1, 1 << 30, ""))
-            .transpose()?;
-        let rcvbuf = r
-            .u64("rcvbuf")?
-            .map(|n| range_u64("rcvbuf", n, 1, 1 << 30, ""))
-            .transpose()?;
-        let tos = r
-            .u64("tos")?
-            .map(|n| range_u64("tos", n, 0, 255, "").map(|n| n as u8))
-            .transpose()?;
+        let sndbuf = opt_range(&mut r, "sndbuf", 1, 1 << 30)?;
+        let rcvbuf = opt_range(&mut r, "rcvbuf", 1, 1 << 30)?;
+        let tos = opt_range(&mut r, "tos", 0, 255)?.map(|n| n as u8);
         let congestion = congestion(&mut r)?;
         let client_bind = bind_addr(&mut r, "client_bind")?;
         let server_bind = bind_addr(&mut r, "server_bind")?;
@@ -124,37 +115,16 @@ impl StreamParams {
         )? as u32;
         r.finish()?;
 
-        let (count, duration_s) = match (count, duration_s) {
-            (Some(_), Some(_)) => {
-                return Err(ParamError::new(
-                    "count",
-                    "give count or duration_s, not both",
-                ))
-            }
-            (None, None) => (Some(1024), None),
-            (Some(c), None) => (Some(range_u64("count", c, 1, limits.max_count, lim)?), None),
-            (None, Some(d)) => {
-                if !(d > 0.0 && d <= limits.max_duration_s) {
-                    return Err(ParamError::new(
-                        "duration_s",
-                        format!(
-                            "must be above 0 and at most {}{lim}, got {d}",
-                            limits.max_duration_s
-                        ),
-                    ));
-                }
-                (None, Some(d))
-            }
-        };
-        if let Some(c) = count {
-            let total = (c as u128) * (msg_bytes as u128) * (streams as u128);
-            if total > limits.max_bytes as u128 {
-                return Err(ParamError::new(
-                    "count",
-                    format!("count x msg_bytes x streams = {total} bytes is above the agent's limit of {} bytes", limits.max_bytes),
-                ));
-            }
-        }
+        let (count, duration_s) = bound(
+            count,
+            duration_s,
+            1024,
+            (
+                msg_bytes as u128 * streams as u128,
+                "count x msg_bytes x streams",
+            ),
+            limits,
+        )?;
         Ok(StreamParams {
             msg_bytes,
             read_bytes,
