@@ -320,3 +320,164 @@ fn a_peer_that_stops_mid_burst_ends_the_test_at_its_timeout_and_says_so() {
         assert!(measured.as_u64().unwrap() > 0, "{s}");
     }
 }
+
+/// Runs one test with the driver reaching the server at `host`.
+fn pair_at(
+    c: &mut Ctl,
+    s: &mut Ctl,
+    id: u32,
+    kind: &str,
+    params: Value,
+    host: &str,
+) -> (Value, Value) {
+    let prep = s.request(
+        json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
+    );
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let start = c.request(
+        json!({"type": "start", "test_id": id, "step": 0, "kind": kind, "params": params,
+        "peer": {"host": host, "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    (c.wait_end(id), s.wait_end(id))
+}
+
+/// Both ends completed `kind` with every datagram accounted for.
+fn check_done(kind: &str, client: &Value, server: &Value, count: u64) {
+    for end in [client, server] {
+        assert_eq!(end["type"], "result", "{kind}: {end}");
+        assert_eq!(end["summary"]["complete"], true, "{kind}: {end}");
+    }
+    let s = &client["summary"];
+    if kind == "udp_rr" {
+        assert_eq!(s["count"], count, "{s}");
+        assert_eq!(
+            s["answered"].as_u64().unwrap() + s["timeouts"].as_u64().unwrap(),
+            count
+        );
+        assert!(s["answered"].as_u64().unwrap() > 0, "{s}");
+    } else {
+        assert_eq!(s["sent"], count, "{s}");
+        assert!(s["received"].as_u64().unwrap() > 0, "{s}");
+    }
+}
+
+#[test]
+fn udp_runs_over_ipv6_with_the_traffic_class_set() {
+    let a = AgentProc::start(&["--listen", "[::1]:0"]);
+    let any = AgentProc::start(&["--listen", "[::]:0"]);
+    let b = AgentProc::start(&[]);
+    assert_eq!(a.host.to_string(), "::1");
+    let (mut ca, mut cany, mut cb) = (a.connect(), any.connect(), b.connect());
+    let cases = [
+        ("udp_rr", json!({"count": 500, "tos": 32})),
+        (
+            "udp_stream",
+            json!({"count": 500, "wait_us": 10, "tos": 32, "direction": "send"}),
+        ),
+        (
+            "udp_stream",
+            json!({"count": 500, "wait_us": 10, "tos": 32, "direction": "receive"}),
+        ),
+    ];
+    for (i, (kind, params)) in cases.into_iter().enumerate() {
+        for (j, server) in [&mut ca, &mut cany].into_iter().enumerate() {
+            let id = 10 + 2 * i as u32 + j as u32;
+            let (cl, sv) = pair_at(&mut cb, server, id, kind, params.clone(), "::1");
+            check_done(kind, &cl, &sv, 500);
+            for end in [&cl, &sv] {
+                let s = &end["summary"];
+                assert!(
+                    s["peer"].as_str().unwrap().starts_with("[::1]:"),
+                    "{kind}: {s}"
+                );
+                assert_eq!(s["tos"], 32, "{kind}: traffic class read back: {s}");
+            }
+        }
+    }
+}
+
+#[test]
+fn client_bind_is_the_address_the_server_sees_and_server_bind_is_dialled() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    for (id, kind) in [(20u32, "udp_rr"), (21, "udp_stream")] {
+        let p = json!({"count": 300, "client_bind": "127.0.0.2"});
+        let (cl, sv) = run_pair(&mut cb, &mut ca, id, kind, p);
+        check_done(kind, &cl, &sv, 300);
+        let peer = sv["summary"]["peer"].as_str().unwrap();
+        assert!(peer.starts_with("127.0.0.2:"), "{kind}: {sv}");
+        // The server answers from its listen address; the client saw that.
+        assert!(
+            cl["summary"]["peer"]
+                .as_str()
+                .unwrap()
+                .starts_with("127.0.0.1:"),
+            "{cl}"
+        );
+        // An agent listening on IPv4 serves IPv6 when server_bind says so.
+        let p = json!({"count": 300, "server_bind": "::1"});
+        let (cl, sv) = pair_at(&mut cb, &mut ca, id + 10, kind, p, "::1");
+        check_done(kind, &cl, &sv, 300);
+        for end in [&cl, &sv] {
+            assert!(
+                end["summary"]["peer"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("[::1]:"),
+                "{kind}: {end}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bind_addresses_not_on_the_host_or_of_the_wrong_family_are_refused() {
+    let a = AgentProc::start(&[]);
+    let mut c = a.connect();
+    for kind in ["udp_rr", "udp_stream"] {
+        let r = c.request(
+            json!({"type": "prepare", "test_id": 40, "step": 0, "kind": kind,
+            "params": {"server_bind": "203.0.113.9"}}),
+        );
+        let msg = r["message"].as_str().unwrap_or_default();
+        assert!(
+            r["code"] == "bad_params"
+                && msg.starts_with("server_bind")
+                && msg.contains("not an address of this host"),
+            "{kind}: {r}"
+        );
+        for (params, host, text) in [
+            (
+                json!({"client_bind": "203.0.113.9"}),
+                "127.0.0.1",
+                "not an address of this host",
+            ),
+            (
+                json!({"client_bind": "127.0.0.1"}),
+                "::1",
+                "IPv4 but the peer ::1 is IPv6",
+            ),
+            (
+                json!({"client_bind": "::1"}),
+                "127.0.0.1",
+                "IPv6 but the peer",
+            ),
+            (
+                json!({"client_bind": "not-an-ip"}),
+                "127.0.0.1",
+                "not an IP address",
+            ),
+        ] {
+            let r = c.request(
+                json!({"type": "start", "test_id": 41, "step": 0, "kind": kind,
+                "params": params, "peer": {"host": host, "port": 9, "key": "00".repeat(16)}}),
+            );
+            let msg = r["message"].as_str().unwrap_or_default();
+            assert!(
+                r["code"] == "bad_params" && msg.starts_with("client_bind") && msg.contains(text),
+                "{kind}: {r}"
+            );
+        }
+    }
+}

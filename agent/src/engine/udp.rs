@@ -13,8 +13,14 @@
 //! other senders, and meshperf could not count them; here every datagram's
 //! source is checked and anything else is counted as `foreign` and never
 //! answered.
+//!
+//! Addresses: the serving side's listener and UDP socket are both on
+//! `server_bind` (default: the agent's listen address), the driving side's
+//! control connection and UDP socket both on `client_bind` (default: what the
+//! kernel picks for the control connection), so the UDP socket's family
+//! always follows the peer's address (IPv4 or IPv6).
 
-use super::{peer, TestCtx, TestError};
+use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{Event, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, StreamParams};
 use meshperf_wasm::stats::Summary;
@@ -103,7 +109,7 @@ impl Clock {
         self.ns(Instant::now())
     }
     /// A CLOCK_REALTIME timestamp as ns since the start (0 if before it).
-    pub fn from_realtime(&self, sec: i64, nsec: i64) -> u64 {
+    pub fn since_realtime(&self, sec: i64, nsec: i64) -> u64 {
         (sec as i128 * 1_000_000_000 + nsec as i128 - self.rt0_ns).max(0) as u64
     }
 }
@@ -209,6 +215,10 @@ pub fn open(ip: IpAddr, o: &Opts) -> io::Result<UdpSocket> {
     if let Some(t) = o.tos {
         if ip.is_ipv6() {
             s.set_tclass_v6(t as u32)?;
+            if ip.is_unspecified() {
+                // A dual-stack socket also carries IPv4 (mapped) peers.
+                let _ = s.set_tos_v4(t as u32);
+            }
         } else {
             s.set_tos_v4(t as u32)?;
         }
@@ -217,14 +227,57 @@ pub fn open(ip: IpAddr, o: &Opts) -> io::Result<UdpSocket> {
     Ok(s.into())
 }
 
+/// Connection parameters for [`peer`] and [`bind`]: defaults plus the test's
+/// `client_bind` and `server_bind`.
+pub fn bind_params(client: Option<IpAddr>, server: Option<IpAddr>) -> StreamParams {
+    let mut sp = StreamParams::parse(&Value::Null, &Limits::default()).expect("defaults parse");
+    sp.client_bind = client;
+    sp.server_bind = server;
+    sp
+}
+
+/// Serving side sockets: the TCP control listener and the UDP socket, both on
+/// `server_bind` (checked to be on this host) or else the agent's data address.
+pub fn serve_sockets(
+    env: &EngineEnv,
+    sp: &StreamParams,
+    o: &Opts,
+) -> Result<(TcpListener, UdpSocket), Refusal> {
+    bind::check_server(sp)?;
+    let ip = sp.server_bind.unwrap_or(env.data_ip);
+    let what = if sp.server_bind.is_some() {
+        format!("server_bind {ip}: ")
+    } else {
+        String::new()
+    };
+    let listener = TcpListener::bind((ip, 0))
+        .map_err(|e| ("io", format!("{what}cannot open a data listener: {e}")))?;
+    let sock = open(ip, o).map_err(|e| {
+        (
+            "bad_params",
+            format!("{what}cannot open the UDP socket: {e}"),
+        )
+    })?;
+    Ok((listener, sock))
+}
+
 /// Socket options as the kernel reports them, as summary keys.
 pub fn applied(s: &UdpSocket, o: &Opts) -> Value {
     let r = SockRef::from(s);
     json!({
         "sndbuf_requested": o.sndbuf, "rcvbuf_requested": o.rcvbuf,
         "sndbuf_actual": r.send_buffer_size().ok(), "rcvbuf_actual": r.recv_buffer_size().ok(),
-        "tos": o.tos,
+        "tos": o.tos.and_then(|_| tos_actual(s)),
     })
+}
+
+/// The TOS byte (IPv4) or traffic class (IPv6) the kernel has for `s`.
+fn tos_actual(s: &UdpSocket) -> Option<u32> {
+    let r = SockRef::from(s);
+    match s.local_addr().ok()? {
+        SocketAddr::V6(_) => r.tclass_v6().ok(),
+        SocketAddr::V4(_) => r.tos_v4().ok(),
+    }
 }
 
 /// Asks the kernel for SO_TIMESTAMPNS receive timestamps; true if it agreed.
@@ -395,9 +448,9 @@ pub fn drive_flow(
     kind: Kind,
     params: &Value,
     o: &Opts,
+    sp: &StreamParams,
 ) -> Result<Flow, TestError> {
-    let sp = StreamParams::parse(&Value::Null, &Limits::default()).expect("defaults parse");
-    let conn = peer::connect(ctx, peer_addr, kind, params, &sp, 0)?;
+    let conn = peer::connect(ctx, peer_addr, kind, params, sp, 0)?;
     let local = conn.control.local_addr().map_err(io_err)?.ip();
     let mut line = Line::new(conn.control);
     let (sock, token) = client_bind(ctx, &mut line, local, conn.peer_ip, o)?;

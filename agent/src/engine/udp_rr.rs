@@ -26,16 +26,17 @@ fn opts(p: &UdpRrParams) -> Opts {
     }
 }
 
+fn binds(p: &UdpRrParams) -> meshperf_protocol::params::StreamParams {
+    udp::bind_params(p.client_bind, p.server_bind)
+}
+
 /// Serving side set-up (see [`super::prepare`]).
 pub fn prepare(
     params: &Value,
     env: &super::EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
     let p = UdpRrParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let listener = TcpListener::bind((env.data_ip, 0))
-        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
-    let sock = udp::open(env.data_ip, &opts(&p))
-        .map_err(|e| ("bad_params", format!("cannot open the UDP socket: {e}")))?;
+    let (listener, sock) = udp::serve_sockets(env, &binds(&p), &opts(&p))?;
     let port = listener
         .local_addr()
         .map_err(|e| ("io", e.to_string()))?
@@ -55,9 +56,17 @@ pub fn start(
     env: &super::EngineEnv,
 ) -> Result<super::Job, super::Refusal> {
     let p = UdpRrParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    super::bind::check_client(&binds(&p), &peer_addr)?;
     Ok(Box::new(move |ctx| {
-        let r = udp::drive_flow(&ctx, &peer_addr, Kind::UdpRr, &params, &opts(&p))
-            .and_then(|f| drive(&ctx, &p, f));
+        let r = udp::drive_flow(
+            &ctx,
+            &peer_addr,
+            Kind::UdpRr,
+            &params,
+            &opts(&p),
+            &binds(&p),
+        )
+        .and_then(|f| drive(&ctx, &p, f));
         ctx.report(r);
         ctx.finished();
     }))
@@ -119,6 +128,9 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
     out["complete"] = json!(note.is_none());
     out["note"] = json!(note);
     out["peer"] = json!(f.peer.to_string());
+    if let (Value::Object(o), Value::Object(a)) = (&mut out, udp::applied(&f.sock, &opts(p))) {
+        o.extend(a);
+    }
     Ok(out)
 }
 

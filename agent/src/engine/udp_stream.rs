@@ -32,6 +32,10 @@ fn opts(p: &UdpStreamParams) -> Opts {
     }
 }
 
+fn binds(p: &UdpStreamParams) -> meshperf_protocol::params::StreamParams {
+    udp::bind_params(p.client_bind, p.server_bind)
+}
+
 /// Serving side set-up (see [`super::prepare`]).
 pub fn prepare(
     params: &Value,
@@ -39,10 +43,7 @@ pub fn prepare(
 ) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
     let p =
         UdpStreamParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let listener = TcpListener::bind((env.data_ip, 0))
-        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
-    let sock = udp::open(env.data_ip, &opts(&p))
-        .map_err(|e| ("bad_params", format!("cannot open the UDP socket: {e}")))?;
+    let (listener, sock) = udp::serve_sockets(env, &binds(&p), &opts(&p))?;
     let port = listener
         .local_addr()
         .map_err(|e| ("io", e.to_string()))?
@@ -63,9 +64,17 @@ pub fn start(
 ) -> Result<super::Job, super::Refusal> {
     let p =
         UdpStreamParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    super::bind::check_client(&binds(&p), &peer_addr)?;
     Ok(Box::new(move |ctx| {
-        let r = udp::drive_flow(&ctx, &peer_addr, Kind::UdpStream, &params, &opts(&p))
-            .and_then(|f| run(&ctx, &p, f, p.direction == Direction::Send));
+        let r = udp::drive_flow(
+            &ctx,
+            &peer_addr,
+            Kind::UdpStream,
+            &params,
+            &opts(&p),
+            &binds(&p),
+        )
+        .and_then(|f| run(&ctx, &p, f, p.direction == Direction::Send));
         ctx.report(r);
         ctx.finished();
     }))
@@ -80,6 +89,7 @@ fn serve(ctx: TestCtx, p: UdpStreamParams, l: TcpListener, key: [u8; 16], sock: 
 
 fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Value, TestError> {
     let applied = udp::applied(&f.sock, &opts(p));
+    let peer = f.peer.to_string();
     let mut out = if sending {
         send(ctx, p, f)?
     } else {
@@ -87,6 +97,8 @@ fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Val
     };
     if let (Value::Object(o), Value::Object(a)) = (&mut out, applied) {
         o.extend(a);
+        // This side's view: the address its UDP flow is bound to.
+        o.insert("peer".into(), json!(peer));
     }
     Ok(out)
 }
@@ -144,7 +156,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         }
         match batch.send(fd, due) {
             Ok(n) => {
-                times.extend(std::iter::repeat_n(t, n));
+                times.extend(std::iter::repeat(t).take(n));
                 k += n as u64;
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || udp::is_timeout(&e) => {}
@@ -249,7 +261,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
                     match Hdr::read(data) {
                         Some(h) if h.token == f.token && h.kind == DATA => {
                             let a = match ts {
-                                Some((s, ns)) => clock.from_realtime(s, ns),
+                                Some((s, ns)) => clock.since_realtime(s, ns),
                                 None => {
                                     user_ts += 1;
                                     clock.ns(now)

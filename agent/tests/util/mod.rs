@@ -5,16 +5,19 @@
 use meshperf_protocol::frame;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
 
-/// A running `meshperf agent` on an ephemeral loopback port.
+/// A running `meshperf agent` on an ephemeral loopback port (127.0.0.1,
+/// unless `extra` has its own `--listen`, e.g. `[::1]:0`).
 pub struct AgentProc {
     pub child: Child,
     pub port: u16,
     pub token: String,
+    /// The host of the agent's ready URL.
+    pub host: IpAddr,
 }
 
 impl AgentProc {
@@ -29,7 +32,12 @@ impl AgentProc {
             std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
         );
         let mut child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
-            .args(["agent", "--listen", "127.0.0.1:0"])
+            .arg("agent")
+            .args(if extra.contains(&"--listen") {
+                &[][..]
+            } else {
+                &["--listen", "127.0.0.1:0"][..]
+            })
             .args(extra)
             .env("MESHPERF_TOKEN", &token)
             .envs(env.iter().copied())
@@ -47,22 +55,27 @@ impl AgentProc {
             .expect("ready line has a URL")
             .to_string();
         assert!(url.ends_with(&format!("#token={token}")), "{url}");
-        let port = url
-            .trim_start_matches("http://127.0.0.1:")
+        let at: SocketAddr = url
+            .trim_start_matches("http://")
             .split('/')
             .next()
             .unwrap()
             .parse()
             .unwrap();
-        AgentProc { child, port, token }
+        AgentProc {
+            child,
+            port: at.port(),
+            token,
+            host: at.ip(),
+        }
     }
 
     pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        SocketAddr::new(self.host, self.port).to_string()
     }
 
     pub fn connect(&self) -> Ctl {
-        Ctl::connect(self.port, &self.token, None).expect("auth ok")
+        Ctl::connect_at(self.host, self.port, &self.token, None).expect("auth ok")
     }
 }
 
@@ -90,14 +103,23 @@ pub struct Ctl {
 
 /// Opens a WebSocket to `/ws` with an optional Origin header.
 pub fn open(port: u16, origin: Option<&str>) -> Result<WebSocket<TcpStream>, tungstenite::Error> {
-    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    open_at([127, 0, 0, 1].into(), port, origin)
+}
+
+/// Like [`open`] for an agent at `host`.
+pub fn open_at(
+    host: IpAddr,
+    port: u16,
+    origin: Option<&str>,
+) -> Result<WebSocket<TcpStream>, tungstenite::Error> {
+    let at = SocketAddr::new(host, port);
+    let stream = TcpStream::connect(at).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let mut req = tungstenite::client::IntoClientRequest::into_client_request(format!(
-        "ws://127.0.0.1:{port}/ws"
-    ))
-    .unwrap();
+    let mut req =
+        tungstenite::client::IntoClientRequest::into_client_request(format!("ws://{at}/ws"))
+            .unwrap();
     if let Some(o) = origin {
         req.headers_mut().insert("origin", o.parse().unwrap());
     }
@@ -111,7 +133,17 @@ pub fn open(port: u16, origin: Option<&str>) -> Result<WebSocket<TcpStream>, tun
 
 impl Ctl {
     pub fn connect(port: u16, token: &str, origin: Option<&str>) -> Result<Ctl, Value> {
-        let ws = open(port, origin).expect("websocket");
+        Self::connect_at([127, 0, 0, 1].into(), port, token, origin)
+    }
+
+    /// Like [`Ctl::connect`] for an agent at `host`.
+    pub fn connect_at(
+        host: IpAddr,
+        port: u16,
+        token: &str,
+        origin: Option<&str>,
+    ) -> Result<Ctl, Value> {
+        let ws = open_at(host, port, origin).expect("websocket");
         let mut c = Ctl {
             ws,
             hello: Value::Null,

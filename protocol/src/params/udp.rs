@@ -13,9 +13,11 @@
 //!
 //! The rest of the datagram is padding up to the requested size.
 
+use super::rr::bind_addr;
 use super::{range_u64, Direction, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::net::IpAddr;
 
 /// Length of the meshperf UDP header: the smallest datagram meshperf sends.
 pub const UDP_HEADER_LEN: u64 = 28;
@@ -39,6 +41,11 @@ pub struct UdpRrParams {
     pub sndbuf: Option<u64>,
     /// Requested SO_RCVBUF, bytes.
     pub rcvbuf: Option<u64>,
+    /// Local address of the driving agent's control and UDP sockets.
+    pub client_bind: Option<IpAddr>,
+    /// Local address of the serving agent's listener and UDP socket
+    /// (default: the agent's listen address); the driving agent connects to it.
+    pub server_bind: Option<IpAddr>,
     /// Progress interval in ms.
     pub interval_ms: u64,
 }
@@ -60,6 +67,11 @@ pub struct UdpStreamParams {
     pub sndbuf: Option<u64>,
     /// Requested SO_RCVBUF, bytes.
     pub rcvbuf: Option<u64>,
+    /// Local address of the driving agent's control and UDP sockets.
+    pub client_bind: Option<IpAddr>,
+    /// Local address of the serving agent's listener and UDP socket
+    /// (default: the agent's listen address); the driving agent connects to it.
+    pub server_bind: Option<IpAddr>,
     /// Per-frame bytes on the wire beyond the UDP payload (Ethernet: 66).
     pub overhead_bytes: u64,
     /// Quiet time after which the receiver stops waiting, in ms.
@@ -68,7 +80,7 @@ pub struct UdpStreamParams {
 
 fn size(r: &mut Reader, name: &'static str, default: u64) -> Result<u64, ParamError> {
     let v = r.u64(name)?.unwrap_or(default);
-    if v < UDP_HEADER_LEN || v > UDP_MAX_PAYLOAD {
+    if !(UDP_HEADER_LEN..=UDP_MAX_PAYLOAD).contains(&v) {
         return Err(ParamError::new(
             name,
             format!(
@@ -80,7 +92,13 @@ fn size(r: &mut Reader, name: &'static str, default: u64) -> Result<u64, ParamEr
     Ok(v)
 }
 
-type Common = (Option<u8>, Option<u64>, Option<u64>);
+type Common = (
+    Option<u8>,
+    Option<u64>,
+    Option<u64>,
+    Option<IpAddr>,
+    Option<IpAddr>,
+);
 
 fn common(r: &mut Reader) -> Result<Common, ParamError> {
     let tos = r
@@ -92,7 +110,14 @@ fn common(r: &mut Reader) -> Result<Common, ParamError> {
             .map(|n| range_u64(name, n, 1, 1 << 30, ""))
             .transpose()
     };
-    Ok((tos, buf("sndbuf")?, buf("rcvbuf")?))
+    let (sndbuf, rcvbuf) = (buf("sndbuf")?, buf("rcvbuf")?);
+    Ok((
+        tos,
+        sndbuf,
+        rcvbuf,
+        bind_addr(r, "client_bind")?,
+        bind_addr(r, "server_bind")?,
+    ))
 }
 
 fn count(r: &mut Reader, default: u64, limits: &Limits) -> Result<u64, ParamError> {
@@ -118,7 +143,7 @@ impl UdpRrParams {
         let resp_bytes = size(&mut r, "resp_bytes", 64)?;
         let count = count(&mut r, 1000, limits)?;
         let timeout_ms = timeout(&mut r)?;
-        let (tos, sndbuf, rcvbuf) = common(&mut r)?;
+        let (tos, sndbuf, rcvbuf, client_bind, server_bind) = common(&mut r)?;
         let interval_ms = range_u64(
             "interval_ms",
             r.u64("interval_ms")?.unwrap_or(100),
@@ -135,6 +160,8 @@ impl UdpRrParams {
             tos,
             sndbuf,
             rcvbuf,
+            client_bind,
+            server_bind,
             interval_ms,
         })
     }
@@ -163,7 +190,7 @@ impl UdpStreamParams {
                 ))
             }
         };
-        let (tos, sndbuf, rcvbuf) = common(&mut r)?;
+        let (tos, sndbuf, rcvbuf, client_bind, server_bind) = common(&mut r)?;
         let overhead_bytes = range_u64(
             "overhead_bytes",
             r.u64("overhead_bytes")?.unwrap_or(66),
@@ -200,6 +227,8 @@ impl UdpStreamParams {
             tos,
             sndbuf,
             rcvbuf,
+            client_bind,
+            server_bind,
             overhead_bytes,
             timeout_ms,
         })
@@ -225,6 +254,10 @@ mod tests {
         let s = st(json!({"wait_us": 11.2})).unwrap();
         assert_eq!((s.pkt_bytes, s.overhead_bytes, s.wait_us), (1400, 66, 11.2));
         assert_eq!(s.direction, Direction::Send);
+        assert_eq!((s.client_bind, p.server_bind), (None, None));
+        let s = st(json!({"client_bind": "127.0.0.2", "server_bind": "[::1]"})).unwrap();
+        assert_eq!(s.client_bind, Some("127.0.0.2".parse().unwrap()));
+        assert_eq!(s.server_bind, Some("::1".parse().unwrap()));
     }
 
     #[test]
@@ -246,6 +279,11 @@ mod tests {
         assert_eq!(
             rr(json!({"timeout_ms": 0})).unwrap_err().param,
             "timeout_ms"
+        );
+        assert_eq!(bad(json!({"client_bind": "nohost"})), "client_bind");
+        assert_eq!(
+            rr(json!({"server_bind": "1.2.3"})).unwrap_err().param,
+            "server_bind"
         );
         let e = st(json!({"pkt_bytes": 70000})).unwrap_err();
         assert!(e.to_string().contains("65507"), "{e}");
