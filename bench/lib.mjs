@@ -63,6 +63,12 @@ export function meshperf(agents, plan) {
 
 export const results = [];
 
+/** Runs one round's measurements, starting with a different one each round,
+ * so no tool always runs first (or right after a CPU-heating one). */
+export function rotated(round, fns) {
+  for (let i = 0; i < fns.length; i++) fns[(i + round) % fns.length]();
+}
+
 /** A percentile (e.g. '50.000') from sockperf's report ("---> percentile 50.000 =   17.943"). */
 export function sockperfPct(text, p) {
   return Number(text.match(new RegExp(`percentile ${p.replace('.', '\\.')} =\\s*([0-9.]+)`))?.[1]);

@@ -1,7 +1,7 @@
 // TCP sections: stream throughput and CPU per GB vs iperf3 and netperf,
 // request/response latency vs netperf TCP_RR and sockperf.
 import { spawn, spawnSync } from 'node:child_process';
-import { sockperfPct, sockperfPingPong, ROUNDS, SECS, children, meshperf, pin, report, sh, sleep } from './lib.mjs';
+import { rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, meshperf, pin, report, sh, sleep } from './lib.mjs';
 
 export async function tcpStream(agents) {
   console.log(`\n== TCP stream, loopback, 128 KiB writes, ${SECS} s, ${ROUNDS} rounds alternating`);
@@ -11,19 +11,31 @@ export async function tcpStream(agents) {
   await sleep(300);
   const m1 = [], i1 = [], n1 = [], m2 = [], i2 = [], mc = [], ic = [];
   for (let r = 0; r < ROUNDS; r++) {
-    const a = meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS } });
-    m1.push(a.s.bits_per_second / 1e9);
-    mc.push(a.cpu / (a.s.bytes / 1e9));
-    const j = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5299', '-t', String(SECS), '-l', '128K', '-A', '1,0', '-J']));
-    i1.push(j.end.sum_received.bits_per_second / 1e9);
-    const c = j.end.cpu_utilization_percent;
-    ic.push(((c.host_total + c.remote_total) / 100) * SECS / (j.end.sum_received.bytes / 1e9));
-    const n = sh('netperf', ['-H', '127.0.0.1', '-p', '12865', '-T', '1,0', '-t', 'TCP_STREAM', '-l', String(SECS), '-P', '0', '--', '-m', '131072']);
-    n1.push(Number(n.trim().split(/\s+/).pop()) / 1e3);
-    const b = meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS, streams: 2 } });
-    m2.push(b.s.bits_per_second / 1e9);
-    const j2 = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5299', '-t', String(SECS), '-l', '128K', '-P', '2', '-A', '1,0', '-J']));
-    i2.push(j2.end.sum_received.bits_per_second / 1e9);
+    rotated(r, [
+      () => {
+        const a = meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS } });
+        m1.push(a.s.bits_per_second / 1e9);
+        mc.push(a.cpu / (a.s.bytes / 1e9));
+      },
+      () => {
+        const j = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5299', '-t', String(SECS), '-l', '128K', '-A', '1,0', '-J']));
+        i1.push(j.end.sum_received.bits_per_second / 1e9);
+        const c = j.end.cpu_utilization_percent;
+        ic.push(((c.host_total + c.remote_total) / 100) * SECS / (j.end.sum_received.bytes / 1e9));
+      },
+      () => {
+        const n = sh('netperf', ['-H', '127.0.0.1', '-p', '12865', '-T', '1,0', '-t', 'TCP_STREAM', '-l', String(SECS), '-P', '0', '--', '-m', '131072']);
+        n1.push(Number(n.trim().split(/\s+/).pop()) / 1e3);
+      },
+      () => {
+        const b = meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS, streams: 2 } });
+        m2.push(b.s.bits_per_second / 1e9);
+      },
+      () => {
+        const j2 = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5299', '-t', String(SECS), '-l', '128K', '-P', '2', '-A', '1,0', '-J']));
+        i2.push(j2.end.sum_received.bits_per_second / 1e9);
+      },
+    ]);
   }
   iperfSrv.kill();
   spawnSync('pkill', ['-x', 'netserver']);
@@ -40,17 +52,29 @@ export async function tcpRr(agents) {
   children.push(sp);
   await sleep(500);
   const m50 = [], m99 = [], m999 = [], n50 = [], n99 = [], s50 = [], s99 = [], s999 = [], b50 = [];
+  // Busy-poll keeps its CPU hot, which flatters whatever runs next: it has
+  // its own rounds after the alternating epoll/blocking ones.
   for (let r = 0; r < ROUNDS; r++) {
-    const a = meshperf(agents, { kind: 'tcp_rr', params: { req_bytes: 64, resp_bytes: 64, duration_s: SECS } });
-    m50.push(a.s.rtt_us.median); m99.push(a.s.rtt_us.p99); m999.push(a.s.rtt_us.p999);
+    rotated(r, [
+      () => {
+        const a = meshperf(agents, { kind: 'tcp_rr', params: { req_bytes: 64, resp_bytes: 64, duration_s: SECS } });
+        m50.push(a.s.rtt_us.median); m99.push(a.s.rtt_us.p99); m999.push(a.s.rtt_us.p999);
+      },
+      () => {
+        const n = sh('netperf', ['-H', '127.0.0.1', '-p', '12865', '-T', '1,0', '-t', 'TCP_RR', '-l', String(SECS), '-P', '0', '--', '-r', '64,64', '-o', 'P50_LATENCY,P99_LATENCY']);
+        const [p50, p99] = n.trim().split(',').map(Number);
+        n50.push(p50); n99.push(p99);
+      },
+      () => {
+        const s = sockperfPingPong(11111, SECS, ['--tcp']);
+        const pct = (p) => sockperfPct(s, p);
+        s50.push(pct('50.000')); s99.push(pct('99.000')); s999.push(pct('99.900'));
+      },
+    ]);
+  }
+  for (let r = 0; r < ROUNDS; r++) {
     const bp = meshperf(agents, { kind: 'tcp_rr', params: { req_bytes: 64, resp_bytes: 64, duration_s: SECS, busy_poll: true } });
     b50.push(bp.s.rtt_us.median);
-    const n = sh('netperf', ['-H', '127.0.0.1', '-p', '12865', '-T', '1,0', '-t', 'TCP_RR', '-l', String(SECS), '-P', '0', '--', '-r', '64,64', '-o', 'P50_LATENCY,P99_LATENCY']);
-    const [p50, p99] = n.trim().split(',').map(Number);
-    n50.push(p50); n99.push(p99);
-    const s = sockperfPingPong(11111, SECS, ['--tcp']);
-    const pct = (p) => sockperfPct(s, p);
-    s50.push(pct('50.000')); s99.push(pct('99.000')); s999.push(pct('99.900'));
   }
   sp.kill();
   spawnSync('pkill', ['-x', 'netserver']);

@@ -2,7 +2,7 @@
 // udp_stream pacing accuracy, and loss at 1 Gbit/s with 1400-byte datagrams
 // next to iperf3 -u in the same run.
 import { spawn, spawnSync } from 'node:child_process';
-import { sockperfPct, sockperfPingPong, ROUNDS, SECS, children, fmt, median, meshperf, pin, report, results, sh, sleep } from './lib.mjs';
+import { rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, fmt, median, meshperf, pin, report, results, sh, sleep } from './lib.mjs';
 
 export async function udp(agents) {
   console.log(`\n== UDP request/response, 64 B, loopback, ${ROUNDS} rounds alternating (RTT in us)`);
@@ -13,15 +13,23 @@ export async function udp(agents) {
   await sleep(500);
   const m50 = [], m99 = [], n50 = [], s50 = [], s99 = [];
   for (let r = 0; r < ROUNDS; r++) {
-    const a = meshperf(agents, { kind: 'udp_rr', params: { req_bytes: 64, resp_bytes: 64, count: 20000 } });
-    m50.push(a.s.rtt_us.median); m99.push(a.s.rtt_us.p99);
-    try {
-      const n = sh('netperf', ['-H', '127.0.0.1', '-p', '12865', '-T', '1,0', '-t', 'UDP_RR', '-l', String(SECS), '-P', '0', '--', '-r', '64,64', '-o', 'P50_LATENCY']);
-      n50.push(Number(n.trim()));
-    } catch { /* netperf missing: its row says n/a */ }
-    const s = sockperfPingPong(11112, SECS);
-    const pct = (p) => sockperfPct(s, p);
-    s50.push(pct('50.000')); s99.push(pct('99.000'));
+    rotated(r, [
+      () => {
+        const a = meshperf(agents, { kind: 'udp_rr', params: { req_bytes: 64, resp_bytes: 64, count: 20000 } });
+        m50.push(a.s.rtt_us.median); m99.push(a.s.rtt_us.p99);
+      },
+      () => {
+        try {
+          const n = sh('netperf', ['-H', '127.0.0.1', '-p', '12865', '-T', '1,0', '-t', 'UDP_RR', '-l', String(SECS), '-P', '0', '--', '-r', '64,64', '-o', 'P50_LATENCY']);
+          n50.push(Number(n.trim()));
+        } catch { /* netperf missing: its row says n/a */ }
+      },
+      () => {
+        const s = sockperfPingPong(11112, SECS);
+        const pct = (p) => sockperfPct(s, p);
+        s50.push(pct('50.000')); s99.push(pct('99.000'));
+      },
+    ]);
   }
   sp.kill();
   spawnSync('pkill', ['-x', 'netserver']);
@@ -50,11 +58,17 @@ export async function udp(agents) {
   const ml = [], il = [], mr = [];
   const wait = (1400 * 8) / 1e3; // us per datagram at 1 Gbit/s
   for (let r = 0; r < ROUNDS; r++) {
-    const a = meshperf(agents, { kind: 'udp_stream', params: { pkt_bytes: 1400, count: Math.round((SECS * 1e6) / wait), wait_us: wait } });
-    ml.push((100 * a.s.lost) / a.s.sent);
-    mr.push(a.s.recv_bits_per_second / 1e9);
-    const j = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5298', '-u', '-b', '1G', '-l', '1400', '-t', String(SECS), '-A', '1,0', '-J']));
-    il.push(j.end.sum.lost_percent);
+    rotated(r, [
+      () => {
+        const a = meshperf(agents, { kind: 'udp_stream', params: { pkt_bytes: 1400, count: Math.round((SECS * 1e6) / wait), wait_us: wait } });
+        ml.push((100 * a.s.lost) / a.s.sent);
+        mr.push(a.s.recv_bits_per_second / 1e9);
+      },
+      () => {
+        const j = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5298', '-u', '-b', '1G', '-l', '1400', '-t', String(SECS), '-A', '1,0', '-J']));
+        il.push(j.end.sum.lost_percent);
+      },
+    ]);
   }
   ip.kill();
   const m = median(ml), t = median(il);
