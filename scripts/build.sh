@@ -33,7 +33,7 @@ build_wasm() { # <out-name> <cargo feature args...>
     run_phase "wasm-bindgen --target web -> web/src/lib/wasm-pkg/$name" \
         "$WBG_BIN" "$wasm_out" --target web --out-dir "$pkg" --out-name "$name"
     if [ -x "$wasm_opt" ]; then
-        run_phase "wasm-opt -Oz $name" "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+        run_phase "wasm-opt -Oz $name" "$wasm_opt" -Oz --strip-debug --strip-producers --enable-bulk-memory --enable-nontrapping-float-to-int \
             --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
             "$pkg/${name}_bg.wasm" -o "$pkg/${name}_bg.wasm"
     fi
