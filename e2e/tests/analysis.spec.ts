@@ -89,6 +89,19 @@ test('CSV, JSON and PNG export download; the JSON imports back to the same numbe
   expect(result.format).toBe('meshperf-result');
   expect(result.steps[0].samples.find((s: { kind: string }) => s.kind === 'rtt_ns').values).toHaveLength(1500);
 
+  // One step: its raw samples as columns, and a result file of its own.
+  const [stepCsv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-step-csv').click()]);
+  const stepRows = readFileSync(await stepCsv.path(), 'utf8').trim().split('\n');
+  const rttCol = stepRows[0].split(';').indexOf('client_rtt_ns_0');
+  expect(rttCol).toBeGreaterThan(0);
+  expect(stepRows).toHaveLength(1501);
+  const rtts = result.steps[0].samples.find((s: { kind: string }) => s.kind === 'rtt_ns').values;
+  expect(Number(stepRows[1].split(';')[rttCol])).toBe(rtts[0]);
+  const [stepJson] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-step-json').click()]);
+  const one = JSON.parse(readFileSync(await stepJson.path(), 'utf8'));
+  expect(one.format).toBe('meshperf-result');
+  expect(one.steps).toHaveLength(1);
+
   const [png] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-png').first().click()]);
   expect(png.suggestedFilename()).toMatch(/\.png$/);
   expect(readFileSync(await png.path()).subarray(1, 4).toString()).toBe('PNG');

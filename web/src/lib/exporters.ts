@@ -1,8 +1,9 @@
 // Exports: the whole run as `;`-separated CSV (the same columns as
 // `meshperf run --csv`: step;kind;<axes>;repeat;<summary scalars>;error),
-// as a result JSON file, and any plot as PNG.
+// as a result JSON file, one step's raw samples (CSV) or result (JSON), and
+// any plot as PNG.
 
-import type { RunResult } from './result';
+import type { RunResult, StepResult } from './result';
 
 function scalars(summary: Record<string, unknown> | null): [string, string][] {
   return Object.entries(summary ?? {})
@@ -51,6 +52,22 @@ export function download(name: string, data: Blob | string, type = 'text/plain')
 
 export const exportCsv = (r: RunResult) => download(`${stem(r)}.csv`, toCsv(r), 'text/csv');
 export const exportJson = (r: RunResult) => download(`${stem(r)}.json`, JSON.stringify(r), 'application/json');
+
+/** One step's raw samples as `;`-separated columns (`n` then one column per
+ * series, named role_kind_stream), for a spreadsheet. */
+export function stepCsv(step: StepResult): string {
+  const cols = step.samples;
+  const rows = Math.max(0, ...cols.map((c) => c.values.length));
+  const lines = [['n', ...cols.map((c) => `${c.role}_${c.kind}_${c.stream}`)].join(';')];
+  for (let i = 0; i < rows; i++) lines.push([String(i), ...cols.map((c) => (i < c.values.length ? String(c.values[i]) : ''))].join(';'));
+  return lines.join('\n') + '\n';
+}
+
+/** The run reduced to one step: a result file of its own. */
+const oneStep = (r: RunResult, step: StepResult): RunResult => ({ ...r, steps: [step] });
+export const exportStepCsv = (r: RunResult, step: StepResult) => download(`${stem(r)}-step${step.index}.csv`, stepCsv(step), 'text/csv');
+export const exportStepJson = (r: RunResult, step: StepResult) =>
+  download(`${stem(r)}-step${step.index}.json`, JSON.stringify(oneStep(r, step)), 'application/json');
 
 /**
  * Saves the chart inside `el` (a uPlot canvas) as PNG on the page's
