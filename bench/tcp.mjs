@@ -9,7 +9,7 @@ export async function tcpStream(agents) {
   children.push(iperfSrv);
   sh('netserver', ['-p', '12865']);
   await sleep(300);
-  const m1 = [], i1 = [], n1 = [], m2 = [], i2 = [], mc = [], ic = [];
+  const m1 = [], i1 = [], n1 = [], m2 = [], i2 = [], mc = [], ic = [], mN = [], iN = [];
   for (let r = 0; r < ROUNDS; r++) {
     rotated(r, [
       () => {
@@ -28,6 +28,14 @@ export async function tcpStream(agents) {
         n1.push(Number(n.trim().split(/\s+/).pop()) / 1e3);
       },
       () => {
+        const a = meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS, nodelay: true } });
+        mN.push(a.s.bits_per_second / 1e9);
+      },
+      () => {
+        const j = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5299', '-t', String(SECS), '-l', '128K', '-N', '-A', '1,0', '-J']));
+        iN.push(j.end.sum_received.bits_per_second / 1e9);
+      },
+      () => {
         const b = meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS, streams: 2 } });
         m2.push(b.s.bits_per_second / 1e9);
       },
@@ -41,6 +49,7 @@ export async function tcpStream(agents) {
   spawnSync('pkill', ['-x', 'netserver']);
   report('tcp_stream 1 stream vs iperf3', m1, i1, 'Gbit/s', '>= 1.10');
   report('tcp_stream 1 stream vs netperf TCP_STREAM', m1, n1, 'Gbit/s', '>= 1.00');
+  report('tcp_stream nodelay vs iperf3 -N', mN, iN, 'Gbit/s', 'report (both TCP_NODELAY)');
   report('tcp_stream 2 streams vs iperf3 -P 2', m2, i2, 'Gbit/s', '>= 1.10');
   report('CPU seconds per GB vs iperf3 (lower is better)', mc, ic, 's/GB', '<= 1.00 (shown as iperf3/meshperf >= 1)', 'lower');
 }
