@@ -29,6 +29,7 @@ pids=()
 
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for n in "$A" "$B" "$R"; do ip netns del "$n" 2>/dev/null || true; done
   rm -rf "/tmp/$id"
 }
@@ -52,19 +53,22 @@ ip -n "$A" route add default via "10.$net.1.1"
 ip -n "$B" route add default via "10.$net.2.1"
 ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
 
-start_agent() { # ns addr -> prints the ready URL
-  local out="/tmp/$id/$1.out"
+# Starts an agent in namespace $1 on address $2 and sets variable $3 to its
+# ready URL. Runs in this shell (not a $(...) subshell) so its pid reaches
+# `pids` and the cleanup stops it.
+start_agent() {
+  local out="/tmp/$id/$1.out" found
   MESHPERF_TOKEN=$token ip netns exec "$1" timeout 600 "${CARGO_TARGET_DIR:-target}"/release/meshperf agent --listen "$2:0" >"$out" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
-    url=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$out" 2>/dev/null | head -1 || true)
-    if [ -n "$url" ]; then echo "$url"; return; fi
+    found=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$3" '%s' "$found"; return; fi
     sleep 0.1
   done
   echo "netns harness: agent in $1 did not start:" >&2; cat "$out" >&2; exit 1
 }
-url_a=$(start_agent "$A" "$ipa")
-url_b=$(start_agent "$B" "$ipb")
+start_agent "$A" "$ipa" url_a
+start_agent "$B" "$ipb" url_b
 echo "netns harness: agents $url_a and $url_b, router $R"
 
 MESHPERF_NETNS_A=$url_a MESHPERF_NETNS_B=$url_b \
