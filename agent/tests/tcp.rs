@@ -6,28 +6,7 @@ mod util;
 
 use meshperf_protocol::frame::SampleKind;
 use serde_json::{json, Value};
-use util::{run_pair, AgentProc, Ctl};
-
-/// Runs one test with the driver reaching the server at `host`.
-fn pair(
-    c: &mut Ctl,
-    s: &mut Ctl,
-    id: u32,
-    kind: &str,
-    params: Value,
-    host: &str,
-) -> (Value, Value) {
-    let prep = s.request(
-        json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
-    );
-    assert_eq!(prep["type"], "prepared", "{prep}");
-    let start = c.request(
-        json!({"type": "start", "test_id": id, "step": 0, "kind": kind, "params": params,
-        "peer": {"host": host, "port": prep["port"], "key": prep["key"]}}),
-    );
-    assert_eq!(start["type"], "started", "{start}");
-    (c.wait_end(id), s.wait_end(id))
-}
+use util::{run_pair, run_pair_at, AgentProc, Ctl};
 
 /// All RTT samples of `test_id`, checking frames are contiguous batches.
 fn rtts(c: &Ctl, test_id: u32) -> (Vec<u64>, usize) {
@@ -191,13 +170,13 @@ fn bind_address_ipv6_and_congestion_are_honoured() {
     assert_eq!(sv["summary"]["peer"], "127.0.0.2", "{sv}");
     assert_eq!(cl["summary"]["bytes"], 40960, "{cl}");
     let p = json!({"msg_bytes": 4096, "count": 10, "server_bind": "::1", "tos": 32});
-    let (cl, sv) = pair(&mut cb, &mut ca, 2, "tcp_stream", p, "::1");
+    let (cl, sv) = run_pair_at(&mut cb, &mut ca, 2, "tcp_stream", p, "::1");
     assert_eq!(sv["summary"]["peer"], "::1", "{sv}");
     assert_eq!(
         cl["summary"]["tos"], 32,
         "traffic class read back over IPv6: {cl}"
     );
-    let (cl, _) = pair(
+    let (cl, _) = run_pair_at(
         &mut cb,
         &mut ca,
         3,

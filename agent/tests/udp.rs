@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
-use util::{run_pair, AgentProc, Ctl};
+use util::{run_pair, run_pair_at, AgentProc, Ctl};
 
 fn sample_count(c: &Ctl, kind: SampleKind, test_id: u32) -> usize {
     let frames = c.samples(kind);
@@ -321,27 +321,6 @@ fn a_peer_that_stops_mid_burst_ends_the_test_at_its_timeout_and_says_so() {
     }
 }
 
-/// Runs one test with the driver reaching the server at `host`.
-fn pair_at(
-    c: &mut Ctl,
-    s: &mut Ctl,
-    id: u32,
-    kind: &str,
-    params: Value,
-    host: &str,
-) -> (Value, Value) {
-    let prep = s.request(
-        json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
-    );
-    assert_eq!(prep["type"], "prepared", "{prep}");
-    let start = c.request(
-        json!({"type": "start", "test_id": id, "step": 0, "kind": kind, "params": params,
-        "peer": {"host": host, "port": prep["port"], "key": prep["key"]}}),
-    );
-    assert_eq!(start["type"], "started", "{start}");
-    (c.wait_end(id), s.wait_end(id))
-}
-
 /// Both ends completed `kind` with every datagram accounted for.
 fn check_done(kind: &str, client: &Value, server: &Value, count: u64) {
     for end in [client, server] {
@@ -383,7 +362,7 @@ fn udp_runs_over_ipv6_with_the_traffic_class_set() {
     for (i, (kind, params)) in cases.into_iter().enumerate() {
         for (j, server) in [&mut ca, &mut cany].into_iter().enumerate() {
             let id = 10 + 2 * i as u32 + j as u32;
-            let (cl, sv) = pair_at(&mut cb, server, id, kind, params.clone(), "::1");
+            let (cl, sv) = run_pair_at(&mut cb, server, id, kind, params.clone(), "::1");
             check_done(kind, &cl, &sv, 500);
             for end in [&cl, &sv] {
                 let s = &end["summary"];
@@ -417,7 +396,7 @@ fn client_bind_is_the_address_the_server_sees_and_server_bind_is_dialled() {
         );
         // An agent listening on IPv4 serves IPv6 when server_bind says so.
         let p = json!({"count": 300, "server_bind": "::1"});
-        let (cl, sv) = pair_at(&mut cb, &mut ca, id + 10, kind, p, "::1");
+        let (cl, sv) = run_pair_at(&mut cb, &mut ca, id + 10, kind, p, "::1");
         check_done(kind, &cl, &sv, 300);
         for end in [&cl, &sv] {
             assert!(

@@ -224,13 +224,25 @@ pub fn run_pair(
     kind: &str,
     params: Value,
 ) -> (Value, Value) {
+    run_pair_at(client, server, test_id, kind, params, "127.0.0.1")
+}
+
+/// [`run_pair`] with the driving agent reaching the server at `host`.
+pub fn run_pair_at(
+    client: &mut Ctl,
+    server: &mut Ctl,
+    test_id: u32,
+    kind: &str,
+    params: Value,
+    host: &str,
+) -> (Value, Value) {
     let prep = server.request(
         json!({"type": "prepare", "test_id": test_id, "step": 0, "kind": kind, "params": params}),
     );
     assert_eq!(prep["type"], "prepared", "{prep}");
     let start = client.request(json!({
         "type": "start", "test_id": test_id, "step": 0, "kind": kind, "params": params,
-        "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}
+        "peer": {"host": host, "port": prep["port"], "key": prep["key"]}
     }));
     assert_eq!(start["type"], "started", "{start}");
     (client.wait_end(test_id), server.wait_end(test_id))
