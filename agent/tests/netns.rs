@@ -125,10 +125,14 @@ fn netns_ground_truth() {
     let from_a = std::env::var("MESHPERF_NETNS_DEV_A").expect("router's device towards A");
     let (mut a, mut b) = (Agent::connect(&a), Agent::connect(&b));
 
-    // 1. Rate: tbf on the router's egress towards B.
+    // 1. Rate: tbf on the router's egress towards B. The sender offers about
+    // twice the rate, so tbf's queue (200 ms deep) fills within a few tens of
+    // milliseconds and stays full: the bottleneck never idles, even when the
+    // sending thread is preempted for tens of milliseconds on a busy VM, and
+    // the receiver's first-to-last rate is then tbf's rate, not the sender's.
     sh(&[
-        "tc", "qdisc", "add", "dev", &to_b, "root", "tbf", "rate", "50mbit", "burst", "32kbit",
-        "latency", "50ms",
+        "tc", "qdisc", "add", "dev", &to_b, "root", "tbf", "rate", "50mbit", "burst", "64kb",
+        "latency", "200ms",
     ]);
     let pkt = 1400u64;
     let s = run(
@@ -136,12 +140,21 @@ fn netns_ground_truth() {
         &mut b,
         1,
         "udp_stream",
-        json!({"pkt_bytes": pkt, "count": 5000, "wait_us": 200}),
+        json!({"pkt_bytes": pkt, "count": 20000, "wait_us": 100}),
     );
     sh(&["tc", "qdisc", "del", "dev", &to_b, "root"]);
     // tbf counts whole Ethernet frames: payload + UDP 8 + IPv4 20 + Ethernet 14.
-    let expected = 50e6 * pkt as f64 / (pkt + 42) as f64;
+    // Between the first and the last packet it passes its rate times the
+    // time, plus the bucket it starts with (64 KiB; deep enough that a late
+    // timer on this VM does not spill tokens).
+    let t = s["recv_seconds"].as_f64().unwrap();
+    let frames = 50e6 / 8.0 * t + 65536.0;
+    let expected = frames * 8.0 / t * pkt as f64 / (pkt + 42) as f64;
     let got = s["recv_bits_per_second"].as_f64().unwrap();
+    assert!(
+        s["lost"].as_u64().unwrap() > 1000,
+        "tbf should drop the excess: {s}"
+    );
     println!(
         "tbf 50mbit: recv {got:.0} bit/s, expected goodput {expected:.0} ({:+.2}%)",
         (got / expected - 1.0) * 100.0
