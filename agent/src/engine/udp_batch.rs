@@ -58,6 +58,16 @@ impl RecvBatch {
 
     /// Receives up to `n` datagrams; blocks (per SO_RCVTIMEO) for the first.
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, MSG_WAITFORONE)
+    }
+
+    /// Receives what is queued, up to `n` datagrams, without blocking
+    /// (`WouldBlock` when nothing is).
+    pub fn recv_now(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_DONTWAIT)
+    }
+
+    fn recv_flags(&mut self, fd: RawFd, flags: libc::c_int) -> io::Result<usize> {
         for h in &mut self.hdrs {
             h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
             h.msg_hdr.msg_controllen = CTRL_WORDS * 8;
@@ -70,7 +80,7 @@ impl RecvBatch {
                     fd,
                     self.hdrs.as_mut_ptr(),
                     self.hdrs.len() as u32,
-                    MSG_WAITFORONE,
+                    flags,
                     std::ptr::null_mut(),
                 )
             };
