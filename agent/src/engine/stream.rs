@@ -399,6 +399,7 @@ fn send<S: DataStream>(
             Ok(0) => return s.finish(Some("the peer closed the connection".into())),
             Ok(n) => {
                 s.record(n, Instant::now(), start, plan.interval, live);
+                let short = s.msg_off + n < end;
                 s.msg_off += n;
                 if s.msg_off >= end {
                     s.msg_off = 0;
@@ -406,6 +407,13 @@ fn send<S: DataStream>(
                 }
                 if once {
                     return; // blocking socket: back to the loop to check cancel
+                }
+                if short {
+                    // A short write means the send buffer is full; the
+                    // kernel flagged it and signals the edge when space
+                    // frees, so skip the write that would only say EAGAIN.
+                    s.ready = false;
+                    return;
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
