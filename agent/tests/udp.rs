@@ -349,7 +349,8 @@ fn udp_runs_over_ipv6_with_the_traffic_class_set() {
     assert_eq!(a.host.to_string(), "::1");
     let (mut ca, mut cany, mut cb) = (a.connect(), any.connect(), b.connect());
     let cases = [
-        ("udp_rr", json!({"count": 500, "tos": 32})),
+        // udpmon's -P: precedence 1 is the byte 0x20.
+        ("udp_rr", json!({"count": 500, "precedence": 1})),
         (
             "udp_stream",
             json!({"count": 500, "wait_us": 10, "tos": 32, "direction": "send"}),

@@ -198,6 +198,21 @@ pub(crate) fn opt_range(
         .transpose()
 }
 
+/// The IPv4 TOS byte / IPv6 traffic class from `tos` (0 to 255) and
+/// `precedence` (0 to 7, udpmon's `-P`: the top three bits of the byte). With
+/// both, `precedence` fills bits 5 to 7 and `tos` must leave them clear.
+pub(crate) fn tos(r: &mut Reader) -> Result<Option<u8>, ParamError> {
+    let tos = opt_range(r, "tos", 0, 255)?.map(|n| n as u8);
+    match (tos, opt_range(r, "precedence", 0, 7)?.map(|n| n as u8)) {
+        (Some(t), Some(_)) if t & 0xe0 != 0 => Err(ParamError::new(
+            "precedence",
+            format!("tos {t:#04x} already sets the precedence bits; give one or the other"),
+        )),
+        (t, Some(p)) => Ok(Some(t.unwrap_or(0) | p << 5)),
+        (t, None) => Ok(t),
+    }
+}
+
 /// How a test is bounded: `count` (default `default_count`) or `duration_s`,
 /// never both, within the agent's limits. `bytes_per_count` is what one
 /// count moves in total (for the `max_bytes` limit), with its formula named.

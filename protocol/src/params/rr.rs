@@ -93,7 +93,7 @@ impl RrParams {
         let nodelay = r.bool("nodelay")?.unwrap_or(true);
         let sndbuf = opt_range(&mut r, "sndbuf", 1, 1 << 30)?;
         let rcvbuf = opt_range(&mut r, "rcvbuf", 1, 1 << 30)?;
-        let tos = opt_range(&mut r, "tos", 0, 255)?.map(|n| n as u8);
+        let tos = super::tos(&mut r)?;
         let congestion = congestion(&mut r)?;
         let client_bind = bind_addr(&mut r, "client_bind")?;
         let server_bind = bind_addr(&mut r, "server_bind")?;

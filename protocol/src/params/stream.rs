@@ -102,7 +102,7 @@ impl StreamParams {
         let nodelay = r.bool("nodelay")?.unwrap_or(false);
         let sndbuf = opt_range(&mut r, "sndbuf", 1, 1 << 30)?;
         let rcvbuf = opt_range(&mut r, "rcvbuf", 1, 1 << 30)?;
-        let tos = opt_range(&mut r, "tos", 0, 255)?.map(|n| n as u8);
+        let tos = super::tos(&mut r)?;
         let congestion = congestion(&mut r)?;
         let client_bind = bind_addr(&mut r, "client_bind")?;
         let server_bind = bind_addr(&mut r, "server_bind")?;
@@ -164,6 +164,22 @@ mod tests {
         assert_eq!(p.streams, 1);
         assert_eq!(p.direction, Direction::Send);
         assert_eq!(p.bytes_per_stream(), Some(128 << 20));
+    }
+
+    #[test]
+    fn precedence_fills_the_top_three_bits_of_tos() {
+        assert_eq!(parse(json!({"precedence": 5})).unwrap().tos, Some(0xa0));
+        assert_eq!(
+            parse(json!({"precedence": 1, "tos": 0x10})).unwrap().tos,
+            Some(0x30)
+        );
+        assert_eq!(parse(json!({"tos": 0xb8})).unwrap().tos, Some(0xb8));
+        let e = parse(json!({"precedence": 1, "tos": 0xb8})).unwrap_err();
+        assert_eq!(e.param, "precedence", "{e}");
+        assert_eq!(
+            parse(json!({"precedence": 8})).unwrap_err().param,
+            "precedence"
+        );
     }
 
     #[test]

@@ -101,10 +101,7 @@ type Common = (
 );
 
 fn common(r: &mut Reader) -> Result<Common, ParamError> {
-    let tos = r
-        .u64("tos")?
-        .map(|n| range_u64("tos", n, 0, 255, "").map(|n| n as u8))
-        .transpose()?;
+    let tos = super::tos(r)?;
     let mut buf = |name| {
         r.u64(name)?
             .map(|n| range_u64(name, n, 1, 1 << 30, ""))

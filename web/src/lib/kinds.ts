@@ -26,6 +26,7 @@ const sock: ParamSpec[] = [
   { name: 'sndbuf', type: 'size', label: 'SO_SNDBUF (bytes)', advanced: true },
   { name: 'rcvbuf', type: 'size', label: 'SO_RCVBUF (bytes)', advanced: true },
   { name: 'tos', type: 'int', label: 'TOS / DSCP byte', advanced: true, tcp: true },
+  { name: 'precedence', min: 0, type: 'int', label: 'IP precedence (0-7)', advanced: true, tcp: true },
 ];
 const tcpOnly: ParamSpec[] = [
   { name: 'congestion', type: 'text', label: 'congestion control', advanced: true, tcp: true },
