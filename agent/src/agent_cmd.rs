@@ -22,6 +22,45 @@ pub struct AgentArgs {
     /// Another web origin allowed to drive this agent (repeatable), e.g. http://127.0.0.1:7800.
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
+    /// Longest test this agent takes part in, in seconds.
+    #[arg(long, value_name = "S", default_value_t = Limits::default().max_duration_s, value_parser = positive)]
+    max_duration: f64,
+    /// Most bytes one test may move (suffixes K, M, G: powers of 1024).
+    #[arg(long, value_name = "BYTES", value_parser = bytes_arg)]
+    max_bytes: Option<u64>,
+    /// Most parallel streams in one test.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_streams: u32,
+    /// Highest UDP burst rate, in bits per second of payload (suffixes k, M,
+    /// G: powers of 1000); a udp_stream asking for more is refused.
+    #[arg(long, value_name = "BITS", value_parser = rate_arg)]
+    max_udp_rate: Option<f64>,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number")),
+    }
+}
+
+/// `n[k|M|G]` with the given base for the suffixes.
+fn suffixed(s: &str, base: f64) -> Result<f64, String> {
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], base),
+        Some((i, 'm' | 'M')) => (&s[..i], base * base),
+        Some((i, 'g' | 'G')) => (&s[..i], base * base * base),
+        _ => (s, 1.0),
+    };
+    positive(num).map(|v| v * mult)
+}
+
+fn bytes_arg(s: &str) -> Result<u64, String> {
+    suffixed(s, 1024.0).map(|v| v as u64)
+}
+
+fn rate_arg(s: &str) -> Result<f64, String> {
+    suffixed(s, 1000.0)
 }
 
 fn random_token() -> String {
@@ -65,7 +104,13 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         cores: sysinfo::cores(),
         kernel: sysinfo::kernel(),
         capabilities: crate::engine::KINDS.to_vec(),
-        limits: Limits::default(),
+        limits: Limits {
+            max_duration_s: a.max_duration,
+            max_bytes: a.max_bytes.unwrap_or(Limits::default().max_bytes),
+            max_streams: a.max_streams,
+            max_udp_bits_per_second: a.max_udp_rate,
+            ..Limits::default()
+        },
     };
     let agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
     let shown: IpAddr = if local.ip().is_unspecified() {

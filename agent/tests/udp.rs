@@ -461,3 +461,67 @@ fn bind_addresses_not_on_the_host_or_of_the_wrong_family_are_refused() {
         }
     }
 }
+
+#[test]
+fn operator_limits_are_announced_and_enforced_by_each_agent() {
+    let capped = AgentProc::start(&[
+        "--max-udp-rate",
+        "100M",
+        "--max-streams",
+        "2",
+        "--max-duration",
+        "5",
+    ]);
+    let free = AgentProc::start(&[]);
+    let (mut c, mut f) = (capped.connect(), free.connect());
+    let lim = &c.hello["limits"];
+    assert_eq!(lim["max_udp_bits_per_second"], 100e6, "{}", c.hello);
+    assert_eq!(
+        (lim["max_streams"].as_u64(), lim["max_duration_s"].as_f64()),
+        (Some(2), Some(5.0))
+    );
+    // 1400 B every 50 us is 224 Mbit/s: the capped agent refuses it whether
+    // it would serve (prepare) or drive (start), before any traffic.
+    for (kind, params, param) in [
+        (
+            "udp_stream",
+            json!({"pkt_bytes": 1400, "wait_us": 50, "count": 100}),
+            "wait_us",
+        ),
+        (
+            "udp_stream",
+            json!({"pkt_bytes": 1400, "count": 100}),
+            "wait_us",
+        ),
+        ("tcp_stream", json!({"streams": 3}), "streams"),
+        ("tcp_stream", json!({"duration_s": 6}), "duration_s"),
+    ] {
+        for ty in ["prepare", "start"] {
+            let r = c.request(
+                json!({"type": ty, "test_id": 50, "step": 0, "kind": kind, "params": params,
+                "peer": {"host": "127.0.0.1", "port": 9, "key": "00".repeat(16)}}),
+            );
+            let msg = r["message"].as_str().unwrap_or_default();
+            assert!(
+                r["code"] == "bad_params" && msg.starts_with(param),
+                "{ty} {kind}: {r}"
+            );
+        }
+        // The same parameters are fine for an agent without the cap.
+        let r = f.request(
+            json!({"type": "prepare", "test_id": 51, "step": 0, "kind": kind, "params": params}),
+        );
+        assert_eq!(r["type"], "prepared", "{r}");
+        f.request(json!({"type": "cancel", "test_id": 51}));
+        f.wait_end(51);
+    }
+    // Under the cap the test runs, and the capped agent keeps serving.
+    let (cl, sv) = run_pair(
+        &mut f,
+        &mut c,
+        52,
+        "udp_stream",
+        json!({"pkt_bytes": 1400, "wait_us": 200, "count": 200}),
+    );
+    check_done("udp_stream", &cl, &sv, 200);
+}

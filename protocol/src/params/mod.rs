@@ -82,6 +82,10 @@ pub struct Limits {
     pub max_bytes: u64,
     pub max_streams: u32,
     pub max_count: u64,
+    /// Highest paced rate a `udp_stream` may ask for, in bits per second of
+    /// UDP payload (UDP has no congestion control); `None`: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_udp_bits_per_second: Option<f64>,
 }
 
 impl Default for Limits {
@@ -92,6 +96,7 @@ impl Default for Limits {
             max_bytes: 64 << 30,
             max_streams: 64,
             max_count: 10_000_000,
+            max_udp_bits_per_second: None,
         }
     }
 }

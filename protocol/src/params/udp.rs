@@ -207,6 +207,19 @@ impl UdpStreamParams {
                 ),
             ));
         }
+        if let Some(max) = limits.max_udp_bits_per_second {
+            let min_wait = pkt_bytes as f64 * 8.0 / max * 1e6;
+            if wait_us < min_wait {
+                return Err(ParamError::new(
+                    "wait_us",
+                    format!(
+                        "{wait_us} us between {pkt_bytes}-byte datagrams is above the agent's \
+                         UDP rate limit of {} Mbit/s: wait at least {min_wait:.2} us",
+                        max / 1e6
+                    ),
+                ));
+            }
+        }
         if (count as u128) * (pkt_bytes as u128) > limits.max_bytes as u128 {
             return Err(ParamError::new(
                 "count",
@@ -255,6 +268,25 @@ mod tests {
         let s = st(json!({"client_bind": "127.0.0.2", "server_bind": "[::1]"})).unwrap();
         assert_eq!(s.client_bind, Some("127.0.0.2".parse().unwrap()));
         assert_eq!(s.server_bind, Some("::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_udp_rate_limit_refuses_faster_bursts() {
+        let limits = Limits {
+            max_udp_bits_per_second: Some(100e6),
+            ..Limits::default()
+        };
+        let p = |v: Value| UdpStreamParams::parse(&v, &limits);
+        // 1400 B every 112 us is exactly 100 Mbit/s of payload.
+        assert!(p(json!({"pkt_bytes": 1400, "wait_us": 112})).is_ok());
+        let e = p(json!({"pkt_bytes": 1400, "wait_us": 100})).unwrap_err();
+        assert_eq!(e.param, "wait_us");
+        assert!(
+            e.message.contains("100 Mbit/s") && e.message.contains("112.00"),
+            "{e}"
+        );
+        assert_eq!(p(json!({"pkt_bytes": 1400})).unwrap_err().param, "wait_us");
+        assert!(st(json!({"pkt_bytes": 1400})).is_ok(), "no cap by default");
     }
 
     #[test]

@@ -14,6 +14,7 @@ export interface Limits {
   max_duration_s: number;
   max_bytes: number;
   max_streams: number;
+  max_udp_bits_per_second?: number;
   max_count: number;
 }
 
