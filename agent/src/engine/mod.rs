@@ -13,6 +13,7 @@
 //! * [`udp`], [`udp_batch`], [`udp_rr`], [`udp_stream`]: the UDP tests.
 
 pub mod bind;
+pub mod buf;
 pub mod peer;
 pub mod rr;
 pub mod side;

@@ -10,6 +10,7 @@
 //! is woken directly: no epoll round trip), or, with `busy_poll`, spinning on
 //! a non-blocking read so the thread never sleeps at all.
 
+use super::buf::PageBuf;
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Event;
@@ -159,8 +160,8 @@ fn chunk(p: &RrParams) -> usize {
 /// the page every `interval_ms`. Ends by half-closing `s`'s write side.
 pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<ClientOut, TestError> {
     setup(s, p.busy_poll)?;
-    let mut req = vec![0x5au8; p.req_bytes as usize];
-    let mut resp = vec![0u8; p.resp_bytes as usize];
+    let mut req = PageBuf::new(p.req_bytes as usize, 0x5a);
+    let mut resp = PageBuf::new(p.resp_bytes as usize, 0);
     let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
     let count = p.count.unwrap_or(u64::MAX);
     let interval = Duration::from_millis(p.interval_ms as u64);
@@ -263,8 +264,8 @@ fn progress(ctx: &TestCtx, elapsed_s: f64, bytes: u64, fraction: f64) {
 /// number of transactions served.
 pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<u64, TestError> {
     setup(s, p.busy_poll)?;
-    let mut req = vec![0u8; p.req_bytes as usize];
-    let mut resp = vec![0xa5u8; p.resp_bytes as usize];
+    let mut req = PageBuf::new(p.req_bytes as usize, 0);
+    let mut resp = PageBuf::new(p.resp_bytes as usize, 0xa5);
     let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
     let mut n = 0u64;
     while read_msg(s, &mut req, ctx)? {

@@ -1,0 +1,82 @@
+//! Page-aligned I/O buffers.
+//!
+//! The kernel copies socket data to and from user memory with `rep movsb`,
+//! which on this class of CPU (AMD EPYC, measured in a 2-vCPU VM) is several
+//! times slower when the user buffer is not page aligned: a `Vec` of 128 KiB
+//! comes from `mmap` through malloc and starts 16 bytes into its page, and a
+//! loopback receiver reading into it spent 40% of the machine in
+//! `_copy_to_iter` where a page-aligned one spends under 5% (perf record -a,
+//! tcp_stream 128 KiB, one stream). Bulk transfers use these buffers.
+
+use std::alloc::{self, Layout};
+use std::ops::{Deref, DerefMut};
+
+const ALIGN: usize = 4096;
+
+/// A zero-filled heap buffer whose first byte starts a page.
+pub struct PageBuf {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: PageBuf owns its allocation exclusively, like Vec<u8>.
+unsafe impl Send for PageBuf {}
+
+impl PageBuf {
+    /// `len` bytes (at least one), all `fill`.
+    pub fn new(len: usize, fill: u8) -> PageBuf {
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        let mut b = PageBuf { ptr, len };
+        if fill != 0 {
+            b.fill(fill);
+        }
+        b
+    }
+
+    fn layout(len: usize) -> Layout {
+        Layout::from_size_align(len.max(1), ALIGN).expect("buffer size fits a Layout")
+    }
+}
+
+impl Deref for PageBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialised bytes while self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for PageBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in deref, and &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for PageBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this same layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PageBuf;
+
+    #[test]
+    fn aligned_filled_and_writable() {
+        for len in [1, 100, 4096, 131072, 1 << 20] {
+            let mut b = PageBuf::new(len, 0x5a);
+            assert_eq!(b.as_ptr() as usize % 4096, 0);
+            assert_eq!(b.len(), len);
+            assert!(b.iter().all(|&x| x == 0x5a));
+            b[len - 1] = 1;
+            assert_eq!(b[len - 1], 1);
+        }
+        assert!(PageBuf::new(10, 0).iter().all(|&x| x == 0));
+    }
+}
