@@ -111,6 +111,36 @@ fn socket_options_are_read_back_from_the_kernel() {
         // Linux doubles the requested size for bookkeeping overhead.
         assert_eq!(s["sndbuf_actual"], 131072, "{end}");
         assert_eq!(s["rcvbuf_actual"], 262144, "{end}");
+        // Unpaced bulk: the receiver is woken once per full read buffer.
+        assert_eq!(s["rcvlowat"], 8192, "{end}");
+    }
+    // Paced, explicit, and a transfer whose tail is shorter than the low
+    // water mark (it must still arrive whole, at EOF, not at a timeout).
+    for (id, p, lowat) in [
+        (
+            32,
+            json!({"msg_bytes": 1000, "count": 20, "wait_us": 100}),
+            1,
+        ),
+        (
+            33,
+            json!({"msg_bytes": 4096, "count": 10, "rcvlowat": 2000}),
+            2000,
+        ),
+        (
+            34,
+            json!({"msg_bytes": 100000, "read_bytes": 1 << 20, "count": 3}),
+            131072,
+        ),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (client, server) = run_pair(&mut cb, &mut ca, id, "tcp_stream", p.clone());
+        assert!(t0.elapsed().as_secs_f64() < 2.0, "{p}: {:?}", t0.elapsed());
+        let total = p["msg_bytes"].as_u64().unwrap() * p["count"].as_u64().unwrap();
+        for end in [&client, &server] {
+            assert_eq!(end["summary"]["rcvlowat"], lowat, "{p}: {end}");
+            assert_eq!(end["summary"]["bytes"], total, "{p}: {end}");
+        }
     }
 }
 

@@ -218,6 +218,8 @@ fn bad_rr_and_bind_parameters_are_refused_before_traffic() {
             "server_bind",
         ),
         ("unix_stream", json!({"tos": 16}), "tos"),
+        ("unix_stream", json!({"rcvlowat": 4096}), "rcvlowat"),
+        ("tcp_stream", json!({"rcvlowat": 0}), "rcvlowat"),
     ];
     for (i, (kind, params, name)) in prepare.into_iter().enumerate() {
         let r = c.request(json!({"type": "prepare", "test_id": 100 + i, "step": 0, "kind": kind, "params": params}));

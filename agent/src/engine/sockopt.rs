@@ -15,6 +15,7 @@ pub struct Applied {
     pub nodelay: bool,
     pub tos: Option<u32>,
     pub congestion: Option<String>,
+    pub rcvlowat: u64,
 }
 
 /// Options that must be set before connect/listen (buffer sizes, so the
@@ -78,7 +79,51 @@ pub fn apply<S: AsFd>(s: &S, p: &StreamParams, ipv6: bool) -> Result<Applied, St
             )
         })?;
     }
+    let lowat = p.rcvlowat().min(i32::MAX as u64) as libc::c_int;
+    set_int(&sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat)
+        .map_err(|e| format!("rcvlowat: cannot set {lowat}: {e}"))?;
     read_back(&sock, ipv6).map_err(|e| format!("cannot read socket options: {e}"))
+}
+
+fn set_int(
+    sock: &SockRef<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: v lives across the call and its size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn get_int(sock: &SockRef<'_>, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
+    use std::os::fd::AsRawFd;
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(v)
 }
 
 fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
@@ -92,6 +137,7 @@ fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
         rcvbuf_actual: sock.recv_buffer_size()? as u64,
         nodelay: sock.tcp_nodelay()?,
         tos,
+        rcvlowat: get_int(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT).unwrap_or(1) as u64,
         congestion: sock.tcp_congestion().ok().map(|v| {
             String::from_utf8_lossy(&v)
                 .trim_end_matches('\0')
@@ -101,20 +147,7 @@ fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
 }
 
 fn tclass_v6(sock: &SockRef<'_>) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: v and len are valid for the call.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_IPV6,
-            libc::IPV6_TCLASS,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(v as u32)
+    get_int(sock, libc::IPPROTO_IPV6, libc::IPV6_TCLASS).map(|v| v as u32)
 }
 
 /// TCP_INFO figures meshperf reports.

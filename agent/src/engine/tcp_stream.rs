@@ -208,6 +208,7 @@ fn summary(
         "nodelay": applied.nodelay,
         "tos": applied.tos,
         "congestion": applied.congestion,
+        "rcvlowat": applied.rcvlowat,
         "line": lines.join("; "),
     })
 }

@@ -82,6 +82,7 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
         ("tos", p.tos.is_some()),
         ("congestion", p.congestion.is_some()),
         ("nodelay", p.nodelay),
+        ("rcvlowat", p.rcvlowat.is_some()),
         ("client_bind", p.client_bind.is_some()),
         ("server_bind", p.server_bind.is_some()),
     ] {

@@ -152,6 +152,8 @@ impl RrParams {
             interval_ms: self.interval_ms,
             client_bind: self.client_bind,
             server_bind: self.server_bind,
+            // Every response is awaited as it arrives.
+            rcvlowat: Some(1),
         }
     }
 }

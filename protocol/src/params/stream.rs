@@ -53,12 +53,33 @@ pub struct StreamParams {
     /// Address the serving agent listens on; the driving agent connects to it.
     #[serde(default)]
     pub server_bind: Option<IpAddr>,
+    /// SO_RCVLOWAT asked for (TCP): a receiver is woken, and a read returns,
+    /// only once this many bytes are queued (or at EOF). `None`: see
+    /// [`StreamParams::rcvlowat`].
+    #[serde(default)]
+    pub rcvlowat: Option<u64>,
 }
+
+/// Largest default SO_RCVLOWAT: at 10 Mbit/s a receiver still wakes every
+/// 100 ms, so its per-interval samples stay meaningful on slow links.
+pub const RCVLOWAT_DEFAULT_MAX: u64 = 128 * 1024;
 
 impl StreamParams {
     /// Total bytes one stream's sender will write when count-bounded.
     pub fn bytes_per_stream(&self) -> Option<u64> {
         self.count.map(|c| c * self.msg_bytes)
+    }
+
+    /// The SO_RCVLOWAT a receiving TCP socket gets: as asked, else for an
+    /// unpaced bulk transfer one read buffer (at most 128 KiB), so the
+    /// receiver wakes once per full read instead of once per segment, else 1
+    /// (a paced or request/response test sees every arrival as it happens).
+    pub fn rcvlowat(&self) -> u64 {
+        self.rcvlowat.unwrap_or(if self.wait_us == 0 {
+            self.read_bytes.min(RCVLOWAT_DEFAULT_MAX)
+        } else {
+            1
+        })
     }
 }
 
@@ -106,6 +127,7 @@ impl StreamParams {
         let congestion = congestion(&mut r)?;
         let client_bind = bind_addr(&mut r, "client_bind")?;
         let server_bind = bind_addr(&mut r, "server_bind")?;
+        let rcvlowat = opt_range(&mut r, "rcvlowat", 1, 1 << 30)?;
         let interval_ms = range_u64(
             "interval_ms",
             r.u64("interval_ms")?.unwrap_or(10),
@@ -141,6 +163,7 @@ impl StreamParams {
             interval_ms,
             client_bind,
             server_bind,
+            rcvlowat,
         })
     }
 }
@@ -164,6 +187,19 @@ mod tests {
         assert_eq!(p.streams, 1);
         assert_eq!(p.direction, Direction::Send);
         assert_eq!(p.bytes_per_stream(), Some(128 << 20));
+    }
+
+    #[test]
+    fn rcvlowat_defaults_to_one_read_for_bulk_and_1_when_paced() {
+        assert_eq!(parse(json!({})).unwrap().rcvlowat(), 131072);
+        assert_eq!(parse(json!({"read_bytes": 1000})).unwrap().rcvlowat(), 1000);
+        assert_eq!(
+            parse(json!({"msg_bytes": 1 << 20})).unwrap().rcvlowat(),
+            131072
+        );
+        assert_eq!(parse(json!({"wait_us": 100})).unwrap().rcvlowat(), 1);
+        assert_eq!(parse(json!({"rcvlowat": 1})).unwrap().rcvlowat(), 1);
+        assert_eq!(parse(json!({"rcvlowat": 0})).unwrap_err().param, "rcvlowat");
     }
 
     #[test]

@@ -43,6 +43,7 @@ const stream: ParamSpec[] = [
   { name: 'wait_us', type: 'int', label: 'wait between writes (us)', def: '0' },
   { name: 'read_bytes', min: 1, type: 'size', label: 'read size', def: '= message size', advanced: true },
   { name: 'nodelay', type: 'bool', label: 'TCP_NODELAY', def: 'false', advanced: true, tcp: true },
+  { name: 'rcvlowat', min: 1, type: 'size', label: 'SO_RCVLOWAT (bytes)', def: 'read size (max 128K) unpaced, else 1', advanced: true, tcp: true },
   ...sock,
   ...tcpOnly,
   { name: 'interval_ms', min: 1, type: 'int', label: 'sample interval (ms)', def: '10', advanced: true },
