@@ -13,6 +13,7 @@
 //! measurable share of a loopback transfer. Several streams, or a `wait_us`
 //! schedule, multiplex on the worker's mio `Poll`.
 
+use super::buf::PageBuf;
 use super::sockopt::{self, TcpInfo};
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Read, Write};
@@ -281,8 +282,8 @@ fn worker<S: DataStream>(
             slots[0].finish(Some(format!("socket mode: {e}")));
         }
     }
-    let wbuf = vec![0x5au8; plan.msg_bytes];
-    let mut rbuf = vec![0u8; plan.read_bytes];
+    let wbuf = PageBuf::new(plan.msg_bytes, 0x5a);
+    let mut rbuf = PageBuf::new(plan.read_bytes, 0);
     let mut events = Events::with_capacity(64);
     let limit = plan.bytes_per_stream;
     loop {
