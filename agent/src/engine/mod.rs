@@ -28,7 +28,7 @@ pub mod udp_stream;
 pub mod unix;
 
 use meshperf_protocol::msg::PeerAddr;
-use meshperf_protocol::params::Limits;
+use meshperf_protocol::params::{Limits, UdpRrParams, UdpStreamParams};
 use serde_json::Value;
 use std::net::IpAddr;
 
@@ -251,8 +251,8 @@ pub fn prepare(
         Kind::TcpStream => tcp_stream::prepare(params, env),
         Kind::TcpRr => tcp_rr::prepare(params, env),
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
-        Kind::UdpRr => udp_rr::prepare(params, env),
-        Kind::UdpStream => udp_stream::prepare(params, env),
+        Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
+        Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
     }
 }
 
@@ -262,7 +262,7 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::TcpStream => tcp_stream::start(params, peer, env),
         Kind::TcpRr => tcp_rr::start(params, peer, env),
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
-        Kind::UdpRr => udp_rr::start(params, peer, env),
-        Kind::UdpStream => udp_stream::start(params, peer, env),
+        Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
+        Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
     }
 }

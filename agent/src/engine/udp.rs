@@ -22,7 +22,7 @@
 
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{Event, PeerAddr};
-use meshperf_protocol::params::{Kind, Limits, StreamParams};
+use meshperf_protocol::params::{Kind, Limits, ParamError, StreamParams};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -521,4 +521,63 @@ mod tests {
         b[0] = b'X';
         assert_eq!(Hdr::read(&b), None);
     }
+}
+
+/// What `udp_rr` and `udp_stream` plug into the set-up they share: the
+/// serving side binds the TCP control listener and the UDP socket, the
+/// driving side checks its bind address, and both run the flow hand-shake
+/// before their own part.
+pub trait UdpTest: Sized + Send + 'static {
+    const KIND: Kind;
+    fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError>;
+    fn opts(&self) -> Opts;
+    fn bind_addrs(&self) -> (Option<IpAddr>, Option<IpAddr>);
+    /// The serving agent's part, once the flow is up.
+    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError>;
+    /// The driving agent's part, once the flow is up.
+    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError>;
+}
+
+fn binds<T: UdpTest>(p: &T) -> StreamParams {
+    let (client, server) = p.bind_addrs();
+    bind_params(client, server)
+}
+
+/// Serving side set-up of a UDP test (see [`super::prepare`]).
+pub fn prepare<T: UdpTest>(
+    params: &Value,
+    env: &EngineEnv,
+) -> Result<(u16, [u8; 16], super::Job), Refusal> {
+    let p = T::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let (listener, sock) = serve_sockets(env, &binds(&p), &p.opts())?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| ("io", e.to_string()))?
+        .port();
+    let key = peer::new_key();
+    Ok((
+        port,
+        key,
+        Box::new(move |ctx| {
+            let r = serve_flow(&ctx, listener, &key, T::KIND, sock).and_then(|f| p.serve(&ctx, f));
+            ctx.report(r);
+            ctx.finished();
+        }),
+    ))
+}
+
+/// Driving side set-up of a UDP test (see [`super::start`]).
+pub fn start<T: UdpTest>(
+    params: Value,
+    peer_addr: PeerAddr,
+    env: &EngineEnv,
+) -> Result<super::Job, Refusal> {
+    let p = T::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    bind::check_client(&binds(&p), &peer_addr)?;
+    Ok(Box::new(move |ctx| {
+        let r = drive_flow(&ctx, &peer_addr, T::KIND, &params, &p.opts(), &binds(&p))
+            .and_then(|f| p.drive(&ctx, f));
+        ctx.report(r);
+        ctx.finished();
+    }))
 }

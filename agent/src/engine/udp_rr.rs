@@ -6,17 +6,35 @@
 //! [`super::udp`]); everything else is counted as `foreign` and dropped.
 
 use super::udp::{self, Clock, Flow, Hdr, Opts, REPLY, REQUEST};
-use super::{peer, TestCtx, TestError};
+use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::PeerAddr;
-use meshperf_protocol::params::{Kind, UdpRrParams};
+use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
-use std::net::{TcpListener, UdpSocket};
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// Consecutive timeouts after which the peer is taken to have stopped answering.
 const GIVE_UP: u64 = 10;
+
+impl udp::UdpTest for UdpRrParams {
+    const KIND: Kind = Kind::UdpRr;
+    fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
+        UdpRrParams::parse(v, limits)
+    }
+    fn opts(&self) -> Opts {
+        opts(self)
+    }
+    fn bind_addrs(&self) -> (Option<IpAddr>, Option<IpAddr>) {
+        (self.client_bind, self.server_bind)
+    }
+    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+        respond(ctx, self, f)
+    }
+    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+        drive(ctx, self, f)
+    }
+}
 
 fn opts(p: &UdpRrParams) -> Opts {
     Opts {
@@ -24,58 +42,6 @@ fn opts(p: &UdpRrParams) -> Opts {
         sndbuf: p.sndbuf,
         rcvbuf: p.rcvbuf,
     }
-}
-
-fn binds(p: &UdpRrParams) -> meshperf_protocol::params::StreamParams {
-    udp::bind_params(p.client_bind, p.server_bind)
-}
-
-/// Serving side set-up (see [`super::prepare`]).
-pub fn prepare(
-    params: &Value,
-    env: &super::EngineEnv,
-) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
-    let p = UdpRrParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let (listener, sock) = udp::serve_sockets(env, &binds(&p), &opts(&p))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
-        .port();
-    let key = peer::new_key();
-    Ok((
-        port,
-        key,
-        Box::new(move |ctx| serve(ctx, p, listener, key, sock)),
-    ))
-}
-
-/// Driving side set-up (see [`super::start`]).
-pub fn start(
-    params: Value,
-    peer_addr: PeerAddr,
-    env: &super::EngineEnv,
-) -> Result<super::Job, super::Refusal> {
-    let p = UdpRrParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    super::bind::check_client(&binds(&p), &peer_addr)?;
-    Ok(Box::new(move |ctx| {
-        let r = udp::drive_flow(
-            &ctx,
-            &peer_addr,
-            Kind::UdpRr,
-            &params,
-            &opts(&p),
-            &binds(&p),
-        )
-        .and_then(|f| drive(&ctx, &p, f));
-        ctx.report(r);
-        ctx.finished();
-    }))
-}
-
-fn serve(ctx: TestCtx, p: UdpRrParams, l: TcpListener, key: [u8; 16], sock: UdpSocket) {
-    let r = udp::serve_flow(&ctx, l, &key, Kind::UdpRr, sock).and_then(|f| respond(&ctx, &p, f));
-    ctx.report(r);
-    ctx.finished();
 }
 
 /// Serving side: answer requests from the bound peer until it says done.

@@ -11,13 +11,12 @@
 
 use super::udp::{self, Clock, Flow, Hdr, Opts, DATA, HELLO};
 use super::udp_batch::{RecvBatch, SendBatch};
-use super::{peer, TestCtx, TestError};
+use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::PeerAddr;
-use meshperf_protocol::params::{Direction, Kind, UdpStreamParams};
+use meshperf_protocol::params::{Direction, Kind, Limits, ParamError, UdpStreamParams};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
-use std::net::{TcpListener, UdpSocket};
+use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -31,67 +30,31 @@ const CATCH_UP: f64 = 0.2;
 /// Schedule debt (ns) beyond which a late sender catches up faster.
 const DEBT_LIMIT: f64 = 1e6;
 
+impl udp::UdpTest for UdpStreamParams {
+    const KIND: Kind = Kind::UdpStream;
+    fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
+        UdpStreamParams::parse(v, limits)
+    }
+    fn opts(&self) -> Opts {
+        opts(self)
+    }
+    fn bind_addrs(&self) -> (Option<IpAddr>, Option<IpAddr>) {
+        (self.client_bind, self.server_bind)
+    }
+    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+        run(ctx, self, f, self.direction == Direction::Receive)
+    }
+    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+        run(ctx, self, f, self.direction == Direction::Send)
+    }
+}
+
 fn opts(p: &UdpStreamParams) -> Opts {
     Opts {
         tos: p.tos,
         sndbuf: p.sndbuf,
         rcvbuf: p.rcvbuf,
     }
-}
-
-fn binds(p: &UdpStreamParams) -> meshperf_protocol::params::StreamParams {
-    udp::bind_params(p.client_bind, p.server_bind)
-}
-
-/// Serving side set-up (see [`super::prepare`]).
-pub fn prepare(
-    params: &Value,
-    env: &super::EngineEnv,
-) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
-    let p =
-        UdpStreamParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let (listener, sock) = udp::serve_sockets(env, &binds(&p), &opts(&p))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
-        .port();
-    let key = peer::new_key();
-    Ok((
-        port,
-        key,
-        Box::new(move |ctx| serve(ctx, p, listener, key, sock)),
-    ))
-}
-
-/// Driving side set-up (see [`super::start`]).
-pub fn start(
-    params: Value,
-    peer_addr: PeerAddr,
-    env: &super::EngineEnv,
-) -> Result<super::Job, super::Refusal> {
-    let p =
-        UdpStreamParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    super::bind::check_client(&binds(&p), &peer_addr)?;
-    Ok(Box::new(move |ctx| {
-        let r = udp::drive_flow(
-            &ctx,
-            &peer_addr,
-            Kind::UdpStream,
-            &params,
-            &opts(&p),
-            &binds(&p),
-        )
-        .and_then(|f| run(&ctx, &p, f, p.direction == Direction::Send));
-        ctx.report(r);
-        ctx.finished();
-    }))
-}
-
-fn serve(ctx: TestCtx, p: UdpStreamParams, l: TcpListener, key: [u8; 16], sock: UdpSocket) {
-    let r = udp::serve_flow(&ctx, l, &key, Kind::UdpStream, sock)
-        .and_then(|f| run(&ctx, &p, f, p.direction == Direction::Receive));
-    ctx.report(r);
-    ctx.finished();
 }
 
 fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Value, TestError> {
