@@ -5,7 +5,7 @@
 //! The serving side answers only the address bound during set-up (see
 //! [`super::udp`]); everything else is counted as `foreign` and dropped.
 
-use super::udp::{self, Clock, Flow, Hdr, Opts, REPLY, REQUEST};
+use super::udp::{self, Clock, Flow, Hdr, Opts, UdpTest, REPLY, REQUEST};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams};
@@ -17,13 +17,17 @@ use std::time::{Duration, Instant};
 /// Consecutive timeouts after which the peer is taken to have stopped answering.
 const GIVE_UP: u64 = 10;
 
-impl udp::UdpTest for UdpRrParams {
+impl UdpTest for UdpRrParams {
     const KIND: Kind = Kind::UdpRr;
     fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
         UdpRrParams::parse(v, limits)
     }
     fn opts(&self) -> Opts {
-        opts(self)
+        Opts {
+            tos: self.tos,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+        }
     }
     fn bind_addrs(&self) -> (Option<IpAddr>, Option<IpAddr>) {
         (self.client_bind, self.server_bind)
@@ -33,14 +37,6 @@ impl udp::UdpTest for UdpRrParams {
     }
     fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
         drive(ctx, self, f)
-    }
-}
-
-fn opts(p: &UdpRrParams) -> Opts {
-    Opts {
-        tos: p.tos,
-        sndbuf: p.sndbuf,
-        rcvbuf: p.rcvbuf,
     }
 }
 
@@ -94,7 +90,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
     out["complete"] = json!(note.is_none());
     out["note"] = json!(note);
     out["peer"] = json!(f.peer.to_string());
-    if let (Value::Object(o), Value::Object(a)) = (&mut out, udp::applied(&f.sock, &opts(p))) {
+    if let (Value::Object(o), Value::Object(a)) = (&mut out, udp::applied(&f.sock, &p.opts())) {
         o.extend(a);
     }
     Ok(out)
@@ -106,7 +102,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
     f.sock
         .set_read_timeout(Some(timeout))
         .map_err(udp::io_err)?;
-    let applied = udp::applied(&f.sock, &opts(p));
+    let applied = udp::applied(&f.sock, &p.opts());
     let clock = Clock::new();
     let mut req = vec![0u8; p.req_bytes as usize];
     let mut buf = vec![0u8; 65536];

@@ -9,7 +9,7 @@
 //! sender that fell behind catches up with slightly shorter gaps instead of a
 //! burst ([`next_send`]).
 
-use super::udp::{self, Clock, Flow, Hdr, Opts, DATA, HELLO};
+use super::udp::{self, Clock, Flow, Hdr, Opts, UdpTest, DATA, HELLO};
 use super::udp_batch::{RecvBatch, SendBatch};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
@@ -30,13 +30,17 @@ const CATCH_UP: f64 = 0.2;
 /// Schedule debt (ns) beyond which a late sender catches up faster.
 const DEBT_LIMIT: f64 = 1e6;
 
-impl udp::UdpTest for UdpStreamParams {
+impl UdpTest for UdpStreamParams {
     const KIND: Kind = Kind::UdpStream;
     fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
         UdpStreamParams::parse(v, limits)
     }
     fn opts(&self) -> Opts {
-        opts(self)
+        Opts {
+            tos: self.tos,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+        }
     }
     fn bind_addrs(&self) -> (Option<IpAddr>, Option<IpAddr>) {
         (self.client_bind, self.server_bind)
@@ -49,16 +53,8 @@ impl udp::UdpTest for UdpStreamParams {
     }
 }
 
-fn opts(p: &UdpStreamParams) -> Opts {
-    Opts {
-        tos: p.tos,
-        sndbuf: p.sndbuf,
-        rcvbuf: p.rcvbuf,
-    }
-}
-
 fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Value, TestError> {
-    let applied = udp::applied(&f.sock, &opts(p));
+    let applied = udp::applied(&f.sock, &p.opts());
     let peer = f.peer.to_string();
     let mut out = if sending {
         send(ctx, p, f)?
@@ -103,7 +99,11 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         } else if (t as f64) < next_ns {
             let gap = Duration::from_nanos((next_ns - t as f64) as u64);
             if gap > SPIN {
-                std::thread::sleep(gap - SPIN);
+                // Long waits sleep in slices so a cancel is seen promptly.
+                std::thread::sleep((gap - SPIN).min(Duration::from_millis(50)));
+                if ctx.cancelled() {
+                    return Err(TestError::new("cancelled", "test cancelled"));
+                }
             } else {
                 std::hint::spin_loop();
             }
