@@ -51,7 +51,7 @@ fn tcp_stream_moves_exact_bytes_between_two_agents() {
         .as_str()
         .unwrap()
         .starts_with("received 67108864 bytes in "));
-    assert_eq!(server["summary"]["reads"].as_u64().unwrap() > 0, true);
+    assert!(server["summary"]["reads"].as_u64().unwrap() > 0);
     // Raw interval samples account for every byte, on both sides.
     assert_eq!(interval_sum(&cb, 11), 67108864);
     assert_eq!(interval_sum(&ca, 11), 67108864);

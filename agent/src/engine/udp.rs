@@ -502,27 +502,6 @@ pub fn io_err(e: io::Error) -> TestError {
     TestError::new("io", format!("udp socket: {e}"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_round_trip_and_rejects_strangers() {
-        let h = Hdr {
-            kind: DATA,
-            token: 7,
-            seq: 1 << 40,
-            t_ns: 99,
-        };
-        let mut b = [0u8; 40];
-        h.write(&mut b);
-        assert_eq!(Hdr::read(&b), Some(h));
-        assert_eq!(Hdr::read(&b[..27]), None);
-        b[0] = b'X';
-        assert_eq!(Hdr::read(&b), None);
-    }
-}
-
 /// What `udp_rr` and `udp_stream` plug into the set-up they share: the
 /// serving side binds the TCP control listener and the UDP socket, the
 /// driving side checks its bind address, and both run the flow hand-shake
@@ -580,4 +559,25 @@ pub fn start<T: UdpTest>(
         ctx.report(r);
         ctx.finished();
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_and_rejects_strangers() {
+        let h = Hdr {
+            kind: DATA,
+            token: 7,
+            seq: 1 << 40,
+            t_ns: 99,
+        };
+        let mut b = [0u8; 40];
+        h.write(&mut b);
+        assert_eq!(Hdr::read(&b), Some(h));
+        assert_eq!(Hdr::read(&b[..27]), None);
+        b[0] = b'X';
+        assert_eq!(Hdr::read(&b), None);
+    }
 }
