@@ -77,6 +77,14 @@ fn udp_stream_counts_every_datagram_in_both_directions() {
             let secs = s["send_seconds"].as_f64().unwrap();
             assert!((0.0899..1.0).contains(&secs), "send_seconds {secs}");
             assert!(s["send_gap_us"]["mean"].as_f64().unwrap() >= 29.99, "{s}");
+            // A paced sender runs at nice -20 where the agent may raise it.
+            // SAFETY: geteuid has no preconditions.
+            let root = unsafe { libc::geteuid() } == 0;
+            assert_eq!(
+                s["sender_nice"],
+                if root { json!(-20) } else { json!(null) },
+                "{s}"
+            );
             assert_eq!(s["line"].as_str().unwrap().split("; ").count(), 26, "{s}");
             assert!(s["wire_bits_per_second"].as_f64() > s["recv_bits_per_second"].as_f64());
         }

@@ -86,6 +86,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
     let wait_ns = p.wait_us * 1e3;
     let mut times: Vec<u64> = Vec::with_capacity(p.count as usize);
     let mut note = None;
+    let urgent = (wait_ns > 0.0).then(Urgent::raise);
     let clock = Clock::new();
     let mut tick = clock.start;
     let mut k = 0u64;
@@ -142,6 +143,8 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
             udp::progress(ctx, clock.start, k * p.pkt_bytes, k as f64 / p.count as f64);
         }
     }
+    let sender_nice = urgent.as_ref().and_then(|u| u.raised);
+    drop(urgent);
     let send_seconds = times
         .first()
         .map_or(0.0, |&t0| (clock.now_ns() - t0) as f64 / 1e9);
@@ -157,6 +160,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
             "mean": gap.map(|g| g.mean - p.wait_us),
             "p99": Summary::new(&errs).ok().map(|s| s.p99),
         },
+        "sender_nice": sender_nice,
         "from": f.sock.local_addr().map(|a| a.ip().to_string()).ok(),
         "to": f.peer.ip().to_string(),
     });
@@ -184,6 +188,48 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         Ok(v) if note.is_none() => Ok(v["summary"].clone()),
         Ok(v) => Ok(summary(p, &snd, &v["receive"], note, 0)),
         Err(e) => Ok(summary(p, &snd, &Value::Null, note.or(Some(e.message)), 1)),
+    }
+}
+
+/// The sending thread's scheduling priority raised to nice -20 for a paced
+/// burst: the sender spins between datagrams, and on a busy host a task woken
+/// on its CPU would otherwise preempt it for a slice and break the schedule
+/// (A/B on loopback at wait_us 20, interleaved runs, median p99 gap error
+/// raised against not: 4.0 against 15.1 us over 8 runs on a quiet host; 10.9
+/// against 11.3 and 14.0 against 15.7 over 10 when the host was stealing
+/// time, where its own preemption dominates). Needs CAP_SYS_NICE; without it the burst runs
+/// at the thread's priority and `sender_nice` in the summary is null. The old
+/// priority comes back on drop.
+struct Urgent {
+    old: libc::c_int,
+    raised: Option<i32>,
+}
+
+impl Urgent {
+    const NICE: libc::c_int = -20;
+
+    fn raise() -> Urgent {
+        // SAFETY: plain system calls on the calling thread (who = 0); errno
+        // is cleared first because -1 is a valid priority.
+        unsafe {
+            *libc::__errno_location() = 0;
+            let old = libc::getpriority(libc::PRIO_PROCESS, 0);
+            let ok = *libc::__errno_location() == 0
+                && libc::setpriority(libc::PRIO_PROCESS, 0, Self::NICE) == 0;
+            Urgent {
+                old,
+                raised: ok.then_some(Self::NICE),
+            }
+        }
+    }
+}
+
+impl Drop for Urgent {
+    fn drop(&mut self) {
+        if self.raised.is_some() {
+            // SAFETY: as in `raise`.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, self.old) };
+        }
     }
 }
 
@@ -428,7 +474,8 @@ fn summary(
         "send_bits_per_second": send_bps, "recv_bits_per_second": recv_bps,
         "wire_bits_per_second": wire_bps, "jitter_us": rcv["jitter_us"],
         "send_gap_us": snd["send_gap_us"], "interarrival_us": rcv["interarrival_us"],
-        "pacing_error_us": snd["pacing_error_us"], "timestamps": rcv["timestamps"],
+        "pacing_error_us": snd["pacing_error_us"], "sender_nice": snd["sender_nice"],
+        "timestamps": rcv["timestamps"],
         "time_per_frame_us": per(send_s, sent), "recv_time_per_frame_us": per(recv_s, received),
         "pkt_bytes": p.pkt_bytes, "wait_us": p.wait_us, "count": p.count,
         "overhead_bytes": p.overhead_bytes, "direction": p.direction,
