@@ -38,6 +38,10 @@ test('both agents pair and a 64 x 1M transfer reports exact bytes on both sides'
   // Direction "send" (the default): B, the client, sends; A receives.
   await expect(client).toContainText(/sent 67108864 bytes in [0-9.]+ seconds to /);
   await expect(server).toContainText(/67108864 bytes in [0-9.]+ seconds/);
+  // Socket buffers as the kernel gave them, and the options read back
+  // (1 MiB reads: the receiver's SO_RCVLOWAT defaults to 128 KiB).
+  await expect(server).toContainText(/SO_RCVBUF asked → got\s*default → [0-9,]+/);
+  await expect(server).toContainText(/nodelay off, tos 0x00, \w+, rcvlowat 131,072/);
 
   const plot = page.getByTestId('throughput-plot');
   await expect(plot.locator('canvas').first()).toBeVisible();
