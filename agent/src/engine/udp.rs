@@ -22,7 +22,7 @@
 
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{Event, PeerAddr};
-use meshperf_protocol::params::{Kind, Limits, ParamError, StreamParams};
+use meshperf_protocol::params::{Kind, Limits, ParamError, StreamParams, UdpSocketParams};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -41,6 +41,8 @@ pub const HELLO: u8 = b'H';
 pub const REQUEST: u8 = b'Q';
 pub const REPLY: u8 = b'R';
 pub const DATA: u8 = b'D';
+/// udp_rr: the requester is done, its `done` line is on the control connection.
+pub const END: u8 = b'E';
 
 /// A decoded meshperf datagram header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,15 +197,8 @@ pub fn gone(e: io::Error) -> TestError {
     )
 }
 
-/// Socket options of a UDP test, and what the kernel gave.
-pub struct Opts {
-    pub tos: Option<u8>,
-    pub sndbuf: Option<u64>,
-    pub rcvbuf: Option<u64>,
-}
-
 /// Opens a UDP socket bound to `ip`, with buffers and TOS set.
-pub fn open(ip: IpAddr, o: &Opts) -> io::Result<UdpSocket> {
+pub fn open(ip: IpAddr, o: &UdpSocketParams) -> io::Result<UdpSocket> {
     let a = SocketAddr::new(ip, 0);
     let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
     if let Some(n) = o.sndbuf {
@@ -241,7 +236,7 @@ pub fn bind_params(client: Option<IpAddr>, server: Option<IpAddr>) -> StreamPara
 pub fn serve_sockets(
     env: &EngineEnv,
     sp: &StreamParams,
-    o: &Opts,
+    o: &UdpSocketParams,
 ) -> Result<(TcpListener, UdpSocket), Refusal> {
     bind::check_server(sp)?;
     let ip = sp.server_bind.unwrap_or(env.data_ip);
@@ -262,7 +257,7 @@ pub fn serve_sockets(
 }
 
 /// Socket options as the kernel reports them, as summary keys.
-pub fn applied(s: &UdpSocket, o: &Opts) -> Value {
+pub fn applied(s: &UdpSocket, o: &UdpSocketParams) -> Value {
     let r = SockRef::from(s);
     json!({
         "sndbuf_requested": o.sndbuf, "rcvbuf_requested": o.rcvbuf,
@@ -365,7 +360,7 @@ fn client_bind(
     line: &mut Line,
     local_ip: IpAddr,
     peer_ip: IpAddr,
-    o: &Opts,
+    o: &UdpSocketParams,
 ) -> Result<(UdpSocket, u64), TestError> {
     let v = line
         .recv(BIND_WINDOW)
@@ -447,7 +442,7 @@ pub fn drive_flow(
     peer_addr: &PeerAddr,
     kind: Kind,
     params: &Value,
-    o: &Opts,
+    o: &UdpSocketParams,
     sp: &StreamParams,
 ) -> Result<Flow, TestError> {
     let conn = peer::connect(ctx, peer_addr, kind, params, sp, 0)?;
@@ -509,8 +504,8 @@ pub fn io_err(e: io::Error) -> TestError {
 pub trait UdpTest: Sized + Send + 'static {
     const KIND: Kind;
     fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError>;
-    fn opts(&self) -> Opts;
-    fn bind_addrs(&self) -> (Option<IpAddr>, Option<IpAddr>);
+    /// The test's socket options and addresses.
+    fn sock(&self) -> &UdpSocketParams;
     /// The serving agent's part, once the flow is up.
     fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError>;
     /// The driving agent's part, once the flow is up.
@@ -518,8 +513,7 @@ pub trait UdpTest: Sized + Send + 'static {
 }
 
 fn binds<T: UdpTest>(p: &T) -> StreamParams {
-    let (client, server) = p.bind_addrs();
-    bind_params(client, server)
+    bind_params(p.sock().client_bind, p.sock().server_bind)
 }
 
 /// Serving side set-up of a UDP test (see [`super::prepare`]).
@@ -528,7 +522,7 @@ pub fn prepare<T: UdpTest>(
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let (listener, sock) = serve_sockets(env, &binds(&p), &p.opts())?;
+    let (listener, sock) = serve_sockets(env, &binds(&p), p.sock())?;
     let port = listener
         .local_addr()
         .map_err(|e| ("io", e.to_string()))?
@@ -554,7 +548,7 @@ pub fn start<T: UdpTest>(
     let p = T::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
     bind::check_client(&binds(&p), &peer_addr)?;
     Ok(Box::new(move |ctx| {
-        let r = drive_flow(&ctx, &peer_addr, T::KIND, &params, &p.opts(), &binds(&p))
+        let r = drive_flow(&ctx, &peer_addr, T::KIND, &params, p.sock(), &binds(&p))
             .and_then(|f| p.drive(&ctx, f));
         ctx.report(r);
         ctx.finished();

@@ -9,14 +9,15 @@
 //! sender that fell behind catches up with slightly shorter gaps instead of a
 //! burst ([`next_send`]).
 
-use super::udp::{self, Clock, Flow, Hdr, Opts, UdpTest, DATA, HELLO};
+use super::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
 use super::udp_batch::{RecvBatch, SendBatch};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::params::{Direction, Kind, Limits, ParamError, UdpStreamParams};
+use meshperf_protocol::params::{
+    Direction, Kind, Limits, ParamError, UdpSocketParams, UdpStreamParams,
+};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
-use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -35,15 +36,8 @@ impl UdpTest for UdpStreamParams {
     fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
         UdpStreamParams::parse(v, limits)
     }
-    fn opts(&self) -> Opts {
-        Opts {
-            tos: self.tos,
-            sndbuf: self.sndbuf,
-            rcvbuf: self.rcvbuf,
-        }
-    }
-    fn bind_addrs(&self) -> (Option<IpAddr>, Option<IpAddr>) {
-        (self.client_bind, self.server_bind)
+    fn sock(&self) -> &UdpSocketParams {
+        &self.sock
     }
     fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
         run(ctx, self, f, self.direction == Direction::Receive)
@@ -54,7 +48,7 @@ impl UdpTest for UdpStreamParams {
 }
 
 fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Value, TestError> {
-    let applied = udp::applied(&f.sock, &p.opts());
+    let applied = udp::applied(&f.sock, &p.sock);
     let peer = f.peer.to_string();
     let mut out = if sending {
         send(ctx, p, f)?
@@ -262,7 +256,7 @@ fn rx_spin(wait_us: f64) -> Duration {
 /// The receiver: records every datagram until the burst is over.
 fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestError> {
     let kernel = udp::enable_timestamps(&f.sock);
-    if p.rcvbuf.is_none() {
+    if p.sock.rcvbuf.is_none() {
         udp::force_rcvbuf(&f.sock, 8 << 20);
     }
     f.line.expect(

@@ -11,7 +11,7 @@ pub use stream::{Direction, StreamParams};
 mod rr;
 pub use rr::RrParams;
 mod udp;
-pub use udp::{UdpRrParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD};
+pub use udp::{UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD};
 
 /// The test kinds meshperf runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,8 @@
 //! | offset | size | field                                              |
 //! |--------|------|----------------------------------------------------|
 //! | 0      | 3    | magic `MPU`                                        |
-//! | 3      | 1    | type: `H` hello, `Q` request, `R` reply, `D` data  |
+//! | 3      | 1    | type: `H` hello, `Q` request, `R` reply, `D` data, |
+//! |        |      | `E` end (udp_rr: the requester's `done` is sent)   |
 //! | 4      | 8    | per-test token (sent on the TCP control connection)|
 //! | 12     | 8    | sequence number                                    |
 //! | 20     | 8    | sender's time in ns since its test start           |
@@ -24,17 +25,9 @@ pub const UDP_HEADER_LEN: u64 = 28;
 /// Largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP).
 pub const UDP_MAX_PAYLOAD: u64 = 65507;
 
-/// Parameters of `udp_rr`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UdpRrParams {
-    /// Request datagram size in bytes (udp_req_timo -p).
-    pub req_bytes: u64,
-    /// Response datagram size in bytes (udp_req_timo -r).
-    pub resp_bytes: u64,
-    /// Number of request/response transactions (udp_req_timo -l).
-    pub count: u64,
-    /// How long to wait for each response, in ms.
-    pub timeout_ms: u64,
+/// What both UDP tests set on their sockets, and where they bind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSocketParams {
     /// IP TOS / traffic class byte.
     pub tos: Option<u8>,
     /// Requested SO_SNDBUF, bytes.
@@ -46,6 +39,41 @@ pub struct UdpRrParams {
     /// Local address of the serving agent's listener and UDP socket
     /// (default: the agent's listen address); the driving agent connects to it.
     pub server_bind: Option<IpAddr>,
+}
+
+impl UdpSocketParams {
+    fn parse(r: &mut Reader) -> Result<Self, ParamError> {
+        let tos = super::tos(r)?;
+        let mut buf = |name| {
+            r.u64(name)?
+                .map(|n| range_u64(name, n, 1, 1 << 30, ""))
+                .transpose()
+        };
+        let (sndbuf, rcvbuf) = (buf("sndbuf")?, buf("rcvbuf")?);
+        Ok(UdpSocketParams {
+            tos,
+            sndbuf,
+            rcvbuf,
+            client_bind: bind_addr(r, "client_bind")?,
+            server_bind: bind_addr(r, "server_bind")?,
+        })
+    }
+}
+
+/// Parameters of `udp_rr`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpRrParams {
+    /// Request datagram size in bytes (udp_req_timo -p).
+    pub req_bytes: u64,
+    /// Response datagram size in bytes (udp_req_timo -r).
+    pub resp_bytes: u64,
+    /// Number of request/response transactions (udp_req_timo -l).
+    pub count: u64,
+    /// How long to wait for each response, in ms.
+    pub timeout_ms: u64,
+    /// Socket options and addresses (flattened: the same JSON keys).
+    #[serde(flatten)]
+    pub sock: UdpSocketParams,
     /// Progress interval in ms.
     pub interval_ms: u64,
 }
@@ -61,17 +89,9 @@ pub struct UdpStreamParams {
     pub wait_us: f64,
     /// `send`: the driving agent sends; `receive`: the serving agent sends.
     pub direction: Direction,
-    /// IP TOS / traffic class byte.
-    pub tos: Option<u8>,
-    /// Requested SO_SNDBUF, bytes.
-    pub sndbuf: Option<u64>,
-    /// Requested SO_RCVBUF, bytes.
-    pub rcvbuf: Option<u64>,
-    /// Local address of the driving agent's control and UDP sockets.
-    pub client_bind: Option<IpAddr>,
-    /// Local address of the serving agent's listener and UDP socket
-    /// (default: the agent's listen address); the driving agent connects to it.
-    pub server_bind: Option<IpAddr>,
+    /// Socket options and addresses (flattened: the same JSON keys).
+    #[serde(flatten)]
+    pub sock: UdpSocketParams,
     /// Per-frame bytes on the wire beyond the UDP payload (Ethernet: 66).
     pub overhead_bytes: u64,
     /// Quiet time after which the receiver stops waiting, in ms.
@@ -90,31 +110,6 @@ fn size(r: &mut Reader, name: &'static str, default: u64) -> Result<u64, ParamEr
         ));
     }
     Ok(v)
-}
-
-type Common = (
-    Option<u8>,
-    Option<u64>,
-    Option<u64>,
-    Option<IpAddr>,
-    Option<IpAddr>,
-);
-
-fn common(r: &mut Reader) -> Result<Common, ParamError> {
-    let tos = super::tos(r)?;
-    let mut buf = |name| {
-        r.u64(name)?
-            .map(|n| range_u64(name, n, 1, 1 << 30, ""))
-            .transpose()
-    };
-    let (sndbuf, rcvbuf) = (buf("sndbuf")?, buf("rcvbuf")?);
-    Ok((
-        tos,
-        sndbuf,
-        rcvbuf,
-        bind_addr(r, "client_bind")?,
-        bind_addr(r, "server_bind")?,
-    ))
 }
 
 fn count(r: &mut Reader, default: u64, limits: &Limits) -> Result<u64, ParamError> {
@@ -140,7 +135,7 @@ impl UdpRrParams {
         let resp_bytes = size(&mut r, "resp_bytes", 64)?;
         let count = count(&mut r, 1000, limits)?;
         let timeout_ms = timeout(&mut r)?;
-        let (tos, sndbuf, rcvbuf, client_bind, server_bind) = common(&mut r)?;
+        let sock = UdpSocketParams::parse(&mut r)?;
         let interval_ms = range_u64(
             "interval_ms",
             r.u64("interval_ms")?.unwrap_or(100),
@@ -154,11 +149,7 @@ impl UdpRrParams {
             resp_bytes,
             count,
             timeout_ms,
-            tos,
-            sndbuf,
-            rcvbuf,
-            client_bind,
-            server_bind,
+            sock,
             interval_ms,
         })
     }
@@ -187,7 +178,7 @@ impl UdpStreamParams {
                 ))
             }
         };
-        let (tos, sndbuf, rcvbuf, client_bind, server_bind) = common(&mut r)?;
+        let sock = UdpSocketParams::parse(&mut r)?;
         let overhead_bytes = range_u64(
             "overhead_bytes",
             r.u64("overhead_bytes")?.unwrap_or(66),
@@ -234,11 +225,7 @@ impl UdpStreamParams {
             count,
             wait_us,
             direction,
-            tos,
-            sndbuf,
-            rcvbuf,
-            client_bind,
-            server_bind,
+            sock,
             overhead_bytes,
             timeout_ms,
         })
@@ -264,10 +251,14 @@ mod tests {
         let s = st(json!({"wait_us": 11.2})).unwrap();
         assert_eq!((s.pkt_bytes, s.overhead_bytes, s.wait_us), (1400, 66, 11.2));
         assert_eq!(s.direction, Direction::Send);
-        assert_eq!((s.client_bind, p.server_bind), (None, None));
+        assert_eq!((s.sock.client_bind, p.sock.server_bind), (None, None));
         let s = st(json!({"client_bind": "127.0.0.2", "server_bind": "[::1]"})).unwrap();
-        assert_eq!(s.client_bind, Some("127.0.0.2".parse().unwrap()));
-        assert_eq!(s.server_bind, Some("::1".parse().unwrap()));
+        assert_eq!(s.sock.client_bind, Some("127.0.0.2".parse().unwrap()));
+        assert_eq!(s.sock.server_bind, Some("::1".parse().unwrap()));
+        // Flattened: the socket options serialise as keys of the test's own.
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["client_bind"], "127.0.0.2");
+        assert_eq!(serde_json::from_value::<UdpStreamParams>(v).unwrap(), s);
     }
 
     #[test]
