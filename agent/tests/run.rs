@@ -212,3 +212,141 @@ fn unreachable_agent_exits_1() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
 }
+
+/// The histograms `-H` printed: (counts, underflows, overflows, [(edge, count)]) each.
+type Hist = (u64, u64, u64, Vec<(f64, u64)>);
+
+fn histograms(out: &str) -> Vec<Hist> {
+    let mut hs: Vec<Hist> = Vec::new();
+    let mut lines = out.lines();
+    while let Some(l) = lines.next() {
+        if !l.starts_with("Hist ") {
+            continue;
+        }
+        let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let field = |name: &str| -> u64 {
+            let i = head.iter().position(|w| *w == name).unwrap();
+            head[i + 1].parse().unwrap()
+        };
+        hs.push((
+            field("counts"),
+            field("underflows"),
+            field("overflows"),
+            Vec::new(),
+        ));
+        let bins = &mut hs.last_mut().unwrap().3;
+        for l in lines.by_ref() {
+            let Some((e, c)) = l.split_once(';') else {
+                break;
+            };
+            match (e.trim().parse(), c.trim().parse()) {
+                (Ok(e), Ok(c)) => bins.push((e, c)),
+                _ => break,
+            }
+        }
+    }
+    hs
+}
+
+#[test]
+fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let plan = tmp("udp-hist.json");
+    // udp_req_timo -H -b 1 -m 0 over two response sizes.
+    std::fs::write(
+        &plan,
+        r#"{"kind": "udp_rr", "params": {"count": 300}, "sweep": {"resp_bytes": [64, 1000]}}"#,
+    )
+    .unwrap();
+    let o = run(&[
+        "--agent",
+        &url(&a),
+        "--agent",
+        &url(&b),
+        "--plan",
+        plan.to_str().unwrap(),
+        "-H",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let hs = histograms(&out);
+    assert_eq!(hs.len(), 2, "{out}");
+    for (counts, under, over, bins) in &hs {
+        assert_eq!(counts + under + over, 300, "{out}");
+        assert_eq!(*under, 0);
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), *counts);
+        assert!(
+            bins.last().unwrap().1 > 0,
+            "trailing empty bins are left out"
+        );
+        // 1 us bins from 0, one line each.
+        for (i, (edge, _)) in bins.iter().enumerate() {
+            assert_eq!(*edge, i as f64);
+        }
+    }
+
+    // udp_bw_mon -H -B 5 -M 0: the receiver's times between packets, paced at 20 us.
+    std::fs::write(
+        &plan,
+        r#"{"kind": "udp_stream", "params": {"count": 2000, "wait_us": 20}}"#,
+    )
+    .unwrap();
+    let json = tmp("udp-hist-result.json");
+    let o = run(&[
+        "--agent",
+        &url(&a),
+        "--agent",
+        &url(&b),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--quiet",
+        "-H",
+        "--bin-us",
+        "5",
+        "--bins",
+        "400",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(out.contains("Time between packets us"), "{out}");
+    let hs = histograms(&out);
+    let (counts, under, over, bins) = &hs[0];
+    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let arrivals = file.steps[0]
+        .samples
+        .iter()
+        .find(|s| s.kind == SampleKind::ArrivalNs)
+        .unwrap()
+        .values
+        .len() as u64;
+    assert!(arrivals > 1000, "{arrivals} of 2000 arrived");
+    assert_eq!(counts + under + over, arrivals - 1, "{out}");
+    assert!(bins.iter().all(|(e, _)| e % 5.0 == 0.0), "{out}");
+    let near: u64 = bins
+        .iter()
+        .filter(|(e, _)| (10.0..30.0).contains(e))
+        .map(|b| b.1)
+        .sum();
+    assert!(
+        near * 2 > *counts,
+        "most gaps are within 10 us of the 20 us wait: {out}"
+    );
+
+    // Impossible bins are a usage error before anything runs.
+    let o = run(&[
+        "--agent",
+        &url(&a),
+        "--plan",
+        plan.to_str().unwrap(),
+        "-H",
+        "--bin-us",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--bin-us must be above 0"), "{err}");
+    assert!(o.stdout.is_empty());
+}

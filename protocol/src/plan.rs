@@ -39,6 +39,19 @@ pub struct Plan {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The histogram bins the plan's results are first shown with (the web
+    /// app's histogram panel, `meshperf run -H`); re-binnable afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<HistSpec>,
+}
+
+/// Histogram bins of a plan, as udp_req_timo's `-b` (width) and `-m` (low
+/// limit), in us; they apply to round-trip and inter-packet times.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HistSpec {
+    pub bin_us: f64,
+    #[serde(default)]
+    pub low_us: f64,
 }
 
 fn one() -> u32 {
@@ -216,6 +229,14 @@ impl Plan {
         if self.repeat == 0 || self.repeat > 1000 {
             return Err(PlanError::Shape("repeat must be between 1 and 1000".into()));
         }
+        if let Some(h) = self.histogram {
+            if !(h.bin_us.is_finite() && h.bin_us > 0.0 && h.low_us.is_finite()) {
+                return Err(PlanError::Shape(format!(
+                    "histogram: bin_us must be above 0 and low_us a number, got {} and {}",
+                    h.bin_us, h.low_us
+                )));
+            }
+        }
         let axes: Vec<(String, Vec<Value>)> = self
             .sweep
             .iter()
@@ -374,5 +395,16 @@ mod tests {
         let bad_t = plan(json!({"kind": "tcp_rr", "sweep": {"transport": ["carrier_pigeon"]}}));
         assert!(bad_t.expand().is_err());
         assert!(Plan::from_json("{\"kind\": \"teleport\"}").is_err());
+        let hist = plan(json!({"kind": "udp_rr", "histogram": {"bin_us": 0}}));
+        assert!(matches!(hist.expand(), Err(PlanError::Shape(m)) if m.contains("bin_us")));
+        let hist = plan(json!({"kind": "udp_rr", "histogram": {"bin_us": 1}}));
+        assert_eq!(
+            hist.histogram,
+            Some(HistSpec {
+                bin_us: 1.0,
+                low_us: 0.0
+            })
+        );
+        assert_eq!(hist.expand().unwrap().len(), 1);
     }
 }

@@ -12,7 +12,7 @@
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::params::Kind;
-use meshperf_protocol::plan::{Plan, Transport};
+use meshperf_protocol::plan::{HistSpec, Plan, Transport};
 use serde_json::{Map, Value};
 
 type Obj = Map<String, Value>;
@@ -110,7 +110,25 @@ pub fn plan(v: &Value) -> Result<Obj, String> {
     );
     opt_string(o, "name", &mut out)?;
     opt_string(o, "description", &mut out)?;
+    if let Some(h) = field(o, "histogram", true) {
+        out.insert("histogram".into(), hist_spec(h)?);
+    }
     Ok(out)
+}
+
+/// A plan's `histogram` as [`HistSpec`] serialises it.
+fn hist_spec(v: &Value) -> Result<Value, String> {
+    let o = object(v, "histogram")?;
+    let num = |k: &str, v: &Value| {
+        v.as_f64()
+            .map(Value::from)
+            .ok_or_else(|| bad(k, "a number"))
+    };
+    let mut out = Map::new();
+    out.insert("bin_us".into(), num("bin_us", required(o, "bin_us")?)?);
+    let low = field(o, "low_us", false).map_or(Ok(Value::from(0.0)), |v| num("low_us", v))?;
+    out.insert("low_us".into(), low);
+    Ok(Value::Object(out))
 }
 
 /// A shaped plan (from [`plan`]) as the protocol's [`Plan`], built by hand.
@@ -127,6 +145,10 @@ pub fn to_plan(o: &Obj) -> Plan {
         repeat: o["repeat"].as_u64().expect("shaped") as u32,
         name: text("name"),
         description: text("description"),
+        histogram: o.get("histogram").map(|h| HistSpec {
+            bin_us: h["bin_us"].as_f64().expect("shaped"),
+            low_us: h["low_us"].as_f64().expect("shaped"),
+        }),
     }
 }
 
@@ -331,7 +353,8 @@ mod tests {
              "params": {"b": 1, "a": 2}, "kind": "unix_rr", "index": 7},
             {"index": 0, "kind": "tcp_rr", "error": null, "histograms": []}],
           "agents": [{"hostname": "a"}], "plan": {"description": null, "name": "n", "repeat": 2,
-            "sweep": {"x": [1]}, "params": {}, "kind": "udp_stream", "y": 1},
+            "sweep": {"x": [1]}, "params": {}, "kind": "udp_stream", "y": 1,
+            "histogram": {"low_us": 100, "bin_us": 2.5, "x": 1}},
           "created_unix": 1795000000, "version": 1, "format": "meshperf-result",
           "samples_replaced": true})
     }
@@ -362,6 +385,10 @@ mod tests {
             ("/plan/params", json!(null)),
             ("/plan/sweep", json!([])),
             ("/plan/name", json!(3)),
+            ("/plan/histogram", json!(3)),
+            ("/plan/histogram", json!({"low_us": 1})),
+            ("/plan/histogram", json!({"bin_us": "1"})),
+            ("/plan/histogram", json!({"bin_us": 1, "low_us": null})),
             ("/agents", json!({})),
             ("/steps", json!(null)),
             ("/samples_replaced", json!(1)),

@@ -5,6 +5,7 @@
 use meshperf_protocol::frame::{self, FrameHeader};
 use serde_json::{json, Value};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
 
@@ -190,6 +191,22 @@ impl Ctl {
         }
     }
 
+    /// One message if one is already here (in the socket or read and
+    /// buffered), without waiting.
+    pub fn try_poll(&mut self) -> Result<Option<Incoming>, CtlError> {
+        self.nonblocking(true)?;
+        let r = self.poll();
+        self.nonblocking(false)?;
+        r
+    }
+
+    fn nonblocking(&mut self, on: bool) -> Result<(), CtlError> {
+        self.ws
+            .get_mut()
+            .set_nonblocking(on)
+            .map_err(|e| io(&self.addr, e))
+    }
+
     /// Asks the agent to cancel a test (best effort).
     pub fn cancel(&mut self, test_id: u32) {
         let _ = self.ws.send(Message::text(
@@ -223,4 +240,26 @@ mod tests {
             Err(CtlError::Usage(_))
         ));
     }
+}
+
+/// Waits until one of `ctls` has something to read, at most `wait`. Drain
+/// each with [`Ctl::try_poll`] first: what a connection has already buffered
+/// does not wake this.
+pub fn wait_any(ctls: &[&Ctl], wait: Duration) {
+    let mut fds: Vec<libc::pollfd> = ctls
+        .iter()
+        .map(|c| libc::pollfd {
+            fd: c.ws.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `fds` is a valid array of pollfd for the length given.
+    unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            wait.as_millis().min(i32::MAX as u128) as libc::c_int,
+        )
+    };
 }

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -54,6 +54,56 @@ pub struct RunArgs {
     /// Base URL of the web app for the permalink (default: the first agent's).
     #[arg(long, value_name = "URL")]
     web: Option<String>,
+    /// Print each step's histogram, `;`-separated (udp_req_timo -H): the
+    /// round-trip times of request/response steps, the times between packets
+    /// at the receiver of udp_stream steps.
+    #[arg(short = 'H', long)]
+    histogram: bool,
+    /// Histogram bin width in us (udp_req_timo -b, udp_bw_mon -B); default:
+    /// the plan's `histogram`, else 1.
+    #[arg(long, value_name = "US", requires = "histogram")]
+    bin_us: Option<f64>,
+    /// Histogram low limit in us (udp_req_timo -m, udp_bw_mon -M); default:
+    /// the plan's `histogram`, else 0.
+    #[arg(long, value_name = "US", requires = "histogram")]
+    low_us: Option<f64>,
+    /// Number of histogram bins; samples past the last count as overflows.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "histogram")]
+    bins: usize,
+}
+
+impl RunArgs {
+    /// The histogram bins asked for, else the plan's, checked.
+    fn hist(&self, plan: &Plan) -> Result<Option<output::HistOpts>, String> {
+        if !self.histogram {
+            return Ok(None);
+        }
+        let bin_us = self
+            .bin_us
+            .or(plan.histogram.map(|h| h.bin_us))
+            .unwrap_or(1.0);
+        let low_us = self
+            .low_us
+            .or(plan.histogram.map(|h| h.low_us))
+            .unwrap_or(0.0);
+        if !(bin_us.is_finite() && bin_us > 0.0) {
+            return Err(format!("--bin-us must be above 0, got {bin_us}"));
+        }
+        if !low_us.is_finite() {
+            return Err(format!("--low-us must be a number, got {low_us}"));
+        }
+        if !(1..=100_000).contains(&self.bins) {
+            return Err(format!(
+                "--bins must be from 1 to 100000, got {}",
+                self.bins
+            ));
+        }
+        Ok(Some(output::HistOpts {
+            bin_us,
+            low_us,
+            bins: self.bins,
+        }))
+    }
 }
 
 fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
@@ -82,6 +132,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let plan = match load_plan(&a) {
         Ok(p) => p,
+        Err(e) => return usage(e),
+    };
+    let hist = match a.hist(&plan) {
+        Ok(h) => h,
         Err(e) => return usage(e),
     };
     let steps = match plan.expand() {
@@ -117,7 +171,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ctls.iter().map(|c| c.hello.clone()).collect(),
         created,
     );
-    let mut out = output::Output::new(a.quiet, &plan, steps.len());
+    let mut out = output::Output::new(a.quiet, hist, &plan, steps.len());
     let base_id = (created as u32).wrapping_mul(2654435761);
     let mut failed = false;
     for step in &steps {
@@ -285,11 +339,19 @@ fn run_step(
                     ctls[ci].cancel(test_id);
                     cancelled = true;
                 }
-                for i in if si == ci { vec![si] } else { vec![si, ci] } {
-                    if let Some(x) = ctls[i].poll().map_err(err_text)? {
+                // Both connections drained, then a wait for either: a result
+                // is taken the moment it arrives, whichever agent sends it.
+                let ends_at = if si == ci { vec![si] } else { vec![si, ci] };
+                for &i in &ends_at {
+                    while let Some(x) = ctls[i].try_poll().map_err(err_text)? {
                         sink(x, &mut ends, &mut errors, &mut samples);
                     }
                 }
+                if ends.len() + errors.len() >= 2 {
+                    break;
+                }
+                let waiting: Vec<&client::Ctl> = ends_at.iter().map(|&i| &ctls[i]).collect();
+                client::wait_any(&waiting, Duration::from_millis(100));
                 if t0.elapsed().as_secs() > 3600 {
                     return Err("a step ran for over an hour; giving up".into());
                 }

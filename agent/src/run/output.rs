@@ -2,8 +2,12 @@
 //! `sent ... MByte/s` lines, udpmon-style `;` records), progress on stderr
 //! (a bar on a terminal, plain lines otherwise), and the CSV export.
 
+use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::Role;
+use meshperf_protocol::params::Kind;
 use meshperf_protocol::plan::Plan;
-use meshperf_protocol::result::{RunResult, StepResult};
+use meshperf_protocol::result::{primary_role, RunResult, StepResult};
+use meshperf_wasm::hist::{Histogram, Upper};
 use serde_json::Value;
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
@@ -18,10 +22,22 @@ pub struct Output {
     repeat: u32,
     /// The headline figure of each repetition of the current point.
     reps: Vec<f64>,
+    /// Print each step's histogram (`-H`) with these bins.
+    hist: Option<HistOpts>,
+}
+
+/// Bins of the histograms `meshperf run -H` prints: udp_req_timo's `-b`
+/// (width, default 1 us) and `-m` (low limit, default 0), udp_bw_mon's `-B`
+/// and `-M` for the receiver's inter-packet times.
+#[derive(Debug, Clone, Copy)]
+pub struct HistOpts {
+    pub bin_us: f64,
+    pub low_us: f64,
+    pub bins: usize,
 }
 
 impl Output {
-    pub fn new(quiet: bool, plan: &Plan, total: usize) -> Self {
+    pub fn new(quiet: bool, hist: Option<HistOpts>, plan: &Plan, total: usize) -> Self {
         let tty = std::io::stderr().is_terminal();
         if !quiet {
             let name = plan.name.as_deref().unwrap_or(plan.kind.name());
@@ -39,6 +55,7 @@ impl Output {
             sweep: !plan.sweep.is_empty() || plan.repeat > 1,
             repeat: plan.repeat,
             reps: Vec::new(),
+            hist,
         }
     }
 
@@ -83,6 +100,7 @@ impl Output {
         }
         if self.quiet {
             let _ = writeln!(out, "{}", record(s));
+            self.histogram(&mut out, s);
             return;
         }
         if self.sweep {
@@ -118,6 +136,13 @@ impl Output {
                 }
             }
         }
+        self.histogram(&mut out, s);
+    }
+
+    fn histogram(&self, out: &mut impl Write, s: &StepResult) {
+        if let Some(o) = &self.hist {
+            let _ = out.write_all(histogram(s, o).as_bytes());
+        }
     }
 
     pub fn finish(&mut self) {
@@ -125,6 +150,71 @@ impl Output {
             eprint!("\r{}\r", " ".repeat(60));
         }
     }
+}
+
+/// The values a step's histogram is made of, in us, and what they are: the
+/// round-trip times of a request/response step (its driving side), the
+/// times between packets at the receiver of a udp_stream step.
+fn hist_values(s: &StepResult) -> Option<(&'static str, Vec<f64>)> {
+    let series = |role: Role, kind: SampleKind| {
+        s.samples
+            .iter()
+            .find(|x| x.role == role && x.kind == kind)
+            .map(|x| &x.values)
+    };
+    match s.kind {
+        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => {
+            let v = series(Role::Client, SampleKind::RttNs)?;
+            Some((
+                "Time per req-resp us",
+                v.iter().map(|&n| n as f64 / 1e3).collect(),
+            ))
+        }
+        Kind::UdpStream => {
+            let v = series(primary_role(s.kind, &s.params), SampleKind::ArrivalNs)?;
+            Some((
+                "Time between packets us",
+                v.windows(2)
+                    .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e3)
+                    .collect(),
+            ))
+        }
+        Kind::TcpStream | Kind::UnixStream => None,
+    }
+}
+
+/// A step's histogram as udp_req_timo -H prints it (`;`-separated, one line
+/// per bin from the low limit to the last bin with a count), or one line
+/// saying why there is none.
+pub fn histogram(s: &StepResult, o: &HistOpts) -> String {
+    let Some((what, v)) = hist_values(s) else {
+        return format!("Hist {:>8} no histogram for {}\n", s.index, s.kind.name());
+    };
+    if v.is_empty() {
+        return format!("Hist {:>8} {what}: no samples\n", s.index);
+    }
+    let h = match Histogram::new(&v, o.bin_us, o.low_us, Upper::Bins(o.bins)) {
+        Ok(h) => h,
+        Err(e) => return format!("Hist {:>8} {what}: {e}\n", s.index),
+    };
+    let counted: u64 = h.counts.iter().map(|&c| c as u64).sum();
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let mut t = format!(
+        "Hist {:>8} {what}\n counts {counted} mean {mean:.3} underflows {} overflows {}\n",
+        s.index, h.underflow, h.overflow
+    );
+    let last = h.counts.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
+    for (i, c) in h.counts[..last].iter().enumerate() {
+        let edge = h.low + i as f64 * h.bin_width;
+        t.push_str(&format!("{:>8} ; {c:>8}\n", trim(edge)));
+    }
+    t
+}
+
+/// A bin edge without trailing zeros (110, 110.5, 0.25).
+fn trim(x: f64) -> String {
+    let s = format!("{x:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The figure a step is about, for the mean over repetitions (netperf -I).

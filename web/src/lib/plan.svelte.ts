@@ -20,9 +20,15 @@ export interface AxisEdit {
   perOctave: string;
 }
 export type Params = Record<string, number | string | boolean>;
+/** Histogram bins a plan asks for (udp_req_timo -b/-m), in us. */
+export interface HistSpec {
+  bin_us: number;
+  low_us?: number;
+}
 export interface PlanJson {
   name?: string;
   description?: string;
+  histogram?: HistSpec;
   kind: string;
   params: Params;
   sweep: Record<string, unknown>;
@@ -40,6 +46,8 @@ export const plan = $state({
   bound: 'count' as 'count' | 'duration',
   axes: [] as AxisEdit[],
   repeat: 1,
+  /** Kept from a loaded plan (a preset's histogram bins); dropped with the kind. */
+  histogram: null as HistSpec | null,
 });
 
 export function setKind(kind: string): void {
@@ -47,6 +55,7 @@ export function setKind(kind: string): void {
   plan.values = initialValues(kind);
   plan.axes = [];
   plan.name = plan.description = '';
+  plan.histogram = null;
 }
 
 export const newAxis = (param: string): AxisEdit => ({
@@ -142,6 +151,7 @@ export function buildPlan(p: typeof plan, agents: Agent[]): { plan: PlanJson } |
   const out: PlanJson = { kind: p.kind, params, sweep, repeat };
   if (p.name) out.name = p.name;
   if (p.description) out.description = p.description;
+  if (p.histogram) out.histogram = { ...p.histogram };
   return { plan: out };
 }
 
@@ -167,4 +177,5 @@ export function loadPlan(j: PlanJson): void {
   plan.repeat = j.repeat ?? 1;
   plan.name = j.name ?? '';
   plan.description = j.description ?? '';
+  plan.histogram = j.histogram ? { ...j.histogram } : null;
 }
