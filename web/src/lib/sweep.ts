@@ -24,6 +24,8 @@ export function metricsFor(kind: string): Metric[] {
     return [{ id: 'rtt', title: 'Latency', y: 'mean round-trip time', kind: 'time', get: (s) => num(s.summary?.rtt_us?.mean) }];
   if (kind === 'udp_stream')
     return [
+      // udp_bw_mon's figure 3.1: received wire rate (payload + per-frame overhead) against the wait, log-log.
+      { id: 'wire', title: 'Received wire rate', y: 'received wire rate', kind: 'rate', log: true, get: (s) => num(s.summary?.wire_bits_per_second) },
       { id: 'recv', title: 'Receive rate', y: 'receive rate', kind: 'rate', log: true, get: (s) => num(s.summary?.recv_bits_per_second) },
       {
         id: 'loss', title: 'Loss', y: 'packets lost', kind: 'fraction', log: true,

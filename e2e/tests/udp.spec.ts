@@ -1,0 +1,94 @@
+// UDP from the page (issue 4) against real agents: the seed's presets load
+// into the plan form, run step by step, and draw the seed's figures from what
+// the agents measured.
+import { fileURLToPath } from 'node:url';
+import type { Page } from '@playwright/test';
+import { test, expect } from '../agents';
+
+const shot = (name: string) => fileURLToPath(new URL(`../screenshots/${name}.png`, import.meta.url));
+
+async function openPaired(page: Page, url: string) {
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+}
+
+/** Loads a built-in plan from the preset picker (which fetches the plan module on focus). */
+async function preset(page: Page, name: string) {
+  const pick = page.getByTestId('preset');
+  await pick.focus();
+  await expect(pick.locator(`option[value="${name}"]`)).toHaveCount(1);
+  await pick.selectOption(name);
+}
+
+/** Runs the plan in the form and waits until all `steps` have finished. */
+async function runAll(page: Page, steps: number, timeout: number) {
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', String(steps), { timeout });
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout });
+  await expect(page.getByTestId('step-error')).toHaveCount(0);
+}
+
+type Point = [number, number | null];
+async function values(page: Page, plot: string): Promise<Point[]> {
+  return JSON.parse((await page.getByTestId(plot).getAttribute('data-values'))!) as Point[];
+}
+
+test('udp_bw_mon: the wait scan draws received wire rate against wait on log-log axes, falling as 1/t', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await preset(page, 'udp_bw_mon');
+  await expect(page.getByTestId('kind')).toHaveValue('udp_stream');
+  await expect(page.getByTestId('pkt-bytes')).toHaveValue('1400');
+  await page.getByTestId('count').fill('2000');
+  await expect(page.getByTestId('step-count')).toHaveText('11 steps');
+  await runAll(page, 11, 60_000);
+
+  const wire = page.getByTestId('sweep-wire');
+  await expect(wire).toHaveAttribute('data-axes', 'log-log');
+  // Drawn: the log x axis spans the waits above 0 (wait 0 cannot sit on it).
+  await expect(wire).toHaveAttribute('data-points', '10');
+  const host = wire.locator('.uplot-host');
+  await expect(host).toHaveAttribute('data-x-max', /^\d/);
+  const [lo, hi] = [Number(await host.getAttribute('data-x-min')), Number(await host.getAttribute('data-x-max'))];
+  expect(lo > 0 && lo <= 10 && hi >= 100 && Number.isFinite(hi)).toBe(true);
+  const pts = await values(page, 'sweep-wire');
+  expect(pts.map(([w]) => w)).toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
+  const at = (w: number) => pts.find(([x]) => x === w)![1]!;
+  // A 1400-byte datagram plus 66 bytes of Ethernet framing every 100 us.
+  const expected = ((1400 + 66) * 8) / 100e-6;
+  expect(Math.abs(at(100) / expected - 1)).toBeLessThan(0.05);
+  // The seed's 1/t behaviour once the wait dominates.
+  expect(Math.abs(at(50) / at(100) - 2)).toBeLessThan(0.1);
+  // Payload-only receive rate and the loss plot are there too.
+  await expect(page.getByTestId('sweep-recv')).toHaveAttribute('data-axes', 'log-log');
+  const recv = await values(page, 'sweep-recv');
+  expect(Math.abs(recv.find(([x]) => x === 100)![1]! / ((1400 * 8) / 100e-6) - 1)).toBeLessThan(0.05);
+  await expect(page.getByTestId('sweep-loss')).toBeVisible();
+  await wire.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: shot('udp-bw-mon'), fullPage: true });
+});
+
+test('udp_req_timo: the 180-point response-size scan runs, fits latency against size, and shows RTTs in the preset\'s 1 us bins', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await preset(page, 'udp_req_timo');
+  await expect(page.getByTestId('kind')).toHaveValue('udp_rr');
+  await page.getByTestId('count').fill('20');
+  await expect(page.getByTestId('step-count')).toHaveText('180 steps');
+  await runAll(page, 180, 120_000);
+
+  const rtt = page.getByTestId('sweep-rtt');
+  await expect(rtt).toHaveAttribute('data-axes', 'linear-linear');
+  await expect(rtt).toHaveAttribute('data-points', '180');
+  await expect(rtt.locator('figcaption')).toContainText('Least-squares line');
+  const pts = await values(page, 'sweep-rtt');
+  expect(pts[0][0]).toBe(64);
+  expect(pts[179][0]).toBe(1496);
+  expect(pts.every(([, v]) => v != null && v > 0)).toBe(true);
+
+  // The preset's histogram: 1 us bins from 0, as udp_req_timo -H prints it.
+  await expect(page.getByTestId('bin-width')).toHaveValue('1');
+  await expect(page.getByTestId('bin-low')).toHaveValue('0');
+  const hist = page.getByTestId('histogram');
+  expect(Number(await hist.getAttribute('data-total'))).toBe(20);
+  expect(Number(await hist.getAttribute('data-bins'))).toBeGreaterThan(1);
+  await page.screenshot({ path: shot('udp-req-timo'), fullPage: true });
+});
