@@ -4,7 +4,7 @@
 //! app reaches this through `permalink_encode`/`permalink_decode`;
 //! `meshperf run` calls it natively to print its last line.
 //!
-//! # Format (link format 1)
+//! # Format (link format 2)
 //!
 //! ```text
 //! link  = "mp" base64url(version body)        no padding; trailing bits must be zero
@@ -17,6 +17,10 @@
 //!   `-n - 1`), `5` f64 (8 bytes LE, exact), `6` string (varint length, UTF-8),
 //!   `7` array (varint count, items), `8` object (varint count, key string
 //!   without tag, value). Key order is kept.
+//!   A step's `summary` that equals its primary side (`sides.client` of a
+//!   request/response step, the receiving side of a stream) is left out and
+//!   restored from that side on decoding (format 2; format 1 links carry it
+//!   twice and still open).
 //! * Then, for each step in order, its raw samples: varint series count, and
 //!   per series `role` (0 client, 1 server), `kind` (the sample frame's kind
 //!   byte), varint `stream`, varint `n`, a mode byte and `n` values. Mode 0:
@@ -33,7 +37,8 @@
 //! pass [`HARD_LIMIT`] characters carries, instead of each raw series with
 //! more than [`HIST_MIN_VALUES`] values, a fixed-width histogram of it
 //! (1 us bins for times, wider when the range needs more than
-//! [`HIST_MAX_BINS`] bins) in the step's `histograms`, and the decoded result
+//! [`HIST_MAX_BINS`] bins; then every series, then at most
+//! [`HIST_COARSE_BINS`] bins, until it fits) in the step's `histograms`, and the decoded result
 //! says `"samples_replaced": true` so the page can say so and offer the JSON
 //! file. Decoding checks the tag, the version (a newer one asks for a newer
 //! meshperf), the base64 text, the zlib checksum and every length, and then
@@ -43,20 +48,25 @@
 use crate::shape;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
-use meshperf_protocol::result::{self, ResultError, RunResult, Series, SeriesHistogram};
+use meshperf_protocol::params::Kind;
+use meshperf_protocol::result::{
+    self, primary_role, ResultError, RunResult, Series, SeriesHistogram,
+};
 use serde_json::{Map, Number, Value};
 use thiserror::Error;
 
 /// The text every link starts with.
 pub const TAG: &str = "mp";
 /// The link format version this build writes (and the newest it reads).
-pub const LINK_VERSION: u8 = 1;
+pub const LINK_VERSION: u8 = 2;
 /// Longest link (characters after `#r=`) before raw samples give way to histograms.
 pub const HARD_LIMIT: usize = 60_000;
 /// Series up to this many values stay raw even in a histogram link.
 pub const HIST_MIN_VALUES: usize = 256;
 /// Most bins of a replacement histogram.
 pub const HIST_MAX_BINS: u64 = 2_000;
+/// Most bins when even [`HIST_MAX_BINS`] does not fit (a long sweep).
+pub const HIST_COARSE_BINS: u64 = 200;
 /// Time resolution of the link, in ns.
 pub const TIME_RESOLUTION_NS: u64 = 100;
 /// Raw attempts above this many values go straight to histograms (they could
@@ -152,14 +162,19 @@ fn encode_value(v: Value) -> Result<(String, bool), PermalinkError> {
             return Ok((text, false));
         }
     }
-    let mut small = v;
-    for min in [HIST_MIN_VALUES, 0] {
-        small = replace_samples(&small, min)?;
+    // Larger series first, then every series, then coarser bins.
+    let tiers = [
+        (HIST_MIN_VALUES, HIST_MAX_BINS),
+        (0, HIST_MAX_BINS),
+        (0, HIST_COARSE_BINS),
+    ];
+    for (i, &(min, bins)) in tiers.iter().enumerate() {
+        let small = replace_samples(&v, min, bins)?;
         let text = encode_exact_value(&small)?;
         if text.len() <= HARD_LIMIT {
             return Ok((text, true));
         }
-        if min == 0 {
+        if i + 1 == tiers.len() {
             return Err(PermalinkError::TooLarge(text.len().div_ceil(1024)));
         }
     }
@@ -211,12 +226,24 @@ fn series_value(s: &Series) -> Value {
     Value::Object(o)
 }
 
+/// The side whose summary is a step's own `summary` ("client" or "server").
+fn primary_side(step: &Map<String, Value>) -> Option<&'static str> {
+    let kind = step.get("kind")?.as_str().and_then(Kind::from_name)?;
+    let params = step.get("params")?.as_object()?;
+    Some(primary_role(kind, params).name())
+}
+
 fn encode_exact_value(r: &Value) -> Result<String, PermalinkError> {
     let mut v = r.clone();
     if let Some(steps) = v.get_mut("steps").and_then(Value::as_array_mut) {
         for s in steps {
             if let Some(o) = s.as_object_mut() {
                 o.remove("samples");
+                // Format 2: a summary that is its primary side's is carried once.
+                let side = primary_side(o).and_then(|p| o.get("sides")?.get(p));
+                if side.is_some_and(|x| !x.is_null() && Some(x) == o.get("summary")) {
+                    o.remove("summary");
+                }
             }
         }
     }
@@ -277,6 +304,12 @@ fn decode_value(text: &str) -> Result<Value, PermalinkError> {
             "samples".into(),
             series.iter().map(series_value).collect::<Vec<_>>().into(),
         );
+        if version >= 2 && !o.contains_key("summary") {
+            let side = primary_side(o)
+                .and_then(|p| o.get("sides")?.get(p))
+                .cloned();
+            o.insert("summary".into(), side.unwrap_or(Value::Null));
+        }
     }
     if rd.pos != body.len() {
         return Err(corrupt("trailing data"));
@@ -315,7 +348,7 @@ pub fn round_time(ns: u64) -> u64 {
 
 /// `r` (shaped) with every series of more than `min` values replaced by its
 /// histogram, shaped again.
-fn replace_samples(r: &Value, min: usize) -> Result<Value, PermalinkError> {
+fn replace_samples(r: &Value, min: usize, bins: u64) -> Result<Value, PermalinkError> {
     let mut r = r.clone();
     let mut replaced = false;
     if let Some(steps) = r.get_mut("steps").and_then(Value::as_array_mut) {
@@ -340,7 +373,7 @@ fn replace_samples(r: &Value, min: usize) -> Result<Value, PermalinkError> {
                 .or_insert_with(|| Value::Array(Vec::new()));
             if let Value::Array(h) = hists {
                 for x in &big {
-                    h.push(histogram_value(&histogram_of(&series_of(x)?)));
+                    h.push(histogram_value(&histogram_within(&series_of(x)?, bins)));
                 }
             }
         }
@@ -367,11 +400,16 @@ fn histogram_value(h: &SeriesHistogram) -> Value {
 /// A histogram of a whole series: 1 us (or 1 unit) bins, widened along
 /// 1-2-5 steps until at most [`HIST_MAX_BINS`] bins span min..max.
 pub fn histogram_of(s: &Series) -> SeriesHistogram {
+    histogram_within(s, HIST_MAX_BINS)
+}
+
+/// [`histogram_of`] with at most `max_bins` bins.
+fn histogram_within(s: &Series, max_bins: u64) -> SeriesHistogram {
     let min = s.values.iter().copied().min().unwrap_or(0);
     let max = s.values.iter().copied().max().unwrap_or(0);
     let mut width: u64 = if is_time(s.kind) { 1_000 } else { 1 };
     let mut k = 0;
-    while max / width - min / width >= HIST_MAX_BINS {
+    while max / width - min / width >= max_bins {
         width = match k % 3 {
             1 => width / 2 * 5,
             _ => width.saturating_mul(2),
