@@ -115,7 +115,7 @@ fn udp_ports(pid: u32) -> Vec<u16> {
                 .map(String::from)
         })
         .collect();
-    std::fs::read_to_string("/proc/net/udp")
+    let mut ports: Vec<u16> = std::fs::read_to_string("/proc/net/udp")
         .unwrap()
         .lines()
         .skip(1)
@@ -124,7 +124,11 @@ fn udp_ports(pid: u32) -> Vec<u16> {
             let port = u16::from_str_radix(f[1].rsplit(':').next()?, 16).ok()?;
             inodes.contains(&f[9].to_string()).then_some(port)
         })
-        .collect()
+        .collect();
+    // One port may hold two sockets (udp_rr's connected one and its twin).
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }
 
 fn request(token: u64, seq: u64) -> Vec<u8> {

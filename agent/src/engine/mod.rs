@@ -26,6 +26,7 @@ pub mod udp_batch;
 pub mod udp_rr;
 pub mod udp_stream;
 pub mod unix;
+pub mod watchdog;
 
 use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::{Limits, UdpRrParams, UdpStreamParams};

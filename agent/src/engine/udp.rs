@@ -123,6 +123,11 @@ pub struct Line {
 }
 
 impl Line {
+    /// The control connection's descriptor, to watch it from another thread.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.s.as_raw_fd()
+    }
+
     pub fn new(s: TcpStream) -> Line {
         Line { s, buf: Vec::new() }
     }
@@ -197,10 +202,14 @@ pub fn gone(e: io::Error) -> TestError {
     )
 }
 
-/// Opens a UDP socket bound to `ip`, with buffers and TOS set.
-pub fn open(ip: IpAddr, o: &UdpSocketParams) -> io::Result<UdpSocket> {
+/// Opens a UDP socket bound to `ip`, with buffers and TOS set. A `shared`
+/// port can take a [`twin`] later.
+pub fn open(ip: IpAddr, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSocket> {
     let a = SocketAddr::new(ip, 0);
     let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    if shared {
+        s.set_reuse_address(true)?;
+    }
     if let Some(n) = o.sndbuf {
         s.set_send_buffer_size(n as usize)?;
     }
@@ -222,6 +231,29 @@ pub fn open(ip: IpAddr, o: &UdpSocketParams) -> io::Result<UdpSocket> {
     Ok(s.into())
 }
 
+/// A second, non-blocking socket on `sock`'s address (opened `shared`).
+/// Once `sock` is connected to its peer the kernel gives it only the peer's
+/// datagrams (a connected socket is the better match) and the twin
+/// everything else: the strangers, counted with [`drain`].
+pub fn twin(sock: &UdpSocket) -> io::Result<UdpSocket> {
+    let a = sock.local_addr()?;
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&a.into())?;
+    Ok(s.into())
+}
+
+/// Reads and drops what is waiting on `s` (non-blocking); how many datagrams.
+pub fn drain(s: &UdpSocket) -> u64 {
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while s.recv_from(&mut buf).is_ok() {
+        n += 1;
+    }
+    n
+}
+
 /// Connection parameters for [`peer`] and [`bind`]: defaults plus the test's
 /// `client_bind` and `server_bind`.
 pub fn bind_params(client: Option<IpAddr>, server: Option<IpAddr>) -> StreamParams {
@@ -237,6 +269,7 @@ pub fn serve_sockets(
     env: &EngineEnv,
     sp: &StreamParams,
     o: &UdpSocketParams,
+    shared: bool,
 ) -> Result<(TcpListener, UdpSocket), Refusal> {
     bind::check_server(sp)?;
     let ip = sp.server_bind.unwrap_or(env.data_ip);
@@ -247,7 +280,7 @@ pub fn serve_sockets(
     };
     let listener = TcpListener::bind((ip, 0))
         .map_err(|e| ("io", format!("{what}cannot open a data listener: {e}")))?;
-    let sock = open(ip, o).map_err(|e| {
+    let sock = open(ip, o, shared).map_err(|e| {
         (
             "bad_params",
             format!("{what}cannot open the UDP socket: {e}"),
@@ -371,8 +404,8 @@ fn client_bind(
         .as_str()
         .and_then(|t| u64::from_str_radix(t, 16).ok())
         .ok_or_else(|| TestError::new("protocol", format!("bad UDP set-up line: {v}")))?;
-    let sock =
-        open(local_ip, o).map_err(|e| TestError::new("bad_params", format!("udp socket: {e}")))?;
+    let sock = open(local_ip, o, false)
+        .map_err(|e| TestError::new("bad_params", format!("udp socket: {e}")))?;
     sock.connect((peer_ip, port)).map_err(io_err)?;
     let mut hello = [0u8; HDR];
     Hdr {
@@ -506,6 +539,8 @@ pub trait UdpTest: Sized + Send + 'static {
     fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError>;
     /// The test's socket options and addresses.
     fn sock(&self) -> &UdpSocketParams;
+    /// The serving side's port may take a [`twin`] (udp_rr's connected replies).
+    const SHARED_PORT: bool = false;
     /// The serving agent's part, once the flow is up.
     fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError>;
     /// The driving agent's part, once the flow is up.
@@ -522,7 +557,7 @@ pub fn prepare<T: UdpTest>(
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let (listener, sock) = serve_sockets(env, &binds(&p), p.sock())?;
+    let (listener, sock) = serve_sockets(env, &binds(&p), p.sock(), T::SHARED_PORT)?;
     let port = listener
         .local_addr()
         .map_err(|e| ("io", e.to_string()))?
