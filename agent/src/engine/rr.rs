@@ -11,6 +11,7 @@
 //! a non-blocking read so the thread never sleeps at all.
 
 use super::buf::PageBuf;
+use super::watchdog::Watchdog;
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Event;
@@ -19,7 +20,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-/// How long a blocking read waits before it checks for cancellation.
+/// How often a blocking read is interrupted to check for cancellation.
 const SLICE: Duration = Duration::from_millis(200);
 /// Busy-poll spins this long on an empty socket, then sleeps in poll(2), so
 /// two spinning ends sharing a CPU cannot starve each other.
@@ -59,15 +60,19 @@ fn io_err(what: &str, e: io::Error) -> TestError {
     TestError::new("stream_failed", format!("{what} failed: {e}"))
 }
 
-/// Sets blocking mode with a read timeout slice, or non-blocking for busy-poll.
-fn setup<S: RrSock>(s: &S, busy: bool) -> Result<(), TestError> {
+/// Sets blocking mode with no read timeout, or non-blocking for busy-poll.
+/// A blocking loop gets a watchdog that interrupts it every [`SLICE`] (to
+/// look at cancel and stalls): a read timeout would arm a kernel timer on
+/// every wait (see `watchdog`; tcp_rr A/B in its commit).
+fn setup<S: RrSock>(s: &S, busy: bool) -> Result<Option<Watchdog>, TestError> {
     let r = if busy {
         s.set_nonblocking(true)
     } else {
         s.set_nonblocking(false)
-            .and_then(|_| s.set_read_timeout(Some(SLICE)))
+            .and_then(|_| s.set_read_timeout(None))
     };
-    r.map_err(|e| io_err("socket set-up", e))
+    r.map_err(|e| io_err("socket set-up", e))?;
+    Ok((!busy).then(|| Watchdog::start(SLICE, || true)))
 }
 
 /// Writes all of `buf`, at most `chunk` bytes per call.
@@ -112,11 +117,12 @@ fn read_msg<S: RrSock>(s: &mut S, buf: &mut [u8], ctx: &TestCtx) -> Result<bool,
                 ))
             }
             Ok(n) => off += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) =>
             {
                 // Busy-poll lands here on every empty read: keep that path short.
@@ -159,7 +165,7 @@ fn chunk(p: &RrParams) -> usize {
 /// Client loop: runs the transactions, streaming RTT samples and progress to
 /// the page every `interval_ms`. Ends by half-closing `s`'s write side.
 pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<ClientOut, TestError> {
-    setup(s, p.busy_poll)?;
+    let _dog = setup(s, p.busy_poll)?;
     let mut req = PageBuf::new(p.req_bytes as usize, 0x5a);
     let mut resp = PageBuf::new(p.resp_bytes as usize, 0);
     let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
@@ -263,7 +269,7 @@ fn progress(ctx: &TestCtx, elapsed_s: f64, bytes: u64, fraction: f64) {
 /// Server loop: answers requests until the client closes; returns the
 /// number of transactions served.
 pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<u64, TestError> {
-    setup(s, p.busy_poll)?;
+    let _dog = setup(s, p.busy_poll)?;
     let mut req = PageBuf::new(p.req_bytes as usize, 0);
     let mut resp = PageBuf::new(p.resp_bytes as usize, 0xa5);
     let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
