@@ -255,6 +255,8 @@ fn step(
             } else {
                 by_sid.remove(&s.sid);
                 agent.closed(&s);
+                drop(s);
+                give_back_memory();
                 None
             }
         }
@@ -265,6 +267,18 @@ fn step(
         None => {
             conns.remove(key);
         }
+    }
+}
+
+/// Returns freed heap pages to the OS. A controller's session ends with its
+/// tests' sample vectors and socket buffers freed, but glibc keeps the pages
+/// in its arenas: an agent that had served a whole `npm run bench` stayed at
+/// 13.7 MB RSS without this.
+fn give_back_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases memory that is free.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
