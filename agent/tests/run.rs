@@ -252,21 +252,26 @@ fn histograms(out: &str) -> Vec<Hist> {
 fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     let plan = tmp("udp-hist.json");
+    // `meshperf run` of `text` with a serving and b driving, and `flags`.
+    let run_plan = |text: &str, flags: &[&str]| {
+        std::fs::write(&plan, text).unwrap();
+        let (ua, ub) = (url(&a), url(&b));
+        let mut args = vec![
+            "--agent",
+            &ua,
+            "--agent",
+            &ub,
+            "--plan",
+            plan.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        run(&args)
+    };
     // udp_req_timo -H -b 1 -m 0 over two response sizes.
-    std::fs::write(
-        &plan,
+    let o = run_plan(
         r#"{"kind": "udp_rr", "params": {"count": 300}, "sweep": {"resp_bytes": [64, 1000]}}"#,
-    )
-    .unwrap();
-    let o = run(&[
-        "--agent",
-        &url(&a),
-        "--agent",
-        &url(&b),
-        "--plan",
-        plan.to_str().unwrap(),
-        "-H",
-    ]);
+        &["-H"],
+    );
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
     let hs = histograms(&out);
@@ -286,28 +291,20 @@ fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
     }
 
     // udp_bw_mon -H -B 5 -M 0: the receiver's times between packets, paced at 20 us.
-    std::fs::write(
-        &plan,
-        r#"{"kind": "udp_stream", "params": {"count": 2000, "wait_us": 20}}"#,
-    )
-    .unwrap();
     let json = tmp("udp-hist-result.json");
-    let o = run(&[
-        "--agent",
-        &url(&a),
-        "--agent",
-        &url(&b),
-        "--plan",
-        plan.to_str().unwrap(),
-        "--quiet",
-        "-H",
-        "--bin-us",
-        "5",
-        "--bins",
-        "400",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let o = run_plan(
+        r#"{"kind": "udp_stream", "params": {"count": 2000, "wait_us": 20}}"#,
+        &[
+            "--quiet",
+            "-H",
+            "--bin-us",
+            "5",
+            "--bins",
+            "400",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
     assert!(out.contains("Time between packets us"), "{out}");
