@@ -92,6 +92,9 @@ impl Output {
         if self.tty {
             eprint!("\r{}\r", " ".repeat(60));
         }
+        for n in notes(s) {
+            eprintln!("meshperf run: {n}");
+        }
         let mut out = std::io::stdout().lock();
         let point: Vec<String> = s.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if let Some(e) = &s.error {
@@ -150,6 +153,18 @@ impl Output {
             eprint!("\r{}\r", " ".repeat(60));
         }
     }
+}
+
+/// Why a side of step `s` ended early with what it had measured (its
+/// summary's `note`), one line each: "step 3 client: the peer stopped ...".
+pub fn notes(s: &StepResult) -> Vec<String> {
+    [("client", &s.sides.client), ("server", &s.sides.server)]
+        .into_iter()
+        .filter_map(|(who, side)| {
+            let n = side.as_ref()?.get("note")?.as_str()?;
+            Some(format!("step {} {who}: {n}", s.index))
+        })
+        .collect()
 }
 
 /// The values a step's histogram is made of, in us, and what they are: the
@@ -313,4 +328,28 @@ pub fn csv(r: &RunResult) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meshperf_protocol::result::Sides;
+    use serde_json::json;
+
+    #[test]
+    fn a_side_that_ended_early_says_why_in_one_line() {
+        let mut s: StepResult =
+            serde_json::from_value(json!({"index": 3, "kind": "udp_rr"})).unwrap();
+        assert!(notes(&s).is_empty());
+        s.sides = Sides {
+            client: Some(
+                json!({"note": "the peer stopped answering: 10 requests in a row timed out after 50 ms each"}),
+            ),
+            server: Some(json!({"note": null})),
+        };
+        assert_eq!(
+            notes(&s),
+            ["step 3 client: the peer stopped answering: 10 requests in a row timed out after 50 ms each"]
+        );
+    }
 }
