@@ -165,9 +165,7 @@ fn wrong_token_is_refused_and_the_socket_closed() {
 #[test]
 fn foreign_origins_are_refused_and_allowed_ones_accepted() {
     let a = AgentProc::start(&["--allow-origin", "http://localhost:5173"]);
-    let err = open(a.port, Some("http://evil.example"))
-        .err()
-        .expect("refused");
+    let err = open(a.port, Some("http://evil.example")).expect_err("refused");
     match err {
         tungstenite::Error::Http(r) => assert_eq!(r.status(), 403),
         e => panic!("expected 403, got {e}"),

@@ -107,6 +107,13 @@ mod tests {
     #[test]
     fn a_recv_with_no_timeout_is_interrupted_when_asked_and_not_before() {
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Should the watchdog never fire, a datagram ends the wait after 3 s
+        // and the test fails instead of hanging.
+        let to = s.local_addr().unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(3));
+            let _ = UdpSocket::bind("127.0.0.1:0").and_then(|u| u.send_to(b"x", to));
+        });
         let t0 = Instant::now();
         let w = Watchdog::start(Duration::from_millis(10), move || {
             t0.elapsed() >= Duration::from_millis(150)

@@ -1,6 +1,7 @@
 //! A blocking controller connection to one agent, speaking the same control
-//! protocol as the web app. Reads use a short socket timeout so a runner can
-//! serve two agents from one thread.
+//! protocol as the web app. One thread serves two agents: [`Ctl::try_poll`]
+//! drains a connection without waiting and [`wait_any`] sleeps until either
+//! has more (a request's own reply is read with a short socket timeout).
 
 use meshperf_protocol::frame::{self, FrameHeader};
 use serde_json::{json, Value};
@@ -215,6 +216,28 @@ impl Ctl {
     }
 }
 
+/// Waits until one of `ctls` has something to read, at most `wait`. Drain
+/// each with [`Ctl::try_poll`] first: what a connection has already buffered
+/// does not wake this.
+pub fn wait_any(ctls: &[&Ctl], wait: Duration) {
+    let mut fds: Vec<libc::pollfd> = ctls
+        .iter()
+        .map(|c| libc::pollfd {
+            fd: c.ws.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `fds` is a valid array of pollfd for the length given.
+    unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            wait.as_millis().min(i32::MAX as u128) as libc::c_int,
+        )
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,26 +263,4 @@ mod tests {
             Err(CtlError::Usage(_))
         ));
     }
-}
-
-/// Waits until one of `ctls` has something to read, at most `wait`. Drain
-/// each with [`Ctl::try_poll`] first: what a connection has already buffered
-/// does not wake this.
-pub fn wait_any(ctls: &[&Ctl], wait: Duration) {
-    let mut fds: Vec<libc::pollfd> = ctls
-        .iter()
-        .map(|c| libc::pollfd {
-            fd: c.ws.get_ref().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: `fds` is a valid array of pollfd for the length given.
-    unsafe {
-        libc::poll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            wait.as_millis().min(i32::MAX as u128) as libc::c_int,
-        )
-    };
 }
