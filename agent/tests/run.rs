@@ -311,25 +311,42 @@ fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
     let hs = histograms(&out);
     let (counts, under, over, bins) = &hs[0];
     let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let arrivals = file.steps[0]
+    let arrivals = &file.steps[0]
         .samples
         .iter()
         .find(|s| s.kind == SampleKind::ArrivalNs)
         .unwrap()
-        .values
-        .len() as u64;
-    assert!(arrivals > 1000, "{arrivals} of 2000 arrived");
-    assert_eq!(counts + under + over, arrivals - 1, "{out}");
-    assert!(bins.iter().all(|(e, _)| e % 5.0 == 0.0), "{out}");
-    let near: u64 = bins
-        .iter()
-        .filter(|(e, _)| (10.0..30.0).contains(e))
-        .map(|b| b.1)
-        .sum();
-    assert!(
-        near * 2 > *counts,
-        "most gaps are within 10 us of the 20 us wait: {out}"
-    );
+        .values;
+    let n = arrivals.len() as u64;
+    assert!(n > 1000, "{n} of 2000 arrived");
+    assert_eq!(counts + under + over, n - 1, "{out}");
+    // The printed bins are the receiver's own arrival times, binned: gaps
+    // computed here from the JSON file fall in the same 5 us bins. (Where
+    // they fall depends on how the sender was scheduled, which a loaded CI
+    // machine does not promise; the bench measures pacing.)
+    let mut want = vec![0u64; 400];
+    let mut want_over = 0;
+    let mut sum = 0.0;
+    for w in arrivals.windows(2) {
+        let gap_us = (w[1] - w[0]) as f64 / 1e3;
+        sum += gap_us;
+        match want.get_mut((gap_us / 5.0) as usize) {
+            Some(c) => *c += 1,
+            None => want_over += 1,
+        }
+    }
+    assert_eq!(*over, want_over, "{out}");
+    let last = want.iter().rposition(|&c| c > 0).unwrap();
+    let want: Vec<(f64, u64)> = (0..=last).map(|i| (i as f64 * 5.0, want[i])).collect();
+    assert_eq!(bins, &want, "{out}");
+    let mean: f64 = out
+        .lines()
+        .find(|l| l.contains(" counts "))
+        .and_then(|l| l.split_whitespace().skip_while(|w| *w != "mean").nth(1))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((mean - sum / (n - 1) as f64).abs() < 0.001, "{out}");
 
     // Impossible bins are a usage error before anything runs.
     let o = run(&[
