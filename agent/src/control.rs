@@ -345,6 +345,7 @@ impl Agent {
             role,
             kind,
             cancel: Arc::new(AtomicBool::new(false)),
+            limits: self.limits.clone(),
             sink: Sink {
                 sid,
                 tx: self.tx.clone(),

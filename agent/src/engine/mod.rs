@@ -146,6 +146,9 @@ pub struct TestCtx {
     pub kind: Kind,
     pub cancel: Arc<AtomicBool>,
     pub sink: Sink,
+    /// The agent's limits (a paced sender catching up stays under its UDP
+    /// rate limit).
+    pub limits: Limits,
 }
 
 impl TestCtx {

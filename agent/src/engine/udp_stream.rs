@@ -6,8 +6,9 @@
 //! `meshperf_wasm::udp` so the page derives the same numbers from the raw
 //! samples. Pacing follows absolute deadlines `start + k * wait_us`; the last
 //! [`SPIN`] before a deadline spins because timer wake-ups arrive late, and a
-//! sender that fell behind catches up with slightly shorter gaps instead of a
-//! burst ([`next_send`]).
+//! sender that fell behind catches up with shorter gaps instead of a burst,
+//! never faster than twice the asked rate or the agent's UDP rate limit
+//! ([`next_send`]).
 
 use super::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
 use super::udp_batch::{RecvBatch, SendBatch};
@@ -78,6 +79,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         (!f.connected).then_some(f.peer),
     );
     let wait_ns = p.wait_us * 1e3;
+    let floor_ns = floor_gap_ns(p, ctx.limits.max_udp_bits_per_second);
     let mut times: Vec<u64> = Vec::with_capacity(p.count as usize);
     let mut note = None;
     let urgent = (wait_ns > 0.0).then(Urgent::raise);
@@ -120,7 +122,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
                 times.extend(std::iter::repeat(t).take(n));
                 k += n as u64;
                 if wait_ns > 0.0 {
-                    next_ns = next_send(t as f64, k, wait_ns);
+                    next_ns = next_send(t as f64, k, wait_ns, floor_ns);
                 }
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || udp::is_timeout(&e) => {}
@@ -234,12 +236,26 @@ impl Drop for Urgent {
 /// [`CATCH_UP`] of the wait (at most 4 us), so the schedule's debt is paid
 /// back over the following datagrams and every gap but the stall itself stays
 /// close to `wait`. A debt above [`DEBT_LIMIT`] is paid back faster (an eighth
-/// of the excess per datagram), so the mean rate still holds on a busy host.
-fn next_send(sent_ns: f64, k: u64, wait_ns: f64) -> f64 {
+/// of the excess per datagram), but no gap is shorter than `floor_ns`
+/// ([`floor_gap_ns`]): after a long stall (a CI host once held the sender for
+/// 28 ms) the datagrams do not leave back to back at line rate, and a debt
+/// the rest of the burst cannot pay back shows as a lower send rate.
+fn next_send(sent_ns: f64, k: u64, wait_ns: f64, floor_ns: f64) -> f64 {
     let deadline = k as f64 * wait_ns;
     let debt = sent_ns + wait_ns - deadline;
     let shrink = (wait_ns * CATCH_UP).min(4_000.0) + (debt - DEBT_LIMIT).max(0.0) / 8.0;
-    deadline.max(sent_ns + wait_ns - shrink)
+    deadline.max(sent_ns + (wait_ns - shrink).max(floor_ns))
+}
+
+/// The shortest gap a late sender may use: half the wait (at most twice the
+/// asked rate), and never so short that the payload outruns the agent's UDP
+/// rate limit (which the wait itself already respects).
+fn floor_gap_ns(p: &UdpStreamParams, max_bits_per_second: Option<f64>) -> f64 {
+    let half = p.wait_us * 1e3 / 2.0;
+    match max_bits_per_second {
+        Some(max) => half.max(p.pkt_bytes as f64 * 8.0 / max * 1e9),
+        None => half,
+    }
 }
 
 /// How long after a datagram the receiver keeps polling instead of sleeping
@@ -479,11 +495,17 @@ fn summary(
 
 #[cfg(test)]
 mod tests {
-    use super::next_send;
+    use super::{floor_gap_ns, next_send};
+    use meshperf_protocol::params::{Limits, UdpStreamParams};
+    use serde_json::json;
 
     /// Simulates a sender whose datagram 10 is stalled by `stall_ns` and
-    /// returns the gaps between send times.
+    /// returns the gaps between send times; no gap is below half the wait.
     fn gaps(wait_ns: f64, stall_ns: f64, n: u64) -> Vec<f64> {
+        gaps_floor(wait_ns, stall_ns, n, wait_ns / 2.0)
+    }
+
+    fn gaps_floor(wait_ns: f64, stall_ns: f64, n: u64, floor_ns: f64) -> Vec<f64> {
         let (mut t, mut next, mut out) = (0.0f64, 0.0f64, Vec::new());
         for k in 0..n {
             let sent = next.max(t) + if k == 10 { stall_ns } else { 0.0 };
@@ -491,7 +513,7 @@ mod tests {
                 out.push(sent - t);
             }
             t = sent;
-            next = next_send(sent, k + 1, wait_ns);
+            next = next_send(sent, k + 1, wait_ns, floor_ns);
         }
         out
     }
@@ -524,10 +546,39 @@ mod tests {
             "beyond the debt limit gaps shrink more: {}",
             g[10]
         );
+        assert!(g.iter().all(|&x| x >= 10e3), "never faster than twice the rate");
         let total: f64 = g.iter().sum();
         assert!(
             (total - 1999.0 * 20e3).abs() < 1e-3,
             "back on schedule: {total}"
         );
+    }
+
+    #[test]
+    fn a_stall_longer_than_the_burst_can_pay_back_leaves_it_late_not_bursting() {
+        // 28 ms behind with 1989 datagrams to go at 20 us: at 10 us a gap the
+        // burst pays back 19.9 ms and ends 8.1 ms late.
+        let g = gaps(20e3, 28e6, 2000);
+        assert!(g[10..].iter().all(|&x| x >= 10e3 - 1e-6), "{:?}", &g[10..20]);
+        let late = g.iter().sum::<f64>() - 1999.0 * 20e3;
+        assert!((late - 8.1e6).abs() < 30e3, "{late}");
+    }
+
+    #[test]
+    fn the_catch_up_floor_respects_the_agent_udp_rate_limit() {
+        let limits = Limits {
+            max_udp_bits_per_second: Some(100e6),
+            ..Limits::default()
+        };
+        // 1400 B every 150 us is 74.7 Mbit/s; twice that would pass the limit.
+        let p = UdpStreamParams::parse(&json!({"pkt_bytes": 1400, "wait_us": 150}), &limits)
+            .unwrap();
+        let floor = floor_gap_ns(&p, limits.max_udp_bits_per_second);
+        assert!((floor - 112e3).abs() < 1e-6, "{floor}");
+        assert_eq!(floor_gap_ns(&p, None), 75e3);
+        let g = gaps_floor(150e3, 50e6, 1000, floor);
+        assert!(g.iter().all(|&x| x >= 112e3 - 1e-6));
+        let fastest = g.iter().cloned().fold(f64::MAX, f64::min);
+        assert!((fastest - 112e3).abs() < 1e-3, "catches up at the limit: {fastest}");
     }
 }
