@@ -35,6 +35,10 @@ pub struct AgentArgs {
     /// G: powers of 1000); a udp_stream asking for more is refused.
     #[arg(long, value_name = "BITS", value_parser = rate_arg)]
     max_udp_rate: Option<f64>,
+    /// Print no record of sessions and tests on stderr (by default one
+    /// timestamped line each: who connected, what ran, how it ended).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 fn positive(s: &str) -> Result<f64, String> {
@@ -70,6 +74,7 @@ fn random_token() -> String {
 }
 
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
+    crate::log::set_quiet(a.quiet);
     let token = match a.token.or_else(|| std::env::var("MESHPERF_TOKEN").ok()) {
         Some(t) if t.len() < 8 => {
             bail!("the token must be at least 8 characters (--token or MESHPERF_TOKEN)")

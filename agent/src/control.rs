@@ -4,6 +4,7 @@
 //! session that started them goes away (a closed browser stops the traffic).
 
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
+use crate::log::log;
 use crate::server::Replay;
 use meshperf_protocol::msg::{AgentInfo, Event, PeerAddr, Request, Role};
 use meshperf_protocol::params::{Kind, Limits};
@@ -26,11 +27,19 @@ pub struct Session {
     out: VecDeque<Message>,
     /// Close after the queued messages are flushed.
     closing: bool,
+    /// The controller's address, for the agent's record.
+    from: String,
 }
 
 impl Session {
     pub fn new(ws: WebSocket<Replay>) -> Self {
+        let from = ws
+            .get_ref()
+            .inner
+            .peer_addr()
+            .map_or_else(|_| "an unknown address".into(), |a| a.to_string());
         Session {
+            from,
             ws,
             sid: 0,
             authed: false,
@@ -50,6 +59,16 @@ struct TestHandle {
     owner: u64,
     cancel: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// "session 2 test 7 step 0 tcp_stream serving", for the agent's record.
+    what: String,
+    started: std::time::Instant,
+}
+
+impl TestHandle {
+    fn log_end(&self, outcome: &str) {
+        let s = self.started.elapsed().as_secs_f64();
+        log!("{} ended after {s:.3} s: {outcome}", self.what);
+    }
 }
 
 /// Agent-wide state the event loop hands to sessions.
@@ -97,6 +116,7 @@ impl Agent {
     pub fn greet(&mut self, s: &mut Session) {
         s.sid = self.next_sid;
         self.next_sid += 1;
+        log!("session {} opened from {}", s.sid, s.from);
         self.live.insert(s.sid);
         s.send(&Event::Hello(self.info.clone()));
     }
@@ -111,8 +131,10 @@ impl Agent {
                 test_id,
                 role,
                 text,
+                outcome,
             } => {
                 if let Some(h) = self.tests.remove(&(test_id, role)) {
+                    h.log_end(&outcome);
                     self.ending.extend(h.thread);
                 }
                 self.queue(sid, Message::text(text))
@@ -120,6 +142,11 @@ impl Agent {
             Outbound::Finished { test_id, role } => {
                 // A side that ended without a final event is freed here.
                 if let Some(h) = self.tests.remove(&(test_id, role)) {
+                    h.log_end(if h.cancel.load(Ordering::Relaxed) {
+                        "cancelled"
+                    } else {
+                        "no result"
+                    });
                     self.ending.extend(h.thread);
                 }
                 // Threads whose final event went out end right after it.
@@ -201,8 +228,16 @@ impl Agent {
     pub fn closed(&mut self, s: &Session) {
         self.pending.remove(&s.sid);
         self.live.remove(&s.sid);
+        let mut running = 0;
         for h in self.tests.values().filter(|h| h.owner == s.sid) {
             h.cancel.store(true, Ordering::Relaxed);
+            running += 1;
+        }
+        if s.sid != 0 {
+            match running {
+                0 => log!("session {} closed", s.sid),
+                n => log!("session {} closed with {n} test side(s) running: cancelled", s.sid),
+            }
         }
     }
 
@@ -244,6 +279,7 @@ impl Agent {
                         s.authed = true;
                         s.send(&Event::AuthOk { id });
                     } else {
+                        log!("session {} from {}: wrong token, closing", s.sid, s.from);
                         s.send(&Event::error(
                             Some(id),
                             "auth_failed",
@@ -297,7 +333,10 @@ impl Agent {
                     port,
                     key,
                 },
-                Err((code, msg)) => Event::error(Some(id), code, msg),
+                Err((code, msg)) => {
+                    log!("session {} test {test_id} {} refused: {msg}", s.sid, kind.name());
+                    Event::error(Some(id), code, msg)
+                }
             },
             Request::Start {
                 id,
@@ -308,7 +347,10 @@ impl Agent {
                 peer,
             } => match self.start(s.sid, test_id, step, kind, params, peer) {
                 Ok(()) => Event::Started { id, test_id },
-                Err((code, msg)) => Event::error(Some(id), code, msg),
+                Err((code, msg)) => {
+                    log!("session {} test {test_id} {} refused: {msg}", s.sid, kind.name());
+                    Event::error(Some(id), code, msg)
+                }
             },
         };
         s.send(&reply);
@@ -358,12 +400,28 @@ impl Agent {
         &mut self,
         ctx: &TestCtx,
         thread: std::io::Result<JoinHandle<()>>,
+        detail: String,
     ) -> Result<(), Refusal> {
         let thread = thread.map_err(|e| ("io", format!("cannot start the test thread: {e}")))?;
+        let what = format!(
+            "session {} test {} step {} {} {}",
+            ctx.sink.sid,
+            ctx.test_id,
+            ctx.step,
+            ctx.kind.name(),
+            if ctx.role == Role::Server {
+                "serving"
+            } else {
+                "driving"
+            }
+        );
+        log!("{what} started, {detail}");
         let handle = TestHandle {
             owner: ctx.sink.sid,
             cancel: ctx.cancel.clone(),
             thread: Some(thread),
+            what,
+            started: std::time::Instant::now(),
         };
         self.tests.insert((ctx.test_id, ctx.role), handle);
         Ok(())
@@ -376,11 +434,11 @@ impl Agent {
         }
     }
 
-    fn spawn(&mut self, ctx: TestCtx, job: engine::Job) -> Result<(), Refusal> {
+    fn spawn(&mut self, ctx: TestCtx, job: engine::Job, detail: String) -> Result<(), Refusal> {
         let c = ctx.clone();
         let name = format!("test-{}-{:?}", ctx.test_id, ctx.role).to_lowercase();
         let t = std::thread::Builder::new().name(name).spawn(move || job(c));
-        self.register(&ctx, t)
+        self.register(&ctx, t, detail)
     }
 
     fn prepare(
@@ -394,7 +452,7 @@ impl Agent {
         self.check_free(test_id, Role::Server, kind)?;
         let (port, key, job) = engine::prepare(kind, params, &self.env())?;
         let ctx = self.ctx(sid, test_id, step, Role::Server, kind);
-        self.spawn(ctx, job)?;
+        self.spawn(ctx, job, format!("listening on port {port}"))?;
         Ok((port, wire::key_hex(&key)))
     }
 
@@ -414,8 +472,18 @@ impl Agent {
                 "peer.key must be the 32 hex digits from prepared".into(),
             ));
         }
+        let detail = format!("to {}", peer_text(&peer));
         let job = engine::start(kind, params, peer, &self.env())?;
         let ctx = self.ctx(sid, test_id, step, Role::Client, kind);
-        self.spawn(ctx, job)
+        self.spawn(ctx, job, detail)
+    }
+}
+
+/// `host:port` of a serving agent, IPv6 literals in brackets.
+fn peer_text(p: &PeerAddr) -> String {
+    if p.host.contains(':') && !p.host.starts_with('[') {
+        format!("[{}]:{}", p.host, p.port)
+    } else {
+        format!("{}:{}", p.host, p.port)
     }
 }

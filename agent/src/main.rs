@@ -5,6 +5,7 @@ mod agent_cmd;
 mod control;
 mod engine;
 mod http;
+mod log;
 mod run;
 mod server;
 mod sysinfo;

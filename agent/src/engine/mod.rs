@@ -54,6 +54,8 @@ pub enum Outbound {
         test_id: u32,
         role: Role,
         text: String,
+        /// How the side ended, for the agent's record ("25.3 Gbit/s").
+        outcome: String,
     },
     /// The side `role` of test `test_id` has ended (successfully or not).
     Finished { test_id: u32, role: Role },
@@ -74,11 +76,22 @@ impl Sink {
         let out = match ev {
             // A result is its side's last event: the control loop frees the
             // test as it routes it (see `Outbound::Final`).
-            Event::Result { test_id, role, .. } => Outbound::Final {
+            Event::Result {
+                test_id,
+                role,
+                kind,
+                summary,
+                ..
+            } => Outbound::Final {
                 sid: self.sid,
                 test_id: *test_id,
                 role: *role,
                 text,
+                outcome: match (summary["note"].as_str(), headline(*kind, summary)) {
+                    (Some(n), _) => format!("ended early: {n}"),
+                    (None, Some((name, v, unit))) => format!("{name} {v:.3} {unit}"),
+                    (None, None) => "done".into(),
+                },
             },
             _ => Outbound::Text {
                 sid: self.sid,
@@ -151,6 +164,23 @@ pub struct TestCtx {
     pub limits: Limits,
 }
 
+/// The figure a test side is about: the mean over repetitions in
+/// `meshperf run` (netperf -I), the agent's record of a test.
+pub fn headline(kind: Kind, m: &Value) -> Option<(&'static str, f64, &'static str)> {
+    use meshperf_protocol::params::Kind::*;
+    match kind {
+        TcpStream | UnixStream => {
+            Some(("throughput", m["bits_per_second"].as_f64()? / 1e9, "Gbit/s"))
+        }
+        UdpStream => Some((
+            "receive rate",
+            m["recv_bits_per_second"].as_f64()? / 1e6,
+            "Mbit/s",
+        )),
+        TcpRr | UdpRr | UnixRr => Some(("median RTT", m["rtt_us"]["median"].as_f64()?, "us")),
+    }
+}
+
 impl TestCtx {
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
@@ -158,11 +188,13 @@ impl TestCtx {
 
     /// Reports a failure of this test side to its session (its final event).
     pub fn fail(&self, code: &str, message: impl Into<String>) {
+        let message = message.into();
+        let outcome = format!("failed ({code}): {message}");
         let ev = Event::Error {
             id: None,
             test_id: Some(self.test_id),
             code: code.into(),
-            message: message.into(),
+            message,
         };
         let text = serde_json::to_string(&ev).expect("events serialize");
         let _ = self.sink.tx.send(Outbound::Final {
@@ -170,6 +202,7 @@ impl TestCtx {
             test_id: self.test_id,
             role: self.role,
             text,
+            outcome,
         });
         let _ = self.sink.waker.wake();
     }

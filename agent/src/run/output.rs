@@ -125,7 +125,7 @@ impl Output {
             }
         }
         if self.repeat > 1 {
-            if let Some((name, v, unit)) = headline(s) {
+            if let Some((name, v, unit)) = crate::engine::headline(s.kind, &s.summary) {
                 self.reps.push(v);
                 if s.repeat + 1 == self.repeat {
                     if let Ok(c) = meshperf_wasm::fit::confidence(&self.reps) {
@@ -232,22 +232,6 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The figure a step is about, for the mean over repetitions (netperf -I).
-fn headline(s: &StepResult) -> Option<(&'static str, f64, &'static str)> {
-    use meshperf_protocol::params::Kind::*;
-    let m = &s.summary;
-    match s.kind {
-        TcpStream | UnixStream => {
-            Some(("throughput", m["bits_per_second"].as_f64()? / 1e9, "Gbit/s"))
-        }
-        UdpStream => Some((
-            "receive rate",
-            m["recv_bits_per_second"].as_f64()? / 1e6,
-            "Mbit/s",
-        )),
-        TcpRr | UdpRr | UnixRr => Some(("median RTT", m["rtt_us"]["median"].as_f64()?, "us")),
-    }
-}
 
 /// Scalar summary fields, in the order the summary gives them.
 fn scalars(summary: &Value) -> Vec<(String, String)> {

@@ -18,6 +18,9 @@ pub struct AgentProc {
     pub token: String,
     /// The host of the agent's ready URL.
     pub host: IpAddr,
+    /// The agent's stderr record, line by line, if started with
+    /// [`AgentProc::start_logged`] (others run with `--quiet`).
+    log: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
 }
 
 impl AgentProc {
@@ -27,6 +30,21 @@ impl AgentProc {
 
     /// Like [`AgentProc::start`] with extra environment variables.
     pub fn start_env(extra: &[&str], env: &[(&str, &str)]) -> AgentProc {
+        Self::spawn(extra, env, false)
+    }
+
+    /// Like [`AgentProc::start`], keeping what the agent writes on stderr
+    /// (its record of sessions and tests): see [`AgentProc::log`].
+    pub fn start_logged(extra: &[&str]) -> AgentProc {
+        Self::spawn(extra, &[], true)
+    }
+
+    /// The agent's stderr lines so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.as_ref().expect("started with start_logged").lock().unwrap().clone()
+    }
+
+    fn spawn(extra: &[&str], env: &[(&str, &str)], logged: bool) -> AgentProc {
         let token = format!(
             "tok{:016x}",
             std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
@@ -39,12 +57,27 @@ impl AgentProc {
                 &["--listen", "127.0.0.1:0"][..]
             })
             .args(extra)
+            .args(if logged { &[][..] } else { &["--quiet"][..] })
             .env("MESHPERF_TOKEN", &token)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if logged {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .expect("spawn agent");
+        let log = child.stderr.take().map(|e| {
+            let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let l = lines.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(e).lines().map_while(Result::ok) {
+                    l.lock().unwrap().push(line);
+                }
+            });
+            lines
+        });
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -67,6 +100,7 @@ impl AgentProc {
             port: at.port(),
             token,
             host: at.ip(),
+            log,
         }
     }
 
