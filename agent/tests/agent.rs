@@ -194,6 +194,7 @@ fn bad_parameters_are_refused_before_any_traffic() {
         (json!({"streams": 0}), "streams", "between"),
         (json!({"wait_us": -5}), "wait_us", "negative"),
         (json!({"duration_s": 3600}), "duration_s", "limit"),
+        (json!({"payload": "gzip"}), "payload", "random or zeros"),
     ];
     for (i, (params, name, text)) in cases.into_iter().enumerate() {
         let r = c.request(json!({"type": "prepare", "test_id": 100 + i, "step": 0, "kind": "tcp_stream", "params": params}));
@@ -406,4 +407,62 @@ fn cancel_stops_a_running_transfer_at_once() {
             assert_eq!(end_a["type"], "error", "{end_a}");
         }
     }
+}
+
+/// Polls `a`'s stderr record until a line has every one of `parts`.
+fn logged(a: &AgentProc, parts: &[&str]) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let log = a.log();
+        if let Some(l) = log.iter().find(|l| parts.iter().all(|p| l.contains(p))) {
+            return l.clone();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no line with {parts:?} in:\n{}",
+            log.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_agent_records_who_connected_and_what_ran_on_stderr() {
+    let (a, b) = (AgentProc::start_logged(&[]), AgentProc::start_logged(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (client, server) = run_pair(
+        &mut cb,
+        &mut ca,
+        21,
+        "tcp_stream",
+        json!({"msg_bytes": 1000, "count": 3, "payload": "zeros"}),
+    );
+    assert_eq!(client["summary"]["bytes"], 3000, "{client}");
+    assert_eq!(server["summary"]["bytes"], 3000, "{server}");
+    // Every line starts with a UTC time stamp.
+    let opened = logged(&a, &["session 1 opened from 127.0.0.1:"]);
+    assert!(
+        opened.len() > 24 && opened.as_bytes()[10] == b'T' && opened[..24].ends_with('Z'),
+        "{opened}"
+    );
+    let started = logged(&a, &["session 1 test 21 step 0 tcp_stream serving started, listening on port "]);
+    let port = started.rsplit(' ').next().unwrap();
+    logged(&b, &["test 21 step 0 tcp_stream driving started, to 127.0.0.1:", port]);
+    logged(&a, &["test 21 step 0 tcp_stream serving ended after ", " s: throughput ", " Gbit/s"]);
+    logged(&b, &["test 21 step 0 tcp_stream driving ended after "]);
+    // Refusals and strangers are on the record too.
+    let r = ca.request(json!({"type": "prepare", "test_id": 22, "step": 0, "kind": "tcp_rr", "params": {"count": 0}}));
+    assert_eq!(r["code"], "bad_params", "{r}");
+    logged(&a, &["session 1 test 22 tcp_rr refused: count"]);
+    assert!(Ctl::connect(a.port, "not-the-token", None).is_err());
+    logged(&a, &["session 2 from 127.0.0.1:", "wrong token, closing"]);
+    drop(ca);
+    logged(&a, &["session 1 closed"]);
+    // --quiet keeps stderr empty.
+    let q = AgentProc::start_logged(&["--quiet"]);
+    let mut cq = q.connect();
+    assert_eq!(cq.request(json!({"type": "ping"}))["type"], "pong");
+    drop(cq);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(q.log().is_empty(), "{:?}", q.log());
 }

@@ -36,6 +36,14 @@ impl PageBuf {
         b
     }
 
+    /// `len` bytes from the OS random source: a payload no link can
+    /// compress (iperf3 fills its buffer the same way, once per test).
+    pub fn random(len: usize) -> PageBuf {
+        let mut b = PageBuf::new(len, 0);
+        getrandom::fill(&mut b).expect("the OS random source works");
+        b
+    }
+
     fn layout(len: usize) -> Layout {
         Layout::from_size_align(len.max(1), ALIGN).expect("buffer size fits a Layout")
     }
@@ -78,5 +86,16 @@ mod tests {
             assert_eq!(b[len - 1], 1);
         }
         assert!(PageBuf::new(10, 0).iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn random_does_not_compress() {
+        use std::io::Write;
+        let b = PageBuf::random(1 << 20);
+        assert_eq!(b.as_ptr() as usize % 4096, 0);
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&b).unwrap();
+        let packed = z.finish().unwrap().len();
+        assert!(packed > b.len(), "1 MiB of random bytes gzips to {packed}");
     }
 }

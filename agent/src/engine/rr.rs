@@ -166,7 +166,7 @@ fn chunk(p: &RrParams) -> usize {
 /// the page every `interval_ms`. Ends by half-closing `s`'s write side.
 pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<ClientOut, TestError> {
     let _dog = setup(s, p.busy_poll)?;
-    let mut req = PageBuf::new(p.req_bytes as usize, 0x5a);
+    let mut req = PageBuf::random(p.req_bytes as usize);
     let mut resp = PageBuf::new(p.resp_bytes as usize, 0);
     let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
     let count = p.count.unwrap_or(u64::MAX);
@@ -271,7 +271,7 @@ fn progress(ctx: &TestCtx, elapsed_s: f64, bytes: u64, fraction: f64) {
 pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<u64, TestError> {
     let _dog = setup(s, p.busy_poll)?;
     let mut req = PageBuf::new(p.req_bytes as usize, 0);
-    let mut resp = PageBuf::new(p.resp_bytes as usize, 0xa5);
+    let mut resp = PageBuf::random(p.resp_bytes as usize);
     let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
     let mut n = 0u64;
     while read_msg(s, &mut req, ctx)? {

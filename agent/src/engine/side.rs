@@ -8,7 +8,7 @@ use super::stream::{self, DataStream, Dir, LiveStream, Outcome, Plan};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Event;
-use meshperf_protocol::params::StreamParams;
+use meshperf_protocol::params::{Payload, StreamParams};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ impl Plan {
             wait: Duration::from_micros(p.wait_us),
             interval: Duration::from_millis(p.interval_ms as u64),
             stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
+            random: p.payload == Payload::Random,
         }
     }
 }

@@ -86,6 +86,8 @@ pub struct Plan {
     pub interval: Duration,
     /// A stream that moves nothing for this long fails.
     pub stall: Duration,
+    /// Random bytes in the writes (else zeros).
+    pub random: bool,
 }
 
 /// What one stream did.
@@ -282,7 +284,11 @@ fn worker<S: DataStream>(
             slots[0].finish(Some(format!("socket mode: {e}")));
         }
     }
-    let wbuf = PageBuf::new(plan.msg_bytes, 0x5a);
+    let wbuf = if plan.random && slots.iter().any(|s| s.dir == Dir::Send) {
+        PageBuf::random(plan.msg_bytes)
+    } else {
+        PageBuf::new(plan.msg_bytes, 0)
+    };
     let mut rbuf = PageBuf::new(plan.read_bytes, 0);
     let mut events = Events::with_capacity(64);
     let limit = plan.bytes_per_stream;

@@ -167,6 +167,9 @@ impl SendBatch {
             hdrs: Vec::with_capacity(n),
             _dest: None,
         };
+        // Random payload behind each datagram's header: nothing for a
+        // compressing link to shrink.
+        getrandom::fill(&mut b.bufs).expect("the OS random source works");
         for i in 0..n {
             b.iovs.push(libc::iovec {
                 iov_base: b.bufs[i * size..].as_mut_ptr().cast(),

@@ -56,6 +56,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
     f.sock.connect(f.peer).map_err(udp::io_err)?;
     let mut buf = vec![0u8; 65536];
     let mut reply = vec![0u8; p.resp_bytes as usize];
+    getrandom::fill(&mut reply).expect("the OS random source works");
     let (mut received, mut replied, mut bad) = (0u64, 0u64, 0u64);
     let mut note = None;
     let mut checked = Instant::now();
@@ -144,6 +145,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
         },
     );
     let mut req = vec![0u8; p.req_bytes as usize];
+    getrandom::fill(&mut req).expect("the OS random source works");
     let mut buf = vec![0u8; 65536];
     let mut rtt: Vec<u64> = Vec::with_capacity(p.count as usize);
     let (mut sent, mut timeouts, mut bad, mut in_a_row) = (0u64, 0u64, 0u64, 0u64);

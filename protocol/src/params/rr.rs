@@ -154,6 +154,7 @@ impl RrParams {
             server_bind: self.server_bind,
             // Every response is awaited as it arrives.
             rcvlowat: Some(1),
+            payload: Default::default(),
         }
     }
 }

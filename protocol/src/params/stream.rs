@@ -18,6 +18,20 @@ pub enum Direction {
     Both,
 }
 
+/// What a stream's writes carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Payload {
+    /// Bytes from the OS random source, drawn once per test (as iperf3):
+    /// a link that compresses (a VPN, a WAN optimiser, ssh) cannot make
+    /// them smaller, so the figure is the link's.
+    #[default]
+    Random,
+    /// All zero (seed 000's netcat from /dev/zero): shows what a
+    /// compressing link gains on compressible data.
+    Zeros,
+}
+
 /// Parameters of `tcp_stream` (and `unix_stream`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamParams {
@@ -58,6 +72,9 @@ pub struct StreamParams {
     /// [`StreamParams::rcvlowat`].
     #[serde(default)]
     pub rcvlowat: Option<u64>,
+    /// What the writes carry.
+    #[serde(default)]
+    pub payload: Payload,
 }
 
 /// Largest default SO_RCVLOWAT: at 10 Mbit/s a receiver still wakes every
@@ -128,6 +145,16 @@ impl StreamParams {
         let client_bind = bind_addr(&mut r, "client_bind")?;
         let server_bind = bind_addr(&mut r, "server_bind")?;
         let rcvlowat = opt_range(&mut r, "rcvlowat", 1, 1 << 30)?;
+        let payload = match r.string("payload")?.as_deref() {
+            None | Some("random") => Payload::Random,
+            Some("zeros") => Payload::Zeros,
+            Some(o) => {
+                return Err(ParamError::new(
+                    "payload",
+                    format!("must be random or zeros, got {o:?}"),
+                ))
+            }
+        };
         let interval_ms = range_u64(
             "interval_ms",
             r.u64("interval_ms")?.unwrap_or(10),
@@ -164,6 +191,7 @@ impl StreamParams {
             client_bind,
             server_bind,
             rcvlowat,
+            payload,
         })
     }
 }

@@ -28,11 +28,11 @@ const sock: ParamSpec[] = [
   { name: 'tos', type: 'int', label: 'TOS / DSCP byte', advanced: true, tcp: true },
   { name: 'precedence', min: 0, type: 'int', label: 'IP precedence (0-7)', advanced: true, tcp: true },
 ];
-const tcpOnly: ParamSpec[] = [
-  { name: 'congestion', type: 'text', label: 'congestion control', advanced: true, tcp: true },
+const binds: ParamSpec[] = [
   { name: 'client_bind', type: 'text', label: 'driving agent local address', advanced: true, tcp: true },
   { name: 'server_bind', type: 'text', label: 'serving agent listen address', advanced: true, tcp: true },
 ];
+const tcpOnly: ParamSpec[] = [{ name: 'congestion', type: 'text', label: 'congestion control', advanced: true, tcp: true }, ...binds];
 
 const stream: ParamSpec[] = [
   { name: 'msg_bytes', min: 1, type: 'size', label: 'message size', def: '128K', initial: '1M' },
@@ -44,6 +44,7 @@ const stream: ParamSpec[] = [
   { name: 'read_bytes', min: 1, type: 'size', label: 'read size', def: '= message size', advanced: true },
   { name: 'nodelay', type: 'bool', label: 'TCP_NODELAY', def: 'false', advanced: true, tcp: true },
   { name: 'rcvlowat', min: 1, type: 'size', label: 'SO_RCVLOWAT (bytes)', def: 'read size (max 128K) unpaced, else 1', advanced: true, tcp: true },
+  { name: 'payload', type: 'enum', label: 'payload (random: no link can compress it)', def: 'random', options: ['random', 'zeros'], advanced: true },
   ...sock,
   ...tcpOnly,
   { name: 'interval_ms', min: 1, type: 'int', label: 'sample interval (ms)', def: '10', advanced: true },
@@ -69,6 +70,7 @@ const udpRr: ParamSpec[] = [
   { name: 'count', min: 1, type: 'int', label: 'requests', def: '1000', initial: '1000' },
   { name: 'timeout_ms', min: 1, type: 'int', label: 'timeout per request (ms)', def: '1000' },
   ...sock,
+  ...binds,
   { name: 'interval_ms', min: 1, type: 'int', label: 'progress interval (ms)', def: '100', advanced: true },
 ];
 
@@ -78,6 +80,7 @@ const udpStream: ParamSpec[] = [
   { name: 'wait_us', type: 'float', label: 'wait between packets (us)', def: '0', initial: '20' },
   { name: 'direction', type: 'enum', label: 'direction', def: 'send', options: ['send', 'receive'], initial: 'send' },
   ...sock,
+  ...binds,
   { name: 'overhead_bytes', type: 'int', label: 'wire overhead per frame (bytes)', def: '66', advanced: true },
   { name: 'timeout_ms', min: 1, type: 'int', label: 'receiver quiet timeout (ms)', def: '1000', advanced: true },
 ];
