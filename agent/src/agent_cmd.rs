@@ -35,10 +35,32 @@ pub struct AgentArgs {
     /// G: powers of 1000); a udp_stream asking for more is refused.
     #[arg(long, value_name = "BITS", value_parser = rate_arg)]
     max_udp_rate: Option<f64>,
+    /// Ports this agent's tests listen on when it serves, e.g. 5201-5210
+    /// (default: any the kernel picks); the peer then needs only these and
+    /// the control port let through a firewall. One test runs at a time, so
+    /// a few ports are enough.
+    #[arg(long, value_name = "LO-HI", value_parser = port_range)]
+    data_ports: Option<(u16, u16)>,
     /// Print no record of sessions and tests on stderr (by default one
     /// timestamped line each: who connected, what ran, how it ended).
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// `5201-5210` or `5201`.
+fn port_range(s: &str) -> Result<(u16, u16), String> {
+    let port = |p: &str| match p.trim().parse::<u16>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{p:?} is not a port (1 to 65535)")),
+    };
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (port(a)?, port(b)?),
+        None => (port(s)?, port(s)?),
+    };
+    if lo > hi {
+        return Err(format!("{s:?}: the first port must not be above the last"));
+    }
+    Ok((lo, hi))
 }
 
 fn positive(s: &str) -> Result<f64, String> {
@@ -117,7 +139,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             ..Limits::default()
         },
     };
-    let agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
+    let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
+    agent.data_ports = a.data_ports;
     let shown: IpAddr = if local.ip().is_unspecified() {
         sysinfo::addresses()
             .into_iter()

@@ -77,6 +77,8 @@ pub struct Agent {
     info: AgentInfo,
     limits: Limits,
     data_ip: IpAddr,
+    /// `--data-ports`: the ports serving sides listen on.
+    pub data_ports: Option<(u16, u16)>,
     tx: Sender<Outbound>,
     waker: Arc<mio::Waker>,
     next_sid: u64,
@@ -102,6 +104,7 @@ impl Agent {
             info,
             limits,
             data_ip,
+            data_ports: None,
             tx,
             waker,
             next_sid: 1,
@@ -431,6 +434,7 @@ impl Agent {
         engine::EngineEnv {
             limits: &self.limits,
             data_ip: self.data_ip,
+            data_ports: self.data_ports,
         }
     }
 

@@ -466,3 +466,66 @@ fn the_agent_records_who_connected_and_what_ran_on_stderr() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(q.log().is_empty(), "{:?}", q.log());
 }
+
+#[test]
+fn data_ports_keep_every_serving_side_inside_the_range() {
+    // Below the kernel's ephemeral range (32768 up), so nothing else is
+    // handed these ports while the test runs.
+    let lo = 20000 + (std::process::id() % 5000) as u16 * 2;
+    let range = format!("{lo}-{}", lo + 1);
+    let a = AgentProc::start_logged(&["--data-ports", &range]);
+    let b = AgentProc::start(&[]);
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let cases = [
+        ("tcp_stream", json!({"msg_bytes": 1000, "count": 3, "streams": 2})),
+        ("tcp_rr", json!({"count": 10})),
+        ("udp_stream", json!({"count": 10, "wait_us": 10})),
+        ("udp_rr", json!({"count": 10})),
+        ("tcp_stream", json!({"msg_bytes": 1000, "count": 3})),
+    ];
+    let mut ports = Vec::new();
+    for (i, (kind, params)) in cases.into_iter().enumerate() {
+        let id = 31 + i as u32;
+        let (client, server) = run_pair(&mut cb, &mut ca, id, kind, params);
+        assert_eq!(client["type"], "result", "{kind}: {client}");
+        assert_eq!(server["type"], "result", "{kind}: {server}");
+        let line = logged(&a, &[&format!("test {id} step 0 {kind} serving started, listening on port ")]);
+        let port: u16 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!((lo..=lo + 1).contains(&port), "{line}");
+        ports.push(port);
+    }
+    assert!(ports.contains(&lo) && ports.contains(&(lo + 1)), "taken in turn: {ports:?}");
+
+    // A range whose only port is taken: refused in one line, agent serving.
+    let held = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let p = held.local_addr().unwrap().port();
+    let busy = AgentProc::start(&["--data-ports", &p.to_string()]);
+    let mut c = busy.connect();
+    let r = c.request(json!({"type": "prepare", "test_id": 40, "step": 0, "kind": "tcp_rr", "params": {}}));
+    assert_eq!(r["code"], "io", "{r}");
+    assert_eq!(
+        r["message"],
+        format!("cannot open a data listener: every data port in {p}-{p} (--data-ports) is in use")
+    );
+    // UDP kinds need the port free for both TCP and UDP.
+    let held_udp = std::net::UdpSocket::bind(("127.0.0.1", 0)).unwrap();
+    let q = held_udp.local_addr().unwrap().port();
+    let busy_udp = AgentProc::start(&["--data-ports", &q.to_string()]);
+    let mut c2 = busy_udp.connect();
+    let r = c2.request(json!({"type": "prepare", "test_id": 41, "step": 0, "kind": "udp_rr", "params": {}}));
+    assert!(
+        r["message"].as_str().unwrap().contains("(--data-ports) is in use"),
+        "{r}"
+    );
+    assert_eq!(c.request(json!({"type": "ping"}))["type"], "pong");
+    assert_eq!(c2.request(json!({"type": "ping"}))["type"], "pong");
+
+    // An impossible range is a usage error before the agent starts.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--data-ports", "9000-8000"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the first port must not be above the last"), "{err}");
+}

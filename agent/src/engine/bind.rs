@@ -6,7 +6,39 @@
 use super::Refusal;
 use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::StreamParams;
+use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Where the next search of the `--data-ports` range starts: tests take
+/// the ports in turn, so a test does not reuse the port the one before it
+/// just closed (a late datagram of the old test then meets nobody).
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Opens a serving side's sockets with `open(port)`: on port 0 (the
+/// kernel's choice) without `--data-ports`, else on the first port of the
+/// range that is free, so a firewall need only let that range through.
+pub fn on_data_port<T>(
+    ports: Option<(u16, u16)>,
+    mut open: impl FnMut(u16) -> io::Result<T>,
+) -> io::Result<T> {
+    let Some((lo, hi)) = ports else {
+        return open(0);
+    };
+    let n = u32::from(hi - lo) + 1;
+    let first = NEXT.fetch_add(1, Ordering::Relaxed) % n;
+    for i in 0..n {
+        let port = lo + ((first + i) % n) as u16;
+        match open(port) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
+            r => return r,
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        format!("every data port in {lo}-{hi} (--data-ports) is in use"),
+    ))
+}
 
 /// Whether `ip` is one of this host's addresses. The whole loopback range
 /// counts (Linux answers for all of 127/8 on `lo`, though getifaddrs lists
@@ -93,6 +125,35 @@ pub fn pick(addrs: impl Iterator<Item = SocketAddr>, bind: Option<IpAddr>) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_ports_are_taken_in_turn_and_busy_ones_skipped() {
+        assert_eq!(on_data_port(None, Ok).unwrap(), 0);
+        let busy = |p: u16| {
+            if p == 5202 {
+                Err(io::Error::from(io::ErrorKind::AddrInUse))
+            } else {
+                Ok(p)
+            }
+        };
+        let got: Vec<u16> = (0..6)
+            .map(|_| on_data_port(Some((5201, 5203)), busy).unwrap())
+            .collect();
+        assert!(got.iter().all(|p| *p == 5201 || *p == 5203), "{got:?}");
+        assert!(got.contains(&5201) && got.contains(&5203), "{got:?}");
+        let all_busy = on_data_port(Some((7000, 7001)), |_| {
+            Err::<u16, _>(io::Error::from(io::ErrorKind::AddrInUse))
+        })
+        .unwrap_err();
+        assert_eq!(
+            all_busy.to_string(),
+            "every data port in 7000-7001 (--data-ports) is in use"
+        );
+        let other = on_data_port(Some((7000, 7001)), |_| {
+            Err::<u16, _>(io::Error::from(io::ErrorKind::PermissionDenied))
+        });
+        assert_eq!(other.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+    }
 
     #[test]
     fn loopback_range_is_local_and_test_net_is_not() {

@@ -265,6 +265,9 @@ pub struct EngineEnv<'a> {
     pub limits: &'a Limits,
     /// Address data listeners bind to (the agent's listen address).
     pub data_ip: IpAddr,
+    /// Ports a serving side may listen on (`--data-ports`); `None`: any
+    /// port the kernel picks.
+    pub data_ports: Option<(u16, u16)>,
 }
 
 /// The kinds this agent runs.

@@ -30,15 +30,15 @@ pub struct Connected {
 
 /// Opens the data listener of a prepared test, with buffer sizes set before
 /// `listen` so accepted sockets inherit them.
-pub fn listen(ip: IpAddr, p: &StreamParams) -> io::Result<TcpListener> {
+pub fn listen(ip: IpAddr, port: u16, p: &StreamParams) -> io::Result<TcpListener> {
     let sock = Socket::new(
-        Domain::for_address(SocketAddr::new(ip, 0)),
+        Domain::for_address(SocketAddr::new(ip, port)),
         Type::STREAM,
         Some(Protocol::TCP),
     )?;
     sock.set_reuse_address(true)?;
     sockopt::pre_connect(&sock, p)?;
-    sock.bind(&SocketAddr::new(ip, 0).into())?;
+    sock.bind(&SocketAddr::new(ip, port).into())?;
     sock.listen(128)?;
     Ok(sock.into())
 }

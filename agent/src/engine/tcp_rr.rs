@@ -23,7 +23,8 @@ pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), 
     let p = parse(params, env)?;
     let sp = p.socket_params();
     bind::check_server(&sp)?;
-    let listener = peer::listen(sp.server_bind.unwrap_or(env.data_ip), &sp)
+    let ip = sp.server_bind.unwrap_or(env.data_ip);
+    let listener = bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &sp))
         .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()

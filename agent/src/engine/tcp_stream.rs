@@ -43,7 +43,8 @@ pub fn prepare(
     let p = StreamParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
     super::bind::check_server(&p)?;
     super::sockopt::check_congestion(p.congestion.as_deref())?;
-    let listener = peer::listen(p.server_bind.unwrap_or(env.data_ip), &p)
+    let ip = p.server_bind.unwrap_or(env.data_ip);
+    let listener = super::bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &p))
         .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()

@@ -204,12 +204,9 @@ pub fn gone(e: io::Error) -> TestError {
 
 /// Opens a UDP socket bound to `ip`, with buffers and TOS set. A `shared`
 /// port can take a [`twin`] later.
-pub fn open(ip: IpAddr, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSocket> {
-    let a = SocketAddr::new(ip, 0);
+pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSocket> {
+    let a = SocketAddr::new(ip, port);
     let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
-    if shared {
-        s.set_reuse_address(true)?;
-    }
     if let Some(n) = o.sndbuf {
         s.set_send_buffer_size(n as usize)?;
     }
@@ -228,6 +225,12 @@ pub fn open(ip: IpAddr, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSock
         }
     }
     s.bind(&a.into())?;
+    if shared {
+        // Only after the bind: a port someone else holds (with
+        // SO_REUSEADDR or not) is refused rather than shared, and the
+        // `twin` can still join this socket.
+        s.set_reuse_address(true)?;
+    }
     Ok(s.into())
 }
 
@@ -278,15 +281,29 @@ pub fn serve_sockets(
     } else {
         String::new()
     };
-    let listener = TcpListener::bind((ip, 0))
-        .map_err(|e| ("io", format!("{what}cannot open a data listener: {e}")))?;
-    let sock = open(ip, o, shared).map_err(|e| {
-        (
+    // With --data-ports both sit on one port of the range: TCP for the
+    // control line, UDP for the datagrams.
+    let mut udp_err = None;
+    let r = bind::on_data_port(env.data_ports, |port| {
+        let listener = TcpListener::bind((ip, port))?;
+        let port = listener.local_addr()?.port() * u16::from(env.data_ports.is_some());
+        match open(ip, port, o, shared) {
+            Ok(sock) => Ok((listener, sock)),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(e),
+            Err(e) => {
+                udp_err = Some(e.to_string());
+                Err(io::Error::other("udp"))
+            }
+        }
+    });
+    match (r, udp_err) {
+        (Ok(s), _) => Ok(s),
+        (Err(_), Some(e)) => Err((
             "bad_params",
             format!("{what}cannot open the UDP socket: {e}"),
-        )
-    })?;
-    Ok((listener, sock))
+        )),
+        (Err(e), None) => Err(("io", format!("{what}cannot open a data listener: {e}"))),
+    }
 }
 
 /// Socket options as the kernel reports them, as summary keys.
@@ -404,7 +421,7 @@ fn client_bind(
         .as_str()
         .and_then(|t| u64::from_str_radix(t, 16).ok())
         .ok_or_else(|| TestError::new("protocol", format!("bad UDP set-up line: {v}")))?;
-    let sock = open(local_ip, o, false)
+    let sock = open(local_ip, 0, o, false)
         .map_err(|e| TestError::new("bad_params", format!("udp socket: {e}")))?;
     sock.connect((peer_ip, port)).map_err(io_err)?;
     let mut hello = [0u8; HDR];
