@@ -59,6 +59,7 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
     )
     .unwrap();
     let json = tmp("stream-result.json");
+    let csv = tmp("stream-result.csv");
     let o = run(&[
         "--agent",
         &url(&a),
@@ -68,6 +69,8 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
         plan.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
     ]);
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
@@ -85,6 +88,28 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
     let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(file.steps.len(), 2);
     assert!(file.steps.iter().all(|s| s.error.is_none()));
+    // The CSV: a row per step, nested figures as dotted columns (the
+    // per-stream bytes and reads tcp_bw_mon prints per link).
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(';').collect()).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    let head = &rows[0];
+    assert_eq!(&head[..4], &["step", "kind", "streams", "repeat"], "{csv}");
+    assert_eq!(head.last(), Some(&"error"));
+    assert!(rows.iter().all(|r| r.len() == head.len()), "{csv}");
+    let cell = |row: usize, col: &str| {
+        let i = head.iter().position(|h| *h == col).unwrap_or_else(|| panic!("no {col}: {csv}"));
+        rows[row][i]
+    };
+    for (i, s) in file.steps.iter().enumerate() {
+        assert_eq!(cell(i + 1, "bits_per_second"), s.summary["bits_per_second"].to_string());
+        for k in 0..2 {
+            let want = s.summary["streams"].get(k).map_or(String::new(), |x| x["bytes"].to_string());
+            assert_eq!(cell(i + 1, &format!("streams.{k}.bytes")), want, "{csv}");
+        }
+    }
+    assert_eq!(cell(2, "streams.1.bytes"), "131072000", "{csv}");
+    assert!(cell(2, "streams.1.reads").parse::<u64>().unwrap() > 0, "{csv}");
     let link = permalink::decode(last).unwrap();
     if link.samples_replaced {
         // Too many per-read samples for a link: every summary and short

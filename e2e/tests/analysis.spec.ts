@@ -88,6 +88,13 @@ test('CSV, JSON and PNG export download; the JSON imports back to the same numbe
   const result = JSON.parse(readFileSync(jsonPath, 'utf8'));
   expect(result.format).toBe('meshperf-result');
   expect(result.steps[0].samples.find((s: { kind: string }) => s.kind === 'rtt_ns').values).toHaveLength(1500);
+  // Nested statistics are CSV columns with dotted names, as `meshperf run --csv`.
+  const [head, row] = csvText.map((l) => l.split(';'));
+  for (const stat of ['n', 'median', 'p99', 'min', 'max', 'mean']) {
+    const col = head.indexOf(`rtt_us.${stat}`);
+    expect(col, `rtt_us.${stat} in ${csvText[0]}`).toBeGreaterThan(0);
+    expect(Number(row[col])).toBe(result.steps[0].summary.rtt_us[stat]);
+  }
 
   // One step: its raw samples as columns, and a result file of its own.
   const [stepCsv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-step-csv').click()]);

@@ -233,22 +233,33 @@ fn trim(x: f64) -> String {
 }
 
 
-/// Scalar summary fields, in the order the summary gives them.
-fn scalars(summary: &Value) -> Vec<(String, String)> {
-    summary
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| k.as_str() != "line")
-                .filter_map(|(k, v)| match v {
-                    Value::Number(n) => Some((k.clone(), n.to_string())),
-                    Value::Bool(b) => Some((k.clone(), b.to_string())),
-                    Value::String(s) if !s.contains(';') => Some((k.clone(), s.clone())),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// A summary's figures as `(name, value)` columns, in the order the summary
+/// gives them: nested statistics flattened to dotted names (`rtt_us.median`,
+/// `interarrival_us.p99`) and, with `arrays`, list entries by index
+/// (`streams.1.bytes`). The web app's CSV export names them the same way.
+fn scalars(summary: &Value, arrays: bool) -> Vec<(String, String)> {
+    fn walk(v: &Value, name: String, arrays: bool, out: &mut Vec<(String, String)>) {
+        match v {
+            Value::Number(n) => out.push((name, n.to_string())),
+            Value::Bool(b) => out.push((name, b.to_string())),
+            Value::String(s) if !s.contains(';') => out.push((name, s.clone())),
+            Value::Object(o) => o
+                .iter()
+                .for_each(|(k, v)| walk(v, format!("{name}.{k}"), arrays, out)),
+            Value::Array(a) if arrays => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| walk(v, format!("{name}.{i}"), arrays, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(o) = summary.as_object() {
+        for (k, v) in o.iter().filter(|(k, _)| k.as_str() != "line") {
+            walk(v, k.clone(), arrays, &mut out);
+        }
+    }
+    out
 }
 
 /// One `;`-separated record of a step: the primary side's seed record when
@@ -258,7 +269,7 @@ pub fn record(s: &StepResult) -> String {
         Some(l) if l.contains(';') => l.to_string(),
         _ => {
             let mut f: Vec<String> = s.point.iter().map(|(_, v)| v.to_string()).collect();
-            f.extend(scalars(&s.summary).into_iter().map(|(_, v)| v));
+            f.extend(scalars(&s.summary, false).into_iter().map(|(_, v)| v));
             f.join("; ")
         }
     }
@@ -268,7 +279,7 @@ pub fn record(s: &StepResult) -> String {
 pub fn csv(r: &RunResult) -> String {
     let mut cols: Vec<String> = Vec::new();
     for s in &r.steps {
-        for (k, _) in scalars(&s.summary) {
+        for (k, _) in scalars(&s.summary, true) {
             if !cols.contains(&k) {
                 cols.push(k);
             }
@@ -291,7 +302,7 @@ pub fn csv(r: &RunResult) -> String {
     out.push_str(&head.join(";"));
     out.push('\n');
     for s in &r.steps {
-        let vals = scalars(&s.summary);
+        let vals = scalars(&s.summary, true);
         let mut row = vec![s.index.to_string(), s.kind.name().to_string()];
         row.extend(
             s.point

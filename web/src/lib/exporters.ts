@@ -1,18 +1,23 @@
 // Exports: the whole run as `;`-separated CSV (the same columns as
-// `meshperf run --csv`: step;kind;<axes>;repeat;<summary scalars>;error),
+// `meshperf run --csv`: step;kind;<axes>;repeat;<summary figures>;error, nested
+// figures flattened to dotted names: rtt_us.median, streams.1.bytes),
 // as a result JSON file, one step's raw samples (CSV) or result (JSON), and
 // any plot as PNG.
 
 import type { RunResult, StepResult } from './result';
 
-function scalars(summary: Record<string, unknown> | null): [string, string][] {
-  return Object.entries(summary ?? {})
-    .filter(([k]) => k !== 'line')
-    .flatMap(([k, v]): [string, string][] => {
-      if (typeof v === 'number' || typeof v === 'boolean') return [[k, String(v)]];
-      if (typeof v === 'string' && !v.includes(';')) return [[k, v]];
-      return [];
-    });
+function flatten(v: unknown, name: string, out: [string, string][]): void {
+  if (typeof v === 'number' || typeof v === 'boolean') out.push([name, String(v)]);
+  else if (typeof v === 'string' && !v.includes(';')) out.push([name, v]);
+  else if (Array.isArray(v)) v.forEach((x, i) => flatten(x, `${name}.${i}`, out));
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) flatten(x, `${name}.${k}`, out);
+}
+
+/** A summary's figures as columns (agent/src/run/output.rs `scalars`). */
+export function scalars(summary: Record<string, unknown> | null): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [k, v] of Object.entries(summary ?? {})) if (k !== 'line') flatten(v, k, out);
+  return out;
 }
 
 export function toCsv(r: RunResult): string {
