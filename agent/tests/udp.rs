@@ -144,8 +144,14 @@ fn a_stranger_gets_no_reply_and_is_counted_as_foreign() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     let (mut ca, mut cb) = (a.connect(), b.connect());
     for (id, kind, params) in [
-        (4u32, "udp_rr", json!({"count": 200000, "resp_bytes": 1400})),
-        (5, "udp_stream", json!({"count": 100000, "wait_us": 10})),
+        // Long enough for the stranger's 50 datagrams and 500 ms wait, and
+        // no longer however fast the host runs the transactions.
+        (4u32, "udp_rr", json!({"duration_s": 1.2, "resp_bytes": 1400})),
+        // 10 000 datagrams a second: a receiver sharing the CPUs with the
+        // other tests keeps up, so its socket buffer never overflows (a full
+        // buffer would drop the stranger's datagrams before they are
+        // counted; at 100 000 a second with the other tests running it did).
+        (5, "udp_stream", json!({"count": 12000, "wait_us": 100})),
     ] {
         let prep = ca.request(
             json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),

@@ -121,7 +121,8 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
     Ok(out)
 }
 
-/// Driving side: `count` requests, one at a time, each with its own timeout.
+/// Driving side: `count` requests (or as many as `duration_s` allows), one
+/// at a time, each with its own timeout.
 fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError> {
     let timeout = Duration::from_millis(p.timeout_ms);
     // No receive timeout (see `watchdog`): the watchdog interrupts the wait
@@ -147,13 +148,17 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
     let mut req = vec![0u8; p.req_bytes as usize];
     getrandom::fill(&mut req).expect("the OS random source works");
     let mut buf = vec![0u8; 65536];
-    let mut rtt: Vec<u64> = Vec::with_capacity(p.count as usize);
+    let mut rtt: Vec<u64> = Vec::with_capacity(p.count.min(1 << 20) as usize);
+    let until = p.duration_s.map(|d| clock.start + Duration::from_secs_f64(d));
     let (mut sent, mut timeouts, mut bad, mut in_a_row) = (0u64, 0u64, 0u64, 0u64);
     let mut note: Option<String> = None;
     let mut tick = Instant::now();
     let interval = Duration::from_millis(p.interval_ms);
     for seq in 0..p.count {
         let t0 = Instant::now();
+        if until.is_some_and(|u| t0 >= u) {
+            break;
+        }
         Hdr {
             kind: REQUEST,
             token: f.token,
@@ -227,7 +232,11 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
                 return Err(TestError::new("cancelled", "test cancelled"));
             }
             let bytes = sent * p.req_bytes + rtt.len() as u64 * p.resp_bytes;
-            udp::progress(ctx, clock.start, bytes, sent as f64 / p.count as f64);
+            let done = match p.duration_s {
+                Some(d) => clock.start.elapsed().as_secs_f64() / d,
+                None => sent as f64 / p.count as f64,
+            };
+            udp::progress(ctx, clock.start, bytes, done);
         }
     }
     let seconds = clock.start.elapsed().as_secs_f64();

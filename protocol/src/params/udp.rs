@@ -67,8 +67,12 @@ pub struct UdpRrParams {
     pub req_bytes: u64,
     /// Response datagram size in bytes (udp_req_timo -r).
     pub resp_bytes: u64,
-    /// Number of request/response transactions (udp_req_timo -l).
+    /// Number of request/response transactions (udp_req_timo -l); with
+    /// `duration_s`, the most that may run.
     pub count: u64,
+    /// Run for this many seconds instead of a count (netperf UDP_RR -l).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
     /// How long to wait for each response, in ms.
     pub timeout_ms: u64,
     /// Socket options and addresses (flattened: the same JSON keys).
@@ -133,7 +137,26 @@ impl UdpRrParams {
         let mut r = Reader::new(v)?;
         let req_bytes = size(&mut r, "req_bytes", 64)?;
         let resp_bytes = size(&mut r, "resp_bytes", 64)?;
-        let count = count(&mut r, 1000, limits)?;
+        let duration_s = r.f64("duration_s")?;
+        let (count, duration_s) = match duration_s {
+            None => (count(&mut r, 1000, limits)?, None),
+            Some(_) if r.u64("count")?.is_some() => {
+                return Err(ParamError::new(
+                    "count",
+                    "give count or duration_s, not both",
+                ))
+            }
+            Some(d) if d > 0.0 && d <= limits.max_duration_s => (limits.max_count, Some(d)),
+            Some(d) => {
+                return Err(ParamError::new(
+                    "duration_s",
+                    format!(
+                        "must be above 0 and at most {} (the agent's limit), got {d}",
+                        limits.max_duration_s
+                    ),
+                ))
+            }
+        };
         let timeout_ms = timeout(&mut r)?;
         let sock = UdpSocketParams::parse(&mut r)?;
         let interval_ms = range_u64(
@@ -148,6 +171,7 @@ impl UdpRrParams {
             req_bytes,
             resp_bytes,
             count,
+            duration_s,
             timeout_ms,
             sock,
             interval_ms,
@@ -259,6 +283,21 @@ mod tests {
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(v["client_bind"], "127.0.0.2");
         assert_eq!(serde_json::from_value::<UdpStreamParams>(v).unwrap(), s);
+    }
+
+    #[test]
+    fn udp_rr_runs_for_a_count_or_a_duration() {
+        let p = rr(json!({"duration_s": 2.5})).unwrap();
+        assert_eq!(p.duration_s, Some(2.5));
+        assert_eq!(p.count, Limits::default().max_count, "the cap");
+        assert_eq!(rr(Value::Null).unwrap().duration_s, None);
+        let e = rr(json!({"duration_s": 1, "count": 10})).unwrap_err();
+        assert_eq!((e.param.as_str(), e.message.as_str()), ("count", "give count or duration_s, not both"));
+        assert_eq!(rr(json!({"duration_s": 0})).unwrap_err().param, "duration_s");
+        assert_eq!(rr(json!({"duration_s": 3600})).unwrap_err().param, "duration_s");
+        // Only a given duration is written back.
+        let v = serde_json::to_value(rr(Value::Null).unwrap()).unwrap();
+        assert!(v.get("duration_s").is_none(), "{v}");
     }
 
     #[test]

@@ -68,6 +68,7 @@ const udpRr: ParamSpec[] = [
   { name: 'req_bytes', min: 1, type: 'size', label: 'request size', def: '64', initial: '64' },
   { name: 'resp_bytes', min: 1, type: 'size', label: 'response size', def: '64', initial: '64' },
   { name: 'count', min: 1, type: 'int', label: 'requests', def: '1000', initial: '1000' },
+  { name: 'duration_s', type: 'float', label: 'seconds', def: '' },
   { name: 'timeout_ms', min: 1, type: 'int', label: 'timeout per request (ms)', def: '1000' },
   ...sock,
   ...binds,
