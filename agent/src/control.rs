@@ -239,7 +239,10 @@ impl Agent {
         if s.sid != 0 {
             match running {
                 0 => log!("session {} closed", s.sid),
-                n => log!("session {} closed with {n} test side(s) running: cancelled", s.sid),
+                n => log!(
+                    "session {} closed with {n} test side(s) running: cancelled",
+                    s.sid
+                ),
             }
         }
     }
@@ -337,7 +340,11 @@ impl Agent {
                     key,
                 },
                 Err((code, msg)) => {
-                    log!("session {} test {test_id} {} refused: {msg}", s.sid, kind.name());
+                    log!(
+                        "session {} test {test_id} {} refused: {msg}",
+                        s.sid,
+                        kind.name()
+                    );
                     Event::error(Some(id), code, msg)
                 }
             },
@@ -351,7 +358,11 @@ impl Agent {
             } => match self.start(s.sid, test_id, step, kind, params, peer) {
                 Ok(()) => Event::Started { id, test_id },
                 Err((code, msg)) => {
-                    log!("session {} test {test_id} {} refused: {msg}", s.sid, kind.name());
+                    log!(
+                        "session {} test {test_id} {} refused: {msg}",
+                        s.sid,
+                        kind.name()
+                    );
                     Event::error(Some(id), code, msg)
                 }
             },

@@ -445,10 +445,26 @@ fn the_agent_records_who_connected_and_what_ran_on_stderr() {
         opened.len() > 24 && opened.as_bytes()[10] == b'T' && opened[..24].ends_with('Z'),
         "{opened}"
     );
-    let started = logged(&a, &["session 1 test 21 step 0 tcp_stream serving started, listening on port "]);
+    let started = logged(
+        &a,
+        &["session 1 test 21 step 0 tcp_stream serving started, listening on port "],
+    );
     let port = started.rsplit(' ').next().unwrap();
-    logged(&b, &["test 21 step 0 tcp_stream driving started, to 127.0.0.1:", port]);
-    logged(&a, &["test 21 step 0 tcp_stream serving ended after ", " s: throughput ", " Gbit/s"]);
+    logged(
+        &b,
+        &[
+            "test 21 step 0 tcp_stream driving started, to 127.0.0.1:",
+            port,
+        ],
+    );
+    logged(
+        &a,
+        &[
+            "test 21 step 0 tcp_stream serving ended after ",
+            " s: throughput ",
+            " Gbit/s",
+        ],
+    );
     logged(&b, &["test 21 step 0 tcp_stream driving ended after "]);
     // Refusals and strangers are on the record too.
     let r = ca.request(json!({"type": "prepare", "test_id": 22, "step": 0, "kind": "tcp_rr", "params": {"count": 0}}));
@@ -477,7 +493,10 @@ fn data_ports_keep_every_serving_side_inside_the_range() {
     let b = AgentProc::start(&[]);
     let (mut ca, mut cb) = (a.connect(), b.connect());
     let cases = [
-        ("tcp_stream", json!({"msg_bytes": 1000, "count": 3, "streams": 2})),
+        (
+            "tcp_stream",
+            json!({"msg_bytes": 1000, "count": 3, "streams": 2}),
+        ),
         ("tcp_rr", json!({"count": 10})),
         ("udp_stream", json!({"count": 10, "wait_us": 10})),
         ("udp_rr", json!({"count": 10})),
@@ -489,19 +508,29 @@ fn data_ports_keep_every_serving_side_inside_the_range() {
         let (client, server) = run_pair(&mut cb, &mut ca, id, kind, params);
         assert_eq!(client["type"], "result", "{kind}: {client}");
         assert_eq!(server["type"], "result", "{kind}: {server}");
-        let line = logged(&a, &[&format!("test {id} step 0 {kind} serving started, listening on port ")]);
+        let line = logged(
+            &a,
+            &[&format!(
+                "test {id} step 0 {kind} serving started, listening on port "
+            )],
+        );
         let port: u16 = line.rsplit(' ').next().unwrap().parse().unwrap();
         assert!((lo..=lo + 1).contains(&port), "{line}");
         ports.push(port);
     }
-    assert!(ports.contains(&lo) && ports.contains(&(lo + 1)), "taken in turn: {ports:?}");
+    assert!(
+        ports.contains(&lo) && ports.contains(&(lo + 1)),
+        "taken in turn: {ports:?}"
+    );
 
     // A range whose only port is taken: refused in one line, agent serving.
     let held = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let p = held.local_addr().unwrap().port();
     let busy = AgentProc::start(&["--data-ports", &p.to_string()]);
     let mut c = busy.connect();
-    let r = c.request(json!({"type": "prepare", "test_id": 40, "step": 0, "kind": "tcp_rr", "params": {}}));
+    let r = c.request(
+        json!({"type": "prepare", "test_id": 40, "step": 0, "kind": "tcp_rr", "params": {}}),
+    );
     assert_eq!(r["code"], "io", "{r}");
     assert_eq!(
         r["message"],
@@ -512,9 +541,14 @@ fn data_ports_keep_every_serving_side_inside_the_range() {
     let q = held_udp.local_addr().unwrap().port();
     let busy_udp = AgentProc::start(&["--data-ports", &q.to_string()]);
     let mut c2 = busy_udp.connect();
-    let r = c2.request(json!({"type": "prepare", "test_id": 41, "step": 0, "kind": "udp_rr", "params": {}}));
+    let r = c2.request(
+        json!({"type": "prepare", "test_id": 41, "step": 0, "kind": "udp_rr", "params": {}}),
+    );
     assert!(
-        r["message"].as_str().unwrap().contains("(--data-ports) is in use"),
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("(--data-ports) is in use"),
         "{r}"
     );
     assert_eq!(c.request(json!({"type": "ping"}))["type"], "pong");
@@ -522,10 +556,19 @@ fn data_ports_keep_every_serving_side_inside_the_range() {
 
     // An impossible range is a usage error before the agent starts.
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_meshperf"))
-        .args(["agent", "--listen", "127.0.0.1:0", "--data-ports", "9000-8000"])
+        .args([
+            "agent",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-ports",
+            "9000-8000",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("the first port must not be above the last"), "{err}");
+    assert!(
+        err.contains("the first port must not be above the last"),
+        "{err}"
+    );
 }

@@ -98,18 +98,29 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
     assert_eq!(head.last(), Some(&"error"));
     assert!(rows.iter().all(|r| r.len() == head.len()), "{csv}");
     let cell = |row: usize, col: &str| {
-        let i = head.iter().position(|h| *h == col).unwrap_or_else(|| panic!("no {col}: {csv}"));
+        let i = head
+            .iter()
+            .position(|h| *h == col)
+            .unwrap_or_else(|| panic!("no {col}: {csv}"));
         rows[row][i]
     };
     for (i, s) in file.steps.iter().enumerate() {
-        assert_eq!(cell(i + 1, "bits_per_second"), s.summary["bits_per_second"].to_string());
+        assert_eq!(
+            cell(i + 1, "bits_per_second"),
+            s.summary["bits_per_second"].to_string()
+        );
         for k in 0..2 {
-            let want = s.summary["streams"].get(k).map_or(String::new(), |x| x["bytes"].to_string());
+            let want = s.summary["streams"]
+                .get(k)
+                .map_or(String::new(), |x| x["bytes"].to_string());
             assert_eq!(cell(i + 1, &format!("streams.{k}.bytes")), want, "{csv}");
         }
     }
     assert_eq!(cell(2, "streams.1.bytes"), "131072000", "{csv}");
-    assert!(cell(2, "streams.1.reads").parse::<u64>().unwrap() > 0, "{csv}");
+    assert!(
+        cell(2, "streams.1.reads").parse::<u64>().unwrap() > 0,
+        "{csv}"
+    );
     let link = permalink::decode(last).unwrap();
     if link.samples_replaced {
         // Too many per-read samples for a link: every summary and short
@@ -388,4 +399,108 @@ fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--bin-us must be above 0"), "{err}");
     assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (ua, ub) = (url(&a), url(&b));
+    // udp_req_timo -p64 -l200 -i64 -e192, each point twice.
+    let json = tmp("inline-result.json");
+    let o = run(&[
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--kind",
+        "tcp_rr",
+        "--set",
+        "req_bytes=64",
+        "--set",
+        "count=200",
+        "--sweep",
+        "resp_bytes=64:192:64",
+        "--repeat",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let got: Vec<(u64, u32, u64)> = file
+        .steps
+        .iter()
+        .map(|s| {
+            (
+                s.params["resp_bytes"].as_u64().unwrap(),
+                s.repeat,
+                s.summary["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (64, 0, 200),
+            (64, 1, 200),
+            (128, 0, 200),
+            (128, 1, 200),
+            (192, 0, 200),
+            (192, 1, 200)
+        ]
+    );
+    assert_eq!(file.plan.params["req_bytes"], 64);
+    // One record per step, then the permalink.
+    assert_eq!(out.lines().filter(|l| l.contains(';')).count(), 6, "{out}");
+
+    // A preset with one value changed: socketsend moving 10 messages of 1 MiB.
+    let o = run(&[
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--preset",
+        "socketsend",
+        "--set",
+        "count=10",
+        "--set",
+        "msg_bytes=1M",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        file.steps[0].summary["bytes"],
+        10 << 20,
+        "{:?}",
+        file.steps[0].summary
+    );
+
+    // Mistakes are one-line usage errors before any traffic.
+    for (args, msg) in [
+        (&["--kind", "tcp_xx"][..], "unknown kind \"tcp_xx\""),
+        (
+            &["--kind", "tcp_rr", "--set", "count"][..],
+            "--set takes NAME=VALUE",
+        ),
+        (
+            &["--kind", "tcp_rr", "--sweep", "count=1:2"][..],
+            "FROM:TO:STEP",
+        ),
+        (
+            &["--kind", "tcp_rr", "--sweep", "count=10:1:1"][..],
+            "to must not be below from",
+        ),
+    ] {
+        let mut all = vec!["--agent", &ua];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
 }

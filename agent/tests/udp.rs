@@ -146,7 +146,11 @@ fn a_stranger_gets_no_reply_and_is_counted_as_foreign() {
     for (id, kind, params) in [
         // Long enough for the stranger's 50 datagrams and 500 ms wait, and
         // no longer however fast the host runs the transactions.
-        (4u32, "udp_rr", json!({"duration_s": 1.2, "resp_bytes": 1400})),
+        (
+            4u32,
+            "udp_rr",
+            json!({"duration_s": 1.2, "resp_bytes": 1400}),
+        ),
         // 10 000 datagrams a second: a receiver sharing the CPUs with the
         // other tests keeps up, so its socket buffer never overflows (a full
         // buffer would drop the stranger's datagrams before they are

@@ -149,7 +149,9 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
     getrandom::fill(&mut req).expect("the OS random source works");
     let mut buf = vec![0u8; 65536];
     let mut rtt: Vec<u64> = Vec::with_capacity(p.count.min(1 << 20) as usize);
-    let until = p.duration_s.map(|d| clock.start + Duration::from_secs_f64(d));
+    let until = p
+        .duration_s
+        .map(|d| clock.start + Duration::from_secs_f64(d));
     let (mut sent, mut timeouts, mut bad, mut in_a_row) = (0u64, 0u64, 0u64, 0u64);
     let mut note: Option<String> = None;
     let mut tick = Instant::now();

@@ -546,7 +546,10 @@ mod tests {
             "beyond the debt limit gaps shrink more: {}",
             g[10]
         );
-        assert!(g.iter().all(|&x| x >= 10e3), "never faster than twice the rate");
+        assert!(
+            g.iter().all(|&x| x >= 10e3),
+            "never faster than twice the rate"
+        );
         let total: f64 = g.iter().sum();
         assert!(
             (total - 1999.0 * 20e3).abs() < 1e-3,
@@ -559,7 +562,11 @@ mod tests {
         // 28 ms behind with 1989 datagrams to go at 20 us: at 10 us a gap the
         // burst pays back 19.9 ms and ends 8.1 ms late.
         let g = gaps(20e3, 28e6, 2000);
-        assert!(g[10..].iter().all(|&x| x >= 10e3 - 1e-6), "{:?}", &g[10..20]);
+        assert!(
+            g[10..].iter().all(|&x| x >= 10e3 - 1e-6),
+            "{:?}",
+            &g[10..20]
+        );
         let late = g.iter().sum::<f64>() - 1999.0 * 20e3;
         assert!((late - 8.1e6).abs() < 30e3, "{late}");
     }
@@ -571,14 +578,17 @@ mod tests {
             ..Limits::default()
         };
         // 1400 B every 150 us is 74.7 Mbit/s; twice that would pass the limit.
-        let p = UdpStreamParams::parse(&json!({"pkt_bytes": 1400, "wait_us": 150}), &limits)
-            .unwrap();
+        let p =
+            UdpStreamParams::parse(&json!({"pkt_bytes": 1400, "wait_us": 150}), &limits).unwrap();
         let floor = floor_gap_ns(&p, limits.max_udp_bits_per_second);
         assert!((floor - 112e3).abs() < 1e-6, "{floor}");
         assert_eq!(floor_gap_ns(&p, None), 75e3);
         let g = gaps_floor(150e3, 50e6, 1000, floor);
         assert!(g.iter().all(|&x| x >= 112e3 - 1e-6));
         let fastest = g.iter().cloned().fold(f64::MAX, f64::min);
-        assert!((fastest - 112e3).abs() < 1e-3, "catches up at the limit: {fastest}");
+        assert!(
+            (fastest - 112e3).abs() < 1e-3,
+            "catches up at the limit: {fastest}"
+        );
     }
 }

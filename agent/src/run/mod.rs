@@ -11,6 +11,7 @@
 //! agent URL, wrong token).
 
 mod client;
+mod inline;
 mod output;
 
 use client::{AgentUrl, Ctl, CtlError, Incoming};
@@ -35,13 +36,30 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "FILE",
-        conflicts_with = "preset",
-        required_unless_present = "preset"
+        conflicts_with_all = ["preset", "kind"],
+        required_unless_present_any = ["preset", "kind"]
     )]
     plan: Option<String>,
     /// A built-in plan: socketsend, bw_tcp, perl_buffers, sockbench, tcp_req, tcp_bw_mon_2, tcp_bw_mon_20, tcp_bw_nstream, udp_req_timo, udp_bw_mon.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "kind")]
     preset: Option<String>,
+    /// A plan of this kind from the flags alone: tcp_stream, tcp_rr,
+    /// udp_stream, udp_rr, unix_stream, unix_rr.
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// Set a parameter (repeatable), over the plan's or preset's own:
+    /// --set msg_bytes=1M --set direction=receive. K/M/G are powers of 1024.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Sweep a parameter (at most two, the first is the outer loop; they
+    /// replace the plan's axes): NAME=a,b,c or NAME=FROM:TO:STEP or
+    /// NAME=pow2:LOW:HIGH, e.g. --sweep resp_bytes=64:1500:8.
+    #[arg(long = "sweep", value_name = "NAME=AXIS")]
+    sweep: Vec<String>,
+    /// Run every point this many times (netperf -i; the mean and its
+    /// confidence interval are printed).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: Option<u32>,
     /// Write the result (meshperf-result JSON) here.
     #[arg(long, value_name = "FILE")]
     json: Option<String>,
@@ -112,18 +130,21 @@ fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
 }
 
 fn load_plan(a: &RunArgs) -> Result<Plan, String> {
-    if let Some(name) = &a.preset {
-        return presets::preset(name).ok_or_else(|| {
+    let base = if let Some(name) = &a.preset {
+        Some(presets::preset(name).ok_or_else(|| {
             format!(
                 "unknown preset {name:?}; known: {}",
                 presets::names().join(", ")
             )
-        });
-    }
-    let path = a.plan.as_deref().unwrap_or_default();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
-    Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))
+        })?)
+    } else if let Some(path) = a.plan.as_deref() {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
+        Some(Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))?)
+    } else {
+        None
+    };
+    inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {

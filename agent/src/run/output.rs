@@ -232,7 +232,6 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-
 /// A summary's figures as `(name, value)` columns, in the order the summary
 /// gives them: nested statistics flattened to dotted names (`rtt_us.median`,
 /// `interarrival_us.p99`) and, with `arrays`, list entries by index

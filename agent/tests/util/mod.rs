@@ -41,7 +41,12 @@ impl AgentProc {
 
     /// The agent's stderr lines so far.
     pub fn log(&self) -> Vec<String> {
-        self.log.as_ref().expect("started with start_logged").lock().unwrap().clone()
+        self.log
+            .as_ref()
+            .expect("started with start_logged")
+            .lock()
+            .unwrap()
+            .clone()
     }
 
     fn spawn(extra: &[&str], env: &[(&str, &str)], logged: bool) -> AgentProc {

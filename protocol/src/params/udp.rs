@@ -292,9 +292,18 @@ mod tests {
         assert_eq!(p.count, Limits::default().max_count, "the cap");
         assert_eq!(rr(Value::Null).unwrap().duration_s, None);
         let e = rr(json!({"duration_s": 1, "count": 10})).unwrap_err();
-        assert_eq!((e.param.as_str(), e.message.as_str()), ("count", "give count or duration_s, not both"));
-        assert_eq!(rr(json!({"duration_s": 0})).unwrap_err().param, "duration_s");
-        assert_eq!(rr(json!({"duration_s": 3600})).unwrap_err().param, "duration_s");
+        assert_eq!(
+            (e.param.as_str(), e.message.as_str()),
+            ("count", "give count or duration_s, not both")
+        );
+        assert_eq!(
+            rr(json!({"duration_s": 0})).unwrap_err().param,
+            "duration_s"
+        );
+        assert_eq!(
+            rr(json!({"duration_s": 3600})).unwrap_err().param,
+            "duration_s"
+        );
         // Only a given duration is written back.
         let v = serde_json::to_value(rr(Value::Null).unwrap()).unwrap();
         assert!(v.get("duration_s").is_none(), "{v}");
