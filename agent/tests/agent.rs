@@ -113,7 +113,36 @@ fn socket_options_are_read_back_from_the_kernel() {
         assert_eq!(s["rcvbuf_actual"], 262144, "{end}");
         // Unpaced bulk: the receiver is woken once per full read buffer.
         assert_eq!(s["rcvlowat"], 8192, "{end}");
+        // Loopback's 64 KiB MTU gives a segment size far above Ethernet's.
+        assert!(s["mss"].as_u64().unwrap() > 16000, "{end}");
+        assert!(s.get("mss_requested").is_none_or(|m| m.is_null()), "{end}");
     }
+    // TCP_MAXSEG asked for: the connection segments at it (less the 12
+    // bytes of the timestamp option), both ends, bulk and request/response.
+    for (id, kind, p) in [
+        (
+            35,
+            "tcp_stream",
+            json!({"msg_bytes": 100000, "count": 10, "mss": 1000}),
+        ),
+        (
+            36,
+            "tcp_rr",
+            json!({"req_bytes": 3000, "resp_bytes": 3000, "count": 10, "mss": 536}),
+        ),
+    ] {
+        let (client, server) = run_pair(&mut cb, &mut ca, id, kind, p.clone());
+        let want = p["mss"].as_u64().unwrap();
+        for end in [&client, &server] {
+            let s = &end["summary"];
+            assert_eq!(s["mss_requested"], want, "{end}");
+            let mss = s["mss"].as_u64().unwrap();
+            assert!(mss <= want && mss + 40 >= want, "{kind}: {end}");
+        }
+    }
+    let r = ca.request(json!({"type": "prepare", "test_id": 37, "step": 0, "kind": "tcp_stream", "params": {"mss": 40}}));
+    assert_eq!(r["code"], "bad_params", "{r}");
+    assert!(r["message"].as_str().unwrap().starts_with("mss"), "{r}");
     // Paced, explicit, and a transfer whose tail is shorter than the low
     // water mark (it must still arrive whole, at EOF, not at a timeout).
     for (id, p, lowat) in [

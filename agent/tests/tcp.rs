@@ -219,7 +219,10 @@ fn bad_rr_and_bind_parameters_are_refused_before_traffic() {
         ),
         ("unix_stream", json!({"tos": 16}), "tos"),
         ("unix_stream", json!({"rcvlowat": 4096}), "rcvlowat"),
+        ("unix_stream", json!({"mss": 1000}), "mss"),
+        ("unix_rr", json!({"mss": 1000}), "mss"),
         ("tcp_stream", json!({"rcvlowat": 0}), "rcvlowat"),
+        ("tcp_rr", json!({"mss": 70000}), "mss"),
     ];
     for (i, (kind, params, name)) in prepare.into_iter().enumerate() {
         let r = c.request(json!({"type": "prepare", "test_id": 100 + i, "step": 0, "kind": kind, "params": params}));

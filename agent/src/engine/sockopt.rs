@@ -16,16 +16,28 @@ pub struct Applied {
     pub tos: Option<u32>,
     pub congestion: Option<String>,
     pub rcvlowat: u64,
+    /// TCP_MAXSEG: on a connected socket, the segment size in use.
+    pub mss: Option<u32>,
 }
 
 /// Options that must be set before connect/listen (buffer sizes, so the
-/// window scale is negotiated for them).
+/// window scale is negotiated for them; the MSS, which the SYN announces and
+/// accepted sockets inherit from their listener).
 pub fn pre_connect(sock: &socket2::Socket, p: &StreamParams) -> io::Result<()> {
     if let Some(n) = p.sndbuf {
         sock.set_send_buffer_size(n as usize)?;
     }
     if let Some(n) = p.rcvbuf {
         sock.set_recv_buffer_size(n as usize)?;
+    }
+    if let Some(m) = p.mss {
+        set_int(
+            &SockRef::from(sock),
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            m as libc::c_int,
+        )
+        .map_err(|e| io::Error::new(e.kind(), format!("mss: cannot set TCP_MAXSEG {m}: {e}")))?;
     }
     Ok(())
 }
@@ -138,6 +150,7 @@ fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
         nodelay: sock.tcp_nodelay()?,
         tos,
         rcvlowat: get_int(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT).unwrap_or(1) as u64,
+        mss: get_int(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG).map(|m| m as u32),
         congestion: sock.tcp_congestion().ok().map(|v| {
             String::from_utf8_lossy(&v)
                 .trim_end_matches('\0')

@@ -76,6 +76,8 @@ fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestEr
         ("nodelay", json!(applied.nodelay)),
         ("tos", json!(applied.tos)),
         ("congestion", json!(applied.congestion)),
+        ("mss_requested", json!(p.mss)),
+        ("mss", json!(applied.mss)),
         ("sndbuf_actual", json!(applied.sndbuf_actual)),
         ("rcvbuf_actual", json!(applied.rcvbuf_actual)),
     ] {

@@ -210,6 +210,8 @@ fn summary(
         "tos": applied.tos,
         "congestion": applied.congestion,
         "rcvlowat": applied.rcvlowat,
+        "mss_requested": p.mss,
+        "mss": applied.mss,
         "line": lines.join("; "),
     })
 }

@@ -68,6 +68,7 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
         for (name, set) in [
             ("tos", p.tos.is_some()),
             ("congestion", p.congestion.is_some()),
+            ("mss", p.mss.is_some()),
             ("client_bind", p.client_bind.is_some()),
             ("server_bind", p.server_bind.is_some()),
         ] {
@@ -81,6 +82,7 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
     for (name, set) in [
         ("tos", p.tos.is_some()),
         ("congestion", p.congestion.is_some()),
+        ("mss", p.mss.is_some()),
         ("nodelay", p.nodelay),
         ("rcvlowat", p.rcvlowat.is_some()),
         ("client_bind", p.client_bind.is_some()),

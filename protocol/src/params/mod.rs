@@ -218,6 +218,11 @@ pub(crate) fn tos(r: &mut Reader) -> Result<Option<u8>, ParamError> {
     }
 }
 
+/// `mss`: TCP_MAXSEG in the range Linux accepts (TCP_MIN_MSS 88 to 65535).
+pub(crate) fn mss(r: &mut Reader) -> Result<Option<u64>, ParamError> {
+    opt_range(r, "mss", 88, 65535)
+}
+
 /// How a test is bounded: `count` (default `default_count`) or `duration_s`,
 /// never both, within the agent's limits. `bytes_per_count` is what one
 /// count moves in total (for the `max_bytes` limit), with its formula named.

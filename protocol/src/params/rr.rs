@@ -36,6 +36,9 @@ pub struct RrParams {
     pub rcvbuf: Option<u64>,
     pub tos: Option<u8>,
     pub congestion: Option<String>,
+    /// TCP_MAXSEG asked for (see `StreamParams::mss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u64>,
     pub client_bind: Option<IpAddr>,
     pub server_bind: Option<IpAddr>,
     /// How often samples and progress go to the page, in milliseconds.
@@ -95,6 +98,7 @@ impl RrParams {
         let rcvbuf = opt_range(&mut r, "rcvbuf", 1, 1 << 30)?;
         let tos = super::tos(&mut r)?;
         let congestion = congestion(&mut r)?;
+        let mss = super::mss(&mut r)?;
         let client_bind = bind_addr(&mut r, "client_bind")?;
         let server_bind = bind_addr(&mut r, "server_bind")?;
         let interval_ms = range_u64(
@@ -128,6 +132,7 @@ impl RrParams {
             rcvbuf,
             tos,
             congestion,
+            mss,
             client_bind,
             server_bind,
             interval_ms,
@@ -155,6 +160,7 @@ impl RrParams {
             // Every response is awaited as it arrives.
             rcvlowat: Some(1),
             payload: Default::default(),
+            mss: self.mss,
         }
     }
 }

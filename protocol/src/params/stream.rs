@@ -75,6 +75,11 @@ pub struct StreamParams {
     /// What the writes carry.
     #[serde(default)]
     pub payload: Payload,
+    /// TCP_MAXSEG asked for, bytes: the largest segment either end sends
+    /// (announced in the SYN), to compare segment sizes as seed 002 compares
+    /// MTUs. The summary's `mss` is what the connection uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u64>,
 }
 
 /// Largest default SO_RCVLOWAT: at 10 Mbit/s a receiver still wakes every
@@ -145,6 +150,7 @@ impl StreamParams {
         let client_bind = bind_addr(&mut r, "client_bind")?;
         let server_bind = bind_addr(&mut r, "server_bind")?;
         let rcvlowat = opt_range(&mut r, "rcvlowat", 1, 1 << 30)?;
+        let mss = super::mss(&mut r)?;
         let payload = match r.string("payload")?.as_deref() {
             None | Some("random") => Payload::Random,
             Some("zeros") => Payload::Zeros,
@@ -192,6 +198,7 @@ impl StreamParams {
             server_bind,
             rcvlowat,
             payload,
+            mss,
         })
     }
 }

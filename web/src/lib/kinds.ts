@@ -32,7 +32,11 @@ const binds: ParamSpec[] = [
   { name: 'client_bind', type: 'text', label: 'driving agent local address', advanced: true, tcp: true },
   { name: 'server_bind', type: 'text', label: 'serving agent listen address', advanced: true, tcp: true },
 ];
-const tcpOnly: ParamSpec[] = [{ name: 'congestion', type: 'text', label: 'congestion control', advanced: true, tcp: true }, ...binds];
+const tcpOnly: ParamSpec[] = [
+  { name: 'congestion', type: 'text', label: 'congestion control', advanced: true, tcp: true },
+  { name: 'mss', min: 88, type: 'int', label: 'TCP_MAXSEG, segment size (bytes)', def: 'path MTU', advanced: true, tcp: true },
+  ...binds,
+];
 
 const stream: ParamSpec[] = [
   { name: 'msg_bytes', min: 1, type: 'size', label: 'message size', def: '128K', initial: '1M' },
