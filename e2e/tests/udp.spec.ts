@@ -86,6 +86,21 @@ test('udp_req_timo: the 180-point response-size scan runs, fits latency against 
   expect(pts[0][0]).toBe(64);
   expect(pts[179][0]).toBe(1496);
   expect(pts.every(([, v]) => v != null && v > 0)).toBe(true);
+  // The other statistics udp_req_timo reports per size: each point's min,
+  // median, p99 and max bracket its mean, and the fit follows the choice.
+  await expect(rtt.locator('figcaption')).toContainText('Latency of each step');
+  const byStat: Record<string, Point[]> = { mean: pts };
+  for (const stat of ['min', 'median', 'p99', 'max']) {
+    await page.getByTestId('sweep-stat').selectOption(stat);
+    await expect(rtt).toHaveAttribute('data-y', `${stat} round-trip time`);
+    byStat[stat] = await values(page, 'sweep-rtt');
+  }
+  for (let j = 0; j < 180; j++) {
+    const [mn, md, p99, mx, mean] = ['min', 'median', 'p99', 'max', 'mean'].map((s) => byStat[s][j][1]!);
+    expect(mn <= md && md <= p99 && p99 <= mx && mn <= mean && mean <= mx, `point ${j}: ${mn} ${md} ${p99} ${mx} ${mean}`).toBe(true);
+  }
+  expect(byStat.min.some(([, v], j) => v! < byStat.max[j][1]!)).toBe(true);
+  await page.getByTestId('sweep-stat').selectOption('mean');
 
   // The responder's side: every request answered, nothing from strangers.
   const server = page.getByTestId('summary-server');

@@ -19,9 +19,13 @@ export interface Metric {
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
-export function metricsFor(kind: string): Metric[] {
+/** The round-trip statistics a latency sweep can plot (udp_req_timo prints ave, min and max). */
+export const RTT_STATS = ['mean', 'median', 'min', 'p99', 'max'] as const;
+export type RttStat = (typeof RTT_STATS)[number];
+
+export function metricsFor(kind: string, stat: RttStat = 'mean'): Metric[] {
   if (isRr(kind))
-    return [{ id: 'rtt', title: 'Latency', y: 'mean round-trip time', kind: 'time', get: (s) => num(s.summary?.rtt_us?.mean) }];
+    return [{ id: 'rtt', title: 'Latency', y: `${stat} round-trip time`, kind: 'time', get: (s) => num(s.summary?.rtt_us?.[stat]) }];
   if (kind === 'udp_stream')
     return [
       // udp_bw_mon's figure 3.1: received wire rate (payload + per-frame overhead) against the wait, log-log.
