@@ -32,7 +32,7 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export function startAgent(cpu, extra = []) {
   return new Promise((resolve, reject) => {
     const token = Math.random().toString(16).slice(2).padEnd(12, '0');
-    const cmd = [...pin(cpu), bin, 'agent', '--listen', '127.0.0.1:0', ...extra];
+    const cmd = [...pin(cpu), bin, 'agent', '--listen', '127.0.0.1:0', '--quiet', ...extra];
     const p = spawn(cmd[0], cmd.slice(1), { env: { ...process.env, MESHPERF_TOKEN: token }, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(p);
     p.stdout.once('data', (d) => {

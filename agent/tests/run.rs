@@ -479,6 +479,35 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
         file.steps[0].summary
     );
 
+    // A scan ends with its totals, as udp_req_timo's does.
+    let o = run(&[
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--kind",
+        "udp_rr",
+        "--set",
+        "count=50",
+        "--sweep",
+        "resp_bytes=64,128",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("total over "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let n: Vec<u64> = total
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // steps, sent, answered, timeouts, bad
+    assert_eq!(n.len(), 5, "{total}");
+    assert_eq!((n[0], n[1]), (2, 100), "{total}");
+    assert_eq!(n[2] + n[3], 100, "{total}");
+    assert!(total.contains(" requests sent, "), "{total}");
+
     // Mistakes are one-line usage errors before any traffic.
     for (args, msg) in [
         (&["--kind", "tcp_xx"][..], "unknown kind \"tcp_xx\""),

@@ -215,6 +215,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.finish();
+    if let Some(t) = output::totals(&result).filter(|_| !a.quiet) {
+        println!("{t}");
+    }
     if stop.load(Ordering::Relaxed) {
         eprintln!("meshperf run: interrupted; the running test was cancelled on both agents");
         failed = true;

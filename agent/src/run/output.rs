@@ -155,6 +155,46 @@ impl Output {
     }
 }
 
+/// The totals a scan ends with (udp_req_timo and udp_bw_mon print the
+/// packets sent and the timeouts over the whole scan): one line over every
+/// step that has a result, for runs of more than one step.
+pub fn totals(r: &RunResult) -> Option<String> {
+    let ok: Vec<&StepResult> = r.steps.iter().filter(|s| s.error.is_none()).collect();
+    if r.steps.len() < 2 || ok.is_empty() {
+        return None;
+    }
+    let sum = |k: &str| ok.iter().filter_map(|s| s.summary[k].as_u64()).sum::<u64>();
+    let what = match r.plan.kind {
+        Kind::UdpRr => format!(
+            "{} requests sent, {} answered, {} timeouts, {} bad",
+            sum("count"),
+            sum("answered"),
+            sum("timeouts"),
+            sum("bad")
+        ),
+        Kind::UdpStream => format!(
+            "{} datagrams sent, {} received, {} lost, {} out of order, {} duplicates",
+            sum("sent"),
+            sum("received"),
+            sum("lost"),
+            sum("out_of_order"),
+            sum("duplicates")
+        ),
+        Kind::TcpRr | Kind::UnixRr => format!("{} transactions", sum("count")),
+        Kind::TcpStream | Kind::UnixStream => format!("{} bytes", sum("bytes")),
+    };
+    let failed = r.steps.len() - ok.len();
+    Some(format!(
+        "total over {} steps{}: {what}",
+        ok.len(),
+        if failed > 0 {
+            format!(" ({failed} failed, not counted)")
+        } else {
+            String::new()
+        }
+    ))
+}
+
 /// Why a side of step `s` ended early with what it had measured (its
 /// summary's `note`), one line each: "step 3 client: the peer stopped ...".
 pub fn notes(s: &StepResult) -> Vec<String> {
