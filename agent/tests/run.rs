@@ -479,6 +479,42 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
         file.steps[0].summary
     );
 
+    // A paired axis: each step binds both ends to its own address pair, and
+    // each end sees the other's (seed 002's local/remote host pairs).
+    let o = run(&[
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--kind",
+        "tcp_rr",
+        "--set",
+        "count=50",
+        "--sweep",
+        "client_bind+server_bind=127.0.0.1/127.0.0.1,127.0.0.2/127.0.0.3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let seen: Vec<(String, String)> = file
+        .steps
+        .iter()
+        .map(|s| {
+            let side = |x: &Option<serde_json::Value>| {
+                x.as_ref().unwrap()["peer"].as_str().unwrap().to_string()
+            };
+            (side(&s.sides.server), side(&s.sides.client))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("127.0.0.1".to_string(), "127.0.0.1".to_string()),
+            ("127.0.0.2".to_string(), "127.0.0.3".to_string())
+        ]
+    );
+
     // A scan ends with its totals, as udp_req_timo's does.
     let o = run(&[
         "--agent",

@@ -13,7 +13,11 @@
 //! finer geometric grid). The special axis `transport` takes `unix`, `tcp`
 //! (loopback) and `tcp_local` (a local non-loopback address) and switches a
 //! `tcp_*` kind to its `unix_*` twin where asked. With two axes the first
-//! written is the outer loop.
+//! written is the outer loop. A paired axis moves several parameters
+//! together: its name joins them with `+` and each value is a list with one
+//! entry per name (`{"client_bind+server_bind": [["10.1.0.1", "10.1.0.2"],
+//! ["10.9.0.1", "10.9.0.2"]]}`: one address pair per MTU, as seed 002's
+//! packet-driver loops over local/remote host pairs).
 
 use crate::params::Kind;
 use serde::{Deserialize, Serialize};
@@ -271,7 +275,30 @@ impl Plan {
             let mut params = self.params.clone();
             let mut transport = base_transport;
             for (name, v) in &point {
-                if name == "transport" {
+                if name.contains('+') {
+                    let names: Vec<&str> = name.split('+').collect();
+                    let vals = v
+                        .as_array()
+                        .filter(|a| a.len() == names.len())
+                        .ok_or_else(|| {
+                            axis_err(
+                                name,
+                                format!(
+                                    "a paired axis takes lists of {} values (one per name), got {v}",
+                                    names.len()
+                                ),
+                            )
+                        })?;
+                    for (n, x) in names.iter().zip(vals) {
+                        if n.is_empty() || *n == "transport" {
+                            return Err(axis_err(
+                                name,
+                                "a paired axis names parameters (transport cannot be paired)",
+                            ));
+                        }
+                        params.insert(n.to_string(), x.clone());
+                    }
+                } else if name == "transport" {
                     // By name, not serde: keeps the wasm build free of enum deserialisers.
                     transport = v.as_str().and_then(Transport::from_name).ok_or_else(|| {
                         axis_err(
@@ -305,6 +332,28 @@ mod tests {
 
     fn plan(v: Value) -> Plan {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn paired_axes_move_parameters_together() {
+        let p = plan(json!({"kind": "tcp_rr", "params": {"count": 10},
+            "sweep": {"client_bind+server_bind": [["127.0.0.1", "127.0.0.1"], ["127.0.0.2", "127.0.0.3"]],
+                      "req_bytes": [1, 2]}}));
+        let s = p.expand().unwrap();
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[2].params["client_bind"], "127.0.0.2");
+        assert_eq!(s[2].params["server_bind"], "127.0.0.3");
+        assert_eq!(s[2].params["req_bytes"], 1);
+        assert_eq!(s[2].point[0].1, json!(["127.0.0.2", "127.0.0.3"]));
+        for bad in [
+            json!({"a+b": [["x"]]}),
+            json!({"a+b": [1, 2]}),
+            json!({"a+transport": [["x", "unix"]]}),
+            json!({"a+": [["x", "y"]]}),
+        ] {
+            let p = plan(json!({"kind": "tcp_rr", "sweep": bad}));
+            assert!(matches!(p.expand(), Err(PlanError::Axis { .. })), "{bad}");
+        }
     }
 
     #[test]

@@ -37,7 +37,20 @@ fn pair<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), String> {
 }
 
 /// A sweep axis as typed: `a,b,c` (a list), `FROM:TO:STEP` (a range) or
-/// `pow2:LOW:HIGH` (powers of two), in the plan file's forms.
+/// `pow2:LOW:HIGH` (powers of two), in the plan file's forms; for a paired
+/// axis (`NAME+NAME`) a list of `/`-joined tuples, `10.1.0.1/10.1.0.2,...`.
+pub fn axis_for(name: &str, spec: &str) -> Result<Value, String> {
+    if !name.contains('+') {
+        return axis(spec);
+    }
+    Ok(Value::Array(
+        spec.split(',')
+            .map(|t| Value::Array(t.split('/').map(value).collect()))
+            .collect(),
+    ))
+}
+
+/// A single parameter's axis (see [`axis_for`]).
 pub fn axis(spec: &str) -> Result<Value, String> {
     let parts: Vec<&str> = spec.split(':').collect();
     let nums = |p: &[&str]| -> Result<Vec<Value>, String> {
@@ -95,7 +108,7 @@ pub fn build(
         plan.sweep = Map::new();
         for s in sweeps {
             let (k, v) = pair("--sweep", s)?;
-            plan.sweep.insert(k.to_string(), axis(v)?);
+            plan.sweep.insert(k.to_string(), axis_for(k, v)?);
         }
     }
     if let Some(r) = repeat {
@@ -133,6 +146,14 @@ mod tests {
         );
         assert_eq!(axis("pow2:1:64K").unwrap(), json!({"pow2": [1, 65536]}));
         assert!(axis("1:2").unwrap_err().contains("FROM:TO:STEP"));
+        assert_eq!(
+            axis_for("mss+client_bind", "1460/10.0.0.1,8960/10.0.1.1").unwrap(),
+            json!([[1460, "10.0.0.1"], [8960, "10.0.1.1"]])
+        );
+        assert_eq!(
+            axis_for("client_bind+server_bind", "::1/::1").unwrap(),
+            json!([["::1", "::1"]])
+        );
         assert!(axis("1:x:2").unwrap_err().contains("\"x\""));
     }
 
