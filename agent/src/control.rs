@@ -57,6 +57,7 @@ impl Session {
 
 struct TestHandle {
     owner: u64,
+    serial: u64,
     cancel: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     /// "session 2 test 7 step 0 tcp_stream serving", for the agent's record.
@@ -82,6 +83,8 @@ pub struct Agent {
     tx: Sender<Outbound>,
     waker: Arc<mio::Waker>,
     next_sid: u64,
+    /// Registrations of test sides so far (see `Sink::serial`).
+    next_serial: u64,
     tests: HashMap<(u32, Role), TestHandle>,
     /// Engine output waiting for its session's next pump.
     pending: HashMap<u64, VecDeque<Message>>,
@@ -108,6 +111,7 @@ impl Agent {
             tx,
             waker,
             next_sid: 1,
+            next_serial: 1,
             tests: HashMap::new(),
             pending: HashMap::new(),
             live: Default::default(),
@@ -133,18 +137,23 @@ impl Agent {
                 sid,
                 test_id,
                 role,
+                serial,
                 text,
                 outcome,
             } => {
-                if let Some(h) = self.tests.remove(&(test_id, role)) {
+                if let Some(h) = self.take(test_id, role, serial) {
                     h.log_end(&outcome);
                     self.ending.extend(h.thread);
                 }
                 self.queue(sid, Message::text(text))
             }
-            Outbound::Finished { test_id, role } => {
+            Outbound::Finished {
+                test_id,
+                role,
+                serial,
+            } => {
                 // A side that ended without a final event is freed here.
-                if let Some(h) = self.tests.remove(&(test_id, role)) {
+                if let Some(h) = self.take(test_id, role, serial) {
                     h.log_end(if h.cancel.load(Ordering::Relaxed) {
                         "cancelled"
                     } else {
@@ -159,6 +168,15 @@ impl Agent {
                 done.into_iter().for_each(|t| drop(t.join()));
                 None
             }
+        }
+    }
+
+    /// Unregisters side `(test_id, role)` if it is still registration
+    /// `serial` (not a newer test that reused the id).
+    fn take(&mut self, test_id: u32, role: Role, serial: u64) -> Option<TestHandle> {
+        match self.tests.get(&(test_id, role)) {
+            Some(h) if h.serial == serial => self.tests.remove(&(test_id, role)),
+            _ => None,
         }
     }
 
@@ -394,7 +412,8 @@ impl Agent {
         Ok(())
     }
 
-    fn ctx(&self, sid: u64, test_id: u32, step: u32, role: Role, kind: Kind) -> TestCtx {
+    fn ctx(&mut self, sid: u64, test_id: u32, step: u32, role: Role, kind: Kind) -> TestCtx {
+        self.next_serial += 1;
         TestCtx {
             test_id,
             step,
@@ -404,6 +423,7 @@ impl Agent {
             limits: self.limits.clone(),
             sink: Sink {
                 sid,
+                serial: self.next_serial,
                 tx: self.tx.clone(),
                 waker: self.waker.clone(),
             },
@@ -432,6 +452,7 @@ impl Agent {
         log!("{what} started, {detail}");
         let handle = TestHandle {
             owner: ctx.sink.sid,
+            serial: ctx.sink.serial,
             cancel: ctx.cancel.clone(),
             thread: Some(thread),
             what,
@@ -500,5 +521,67 @@ fn peer_text(p: &PeerAddr) -> String {
         format!("[{}]:{}", p.host, p.port)
     } else {
         format!("{}:{}", p.host, p.port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent() -> (Agent, mio::Poll) {
+        let poll = mio::Poll::new().unwrap();
+        let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(0)).unwrap());
+        let info = AgentInfo {
+            protocol: 1,
+            version: String::new(),
+            hostname: String::new(),
+            addresses: vec![],
+            cores: 1,
+            kernel: String::new(),
+            capabilities: vec![Kind::TcpRr],
+            limits: Limits::default(),
+        };
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let a = Agent::new("t".repeat(8), info, [127, 0, 0, 1].into(), tx, waker);
+        (a, poll)
+    }
+
+    fn side(a: &mut Agent, test_id: u32) -> u64 {
+        let ctx = a.ctx(1, test_id, 0, Role::Server, Kind::TcpRr);
+        let serial = ctx.sink.serial;
+        let t = std::thread::spawn(|| {});
+        a.register(&ctx, Ok(t), String::new()).unwrap();
+        serial
+    }
+
+    #[test]
+    fn a_late_finished_of_an_old_side_does_not_end_a_new_side_with_its_id() {
+        let (mut a, _poll) = agent();
+        let old = side(&mut a, 61);
+        // The old side's final event frees the id; the controller reuses it.
+        a.route(Outbound::Final {
+            sid: 1,
+            test_id: 61,
+            role: Role::Server,
+            serial: old,
+            text: "{}".into(),
+            outcome: String::new(),
+        });
+        assert!(a.tests.is_empty());
+        let new = side(&mut a, 61);
+        assert_ne!(new, old);
+        // The old thread's Finished arrives after: the new side stays.
+        a.route(Outbound::Finished {
+            test_id: 61,
+            role: Role::Server,
+            serial: old,
+        });
+        assert_eq!(a.tests[&(61, Role::Server)].serial, new);
+        a.route(Outbound::Finished {
+            test_id: 61,
+            role: Role::Server,
+            serial: new,
+        });
+        assert!(a.tests.is_empty());
     }
 }

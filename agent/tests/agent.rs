@@ -601,3 +601,30 @@ fn data_ports_keep_every_serving_side_inside_the_range() {
         "{err}"
     );
 }
+
+#[test]
+fn a_test_id_reused_at_once_is_a_new_test_the_old_one_cannot_end() {
+    // A controller may prepare the same test id again as soon as the old
+    // side's final event arrives; the old side's thread ends a moment later
+    // and must not unregister the new side (which could then be neither
+    // cancelled nor seen as running: a test in CI waited out a 10 s accept
+    // window for it).
+    let a = AgentProc::start(&[]);
+    let mut c = a.connect();
+    for i in 0..60 {
+        let kind = ["udp_stream", "tcp_stream", "tcp_rr"][i % 3];
+        let r = c.request(
+            json!({"type": "prepare", "test_id": 61, "step": i, "kind": kind, "params": {}}),
+        );
+        assert_eq!(r["type"], "prepared", "round {i}: {r}");
+        let r = c.request(json!({"type": "cancel", "test_id": 61}));
+        assert_eq!(r["type"], "cancelled", "round {i}: {r}");
+        let end = c.wait_end(61);
+        assert_eq!(end["code"], "cancelled", "round {i}: {end}");
+    }
+    // Nothing is left registered: a different test runs at once.
+    let r = c.request(
+        json!({"type": "prepare", "test_id": 62, "step": 0, "kind": "tcp_rr", "params": {}}),
+    );
+    assert_eq!(r["type"], "prepared", "{r}");
+}

@@ -53,18 +53,28 @@ pub enum Outbound {
         sid: u64,
         test_id: u32,
         role: Role,
+        /// The side's registration (see [`Sink::serial`]).
+        serial: u64,
         text: String,
         /// How the side ended, for the agent's record ("25.3 Gbit/s").
         outcome: String,
     },
     /// The side `role` of test `test_id` has ended (successfully or not).
-    Finished { test_id: u32, role: Role },
+    Finished {
+        test_id: u32,
+        role: Role,
+        serial: u64,
+    },
 }
 
 /// The way back from an engine thread to the session that owns the test.
 #[derive(Clone)]
 pub struct Sink {
     pub sid: u64,
+    /// Which registration of `(test_id, role)` this side is: a controller
+    /// may reuse a test id as soon as the side's final event reaches it, and
+    /// the old side's `Finished` must not end the new one.
+    pub serial: u64,
     pub tx: Sender<Outbound>,
     pub waker: Arc<mio::Waker>,
 }
@@ -86,6 +96,7 @@ impl Sink {
                 sid: self.sid,
                 test_id: *test_id,
                 role: *role,
+                serial: self.serial,
                 text,
                 outcome: match (summary["note"].as_str(), headline(*kind, summary)) {
                     (Some(n), _) => format!("ended early: {n}"),
@@ -201,6 +212,7 @@ impl TestCtx {
             sid: self.sink.sid,
             test_id: self.test_id,
             role: self.role,
+            serial: self.sink.serial,
             text,
             outcome,
         });
@@ -226,6 +238,7 @@ impl TestCtx {
         let _ = self.sink.tx.send(Outbound::Finished {
             test_id: self.test_id,
             role: self.role,
+            serial: self.sink.serial,
         });
         let _ = self.sink.waker.wake();
     }

@@ -62,7 +62,14 @@ impl AgentProc {
                 &["--listen", "127.0.0.1:0"][..]
             })
             .args(extra)
-            .args(if logged { &[][..] } else { &["--quiet"][..] })
+            // MESHPERF_TEST_AGENT_LOG=1 shows every agent's record on stderr.
+            .args(
+                if logged || std::env::var_os("MESHPERF_TEST_AGENT_LOG").is_some() {
+                    &[][..]
+                } else {
+                    &["--quiet"][..]
+                },
+            )
             .env("MESHPERF_TOKEN", &token)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
