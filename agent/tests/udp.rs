@@ -88,6 +88,13 @@ fn udp_stream_counts_every_datagram_in_both_directions() {
             assert_eq!(s["line"].as_str().unwrap().split("; ").count(), 26, "{s}");
             assert!(s["wire_bits_per_second"].as_f64() > s["recv_bits_per_second"].as_f64());
         }
+        // The receiver's buffer, grown before the burst and read back.
+        let receiving = if dir == "send" { &server } else { &client };
+        assert_eq!(
+            receiving["summary"]["rcvbuf_actual"],
+            json!(grown_rcvbuf(unsafe { libc::geteuid() } == 0)),
+            "{receiving}"
+        );
         let (sender, receiver) = if dir == "send" {
             (&cb, &ca)
         } else {
@@ -546,4 +553,71 @@ fn operator_limits_are_announced_and_enforced_by_each_agent() {
         json!({"pkt_bytes": 1400, "wait_us": 200, "count": 200}),
     );
     check_done("udp_stream", &cl, &sv, 200);
+}
+
+/// What a receiver's 8 MiB request gives, as the kernel reports it (twice
+/// the size, for its bookkeeping): all of it with CAP_NET_ADMIN, else up to
+/// net.core.rmem_max.
+fn grown_rcvbuf(privileged: bool) -> u64 {
+    let want = 8u64 << 20;
+    let max: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    2 * if privileged { want } else { want.min(max) }
+}
+
+#[test]
+fn an_unprivileged_agent_gets_the_largest_buffer_it_may_and_says_it_runs_at_its_own_priority() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to start agents as another user (setpriv)");
+        return;
+    }
+    // Agents as nobody, no capabilities: how most users run them.
+    /// Killed when the test ends, passed or not.
+    struct Agent(std::process::Child);
+    impl Drop for Agent {
+        fn drop(&mut self) {
+            let _ = (self.0.kill(), self.0.wait());
+        }
+    }
+    let token = format!("tok{:016x}", std::process::id());
+    let agent = || {
+        let mut c = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_meshperf"))
+            .args(["agent", "--quiet", "--listen", "127.0.0.1:0"])
+            .env("MESHPERF_TOKEN", &token)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("setpriv (util-linux)");
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "... ready: http://127.0.0.1:PORT/#token=T"
+        let port: u16 = line
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        (Agent(c), port)
+    };
+    let ((_ga, a), (_gb, b)) = (agent(), agent());
+    let mut ca = Ctl::connect(a, &token, None).unwrap();
+    let mut cb = Ctl::connect(b, &token, None).unwrap();
+    let params = json!({"count": 1000, "wait_us": 20});
+    let (client, server) = run_pair(&mut cb, &mut ca, 7, "udp_stream", params);
+    for end in [&client, &server] {
+        assert_eq!(end["type"], "result", "{end}");
+        assert_eq!(end["summary"]["sender_nice"], json!(null), "{end}");
+    }
+    assert_eq!(
+        server["summary"]["rcvbuf_actual"],
+        json!(grown_rcvbuf(false)),
+        "{server}"
+    );
 }

@@ -49,6 +49,10 @@ impl UdpTest for UdpStreamParams {
 }
 
 fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Value, TestError> {
+    if !sending && p.sock.rcvbuf.is_none() {
+        // Before `applied`, so the summary's rcvbuf_actual is the real one.
+        udp::grow_rcvbuf(&f.sock, 8 << 20);
+    }
     let applied = udp::applied(&f.sock, &p.sock);
     let peer = f.peer.to_string();
     let mut out = if sending {
@@ -272,9 +276,6 @@ fn rx_spin(wait_us: f64) -> Duration {
 /// The receiver: records every datagram until the burst is over.
 fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestError> {
     let kernel = udp::enable_timestamps(&f.sock);
-    if p.sock.rcvbuf.is_none() {
-        udp::force_rcvbuf(&f.sock, 8 << 20);
-    }
     f.line.expect(
         "zero",
         Duration::from_secs(10),
