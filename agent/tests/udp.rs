@@ -201,7 +201,7 @@ fn bad_input_is_refused_before_traffic_naming_the_parameter() {
     let mut c = a.connect();
     for (kind, params, name) in [
         ("udp_stream", json!({"pkt_bytes": 65508}), "pkt_bytes"),
-        ("udp_stream", json!({"pkt_bytes": 20}), "pkt_bytes"),
+        ("udp_stream", json!({"pkt_bytes": 17}), "pkt_bytes"),
         ("udp_stream", json!({"wait_us": -5}), "wait_us"),
         ("udp_stream", json!({"count": 0}), "count"),
         ("udp_stream", json!({"timeout_ms": 0}), "timeout_ms"),
@@ -620,4 +620,46 @@ fn an_unprivileged_agent_gets_the_largest_buffer_it_may_and_says_it_runs_at_its_
         json!(grown_rcvbuf(false)),
         "{server}"
     );
+}
+
+#[test]
+fn the_smallest_datagrams_make_64_byte_frames_and_are_all_counted() {
+    // 18 bytes of payload + 8 UDP + 20 IP + 14 Ethernet + 4 FCS = 64.
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (client, server) = run_pair(
+        &mut cb,
+        &mut ca,
+        1,
+        "udp_stream",
+        json!({"pkt_bytes": 18, "count": 2000, "wait_us": 20, "overhead_bytes": 46}),
+    );
+    check_done("udp_stream", &client, &server, 2000);
+    let s = &server["summary"];
+    assert_eq!(s["received"], 2000, "{s}");
+    assert_eq!(
+        (s["lost"].as_u64(), s["duplicates"].as_u64()),
+        (Some(0), Some(0)),
+        "{s}"
+    );
+    assert_eq!(s["foreign"], 0, "{s}");
+    // The wire rate counts 64 bytes a frame, the receive rate 18.
+    let (wire, recv) = (
+        s["wire_bits_per_second"].as_f64().unwrap(),
+        s["recv_bits_per_second"].as_f64().unwrap(),
+    );
+    assert!((wire / recv - 64.0 / 18.0).abs() < 1e-6, "{s}");
+    // Request/response with compact requests, and compact or full replies.
+    for (id, req, resp) in [(2u32, 18u64, 18u64), (3, 18, 1400), (4, 1400, 20)] {
+        let params = json!({"req_bytes": req, "resp_bytes": resp, "count": 200});
+        let (client, server) = run_pair(&mut cb, &mut ca, id, "udp_rr", params);
+        check_done("udp_rr", &client, &server, 200);
+        let s = &client["summary"];
+        assert_eq!(
+            (s["answered"].as_u64(), s["bad"].as_u64()),
+            (Some(200), Some(0)),
+            "{s}"
+        );
+        assert_eq!(server["summary"]["received"], 200, "{server}");
+    }
 }

@@ -44,37 +44,66 @@ pub const DATA: u8 = b'D';
 /// udp_rr: the requester is done, its `done` line is on the control connection.
 pub const END: u8 = b'E';
 
-/// A decoded meshperf datagram header.
+/// A decoded meshperf datagram header (layouts in
+/// `meshperf_protocol::params::udp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hdr {
     pub kind: u8,
+    /// The test's token; of a compact header, its low 32 bits.
     pub token: u64,
     pub seq: u64,
     pub t_ns: u64,
 }
 
+/// The compact header's length.
+const SHORT: usize = meshperf_protocol::params::UDP_MIN_LEN as usize;
+
 impl Hdr {
-    /// Writes the header into the first 28 bytes of `buf`.
+    /// Writes the header at the start of `buf`: the full form when the
+    /// datagram has room for it (28 bytes), else the compact one.
     pub fn write(&self, buf: &mut [u8]) {
-        buf[..3].copy_from_slice(b"MPU");
-        buf[3] = self.kind;
-        buf[4..12].copy_from_slice(&self.token.to_le_bytes());
-        buf[12..20].copy_from_slice(&self.seq.to_le_bytes());
-        buf[20..28].copy_from_slice(&self.t_ns.to_le_bytes());
+        if buf.len() >= HDR {
+            buf[..3].copy_from_slice(b"MPU");
+            buf[3] = self.kind;
+            buf[4..12].copy_from_slice(&self.token.to_le_bytes());
+            buf[12..20].copy_from_slice(&self.seq.to_le_bytes());
+            buf[20..28].copy_from_slice(&self.t_ns.to_le_bytes());
+        } else {
+            buf[0] = b'm';
+            buf[1] = self.kind;
+            buf[2..6].copy_from_slice(&(self.token as u32).to_le_bytes());
+            buf[6..10].copy_from_slice(&(self.seq as u32).to_le_bytes());
+            buf[10..18].copy_from_slice(&self.t_ns.to_le_bytes());
+        }
     }
 
     /// Reads a header; `None` if `buf` is not a meshperf datagram.
     pub fn read(buf: &[u8]) -> Option<Hdr> {
-        if buf.len() < HDR || &buf[..3] != b"MPU" {
-            return None;
-        }
         let u = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap());
-        Some(Hdr {
-            kind: buf[3],
-            token: u(4),
-            seq: u(12),
-            t_ns: u(20),
-        })
+        let u32_at = |i: usize| u32::from_le_bytes(buf[i..i + 4].try_into().unwrap()) as u64;
+        if buf.len() >= HDR && &buf[..3] == b"MPU" {
+            Some(Hdr {
+                kind: buf[3],
+                token: u(4),
+                seq: u(12),
+                t_ns: u(20),
+            })
+        } else if (SHORT..HDR).contains(&buf.len()) && buf[0] == b'm' {
+            Some(Hdr {
+                kind: buf[1],
+                token: u32_at(2),
+                seq: u32_at(6),
+                t_ns: u(10),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Whether this is a `kind` datagram of the test with `token` (a
+    /// compact header carries the token's low 32 bits).
+    pub fn is(&self, kind: u8, token: u64) -> bool {
+        self.kind == kind && (self.token == token || self.token == token & 0xffff_ffff)
     }
 }
 
@@ -634,5 +663,38 @@ mod tests {
         assert_eq!(Hdr::read(&b[..27]), None);
         b[0] = b'X';
         assert_eq!(Hdr::read(&b), None);
+    }
+
+    #[test]
+    fn short_datagrams_carry_the_compact_header() {
+        let token = 0x1234_5678_9abc_def0;
+        let h = Hdr {
+            kind: DATA,
+            token,
+            seq: 4_000_000,
+            t_ns: 1 << 40,
+        };
+        for len in [18, 20, 27] {
+            let mut b = vec![0u8; len];
+            h.write(&mut b);
+            assert_eq!(b[0], b'm');
+            let r = Hdr::read(&b).unwrap();
+            assert_eq!((r.seq, r.t_ns, r.token), (4_000_000, 1 << 40, 0x9abc_def0));
+            assert!(r.is(DATA, token));
+            assert!(!r.is(DATA, token ^ 1), "another test's token");
+            assert!(!r.is(REPLY, token));
+        }
+        // Too short for either form, or a compact magic on a long datagram.
+        assert_eq!(Hdr::read(&[b'm'; 17]), None);
+        let mut long = vec![0u8; 28];
+        long[0] = b'm';
+        assert_eq!(Hdr::read(&long), None);
+        // A full header still matches only its whole token.
+        let mut b = [0u8; 28];
+        h.write(&mut b);
+        assert!(Hdr::read(&b).unwrap().is(DATA, token));
+        assert!(!Hdr::read(&b)
+            .unwrap()
+            .is(DATA, token & 0xffff_ffff_0000_0000));
     }
 }

@@ -65,17 +65,23 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
     loop {
         match f.sock.recv_from(&mut buf) {
             Ok((n, from)) if from == f.peer => match Hdr::read(&buf[..n]) {
-                Some(h) if h.token == f.token && h.kind == REQUEST => {
+                Some(h) if h.is(REQUEST, f.token) => {
                     received += 1;
-                    Hdr { kind: REPLY, ..h }.write(&mut reply);
+                    // The whole token: a compact request may get a full reply.
+                    Hdr {
+                        kind: REPLY,
+                        token: f.token,
+                        ..h
+                    }
+                    .write(&mut reply);
                     if f.sock.send(&reply).is_ok() {
                         replied += 1;
                     }
                 }
-                Some(h) if h.token == f.token && h.kind == udp::HELLO => {}
+                Some(h) if h.is(udp::HELLO, f.token) => {}
                 // The requester's `done` is on its way (or here): look now
                 // rather than at the next 20 ms check.
-                Some(h) if h.token == f.token && h.kind == END => look = true,
+                Some(h) if h.is(END, f.token) => look = true,
                 _ => bad += 1,
             },
             Ok(_) => f.foreign += 1,
@@ -181,8 +187,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
                     let late = t1 - t0 >= timeout;
                     match Hdr::read(&buf[..n]) {
                         Some(h)
-                            if h.kind == REPLY
-                                && h.token == f.token
+                            if h.is(REPLY, f.token)
                                 && h.seq == seq
                                 && n as u64 == p.resp_bytes
                                 && !late =>

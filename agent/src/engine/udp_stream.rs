@@ -319,7 +319,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
                         continue;
                     }
                     match Hdr::read(data) {
-                        Some(h) if h.token == f.token && h.kind == DATA => {
+                        Some(h) if h.is(DATA, f.token) => {
                             let a = match ts {
                                 Some((s, ns)) => clock.since_realtime(s, ns),
                                 None => {
@@ -332,7 +332,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
                             arr.push(prev);
                             snt.push(h.t_ns);
                         }
-                        Some(h) if h.token == f.token && h.kind == HELLO => {}
+                        Some(h) if h.is(HELLO, f.token) => {}
                         _ => f.foreign += 1,
                     }
                 }

@@ -11,7 +11,9 @@ pub use stream::{Direction, Payload, StreamParams};
 mod rr;
 pub use rr::RrParams;
 mod udp;
-pub use udp::{UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD};
+pub use udp::{
+    UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
+};
 
 /// The test kinds meshperf runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

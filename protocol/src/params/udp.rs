@@ -13,6 +13,17 @@
 //! | 20     | 8    | sender's time in ns since its test start           |
 //!
 //! The rest of the datagram is padding up to the requested size.
+//!
+//! A datagram shorter than 28 bytes (down to 18: a 64-byte Ethernet frame,
+//! for packet-rate tests) carries the compact form:
+//!
+//! | offset | size | field                                              |
+//! |--------|------|----------------------------------------------------|
+//! | 0      | 1    | magic `m`                                          |
+//! | 1      | 1    | type, as above                                     |
+//! | 2      | 4    | the token's low 32 bits                            |
+//! | 6      | 4    | sequence number (counts stay below 2^32)           |
+//! | 10     | 8    | sender's time in ns since its test start           |
 
 use super::rr::bind_addr;
 use super::{range_u64, Direction, Limits, ParamError, Reader};
@@ -20,8 +31,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
 
-/// Length of the meshperf UDP header: the smallest datagram meshperf sends.
+/// Length of the meshperf UDP header.
 pub const UDP_HEADER_LEN: u64 = 28;
+/// Length of the compact header: the smallest datagram meshperf sends (18
+/// bytes of payload make a 64-byte Ethernet frame).
+pub const UDP_MIN_LEN: u64 = 18;
 /// Largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP).
 pub const UDP_MAX_PAYLOAD: u64 = 65507;
 
@@ -104,11 +118,11 @@ pub struct UdpStreamParams {
 
 fn size(r: &mut Reader, name: &'static str, default: u64) -> Result<u64, ParamError> {
     let v = r.u64(name)?.unwrap_or(default);
-    if !(UDP_HEADER_LEN..=UDP_MAX_PAYLOAD).contains(&v) {
+    if !(UDP_MIN_LEN..=UDP_MAX_PAYLOAD).contains(&v) {
         return Err(ParamError::new(
             name,
             format!(
-                "must be between {UDP_HEADER_LEN} (the meshperf header) and {UDP_MAX_PAYLOAD} \
+                "must be between {UDP_MIN_LEN} (the compact meshperf header) and {UDP_MAX_PAYLOAD} \
                  (the largest UDP payload), got {v}"
             ),
         ));
@@ -332,7 +346,7 @@ mod tests {
     fn bad_input_names_the_parameter() {
         let bad = |v: Value| st(v).unwrap_err().param;
         assert_eq!(bad(json!({"pkt_bytes": 65508})), "pkt_bytes");
-        assert_eq!(bad(json!({"pkt_bytes": 27})), "pkt_bytes");
+        assert_eq!(bad(json!({"pkt_bytes": 17})), "pkt_bytes");
         assert_eq!(bad(json!({"wait_us": -1})), "wait_us");
         assert_eq!(bad(json!({"count": 0})), "count");
         assert_eq!(bad(json!({"timeout_ms": 0})), "timeout_ms");

@@ -80,7 +80,7 @@ const udpRr: ParamSpec[] = [
 ];
 
 const udpStream: ParamSpec[] = [
-  { name: 'pkt_bytes', min: 28, type: 'size', label: 'packet size', def: '1400', initial: '1400' },
+  { name: 'pkt_bytes', min: 18, type: 'size', label: 'packet size', def: '1400', initial: '1400' },
   { name: 'count', min: 1, type: 'int', label: 'packets', def: '10000', initial: '10000' },
   { name: 'wait_us', type: 'float', label: 'wait between packets (us)', def: '0', initial: '20' },
   { name: 'direction', type: 'enum', label: 'direction', def: 'send', options: ['send', 'receive'], initial: 'send' },
