@@ -1,0 +1,34 @@
+// Advanced options from the plan form reach both agents and come back as the
+// kernel applied them: TCP_MAXSEG read back on both ends, a payload choice
+// carried in the step's parameters.
+import { readFileSync } from 'node:fs';
+import type { Page } from '@playwright/test';
+import { test, expect } from '../agents';
+
+async function openPaired(page: Page, url: string) {
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+}
+
+test('mss 1000 and payload zeros from "more options" reach both agents and read back from the kernel', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await page.getByTestId('msg-bytes').fill('1M');
+  await page.getByTestId('count').fill('16');
+  await page.getByText('more options').click();
+  await page.getByTestId('mss').fill('1000');
+  await page.getByTestId('payload').selectOption('zeros');
+  await page.getByTestId('run').click();
+
+  for (const side of ['summary-client', 'summary-server']) {
+    const s = page.getByTestId(side);
+    await expect(s).toBeVisible({ timeout: 30_000 });
+    await expect(s).toHaveAttribute('data-bytes', String(16 << 20));
+    // Less the 12-byte timestamp option the connection negotiated.
+    await expect(s).toContainText(/TCP segment size \(MSS\) asked → got\s*1000 B → (9[6-9]\d|1000) B/);
+  }
+  const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
+  expect(result.steps[0].params).toMatchObject({ mss: 1000, payload: 'zeros' });
+  expect(result.steps[0].sides.server.mss).toBeLessThanOrEqual(1000);
+  await expect(page.getByTestId('error')).toBeHidden();
+});
