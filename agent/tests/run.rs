@@ -530,6 +530,25 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    // Each step's percentiles, in order.
+    let rtt: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("rtt us: n "))
+        .collect();
+    assert_eq!(rtt.len(), 2, "{out}");
+    for l in rtt {
+        let v: Vec<f64> = l
+            .split(", ")
+            .map(|p| p.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect();
+        // n, min, median, mean, p99, p99.9, max
+        assert_eq!(v.len(), 7, "{l}");
+        assert!(
+            v[1] <= v[2] && v[2] <= v[4] && v[4] <= v[5] && v[5] <= v[6],
+            "{l}"
+        );
+        assert!(v[1] <= v[3] && v[3] <= v[6], "{l}");
+    }
     let total = out
         .lines()
         .find(|l| l.starts_with("total over "))
