@@ -588,3 +588,78 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
         assert!(err.contains(msg), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn interval_reports_account_for_every_byte_as_iperf3_i_prints_them() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let json = tmp("interval-result.json");
+    let o = run(&[
+        "--agent",
+        &url(&a),
+        "--agent",
+        &url(&b),
+        "--kind",
+        "tcp_stream",
+        "--set",
+        "duration_s=1",
+        "--set",
+        "streams=2",
+        "-i",
+        "0.25",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let bytes = file.steps[0].summary["bytes"].as_u64().unwrap() as f64;
+    assert!(out.contains("[ ID] Interval "), "{out}");
+    // [SUM] lines: contiguous intervals from 0, their MBytes add up to the
+    // step's bytes (each printed to 0.01 MByte).
+    let sums: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with("[SUM]"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(sums.len() >= 4, "{out}");
+    let mut from = 0.0;
+    let mut mbytes = 0.0;
+    for w in &sums {
+        let (a, b) = w[1].split_once('-').unwrap();
+        let (a, b): (f64, f64) = (a.parse().unwrap(), b.parse().unwrap());
+        assert!((a - from).abs() < 1e-9 && b > a, "{out}");
+        from = b;
+        mbytes += w[3].parse::<f64>().unwrap();
+    }
+    assert!(
+        (mbytes - bytes / 1048576.0).abs() <= 0.01 * sums.len() as f64,
+        "{mbytes} MB vs {bytes} B\n{out}"
+    );
+    // Per-stream lines carry the sender's TCP_INFO: retransmits, window, RTT.
+    let per: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("[  0]") || l.starts_with("[  1]"))
+        .collect();
+    assert_eq!(per.len(), 2 * sums.len(), "{out}");
+    assert!(per.iter().all(|l| l.ends_with(" us")), "{out}");
+    // Not a stream step: nothing to report, and a bad interval is refused.
+    let o = run(&[
+        "--agent",
+        &url(&a),
+        "--kind",
+        "tcp_rr",
+        "--set",
+        "count=10",
+        "-i",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!text(&o.stdout).contains("[ ID]"));
+    let o = run(&["--agent", &url(&a), "--kind", "tcp_stream", "-i", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("not a number of seconds from 0.01 to 3600"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -85,6 +85,11 @@ pub struct RunArgs {
     /// the plan's `histogram`, else 0.
     #[arg(long, value_name = "US", requires = "histogram")]
     low_us: Option<f64>,
+    /// Interval reports of stream steps every S seconds, as iperf3 -i:
+    /// per stream and summed, bytes and rate, the sender's retransmits,
+    /// congestion window and RTT (from the raw samples).
+    #[arg(short = 'i', long = "interval", value_name = "S", value_parser = interval_arg)]
+    interval: Option<f64>,
     /// Number of histogram bins; samples past the last count as overflows.
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "histogram")]
     bins: usize,
@@ -121,6 +126,15 @@ impl RunArgs {
             low_us,
             bins: self.bins,
         }))
+    }
+}
+
+fn interval_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.01..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds from 0.01 to 3600"
+        )),
     }
 }
 
@@ -193,6 +207,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         created,
     );
     let mut out = output::Output::new(a.quiet, hist, &plan, steps.len());
+    out.interval_s = a.interval;
     let base_id = (created as u32).wrapping_mul(2654435761);
     let mut failed = false;
     for step in &steps {

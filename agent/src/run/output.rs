@@ -24,6 +24,8 @@ pub struct Output {
     reps: Vec<f64>,
     /// Print each step's histogram (`-H`) with these bins.
     hist: Option<HistOpts>,
+    /// Print stream steps' interval reports (`-i`), this many seconds each.
+    pub interval_s: Option<f64>,
 }
 
 /// Bins of the histograms `meshperf run -H` prints: udp_req_timo's `-b`
@@ -56,6 +58,7 @@ impl Output {
             repeat: plan.repeat,
             reps: Vec::new(),
             hist,
+            interval_s: None,
         }
     }
 
@@ -127,6 +130,9 @@ impl Output {
         if let Some(l) = rtt_line(&s.summary) {
             let _ = writeln!(out, "{l}");
         }
+        if let Some(t) = self.interval_s.and_then(|secs| intervals(s, secs)) {
+            let _ = out.write_all(t.as_bytes());
+        }
         if self.repeat > 1 {
             if let Some((name, v, unit)) = crate::engine::headline(s.kind, &s.summary) {
                 self.reps.push(v);
@@ -156,6 +162,88 @@ impl Output {
             eprint!("\r{}\r", " ".repeat(60));
         }
     }
+}
+
+/// A stream step's interval reports, as iperf3 -i prints them: per stream
+/// and summed, the bytes the receiving side took in each `secs`-long
+/// interval and their rate, with the sender's retransmits in the interval,
+/// congestion window (segments) and smoothed RTT at its end (TCP_INFO).
+/// Built from the raw `interval_bytes` samples (one per `interval_ms`).
+pub fn intervals(s: &StepResult, secs: f64) -> Option<String> {
+    if !matches!(s.kind, Kind::TcpStream | Kind::UnixStream) || s.error.is_some() {
+        return None;
+    }
+    let tick_ms = s
+        .params
+        .get("interval_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(10) as f64;
+    let per = ((secs * 1000.0 / tick_ms).round() as usize).max(1);
+    let role = primary_role(s.kind, &s.params);
+    let mut streams: Vec<&meshperf_protocol::result::Series> = s
+        .samples
+        .iter()
+        .filter(|x| x.role == role && x.kind == SampleKind::IntervalBytes)
+        .collect();
+    streams.sort_by_key(|x| x.stream);
+    let ticks = streams.iter().map(|x| x.values.len()).max()?;
+    // The sending side's TCP_INFO series of stream `i`, if any.
+    let info = |kind: SampleKind, i: u16| {
+        s.samples
+            .iter()
+            .find(|x| x.kind == kind && x.stream == i)
+            .map(|x| &x.values)
+    };
+    let secs_at = |t: usize| t as f64 * tick_ms / 1000.0;
+    let mut out = String::from(
+        "[ ID] Interval           Transfer        Bitrate        Retr   Cwnd     RTT\n",
+    );
+    let row = |id: &str, a: usize, b: usize, bytes: u64, tcp: Option<(u64, u64, u64)>| {
+        let span = secs_at(b) - secs_at(a);
+        let rate = if span > 0.0 {
+            bytes as f64 * 8.0 / span / 1e9
+        } else {
+            0.0
+        };
+        let tcp = tcp.map_or(String::new(), |(r, c, t)| {
+            format!("  {r:>5}  {c:>5}  {t:>5} us")
+        });
+        format!(
+            "[{id:>3}] {:>6.2}-{:<6.2} s  {:>9.2} MBytes  {rate:>7.3} Gbit/s{tcp}\n",
+            secs_at(a),
+            secs_at(b),
+            bytes as f64 / 1048576.0
+        )
+    };
+    let mut a = 0;
+    while a < ticks {
+        let b = (a + per).min(ticks);
+        let mut sum = 0;
+        for x in &streams {
+            let bytes: u64 = x.values.iter().skip(a).take(b - a).sum();
+            sum += bytes;
+            // Retransmits are a running total; window and RTT as they were
+            // at the interval's last sample.
+            let at = |v: &Vec<u64>, t: usize| v.get(t.min(v.len()).checked_sub(1)?).copied();
+            let tcp = match (
+                info(SampleKind::TcpRetrans, x.stream),
+                info(SampleKind::TcpCwnd, x.stream),
+                info(SampleKind::TcpRttUs, x.stream),
+            ) {
+                (Some(r), Some(c), Some(t)) => at(r, b)
+                    .zip(at(c, b))
+                    .zip(at(t, b))
+                    .map(|((rb, cb), tb)| (rb - at(r, a).unwrap_or(0).min(rb), cb, tb)),
+                _ => None,
+            };
+            out.push_str(&row(&x.stream.to_string(), a, b, bytes, tcp));
+        }
+        if streams.len() > 1 {
+            out.push_str(&row("SUM", a, b, sum, None));
+        }
+        a = b;
+    }
+    Some(out)
 }
 
 /// The round-trip percentiles of a request/response step, which the seeds'
