@@ -663,3 +663,56 @@ fn interval_reports_account_for_every_byte_as_iperf3_i_prints_them() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn json_or_csv_to_stdout_leaves_stdout_to_that_document_alone() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (ua, ub) = (url(&a), url(&b));
+    // iperf3 -J: the result JSON and nothing else on stdout.
+    let o = run(&[
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--kind",
+        "udp_rr",
+        "--set",
+        "count=30",
+        "--sweep",
+        "resp_bytes=64,128",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let file = result::load(&text(&o.stdout)).expect("stdout is one result JSON");
+    assert_eq!(file.steps.len(), 2);
+    assert!(file.steps.iter().all(|s| s.summary["count"] == 30));
+    // The text and the permalink went to stderr.
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("total over 2 steps: 60 requests sent"),
+        "{err}"
+    );
+    let link = err
+        .lines()
+        .find_map(|l| l.strip_prefix("permalink: "))
+        .expect("link on stderr");
+    assert_eq!(permalink::decode(link).unwrap().steps.len(), 2);
+    // The CSV alone.
+    let o = run(&[
+        "--agent", &ua, "--agent", &ub, "--kind", "tcp_rr", "--set", "count=20", "--csv", "-",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let csv = text(&o.stdout);
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(
+        csv.starts_with("step;kind;repeat;") && csv.contains("rtt_us.median"),
+        "{csv}"
+    );
+    // Not both.
+    let o = run(&[
+        "--agent", &ua, "--kind", "tcp_rr", "--json", "-", "--csv", "-",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("cannot both have stdout"));
+}

@@ -4,7 +4,8 @@
 //!
 //! The last line of stdout is the permalink (see `meshperf_wasm::permalink`):
 //! the web app's address (the first agent's unless `--web`) with the whole
-//! result in the fragment.
+//! result in the fragment. With `--json -` or `--csv -` stdout carries that
+//! document alone and the text and the link go to stderr.
 //!
 //! Exit status: 0 success, 1 a test failed (or an agent was unreachable, or
 //! Ctrl-C), 2 a usage error (bad flags, unknown preset, unreadable plan, bad
@@ -21,6 +22,7 @@ use meshperf_protocol::presets;
 use meshperf_protocol::result::{primary_role, RunResult, Series, Sides, StepResult};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,10 +62,11 @@ pub struct RunArgs {
     /// confidence interval are printed).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: Option<u32>,
-    /// Write the result (meshperf-result JSON) here.
+    /// Write the result (meshperf-result JSON) here; `-` is stdout, which
+    /// then carries the JSON alone (iperf3 -J; the text goes to stderr).
     #[arg(long, value_name = "FILE")]
     json: Option<String>,
-    /// Write one `;`-separated line per step here.
+    /// Write one `;`-separated line per step here; `-` is stdout, alone.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
     /// Print only one `;`-separated record per step.
@@ -206,8 +209,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ctls.iter().map(|c| c.hello.clone()).collect(),
         created,
     );
+    if a.json.as_deref() == Some("-") && a.csv.as_deref() == Some("-") {
+        return usage("--json - and --csv - cannot both have stdout");
+    }
+    let doc_on_stdout = a.json.as_deref() == Some("-") || a.csv.as_deref() == Some("-");
     let mut out = output::Output::new(a.quiet, hist, &plan, steps.len());
     out.interval_s = a.interval;
+    out.to_stderr = doc_on_stdout;
     let base_id = (created as u32).wrapping_mul(2654435761);
     let mut failed = false;
     for step in &steps {
@@ -231,38 +239,52 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     out.finish();
     if let Some(t) = output::totals(&result).filter(|_| !a.quiet) {
-        println!("{t}");
+        let _ = writeln!(out.text(), "{t}");
     }
     if stop.load(Ordering::Relaxed) {
         eprintln!("meshperf run: interrupted; the running test was cancelled on both agents");
         failed = true;
     }
+    let write = |path: &str, doc: Vec<u8>| -> anyhow::Result<()> {
+        if path == "-" {
+            let mut o = std::io::stdout().lock();
+            o.write_all(&doc).and_then(|_| o.flush())?;
+            Ok(())
+        } else {
+            std::fs::write(path, doc).map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))
+        }
+    };
     if let Some(path) = &a.json {
-        std::fs::write(path, serde_json::to_vec_pretty(&result)?)
-            .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+        let mut doc = serde_json::to_vec_pretty(&result)?;
+        doc.push(b'\n');
+        write(path, doc)?;
     }
     if let Some(path) = &a.csv {
-        std::fs::write(path, output::csv(&result))
-            .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+        write(path, output::csv(&result).into_bytes())?;
     }
     let web = a
         .web
         .clone()
         .unwrap_or_else(|| format!("http://{}/", urls[0].hostport()));
-    print_permalink(&web, &result);
+    print_permalink(&web, &result, doc_on_stdout);
     Ok(ExitCode::from(if failed { 1 } else { 0 }))
 }
 
 /// Prints the permalink as the last line of stdout: `<web>#r=<link>`, the
-/// web app's address with the whole result in the fragment.
-fn print_permalink(web: &str, result: &RunResult) {
+/// web app's address with the whole result in the fragment (on stderr when
+/// stdout carries a `-` document).
+fn print_permalink(web: &str, result: &RunResult, to_stderr: bool) {
     let base = web.split('#').next().unwrap_or(web);
     match meshperf_wasm::permalink::encode_reporting(result) {
         Ok((link, replaced)) => {
             if replaced {
                 eprintln!("meshperf run: too many samples for a link: the permalink carries histograms and summaries; the --json file has every raw sample");
             }
-            println!("{base}#r={link}");
+            if to_stderr {
+                eprintln!("permalink: {base}#r={link}");
+            } else {
+                println!("{base}#r={link}");
+            }
         }
         Err(e) => eprintln!("meshperf run: no permalink: {e}"),
     }

@@ -26,6 +26,9 @@ pub struct Output {
     hist: Option<HistOpts>,
     /// Print stream steps' interval reports (`-i`), this many seconds each.
     pub interval_s: Option<f64>,
+    /// The text goes to stderr: stdout carries a `--json -` or `--csv -`
+    /// document and nothing else.
+    pub to_stderr: bool,
 }
 
 /// Bins of the histograms `meshperf run -H` prints: udp_req_timo's `-b`
@@ -59,6 +62,7 @@ impl Output {
             reps: Vec::new(),
             hist,
             interval_s: None,
+            to_stderr: false,
         }
     }
 
@@ -98,7 +102,7 @@ impl Output {
         for n in notes(s) {
             eprintln!("meshperf run: {n}");
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = self.text();
         let point: Vec<String> = s.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if let Some(e) = &s.error {
             let _ = writeln!(out, "step {} {}: FAILED: {e}", s.index, point.join(" "));
@@ -154,6 +158,15 @@ impl Output {
     fn histogram(&self, out: &mut impl Write, s: &StepResult) {
         if let Some(o) = &self.hist {
             let _ = out.write_all(histogram(s, o).as_bytes());
+        }
+    }
+
+    /// Where the step text goes: stdout, or stderr (see `to_stderr`).
+    pub fn text(&self) -> Box<dyn Write> {
+        if self.to_stderr {
+            Box::new(std::io::stderr().lock())
+        } else {
+            Box::new(std::io::stdout().lock())
         }
     }
 
