@@ -357,14 +357,7 @@ impl Agent {
                     port,
                     key,
                 },
-                Err((code, msg)) => {
-                    log!(
-                        "session {} test {test_id} {} refused: {msg}",
-                        s.sid,
-                        kind.name()
-                    );
-                    Event::error(Some(id), code, msg)
-                }
+                Err((code, msg)) => refused(s.sid, id, test_id, kind, code, msg),
             },
             Request::Start {
                 id,
@@ -375,14 +368,7 @@ impl Agent {
                 peer,
             } => match self.start(s.sid, test_id, step, kind, params, peer) {
                 Ok(()) => Event::Started { id, test_id },
-                Err((code, msg)) => {
-                    log!(
-                        "session {} test {test_id} {} refused: {msg}",
-                        s.sid,
-                        kind.name()
-                    );
-                    Event::error(Some(id), code, msg)
-                }
+                Err((code, msg)) => refused(s.sid, id, test_id, kind, code, msg),
             },
         };
         s.send(&reply);
@@ -513,6 +499,15 @@ impl Agent {
         let ctx = self.ctx(sid, test_id, step, Role::Client, kind);
         self.spawn(ctx, job, detail)
     }
+}
+
+/// A refused prepare or start: on the agent's record, and the error reply.
+fn refused(sid: u64, id: u64, test_id: u32, kind: Kind, code: &str, msg: String) -> Event {
+    log!(
+        "session {sid} test {test_id} {} refused: {msg}",
+        kind.name()
+    );
+    Event::error(Some(id), code, msg)
 }
 
 /// `host:port` of a serving agent, IPv6 literals in brackets.

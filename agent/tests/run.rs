@@ -22,6 +22,30 @@ fn run(args: &[&str]) -> Output {
         .expect("spawn meshperf run")
 }
 
+/// `meshperf run` with `a` serving and `b` driving, and `args`.
+fn run_ab(a: &AgentProc, b: &AgentProc, args: &[&str]) -> Output {
+    let (ua, ub) = (url(a), url(b));
+    let mut all = vec!["--agent", &ua, "--agent", &ub];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+/// [`run_ab`] that must succeed, with its stdout and the result it wrote.
+fn run_ok(a: &AgentProc, b: &AgentProc, args: &[&str]) -> (String, RunResult) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let json = tmp(&format!("run-ok-{n}.json"));
+    let mut all = args.to_vec();
+    all.extend(["--json", json.to_str().unwrap()]);
+    let o = run_ab(a, b, &all);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    (
+        out,
+        result::load(&std::fs::read_to_string(&json).unwrap()).unwrap(),
+    )
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -60,18 +84,18 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
     .unwrap();
     let json = tmp("stream-result.json");
     let csv = tmp("stream-result.csv");
-    let o = run(&[
-        "--agent",
-        &url(&a),
-        "--agent",
-        &url(&b),
-        "--plan",
-        plan.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-    ]);
+    let o = run_ab(
+        &a,
+        &b,
+        &[
+            "--plan",
+            plan.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
     // The seed's socketsend/socketslurp line, once per side and step.
@@ -404,31 +428,26 @@ fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
 #[test]
 fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let (ua, ub) = (url(&a), url(&b));
+    let ua = url(&a);
     // udp_req_timo -p64 -l200 -i64 -e192, each point twice.
     let json = tmp("inline-result.json");
-    let o = run(&[
-        "--agent",
-        &ua,
-        "--agent",
-        &ub,
-        "--kind",
-        "tcp_rr",
-        "--set",
-        "req_bytes=64",
-        "--set",
-        "count=200",
-        "--sweep",
-        "resp_bytes=64:192:64",
-        "--repeat",
-        "2",
-        "--quiet",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let out = text(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
-    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (out, file) = run_ok(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_rr",
+            "--set",
+            "req_bytes=64",
+            "--set",
+            "count=200",
+            "--sweep",
+            "resp_bytes=64:192:64",
+            "--repeat",
+            "2",
+            "--quiet",
+        ],
+    );
     let got: Vec<(u64, u32, u64)> = file
         .steps
         .iter()
@@ -456,20 +475,20 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     assert_eq!(out.lines().filter(|l| l.contains(';')).count(), 6, "{out}");
 
     // A preset with one value changed: socketsend moving 10 messages of 1 MiB.
-    let o = run(&[
-        "--agent",
-        &ua,
-        "--agent",
-        &ub,
-        "--preset",
-        "socketsend",
-        "--set",
-        "count=10",
-        "--set",
-        "msg_bytes=1M",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let o = run_ab(
+        &a,
+        &b,
+        &[
+            "--preset",
+            "socketsend",
+            "--set",
+            "count=10",
+            "--set",
+            "msg_bytes=1M",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
@@ -481,20 +500,20 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
 
     // A paired axis: each step binds both ends to its own address pair, and
     // each end sees the other's (seed 002's local/remote host pairs).
-    let o = run(&[
-        "--agent",
-        &ua,
-        "--agent",
-        &ub,
-        "--kind",
-        "tcp_rr",
-        "--set",
-        "count=50",
-        "--sweep",
-        "client_bind+server_bind=127.0.0.1/127.0.0.1,127.0.0.2/127.0.0.3",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let o = run_ab(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_rr",
+            "--set",
+            "count=50",
+            "--sweep",
+            "client_bind+server_bind=127.0.0.1/127.0.0.1,127.0.0.2/127.0.0.3",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let seen: Vec<(String, String)> = file
@@ -516,18 +535,18 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     );
 
     // A scan ends with its totals, as udp_req_timo's does.
-    let o = run(&[
-        "--agent",
-        &ua,
-        "--agent",
-        &ub,
-        "--kind",
-        "udp_rr",
-        "--set",
-        "count=50",
-        "--sweep",
-        "resp_bytes=64,128",
-    ]);
+    let o = run_ab(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "udp_rr",
+            "--set",
+            "count=50",
+            "--sweep",
+            "resp_bytes=64,128",
+        ],
+    );
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
     // Each step's percentiles, in order.
@@ -592,26 +611,20 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
 #[test]
 fn interval_reports_account_for_every_byte_as_iperf3_i_prints_them() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let json = tmp("interval-result.json");
-    let o = run(&[
-        "--agent",
-        &url(&a),
-        "--agent",
-        &url(&b),
-        "--kind",
-        "tcp_stream",
-        "--set",
-        "duration_s=1",
-        "--set",
-        "streams=2",
-        "-i",
-        "0.25",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let out = text(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
-    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (out, file) = run_ok(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "duration_s=1",
+            "--set",
+            "streams=2",
+            "-i",
+            "0.25",
+        ],
+    );
     let bytes = file.steps[0].summary["bytes"].as_u64().unwrap() as f64;
     assert!(out.contains("[ ID] Interval "), "{out}");
     // [SUM] lines: contiguous intervals from 0, their MBytes add up to the
@@ -667,22 +680,22 @@ fn interval_reports_account_for_every_byte_as_iperf3_i_prints_them() {
 #[test]
 fn json_or_csv_to_stdout_leaves_stdout_to_that_document_alone() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let (ua, ub) = (url(&a), url(&b));
+    let ua = url(&a);
     // iperf3 -J: the result JSON and nothing else on stdout.
-    let o = run(&[
-        "--agent",
-        &ua,
-        "--agent",
-        &ub,
-        "--kind",
-        "udp_rr",
-        "--set",
-        "count=30",
-        "--sweep",
-        "resp_bytes=64,128",
-        "--json",
-        "-",
-    ]);
+    let o = run_ab(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "udp_rr",
+            "--set",
+            "count=30",
+            "--sweep",
+            "resp_bytes=64,128",
+            "--json",
+            "-",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let file = result::load(&text(&o.stdout)).expect("stdout is one result JSON");
     assert_eq!(file.steps.len(), 2);
@@ -699,9 +712,11 @@ fn json_or_csv_to_stdout_leaves_stdout_to_that_document_alone() {
         .expect("link on stderr");
     assert_eq!(permalink::decode(link).unwrap().steps.len(), 2);
     // The CSV alone.
-    let o = run(&[
-        "--agent", &ua, "--agent", &ub, "--kind", "tcp_rr", "--set", "count=20", "--csv", "-",
-    ]);
+    let o = run_ab(
+        &a,
+        &b,
+        &["--kind", "tcp_rr", "--set", "count=20", "--csv", "-"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let csv = text(&o.stdout);
     assert_eq!(csv.lines().count(), 2, "{csv}");
