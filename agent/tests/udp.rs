@@ -663,3 +663,60 @@ fn the_smallest_datagrams_make_64_byte_frames_and_are_all_counted() {
         assert_eq!(server["summary"]["received"], 200, "{server}");
     }
 }
+
+#[test]
+fn a_sender_held_up_mid_burst_slips_its_schedule_instead_of_bursting() {
+    // SIGSTOP the sending agent for 40 ms inside a 1 s burst at 20 us.
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    for id in 1..=3u32 {
+        let params = json!({"count": 50000, "wait_us": 20});
+        let prep = ca.request(
+            json!({"type": "prepare", "test_id": id, "step": 0, "kind": "udp_stream", "params": params}),
+        );
+        let start = cb.request(json!({"type": "start", "test_id": id, "step": 0, "kind": "udp_stream",
+            "params": params, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
+        assert_eq!(start["type"], "started", "{start}");
+        std::thread::sleep(Duration::from_millis(300));
+        let pid = b.child.id() as libc::pid_t;
+        // SAFETY: signals to our own child process.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(40));
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        let (client, _) = (cb.wait_end(id), ca.wait_end(id));
+        let s = &client["summary"];
+        // (What the receiver gets depends on the other tests sharing the
+        // CPUs; the sender's schedule is what this test is about.)
+        assert_eq!(s["sent"], 50000, "{s}");
+        let times: Vec<u64> = cb
+            .samples(SampleKind::SendTimeNs)
+            .iter()
+            .filter(|f| f.header.test_id == id)
+            .flat_map(|f| f.values.clone())
+            .collect();
+        let gaps: Vec<f64> = times
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64 / 1e3)
+            .collect();
+        let (at, stall) = gaps
+            .iter()
+            .enumerate()
+            .fold((0, 0.0), |m, (i, &g)| if g > m.1 { (i, g) } else { m });
+        if stall < 30_000.0 || at == 0 || at + 1 == gaps.len() {
+            eprintln!("round {id}: the stop missed the burst (largest gap {stall} us); again");
+            continue;
+        }
+        // The debt past 1 ms slipped, and was reported.
+        assert!(s["schedule_slips"].as_u64().unwrap() >= 1, "{s}");
+        let slipped = s["schedule_slipped_us"].as_f64().unwrap();
+        assert!(
+            slipped >= stall - 1000.0 - 100.0,
+            "{slipped} us slipped of a {stall} us stall: {s}"
+        );
+        // After the stall: gaps at most 4 us short (user-space send times), no burst.
+        let min_after = gaps[at + 1..].iter().cloned().fold(f64::MAX, f64::min);
+        assert!(min_after >= 15.5, "a gap of {min_after} us after the stall");
+        return;
+    }
+    panic!("the SIGSTOP never fell inside a burst in 3 rounds");
+}
