@@ -32,3 +32,25 @@ test('mss 1000 and payload zeros from "more options" reach both agents and read 
   expect(result.steps[0].sides.server.mss).toBeLessThanOrEqual(1000);
   await expect(page.getByTestId('error')).toBeHidden();
 });
+
+test('a text parameter sweeps as a list: congestion control reno, then bbr, each read back from the kernel', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await page.getByTestId('msg-bytes').fill('1M');
+  await page.getByTestId('count').fill('16');
+  await page.getByTestId('add-axis').click();
+  await page.getByTestId('axis-param-0').selectOption('congestion');
+  await page.getByTestId('axis-0').getByLabel('values').fill('reno, bbr');
+  await expect(page.getByTestId('step-count')).toHaveText('2 steps');
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '2', { timeout: 30_000 });
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+  const rows = page.getByTestId('steps').locator('tbody tr');
+  await expect(rows).toHaveCount(2);
+  for (const [i, cc] of [[0, 'reno'], [1, 'bbr']] as const) {
+    await expect(rows.nth(i)).toContainText(`congestion=${cc}`);
+    await rows.nth(i).getByRole('button').click();
+    // Both ends report the algorithm their sockets ran with.
+    for (const side of ['summary-client', 'summary-server'])
+      await expect(page.getByTestId(side)).toContainText(new RegExp(`socket options.*\\b${cc}\\b`, 's'));
+  }
+});

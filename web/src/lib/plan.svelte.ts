@@ -94,7 +94,7 @@ function axisJson(kind: string, a: AxisEdit): unknown | Error {
     const v = value(spec, `${a.param} ${what}`, text);
     return v;
   };
-  if (a.param === 'transport' || spec?.type === 'enum' || spec?.type === 'bool' || a.form === 'list') {
+  if (a.param === 'transport' || spec?.type === 'enum' || spec?.type === 'bool' || spec?.type === 'text' || a.form === 'list') {
     const items = a.list.split(/[\s,;]+/).filter(Boolean);
     if (!items.length) return new Error(`sweep ${a.param}: the list is empty`);
     const vals = items.map((t) => (a.param === 'transport' ? t : one(t, 'list item')));
