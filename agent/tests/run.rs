@@ -498,6 +498,29 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
         file.steps[0].summary
     );
 
+    // A scan of 3 sizes ends with its least-squares line, as the page draws it.
+    let o = run_ab(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_rr",
+            "--set",
+            "count=100",
+            "--sweep",
+            "resp_bytes=64:192:64",
+        ],
+    );
+    let out = text(&o.stdout);
+    let fit = out
+        .lines()
+        .find(|l| l.starts_with("fit: mean rtt = "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        fit.contains(" us/byte x resp_bytes (r2 ") && fit.ends_with(", 3 points)"),
+        "{fit}"
+    );
+
     // A paired axis: each step binds both ends to its own address pair, and
     // each end sees the other's (seed 002's local/remote host pairs).
     let o = run_ab(
@@ -549,6 +572,8 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     );
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    // Two sizes make no line worth printing.
+    assert!(!out.contains("fit"), "{out}");
     // Each step's percentiles, in order.
     let rtt: Vec<&str> = out
         .lines()

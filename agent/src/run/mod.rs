@@ -238,8 +238,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.finish();
-    if let Some(t) = output::totals(&result).filter(|_| !a.quiet) {
-        let _ = writeln!(out.text(), "{t}");
+    if !a.quiet {
+        let mut text = out.text();
+        for l in output::fits(&result)
+            .into_iter()
+            .chain(output::totals(&result))
+        {
+            let _ = writeln!(text, "{l}");
+        }
     }
     if stop.load(Ordering::Relaxed) {
         eprintln!("meshperf run: interrupted; the running test was cancelled on both agents");

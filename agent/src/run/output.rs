@@ -279,6 +279,77 @@ fn rtt_line(summary: &Value) -> Option<String> {
     Some(format!("rtt us: {}", parts.join(", ")))
 }
 
+/// The least-squares line of a request/response scan, as the page draws it
+/// (and as seed 001 fits latency against message size): mean round-trip
+/// time against the first numeric swept parameter, all repetitions, one
+/// line per value of the other axis (with at least 3 values of x).
+pub fn fits(r: &RunResult) -> Vec<String> {
+    let ok: Vec<&StepResult> = r
+        .steps
+        .iter()
+        .filter(|s| s.error.is_none() && s.kind.name().ends_with("_rr"))
+        .collect();
+    let Some(x) = ok
+        .first()
+        .and_then(|s| s.point.iter().find(|(_, v)| v.is_number()))
+        .map(|(k, _)| k.clone())
+    else {
+        return Vec::new();
+    };
+    let mut curves: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
+    for s in ok {
+        let (Some(xv), Some(y)) = (
+            s.point
+                .iter()
+                .find(|(k, _)| *k == x)
+                .and_then(|(_, v)| v.as_f64()),
+            s.summary["rtt_us"]["mean"].as_f64(),
+        ) else {
+            continue;
+        };
+        let label: Vec<String> = s
+            .point
+            .iter()
+            .filter(|(k, _)| *k != x)
+            .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+            .collect();
+        let label = label.join(" ");
+        match curves.iter_mut().find(|c| c.0 == label) {
+            Some(c) => {
+                c.1.push(xv);
+                c.2.push(y);
+            }
+            None => curves.push((label, vec![xv], vec![y])),
+        };
+    }
+    let unit = if x.ends_with("_bytes") {
+        "byte"
+    } else {
+        x.as_str()
+    };
+    curves
+        .iter()
+        .filter_map(|(label, xs, ys)| {
+            // A line through two points says nothing about its fit.
+            let mut distinct = xs.clone();
+            distinct.sort_by(f64::total_cmp);
+            distinct.dedup();
+            if distinct.len() < 3 {
+                return None;
+            }
+            let f = meshperf_wasm::fit::linfit(xs, ys).ok()?;
+            Some(format!(
+                "fit{}{label}: mean rtt = {:.3} us {:+.6} us/{unit} x {x} (r2 {:.4}, {} points)",
+                if label.is_empty() { "" } else { " " },
+                f.intercept,
+                f.slope,
+                f.r2,
+                f.n
+            ))
+        })
+        .collect()
+}
+
 /// The totals a scan ends with (udp_req_timo and udp_bw_mon print the
 /// packets sent and the timeouts over the whole scan): one line over every
 /// step that has a result, for runs of more than one step.
