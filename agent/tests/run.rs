@@ -141,6 +141,22 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
         }
     }
     assert_eq!(cell(2, "streams.1.bytes"), "131072000", "{csv}");
+    // When each step started and how long it took in all (the Perl seed's
+    // start time and total elapsed), also in the text.
+    for (i, s) in file.steps.iter().enumerate() {
+        let (t0, wall) = (s.started_unix.unwrap(), s.wall_seconds.unwrap());
+        assert!(t0 > 1.7e9 && wall > 0.0 && wall < 60.0, "{t0} {wall}");
+        assert_eq!(cell(i + 1, "started_unix"), t0.to_string());
+        assert_eq!(cell(i + 1, "wall_seconds"), wall.to_string());
+    }
+    assert!(file.steps[1].started_unix > file.steps[0].started_unix);
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("step time: started 20") && l.ends_with(" s in all"))
+            .count(),
+        2,
+        "{out}"
+    );
     assert!(
         cell(2, "streams.1.reads").parse::<u64>().unwrap() > 0,
         "{csv}"

@@ -90,6 +90,11 @@ test('CSV, JSON and PNG export download; the JSON imports back to the same numbe
   expect(result.steps[0].samples.find((s: { kind: string }) => s.kind === 'rtt_ns').values).toHaveLength(1500);
   // Nested statistics are CSV columns with dotted names, as `meshperf run --csv`.
   const [head, row] = csvText.map((l) => l.split(';'));
+  // When the step started and its whole time, as in the JSON.
+  expect(Number(row[head.indexOf('started_unix')])).toBe(result.steps[0].started_unix);
+  expect(result.steps[0].started_unix).toBeGreaterThan(1.7e9);
+  expect(Number(row[head.indexOf('wall_seconds')])).toBe(result.steps[0].wall_seconds);
+  expect(result.steps[0].wall_seconds).toBeGreaterThan(0);
   for (const stat of ['n', 'median', 'p99', 'min', 'max', 'mean']) {
     const col = head.indexOf(`rtt_us.${stat}`);
     expect(col, `rtt_us.${stat} in ${csvText[0]}`).toBeGreaterThan(0);

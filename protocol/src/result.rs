@@ -73,6 +73,13 @@ pub struct StepResult {
     /// Why the step failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// When the controller asked for the step (Unix seconds), and how long
+    /// it took in all, set-up included: the Perl seed's start time and
+    /// total elapsed seconds (the sides' `seconds` are the network time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
 }
 
 fn tcp() -> Transport {
@@ -204,6 +211,8 @@ mod tests {
             }],
             histograms: Vec::new(),
             error: None,
+            started_unix: Some(1.7e9),
+            wall_seconds: Some(0.25),
         });
         let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains("\"interval_bytes\""));

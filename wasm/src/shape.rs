@@ -260,6 +260,13 @@ fn step(v: &Value) -> Result<Value, String> {
         out.insert("histograms".into(), hists.into());
     }
     opt_string(o, "error", &mut out)?;
+    for k in ["started_unix", "wall_seconds"] {
+        if let Some(v) = field(o, k, true) {
+            // As `Option<f64>` writes it: a float, whole or not.
+            let f = v.as_f64().ok_or_else(|| bad(k, "a number or null"))?;
+            out.insert(k.into(), Value::from(f));
+        }
+    }
     Ok(Value::Object(out))
 }
 
@@ -350,7 +357,8 @@ mod tests {
              "sides": {"server": {"a": 1}, "client": null, "other": 3},
              "summary": {"z": 1, "a": [1.5, null]}, "transport": "tcp_local", "repeat": 3,
              "point": [["msg_bytes", 1024], ["transport", "tcp_local"]],
-             "params": {"b": 1, "a": 2}, "kind": "unix_rr", "index": 7},
+             "params": {"b": 1, "a": 2}, "kind": "unix_rr", "index": 7,
+             "started_unix": 1795000000, "wall_seconds": 0.25},
             {"index": 0, "kind": "tcp_rr", "error": null, "histograms": []}],
           "agents": [{"hostname": "a"}], "plan": {"description": null, "name": "n", "repeat": 2,
             "sweep": {"x": [1]}, "params": {}, "kind": "udp_stream", "y": 1,
@@ -446,6 +454,8 @@ mod tests {
             "samples",
             "histograms",
             "error",
+            "started_unix",
+            "wall_seconds",
         ] {
             let mut v = full();
             v["steps"][0].as_object_mut().unwrap().remove(key);

@@ -318,6 +318,7 @@ fn run_step(
     out: &mut output::Output,
 ) -> Result<StepResult, String> {
     let (si, ci) = (0, ctls.len() - 1);
+    let (began, began_unix) = (Instant::now(), unix_now());
     let mut step_params = step.params.clone();
     let mut host = urls[0].host.clone();
     if step.transport == Transport::TcpLocal {
@@ -444,7 +445,15 @@ fn run_step(
         samples,
         histograms: Vec::new(),
         error: step_error,
+        started_unix: Some(began_unix),
+        wall_seconds: Some(began.elapsed().as_secs_f64()),
     })
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn err_text(e: CtlError) -> String {

@@ -134,6 +134,15 @@ impl Output {
         if let Some(l) = rtt_line(&s.summary) {
             let _ = writeln!(out, "{l}");
         }
+        if let (Some(t0), Some(wall)) = (s.started_unix, s.wall_seconds) {
+            // The Perl seed's start time and total (not network) elapsed time.
+            let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t0);
+            let _ = writeln!(
+                out,
+                "step time: started {}, {wall:.3} s in all",
+                humantime::format_rfc3339_millis(at)
+            );
+        }
         if let Some(t) = self.interval_s.and_then(|secs| intervals(s, secs)) {
             let _ = out.write_all(t.as_bytes());
         }
@@ -529,7 +538,11 @@ pub fn csv(r: &RunResult) -> String {
         .iter()
         .map(|s| s.to_string())
         .chain(axes.iter().cloned())
-        .chain(["repeat".into()])
+        .chain([
+            "repeat".into(),
+            "started_unix".into(),
+            "wall_seconds".into(),
+        ])
         .chain(cols.iter().cloned())
         .chain(["error".into()])
         .collect();
@@ -544,6 +557,9 @@ pub fn csv(r: &RunResult) -> String {
                 .map(|(_, v)| v.to_string().trim_matches('"').to_string()),
         );
         row.push(s.repeat.to_string());
+        for t in [s.started_unix, s.wall_seconds] {
+            row.push(t.map_or(String::new(), |t| t.to_string()));
+        }
         for c in &cols {
             row.push(
                 vals.iter()

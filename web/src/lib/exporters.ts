@@ -1,5 +1,5 @@
 // Exports: the whole run as `;`-separated CSV (the same columns as
-// `meshperf run --csv`: step;kind;<axes>;repeat;<summary figures>;error, nested
+// `meshperf run --csv`: step;kind;<axes>;repeat;started_unix;wall_seconds;<summary figures>;error, nested
 // figures flattened to dotted names: rtt_us.median, streams.1.bytes),
 // as a result JSON file, one step's raw samples (CSV) or result (JSON), and
 // any plot as PNG.
@@ -24,11 +24,12 @@ export function toCsv(r: RunResult): string {
   const cols: string[] = [];
   for (const s of r.steps) for (const [k] of scalars(s.summary)) if (!cols.includes(k)) cols.push(k);
   const axes = (r.steps[0]?.point ?? []).map(([k]) => k);
-  const lines = [['step', 'kind', ...axes, 'repeat', ...cols, 'error'].join(';')];
+  const lines = [['step', 'kind', ...axes, 'repeat', 'started_unix', 'wall_seconds', ...cols, 'error'].join(';')];
   for (const s of r.steps) {
     const vals = new Map(scalars(s.summary));
     lines.push(
-      [String(s.index), s.kind, ...s.point.map(([, v]) => String(v)), String(s.repeat), ...cols.map((c) => vals.get(c) ?? ''), (s.error ?? '').replace(/;/g, ',')].join(';'),
+      [String(s.index), s.kind, ...s.point.map(([, v]) => String(v)), String(s.repeat), String(s.started_unix ?? ''), String(s.wall_seconds ?? ''),
+        ...cols.map((c) => vals.get(c) ?? ''), (s.error ?? '').replace(/;/g, ',')].join(';'),
     );
   }
   return lines.join('\n') + '\n';

@@ -26,6 +26,9 @@ export interface StepResult {
   sides: { client?: Record<string, any> | null; server?: Record<string, any> | null };
   samples: Series[];
   error?: string | null;
+  /** When the step was asked for (Unix seconds), and its whole time with set-up. */
+  started_unix?: number;
+  wall_seconds?: number;
 }
 
 export interface RunResult {

@@ -93,6 +93,7 @@ async function runOne(step: PlanStep): Promise<StepResult> {
   run.testId = testId;
   run.progress = 0;
   run.stepStartedAt = performance.now();
+  const startedUnix = Date.now() / 1000;
   run.phase = 'preparing';
   const { kind } = step;
   const host = peerHost(step);
@@ -133,6 +134,8 @@ async function runOne(step: PlanStep): Promise<StepResult> {
     sides: { client: l.ends.client ?? null, server: l.ends.server ?? null },
     samples,
     error,
+    started_unix: startedUnix,
+    wall_seconds: (performance.now() - run.stepStartedAt) / 1000,
   };
 }
 
