@@ -446,7 +446,6 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     let ua = url(&a);
     // udp_req_timo -p64 -l200 -i64 -e192, each point twice.
-    let json = tmp("inline-result.json");
     let (out, file) = run_ok(
         &a,
         &b,
@@ -491,7 +490,7 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     assert_eq!(out.lines().filter(|l| l.contains(';')).count(), 6, "{out}");
 
     // A preset with one value changed: socketsend moving 10 messages of 1 MiB.
-    let o = run_ab(
+    let (_, file) = run_ok(
         &a,
         &b,
         &[
@@ -501,12 +500,8 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
             "count=10",
             "--set",
             "msg_bytes=1M",
-            "--json",
-            json.to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
         file.steps[0].summary["bytes"],
         10 << 20,
@@ -539,7 +534,7 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
 
     // A paired axis: each step binds both ends to its own address pair, and
     // each end sees the other's (seed 002's local/remote host pairs).
-    let o = run_ab(
+    let (_, file) = run_ok(
         &a,
         &b,
         &[
@@ -549,12 +544,8 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
             "count=50",
             "--sweep",
             "client_bind+server_bind=127.0.0.1/127.0.0.1,127.0.0.2/127.0.0.3",
-            "--json",
-            json.to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let file = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let seen: Vec<(String, String)> = file
         .steps
         .iter()

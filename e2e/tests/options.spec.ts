@@ -5,15 +5,16 @@ import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
 import { test, expect } from '../agents';
 
-async function openPaired(page: Page, url: string) {
+/** The paired page with a tcp_stream plan of `count` 1 MiB messages. */
+async function openPlan(page: Page, url: string, count: number) {
   await page.goto(url);
   await page.waitForFunction(() => document.body.dataset.ready === '1');
+  await page.getByTestId('msg-bytes').fill('1M');
+  await page.getByTestId('count').fill(String(count));
 }
 
 test('mss 1000 and payload zeros from "more options" reach both agents and read back from the kernel', async ({ page, agents }) => {
-  await openPaired(page, agents.url());
-  await page.getByTestId('msg-bytes').fill('1M');
-  await page.getByTestId('count').fill('16');
+  await openPlan(page, agents.url(), 16);
   await page.getByText('more options').click();
   await page.getByTestId('mss').fill('1000');
   await page.getByTestId('payload').selectOption('zeros');
@@ -34,9 +35,7 @@ test('mss 1000 and payload zeros from "more options" reach both agents and read 
 });
 
 test('a text parameter sweeps as a list: congestion control reno, then bbr, each read back from the kernel', async ({ page, agents }) => {
-  await openPaired(page, agents.url());
-  await page.getByTestId('msg-bytes').fill('1M');
-  await page.getByTestId('count').fill('16');
+  await openPlan(page, agents.url(), 16);
   await page.getByTestId('add-axis').click();
   await page.getByTestId('axis-param-0').selectOption('congestion');
   await page.getByTestId('axis-0').getByLabel('values').fill('reno, bbr');
