@@ -97,7 +97,8 @@ pub fn apply<S: AsFd>(s: &S, p: &StreamParams, ipv6: bool) -> Result<Applied, St
     read_back(&sock, ipv6).map_err(|e| format!("cannot read socket options: {e}"))
 }
 
-fn set_int(
+/// An int-valued setsockopt.
+pub(crate) fn set_int(
     sock: &SockRef<'_>,
     level: libc::c_int,
     name: libc::c_int,

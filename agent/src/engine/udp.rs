@@ -20,6 +20,7 @@
 //! kernel picks for the control connection), so the UDP socket's family
 //! always follows the peer's address (IPv4 or IPv6).
 
+use super::sockopt::set_int;
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{Event, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, StreamParams, UdpSocketParams};
@@ -356,18 +357,7 @@ fn tos_actual(s: &UdpSocket) -> Option<u32> {
 
 /// Asks the kernel for SO_TIMESTAMPNS receive timestamps; true if it agreed.
 pub fn enable_timestamps(s: &UdpSocket) -> bool {
-    let one: libc::c_int = 1;
-    // SAFETY: plain setsockopt with a valid int.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    set_int(&SockRef::from(s), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
 }
 
 /// Receiver without a requested SO_RCVBUF: asks for `bytes`, so a burst
@@ -377,21 +367,10 @@ pub fn enable_timestamps(s: &UdpSocket) -> bool {
 /// left at the 208 KiB default holds 91 datagrams of 1400 bytes, under 2 ms
 /// at 20 us: a few ms off the CPU and it lost 23% to 68% of a burst.
 pub fn grow_rcvbuf(s: &UdpSocket, bytes: libc::c_int) {
-    let set = |opt: libc::c_int| {
-        // SAFETY: plain setsockopt with a valid int.
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&bytes as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        }
-    };
-    if set(libc::SO_RCVBUFFORCE) != 0 {
+    let r = SockRef::from(s);
+    if set_int(&r, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes).is_err() {
         // Failure leaves the default, which the summary then reports.
-        set(libc::SO_RCVBUF);
+        let _ = set_int(&r, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes);
     }
 }
 
