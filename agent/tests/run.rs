@@ -523,6 +523,14 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
         ],
     );
     let out = text(&o.stdout);
+    // tcp_rr steps print their percentiles too.
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("rtt us: n 100, min "))
+            .count(),
+        3,
+        "{out}"
+    );
     let fit = out
         .lines()
         .find(|l| l.starts_with("fit: mean rtt = "))

@@ -89,15 +89,8 @@ fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestEr
 /// The statistics object of DESIGN.md (`rtt_us` and friends) from ns samples.
 pub(super) fn stats_us(ns: &[u64]) -> Value {
     let us: Vec<f64> = ns.iter().map(|&v| v as f64 / 1e3).collect();
-    match Summary::new(&us) {
-        Ok(s) => Value::Object(
-            s.fields()
-                .iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect(),
-        ),
-        Err(_) => Value::Null,
-    }
+    // The same object udp_rr reports (`n` a whole number).
+    super::udp::stats_json(Summary::new(&us).ok().as_ref())
 }
 
 /// Client summary: counts, `rtt_us`, rates and tcp_req's quiet-mode line

@@ -274,7 +274,8 @@ pub fn intervals(s: &StepResult, secs: f64) -> Option<String> {
 fn rtt_line(summary: &Value) -> Option<String> {
     let r = summary.get("rtt_us")?.as_object()?;
     let f = |k: &str| r.get(k).and_then(Value::as_f64);
-    let mut parts = vec![format!("n {}", r.get("n")?.as_u64()?)];
+    // (Results written before `n` was a whole number have it as 1000.0.)
+    let mut parts = vec![format!("n {}", r.get("n")?.as_f64()? as u64)];
     for (name, key) in [
         ("min", "min"),
         ("median", "median"),
