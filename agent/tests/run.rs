@@ -46,6 +46,17 @@ fn run_ok(a: &AgentProc, b: &AgentProc, args: &[&str]) -> (String, RunResult) {
     )
 }
 
+/// `meshperf run` with `args` refused as a usage error: exit status 2, one
+/// line on stderr (returned), nothing on stdout.
+fn usage_error(args: &[&str]) -> String {
+    let o = run(args);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(o.stdout.is_empty(), "{args:?}: {}", text(&o.stdout));
+    err
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -216,10 +227,7 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
 
 #[test]
 fn unknown_preset_is_a_usage_error_in_one_line() {
-    let o = run(&["--agent", "http://127.0.0.1:9/#token=x", "--preset", "nope"]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = usage_error(&["--agent", "http://127.0.0.1:9/#token=x", "--preset", "nope"]);
     assert!(
         err.contains("unknown preset \"nope\"") && err.contains("socketsend"),
         "{err}"
@@ -228,45 +236,37 @@ fn unknown_preset_is_a_usage_error_in_one_line() {
 
 #[test]
 fn unreadable_plan_is_a_usage_error() {
-    let o = run(&[
+    let err = usage_error(&[
         "--agent",
         "http://127.0.0.1:9/#token=x",
         "--plan",
         "/nonexistent/plan.json",
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains("cannot read plan /nonexistent/plan.json"),
         "{err}"
     );
     let bad = tmp("bad-plan.json");
     std::fs::write(&bad, "{\"kind\": \"warp_drive\"}").unwrap();
-    let o = run(&[
+    usage_error(&[
         "--agent",
         "http://127.0.0.1:9/#token=x",
         "--plan",
         bad.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert_eq!(text(&o.stderr).lines().count(), 1);
 }
 
 #[test]
 fn wrong_token_is_a_usage_error() {
     let a = AgentProc::start(&[]);
-    let o = run(&[
+    // Nothing on stdout: no test ran.
+    let err = usage_error(&[
         "--agent",
         &format!("http://{}/#token=wrong{}", a.addr(), a.token),
         "--preset",
         "socketsend",
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("token"), "{err}");
-    assert!(o.stdout.is_empty(), "no test ran: {}", text(&o.stdout));
 }
 
 #[test]
@@ -425,7 +425,7 @@ fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
     assert!((mean - sum / (n - 1) as f64).abs() < 0.001, "{out}");
 
     // Impossible bins are a usage error before anything runs.
-    let o = run(&[
+    let err = usage_error(&[
         "--agent",
         &url(&a),
         "--plan",
@@ -434,11 +434,7 @@ fn histogram_flag_prints_rtt_and_inter_packet_histograms_in_the_seed_layout() {
         "--bin-us",
         "0",
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--bin-us must be above 0"), "{err}");
-    assert!(o.stdout.is_empty());
 }
 
 #[test]
@@ -640,10 +636,7 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
     ] {
         let mut all = vec!["--agent", &ua];
         all.extend_from_slice(args);
-        let o = run(&all);
-        let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
+        let err = usage_error(&all);
         assert!(err.contains(msg), "{args:?}: {err}");
     }
 }
@@ -765,9 +758,8 @@ fn json_or_csv_to_stdout_leaves_stdout_to_that_document_alone() {
         "{csv}"
     );
     // Not both.
-    let o = run(&[
+    let err = usage_error(&[
         "--agent", &ua, "--kind", "tcp_rr", "--json", "-", "--csv", "-",
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("cannot both have stdout"));
+    assert!(err.contains("cannot both have stdout"), "{err}");
 }
