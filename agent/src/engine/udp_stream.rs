@@ -249,7 +249,10 @@ struct Pacer {
     /// No gap is shorter ([`floor_gap_ns`]).
     floor_ns: f64,
     slip_ns: f64,
+    /// Stalls the schedule slipped for (a slip that goes on over several
+    /// datagrams, while the sender gets back to speed, counts once).
     slips: u64,
+    slipping: bool,
 }
 
 impl Pacer {
@@ -259,18 +262,21 @@ impl Pacer {
             floor_ns,
             slip_ns: 0.0,
             slips: 0,
+            slipping: false,
         }
     }
 
     /// When datagram `k` (0-based) may leave, given that datagram `k - 1`
     /// left at `sent_ns`.
     fn next(&mut self, sent_ns: f64, k: u64) -> f64 {
-        let debt = sent_ns + self.wait_ns - (k as f64 * self.wait_ns + self.slip_ns);
-        if debt > DEBT_LIMIT {
-            self.slip_ns += debt - DEBT_LIMIT;
-            self.slips += 1;
+        let mut deadline = k as f64 * self.wait_ns + self.slip_ns;
+        let excess = sent_ns + self.wait_ns - deadline - DEBT_LIMIT;
+        if excess > 0.0 {
+            self.slip_ns += excess;
+            deadline += excess;
+            self.slips += u64::from(!self.slipping);
         }
-        let deadline = k as f64 * self.wait_ns + self.slip_ns;
+        self.slipping = excess > 0.0;
         let shrink = (self.wait_ns * CATCH_UP).min(4_000.0);
         deadline.max(sent_ns + (self.wait_ns - shrink).max(self.floor_ns))
     }
@@ -580,6 +586,24 @@ mod tests {
             (late - 27e6).abs() < 1.0,
             "the send time shows the slip: {late}"
         );
+    }
+
+    #[test]
+    fn a_slip_that_goes_on_for_a_few_datagrams_counts_once() {
+        // 5 ms stall before datagram 10, then datagram 11 leaves 10 us past
+        // its time as the thread gets back to speed: one stall, one slip.
+        let mut p = Pacer::new(20e3, 0.0);
+        let mut next = 0.0;
+        for k in 0..100u64 {
+            let late = match k {
+                10 => 5e6,
+                11 => 10e3,
+                _ => 0.0,
+            };
+            next = p.next(next + late, k + 1);
+        }
+        assert_eq!(p.slips, 1);
+        assert!(p.slip_ns > 4e6, "{}", p.slip_ns);
     }
 
     #[test]
