@@ -763,3 +763,79 @@ fn json_or_csv_to_stdout_leaves_stdout_to_that_document_alone() {
     ]);
     assert!(err.contains("cannot both have stdout"), "{err}");
 }
+
+/// Seed 003 (sockbench) compares Unix sockets with TCP: given two agents,
+/// the Unix steps run inside the first (prepare and start on the same
+/// agent) and the TCP steps between the two. They failed with "unix_stream
+/// runs inside one agent" and left the serving agent busy for the next steps.
+#[test]
+fn unix_steps_run_inside_the_first_agent_when_two_are_given() {
+    let a = AgentProc::start_logged(&[]);
+    let b = AgentProc::start_logged(&[]);
+    let (_, r) = run_ok(
+        &a,
+        &b,
+        &[
+            "--kind", "tcp_stream", "--set", "count=64", "--set", "msg_bytes=64K",
+            "--sweep", "transport=unix,tcp", "--quiet",
+        ],
+    );
+    assert_eq!(r.steps.len(), 2);
+    for s in &r.steps {
+        assert!(s.error.is_none(), "{:?}", s.error);
+        assert_eq!(s.summary["bytes"], 64 * 65536, "{}", s.summary);
+    }
+    assert_eq!(r.steps[0].kind.name(), "unix_stream");
+    assert_eq!(r.steps[1].kind.name(), "tcp_stream");
+    // Agent B's record: one driving side (the TCP step), nothing of the Unix one.
+    let started = |log: Vec<String>, what: &str| {
+        log.iter()
+            .filter(|l| l.contains(what) && l.contains("started"))
+            .count()
+    };
+    assert_eq!(started(b.log(), "unix_stream"), 0, "{:#?}", b.log());
+    assert_eq!(started(b.log(), "tcp_stream"), 1, "{:#?}", b.log());
+    assert_eq!(started(a.log(), "unix_stream"), 2, "{:#?}", a.log());
+}
+
+/// A step whose `start` is refused cancels its prepared side at once, and
+/// the next step finds the serving agent free: agent B is kept busy by
+/// another controller, so every start on it is refused, while agent A
+/// serves each step in turn (it would answer `busy` for its 10 s accept
+/// window if the prepared side were left waiting).
+#[test]
+fn a_refused_start_frees_the_prepared_agent_for_the_next_step() {
+    let a = AgentProc::start(&[]);
+    let b = AgentProc::start(&[]);
+    let ub = url(&b);
+    let mut hog = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args(["run", "--agent", &ub, "--kind", "tcp_stream", "--set", "duration_s=4", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let t0 = std::time::Instant::now();
+    let json = tmp("refused-start.json");
+    let o = run_ab(
+        &a,
+        &b,
+        &["--kind", "tcp_rr", "--set", "count=100", "--repeat", "3", "--quiet", "--json", json.to_str().unwrap()],
+    );
+    let took = t0.elapsed();
+    let _ = hog.wait();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r.steps.len(), 3, "every step was tried");
+    for s in &r.steps {
+        let e = s.error.as_deref().unwrap_or("");
+        // B refused the start (busy); A was never busy and its prepared side was cancelled.
+        assert!(e.starts_with(&format!("agent {}: ", b.addr())) && e.contains("busy"), "{e}");
+        assert!(!e.contains(&format!("agent {}: this agent is busy", a.addr())), "{e}");
+        assert!(e.contains(&format!("agent {}: test cancelled", a.addr())), "{e}");
+    }
+    assert!(took.as_secs_f64() < 3.0, "3 refused steps took {took:?}");
+    // A serves a real test right away.
+    let (_, ok) = run_ok(&a, &a, &["--kind", "tcp_rr", "--set", "count=100", "--quiet"]);
+    assert!(ok.steps[0].error.is_none());
+}

@@ -13,6 +13,18 @@ async function openPlan(page: Page, url: string, count: number) {
   await page.getByTestId('count').fill(String(count));
 }
 
+/** Runs a 16 x 1 MiB tcp_stream plan swept over two values of `param` to its end. */
+async function runSweep(page: Page, url: string, param: string, values: string) {
+  await openPlan(page, url, 16);
+  await page.getByTestId('add-axis').click();
+  await page.getByTestId('axis-param-0').selectOption(param);
+  await page.getByTestId('axis-0').getByLabel('values').fill(values);
+  await expect(page.getByTestId('step-count')).toHaveText('2 steps');
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '2', { timeout: 30_000 });
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+}
+
 test('mss 1000 and payload zeros from "more options" reach both agents and read back from the kernel', async ({ page, agents }) => {
   await openPlan(page, agents.url(), 16);
   await page.getByText('more options').click();
@@ -35,14 +47,7 @@ test('mss 1000 and payload zeros from "more options" reach both agents and read 
 });
 
 test('a text parameter sweeps as a list: congestion control reno, then bbr, each read back from the kernel', async ({ page, agents }) => {
-  await openPlan(page, agents.url(), 16);
-  await page.getByTestId('add-axis').click();
-  await page.getByTestId('axis-param-0').selectOption('congestion');
-  await page.getByTestId('axis-0').getByLabel('values').fill('reno, bbr');
-  await expect(page.getByTestId('step-count')).toHaveText('2 steps');
-  await page.getByTestId('run').click();
-  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '2', { timeout: 30_000 });
-  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+  await runSweep(page, agents.url(), 'congestion', 'reno, bbr');
   const rows = page.getByTestId('steps').locator('tbody tr');
   await expect(rows).toHaveCount(2);
   for (const [i, cc] of [[0, 'reno'], [1, 'bbr']] as const) {
@@ -52,4 +57,27 @@ test('a text parameter sweeps as a list: congestion control reno, then bbr, each
     for (const side of ['summary-client', 'summary-server'])
       await expect(page.getByTestId(side)).toContainText(new RegExp(`socket options.*\\b${cc}\\b`, 's'));
   }
+});
+
+test('a transport sweep unix, tcp runs the Unix step inside agent A and the TCP step between A and B (the step driver in wasm)', async ({ page, agents }) => {
+  await runSweep(page, agents.url(), 'transport', 'unix, tcp');
+  await expect(page.getByTestId('error')).toBeHidden();
+  const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
+  expect(result.steps.map((s: { kind: string }) => s.kind)).toEqual(['unix_stream', 'tcp_stream']);
+  for (const s of result.steps) {
+    expect(s.error ?? null).toBeNull();
+    expect(s.sides.client.bytes).toBe(16 << 20);
+    expect(s.sides.server.bytes).toBe(16 << 20);
+  }
+  // Agent B's record names only the TCP step; agent A ran both ends of the Unix one.
+  expect(agents.b.output()).not.toMatch(/unix_stream/);
+  expect(agents.b.output()).toMatch(/tcp_stream driving started/);
+  expect(agents.a.output()).toMatch(/unix_stream serving started/);
+  expect(agents.a.output()).toMatch(/unix_stream driving started/);
+  // The CSV export is the one meshperf run writes (protocol/src/export.rs).
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-csv').click()]);
+  const lines = readFileSync((await csv.path())!, 'utf8').trim().split('\n');
+  expect(lines[0]).toMatch(/^step;kind;transport;repeat;started_unix;wall_seconds;/);
+  expect(lines.slice(1).map((l) => l.split(';').slice(0, 3).join(';'))).toEqual(['0;unix_stream;unix', '1;tcp_stream;tcp']);
 });

@@ -7,7 +7,11 @@
 //! * [`peer`]: the agent-to-agent control exchange on the data port.
 //! * [`plan`]: plans and their expansion into steps; [`presets`]: the built-in plans.
 //! * [`result`]: the versioned result format (files, exports, permalinks).
+//! * [`driver`]: running one step between agents (the CLI's and the page's).
+//! * [`export`]: the CSV export of a result (the CLI's and the page's).
 
+pub mod driver;
+pub mod export;
 pub mod frame;
 pub mod msg;
 pub mod params;

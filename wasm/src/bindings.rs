@@ -380,4 +380,153 @@ mod codec {
     pub fn presets() -> String {
         crate::plans::presets_json()
     }
+
+    /// The whole run as `;`-separated CSV, one row per step (the columns of
+    /// `meshperf run --csv`).
+    #[wasm_bindgen]
+    pub fn result_csv(result_json: &str) -> Result<String, JsError> {
+        let r = meshperf_protocol::result::load(result_json)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(meshperf_protocol::export::csv(&r))
+    }
+
+    /// One step run between agents: `meshperf_protocol::driver::StepRun`
+    /// (the step driver `meshperf run` uses natively) for the page. The page
+    /// owns the WebSockets: it sends the requests the driver returns (JSON
+    /// arrays of `{agent, request}`, `request.id` 0 for the connection to
+    /// number) and hands it every reply, event, sample frame and closed
+    /// socket of the agents taking part. Samples stay here until `result`.
+    #[wasm_bindgen]
+    pub struct StepDriver {
+        run: meshperf_protocol::driver::StepRun,
+        first: Option<meshperf_protocol::driver::Outgoing>,
+        samples: Vec<meshperf_protocol::result::Series>,
+    }
+
+    fn outgoing(list: Vec<meshperf_protocol::driver::Outgoing>) -> String {
+        serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+    }
+
+    fn event(json: &str) -> Option<meshperf_protocol::msg::Event> {
+        serde_json::from_str(json).ok()
+    }
+
+    #[wasm_bindgen]
+    impl StepDriver {
+        /// `step_json`: one step of `expand_plan`; `server`/`client`: indices
+        /// into `agents_json` (`[{label, host, addresses}]`); Unix kinds run
+        /// both ends on `server`. Throws when the step cannot run there.
+        #[wasm_bindgen(constructor)]
+        pub fn new(
+            step_json: &str,
+            test_id: u32,
+            server: usize,
+            client: usize,
+            agents_json: &str,
+            started_unix: f64,
+        ) -> Result<StepDriver, JsError> {
+            let step = serde_json::from_str(step_json)
+                .map_err(|e| JsError::new(&format!("not a plan step: {e}")))?;
+            let agents: Vec<meshperf_protocol::driver::AgentRef> =
+                serde_json::from_str(agents_json)
+                    .map_err(|e| JsError::new(&format!("not an agent list: {e}")))?;
+            let (run, first) = meshperf_protocol::driver::StepRun::new(
+                step,
+                test_id,
+                server,
+                client,
+                &agents,
+                started_unix,
+            )
+            .map_err(|e| JsError::new(&e))?;
+            Ok(StepDriver {
+                run,
+                first: Some(first),
+                samples: Vec::new(),
+            })
+        }
+
+        /// The first requests (the `prepare`), once.
+        pub fn begin(&mut self) -> String {
+            outgoing(self.first.take().into_iter().collect())
+        }
+
+        /// The reply of `agent` to the last request sent to it.
+        pub fn reply(&mut self, agent: usize, msg_json: &str) -> String {
+            match event(msg_json) {
+                Some(e) => outgoing(self.run.on_reply(agent, &e)),
+                None => "[]".into(),
+            }
+        }
+
+        /// An event (a text message without a request id) from `agent`.
+        pub fn event(&mut self, agent: usize, msg_json: &str) -> String {
+            match event(msg_json) {
+                Some(e) => outgoing(self.run.on_event(agent, &e)),
+                None => "[]".into(),
+            }
+        }
+
+        /// A binary sample frame; false if it is another test's. Throws on a
+        /// damaged frame.
+        pub fn frame(&mut self, bytes: &[u8]) -> Result<bool, JsError> {
+            self.run
+                .on_frame(bytes)
+                .map_err(|e| JsError::new(&e.to_string()))
+        }
+
+        /// `agent`'s socket closed.
+        pub fn closed(&mut self, agent: usize) -> String {
+            outgoing(self.run.on_closed(agent))
+        }
+
+        /// Stops the step (the user asked).
+        pub fn cancel(&mut self) -> String {
+            outgoing(self.run.cancel())
+        }
+
+        /// Ends a step whose agents did not confirm a cancel in time.
+        pub fn abandon(&mut self, why: &str) {
+            self.run.abandon(why)
+        }
+
+        pub fn done(&self) -> bool {
+            self.run.is_done()
+        }
+
+        pub fn cancelling(&self) -> bool {
+            self.run.is_cancelling()
+        }
+
+        pub fn progress(&self) -> f64 {
+            self.run.progress()
+        }
+
+        /// The step's result JSON; each series' `values` is empty here and
+        /// comes from `series_values(i)` (in the same order).
+        pub fn result(&mut self, wall_seconds: f64) -> String {
+            let mut r = self.run.result(wall_seconds);
+            self.samples = std::mem::take(&mut r.samples);
+            r.samples = self
+                .samples
+                .iter()
+                .map(|s| meshperf_protocol::result::Series {
+                    role: s.role,
+                    kind: s.kind,
+                    stream: s.stream,
+                    values: Vec::new(),
+                })
+                .collect();
+            serde_json::to_string(&r).unwrap_or_else(|_| "null".into())
+        }
+
+        /// The values of series `i` of the last `result`, as doubles (exact
+        /// below 2^53: bytes, ns and counts).
+        pub fn series_values(&self, i: usize) -> Vec<f64> {
+            self.samples
+                .get(i)
+                .map(|s| s.values.iter().map(|&v| v as f64).collect())
+                .unwrap_or_default()
+        }
+    }
 }

@@ -16,12 +16,12 @@ mod inline;
 mod output;
 
 use client::{AgentUrl, Ctl, CtlError, Incoming};
-use meshperf_protocol::msg::Role;
-use meshperf_protocol::plan::{Plan, Step, Transport};
+use meshperf_protocol::driver::{AgentRef, Outgoing, StepRun};
+use meshperf_protocol::msg::{Event, Request};
+use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::presets;
-use meshperf_protocol::result::{primary_role, RunResult, Series, Sides, StepResult};
-use serde_json::{json, Value};
-use std::collections::HashMap;
+use meshperf_protocol::result::{RunResult, StepResult};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -216,14 +216,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut out = output::Output::new(a.quiet, hist, &plan, steps.len());
     out.interval_s = a.interval;
     out.to_stderr = doc_on_stdout;
-    let base_id = (created as u32).wrapping_mul(2654435761);
+    // Random, as the page's: two controllers started in the same second
+    // took the same ids, and an agent refused the second as a duplicate.
+    let mut seed = [0u8; 4];
+    getrandom::fill(&mut seed).expect("the OS random source works");
+    let base_id = u32::from_le_bytes(seed);
+    let agents = agent_refs(&ctls);
     let mut failed = false;
     for step in &steps {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let test_id = base_id.wrapping_add(step.index as u32);
-        let r = run_step(&mut ctls, &urls, step, test_id, &stop, &mut out);
+        let test_id = base_id.wrapping_add(step.index as u32).max(1);
+        let r = run_step(&mut ctls, &agents, step, test_id, &stop, &mut out);
         match r {
             Ok(sr) => {
                 failed |= sr.error.is_some();
@@ -266,7 +271,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         write(path, doc)?;
     }
     if let Some(path) = &a.csv {
-        write(path, output::csv(&result).into_bytes())?;
+        write(path, meshperf_protocol::export::csv(&result).into_bytes())?;
     }
     let web = a
         .web
@@ -296,158 +301,122 @@ fn print_permalink(web: &str, result: &RunResult, to_stderr: bool) {
     }
 }
 
-/// A local non-loopback IPv4 address of an agent, from its `hello`.
-fn local_address(hello: &Value) -> Option<String> {
-    hello["addresses"]
-        .as_array()?
-        .iter()
-        .filter_map(|a| a.as_str()?.split(' ').next())
-        .find(|ip| {
-            ip.parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_ipv4() && !ip.is_loopback())
+/// How the step driver names and reaches each agent.
+fn agent_refs(ctls: &[Ctl]) -> Vec<AgentRef> {
+    ctls.iter()
+        .map(|c| AgentRef {
+            label: format!("agent {}", c.addr.hostport()),
+            host: c.addr.host.clone(),
+            addresses: serde_json::from_value(c.hello["addresses"].clone()).unwrap_or_default(),
         })
-        .map(str::to_string)
+        .collect()
 }
 
+/// How long a cancelled step waits for its agents to report before it is
+/// given up (they answer within a fraction of a second when alive).
+const CANCEL_GRACE: Duration = Duration::from_secs(15);
+
+/// Runs one step through the step driver (`meshperf_protocol::driver`): the
+/// first agent serves and the last drives (Unix kinds: both on the first).
 fn run_step(
     ctls: &mut [Ctl],
-    urls: &[AgentUrl],
+    agents: &[AgentRef],
     step: &Step,
     test_id: u32,
     stop: &AtomicBool,
     out: &mut output::Output,
 ) -> Result<StepResult, String> {
-    let (si, ci) = (0, ctls.len() - 1);
-    let (began, began_unix) = (Instant::now(), unix_now());
-    let mut step_params = step.params.clone();
-    let mut host = urls[0].host.clone();
-    if step.transport == Transport::TcpLocal {
-        // Data over a local interface address: the serving agent binds its
-        // data listener there and the driving agent connects to it.
-        let ip = local_address(&ctls[0].hello).ok_or_else(|| {
-            format!(
-                "agent {} has no non-loopback IPv4 address for transport tcp_local",
-                urls[0].hostport()
-            )
-        })?;
-        step_params
-            .entry("server_bind")
-            .or_insert(Value::from(ip.clone()));
-        host = ip;
-    }
-    let params = Value::Object(step_params);
-    let kind = step.kind;
-    let mut ends: HashMap<Role, Value> = HashMap::new();
-    let mut errors: Vec<String> = Vec::new();
-    let mut samples: Vec<Series> = Vec::new();
-    let mut sink = |x: Incoming,
-                    ends: &mut HashMap<Role, Value>,
-                    errors: &mut Vec<String>,
-                    samples: &mut Vec<Series>| match x {
-        Incoming::Event(e) if e["test_id"] == json!(test_id) => match e["type"].as_str() {
-            Some("result") => {
-                if let Ok(role) = serde_json::from_value::<Role>(e["role"].clone()) {
-                    ends.insert(role, e["summary"].clone());
-                }
+    let began = Instant::now();
+    let (mut run, first) =
+        StepRun::new(step.clone(), test_id, 0, ctls.len() - 1, agents, unix_now())?;
+    let ends = run.placement().agents();
+    let mut queue: VecDeque<Outgoing> = VecDeque::from([first]);
+    let mut cancelled_at: Option<Instant> = None;
+    loop {
+        while let Some(o) = queue.pop_front() {
+            let i = o.agent;
+            if let Request::Cancel { test_id, .. } = o.request {
+                ctls[i].cancel(test_id);
+                continue;
             }
-            Some("error") => {
-                errors.push(e["message"].as_str().unwrap_or("test failed").to_string())
-            }
-            Some("progress") => out.progress(&e),
-            _ => {}
-        },
-        Incoming::Frame(h, v) if h.test_id == test_id => {
-            match samples
-                .iter_mut()
-                .find(|s| s.role == h.role && s.kind == h.kind && s.stream == h.stream)
-            {
-                Some(s) => s.values.extend(v),
-                None => samples.push(Series {
-                    role: h.role,
-                    kind: h.kind,
-                    stream: h.stream,
-                    values: v,
-                }),
-            }
-        }
-        _ => {}
-    };
-    let prep = json!({"type": "prepare", "test_id": test_id, "step": step.index, "kind": kind, "params": params});
-    let reply = ctls[si]
-        .request(prep, &mut |x| sink(x, &mut ends, &mut errors, &mut samples))
-        .map_err(err_text)?;
-    let mut step_error = None;
-    if reply["type"] != "prepared" {
-        step_error = Some(format!(
-            "agent {}: {}",
-            urls[si].hostport(),
-            reply["message"].as_str().unwrap_or("prepare failed")
-        ));
-    } else {
-        let start = json!({"type": "start", "test_id": test_id, "step": step.index, "kind": kind, "params": params,
-            "peer": {"host": host, "port": reply["port"], "key": reply["key"]}});
-        let r = ctls[ci]
-            .request(start, &mut |x| {
-                sink(x, &mut ends, &mut errors, &mut samples)
-            })
-            .map_err(err_text)?;
-        if r["type"] != "started" {
-            ctls[si].cancel(test_id);
-            step_error = Some(format!(
-                "agent {}: {}",
-                urls[ci].hostport(),
-                r["message"].as_str().unwrap_or("start failed")
-            ));
-        } else {
-            let t0 = Instant::now();
-            let mut cancelled = false;
-            while ends.len() + errors.len() < 2 {
-                if stop.load(Ordering::Relaxed) && !cancelled {
-                    ctls[si].cancel(test_id);
-                    ctls[ci].cancel(test_id);
-                    cancelled = true;
-                }
-                // Both connections drained, then a wait for either: a result
-                // is taken the moment it arrives, whichever agent sends it.
-                let ends_at = if si == ci { vec![si] } else { vec![si, ci] };
-                for &i in &ends_at {
-                    while let Some(x) = ctls[i].try_poll().map_err(err_text)? {
-                        sink(x, &mut ends, &mut errors, &mut samples);
+            let req = serde_json::to_value(&o.request).map_err(|e| e.to_string())?;
+            let mut other = |x: Incoming| feed(&mut run, i, x, &mut queue, out);
+            match ctls[i].request(req, &mut other) {
+                Ok(reply) => {
+                    if let Ok(ev) = serde_json::from_value::<Event>(reply) {
+                        queue.extend(run.on_reply(i, &ev));
                     }
                 }
-                if ends.len() + errors.len() >= 2 {
-                    break;
-                }
-                let waiting: Vec<&client::Ctl> = ends_at.iter().map(|&i| &ctls[i]).collect();
-                client::wait_any(&waiting, Duration::from_millis(100));
-                if t0.elapsed().as_secs() > 3600 {
-                    return Err("a step ran for over an hour; giving up".into());
-                }
-            }
-            if !errors.is_empty() {
-                step_error = Some(errors.join("; "));
+                Err(e) => return Err(closed(ctls, &mut run, i, e)),
             }
         }
+        if run.is_done() {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) && !run.is_cancelling() {
+            queue.extend(run.cancel());
+            continue;
+        }
+        if run.is_cancelling() {
+            let at = *cancelled_at.get_or_insert_with(Instant::now);
+            if at.elapsed() > CANCEL_GRACE {
+                run.abandon("the agents did not confirm the cancel within 15 s");
+                break;
+            }
+        }
+        // Both connections drained, then a wait for either: a result is
+        // taken the moment it arrives, whichever agent sends it.
+        for &i in &ends {
+            loop {
+                match ctls[i].try_poll() {
+                    Ok(Some(x)) => feed(&mut run, i, x, &mut queue, out),
+                    Ok(None) => break,
+                    Err(e) => return Err(closed(ctls, &mut run, i, e)),
+                }
+            }
+        }
+        if !queue.is_empty() || run.is_done() {
+            continue;
+        }
+        let waiting: Vec<&Ctl> = ends.iter().map(|&i| &ctls[i]).collect();
+        client::wait_any(&waiting, Duration::from_millis(100));
+        if began.elapsed().as_secs() > 3600 {
+            return Err("a step ran for over an hour; giving up".into());
+        }
     }
-    let primary = primary_role(kind, &step.params);
-    Ok(StepResult {
-        index: step.index,
-        kind,
-        params: step.params.clone(),
-        point: step.point.clone(),
-        repeat: step.repeat,
-        transport: step.transport,
-        summary: ends.get(&primary).cloned().unwrap_or(Value::Null),
-        sides: Sides {
-            client: ends.remove(&Role::Client),
-            server: ends.remove(&Role::Server),
-        },
-        samples,
-        histograms: Vec::new(),
-        error: step_error,
-        started_unix: Some(began_unix),
-        wall_seconds: Some(began.elapsed().as_secs_f64()),
-    })
+    Ok(run.result(began.elapsed().as_secs_f64()))
+}
+
+/// Hands what agent `i` sent to the driver.
+fn feed(
+    run: &mut StepRun,
+    i: usize,
+    x: Incoming,
+    queue: &mut VecDeque<Outgoing>,
+    out: &mut output::Output,
+) {
+    match x {
+        Incoming::Event(v) => {
+            if let Ok(ev) = serde_json::from_value::<Event>(v) {
+                queue.extend(run.on_event(i, &ev));
+                if matches!(ev, Event::Progress { test_id, .. } if test_id == run.test_id()) {
+                    out.progress(run.progress());
+                }
+            }
+        }
+        Incoming::Frame(h, v) => {
+            run.on_samples(&h, v);
+        }
+    }
+}
+
+/// Agent `i` went away mid-step: the other end is asked to stop (best
+/// effort) and the run ends with the reason.
+fn closed(ctls: &mut [Ctl], run: &mut StepRun, i: usize, e: CtlError) -> String {
+    for o in run.on_closed(i) {
+        ctls[o.agent].cancel(run.test_id());
+    }
+    err_text(e)
 }
 
 fn unix_now() -> f64 {

@@ -5,6 +5,7 @@
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::params::Kind;
+use meshperf_protocol::export::scalars;
 use meshperf_protocol::plan::Plan;
 use meshperf_protocol::result::{primary_role, RunResult, StepResult};
 use meshperf_wasm::hist::{Histogram, Upper};
@@ -67,8 +68,8 @@ impl Output {
     }
 
     /// A `progress` event of the running step.
-    pub fn progress(&mut self, e: &Value) {
-        let f = e["fraction"].as_f64().unwrap_or(0.0);
+    /// The running step is `f` done (0 to 1).
+    pub fn progress(&mut self, f: f64) {
         let overall = (self.done as f64 + f) / self.total.max(1) as f64;
         if self.tty {
             let w = 30;
@@ -477,34 +478,6 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// A summary's figures as `(name, value)` columns, in the order the summary
-/// gives them: nested statistics flattened to dotted names (`rtt_us.median`,
-/// `interarrival_us.p99`) and, with `arrays`, list entries by index
-/// (`streams.1.bytes`). The web app's CSV export names them the same way.
-fn scalars(summary: &Value, arrays: bool) -> Vec<(String, String)> {
-    fn walk(v: &Value, name: String, arrays: bool, out: &mut Vec<(String, String)>) {
-        match v {
-            Value::Number(n) => out.push((name, n.to_string())),
-            Value::Bool(b) => out.push((name, b.to_string())),
-            Value::String(s) if !s.contains(';') => out.push((name, s.clone())),
-            Value::Object(o) => o
-                .iter()
-                .for_each(|(k, v)| walk(v, format!("{name}.{k}"), arrays, out)),
-            Value::Array(a) if arrays => a
-                .iter()
-                .enumerate()
-                .for_each(|(i, v)| walk(v, format!("{name}.{i}"), arrays, out)),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    if let Some(o) = summary.as_object() {
-        for (k, v) in o.iter().filter(|(k, _)| k.as_str() != "line") {
-            walk(v, k.clone(), arrays, &mut out);
-        }
-    }
-    out
-}
 
 /// One `;`-separated record of a step: the primary side's seed record when
 /// it has one (udpmon's quiet mode), else its scalar figures.
@@ -519,62 +492,6 @@ pub fn record(s: &StepResult) -> String {
     }
 }
 
-/// The whole run as `;`-separated CSV (Excel friendly, as udpmon).
-pub fn csv(r: &RunResult) -> String {
-    let mut cols: Vec<String> = Vec::new();
-    for s in &r.steps {
-        for (k, _) in scalars(&s.summary, true) {
-            if !cols.contains(&k) {
-                cols.push(k);
-            }
-        }
-    }
-    let axes: Vec<String> = r
-        .steps
-        .first()
-        .map(|s| s.point.iter().map(|(k, _)| k.clone()).collect())
-        .unwrap_or_default();
-    let mut out = String::new();
-    let head: Vec<String> = ["step", "kind"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(axes.iter().cloned())
-        .chain([
-            "repeat".into(),
-            "started_unix".into(),
-            "wall_seconds".into(),
-        ])
-        .chain(cols.iter().cloned())
-        .chain(["error".into()])
-        .collect();
-    out.push_str(&head.join(";"));
-    out.push('\n');
-    for s in &r.steps {
-        let vals = scalars(&s.summary, true);
-        let mut row = vec![s.index.to_string(), s.kind.name().to_string()];
-        row.extend(
-            s.point
-                .iter()
-                .map(|(_, v)| v.to_string().trim_matches('"').to_string()),
-        );
-        row.push(s.repeat.to_string());
-        for t in [s.started_unix, s.wall_seconds] {
-            row.push(t.map_or(String::new(), |t| t.to_string()));
-        }
-        for c in &cols {
-            row.push(
-                vals.iter()
-                    .find(|(k, _)| k == c)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default(),
-            );
-        }
-        row.push(s.error.clone().unwrap_or_default().replace(';', ","));
-        out.push_str(&row.join(";"));
-        out.push('\n');
-    }
-    out
-}
 
 #[cfg(test)]
 mod tests {

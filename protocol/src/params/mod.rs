@@ -40,6 +40,12 @@ impl Kind {
         }
     }
 
+    /// Kinds whose two ends run inside one agent (Unix sockets): a
+    /// controller prepares and starts them on the same agent.
+    pub fn inside_one_agent(self) -> bool {
+        matches!(self, Kind::UnixStream | Kind::UnixRr)
+    }
+
     /// Every kind, in declaration order.
     pub const ALL: [Kind; 6] = [
         Kind::TcpStream,

@@ -1,39 +1,10 @@
-// Exports: the whole run as `;`-separated CSV (the same columns as
-// `meshperf run --csv`: step;kind;<axes>;repeat;started_unix;wall_seconds;<summary figures>;error, nested
-// figures flattened to dotted names: rtt_us.median, streams.1.bytes),
+// Exports: the whole run as `;`-separated CSV (written by protocol/src/export.rs
+// through the codec module, as `meshperf run --csv` writes it),
 // as a result JSON file, one step's raw samples (CSV) or result (JSON), and
 // any plot as PNG.
 
 import type { RunResult, StepResult } from './result';
-
-function flatten(v: unknown, name: string, out: [string, string][]): void {
-  if (typeof v === 'number' || typeof v === 'boolean') out.push([name, String(v)]);
-  else if (typeof v === 'string' && !v.includes(';')) out.push([name, v]);
-  else if (Array.isArray(v)) v.forEach((x, i) => flatten(x, `${name}.${i}`, out));
-  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) flatten(x, `${name}.${k}`, out);
-}
-
-/** A summary's figures as columns (agent/src/run/output.rs `scalars`). */
-export function scalars(summary: Record<string, unknown> | null): [string, string][] {
-  const out: [string, string][] = [];
-  for (const [k, v] of Object.entries(summary ?? {})) if (k !== 'line') flatten(v, k, out);
-  return out;
-}
-
-export function toCsv(r: RunResult): string {
-  const cols: string[] = [];
-  for (const s of r.steps) for (const [k] of scalars(s.summary)) if (!cols.includes(k)) cols.push(k);
-  const axes = (r.steps[0]?.point ?? []).map(([k]) => k);
-  const lines = [['step', 'kind', ...axes, 'repeat', 'started_unix', 'wall_seconds', ...cols, 'error'].join(';')];
-  for (const s of r.steps) {
-    const vals = new Map(scalars(s.summary));
-    lines.push(
-      [String(s.index), s.kind, ...s.point.map(([, v]) => String(v)), String(s.repeat), String(s.started_unix ?? ''), String(s.wall_seconds ?? ''),
-        ...cols.map((c) => vals.get(c) ?? ''), (s.error ?? '').replace(/;/g, ',')].join(';'),
-    );
-  }
-  return lines.join('\n') + '\n';
-}
+import { loadCodec } from './stats';
 
 /** A file name stem for a run: meshperf-<plan>-<yyyymmdd-hhmmss>. */
 export function stem(r: RunResult): string {
@@ -56,7 +27,7 @@ export function download(name: string, data: Blob | string, type = 'text/plain')
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-export const exportCsv = (r: RunResult) => download(`${stem(r)}.csv`, toCsv(r), 'text/csv');
+export const exportCsv = async (r: RunResult) => download(`${stem(r)}.csv`, (await loadCodec()).result_csv(JSON.stringify(r)), 'text/csv');
 export const exportJson = (r: RunResult) => download(`${stem(r)}.json`, JSON.stringify(r), 'application/json');
 
 /** One step's raw samples as `;`-separated columns (`n` then one column per

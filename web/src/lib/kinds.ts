@@ -99,12 +99,6 @@ export const KINDS: Record<string, { label: string; params: ParamSpec[] }> = {
   unix_rr: { label: 'Unix socket request/response', params: rr.filter((p) => !p.tcp) },
 };
 
-/** Which side measured what a step is about (protocol result.rs `primary_role`). */
-export function primaryRole(kind: string, params: Record<string, unknown>): 'client' | 'server' {
-  if (kind.endsWith('_rr')) return 'client';
-  return params.direction === 'receive' || params.direction === 'both' ? 'client' : 'server';
-}
-
 export const isRr = (kind: string) => kind.endsWith('_rr');
 export const isStream = (kind: string) => kind === 'tcp_stream' || kind === 'unix_stream';
 

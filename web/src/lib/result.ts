@@ -3,7 +3,6 @@
 // result; series here convert them to the unit a reader expects.
 
 import type { PlanJson } from './plan.svelte';
-import { isRr, primaryRole } from './kinds';
 
 export type Role = 'client' | 'server';
 
@@ -43,8 +42,6 @@ export interface RunResult {
   [k: string]: unknown;
 }
 
-/** Sample kind names by frame kind byte (protocol frame.rs `SampleKind`). */
-export const KIND_NAMES = ['', 'interval_bytes', 'rtt_ns', 'read_bytes', 'send_time_ns', 'arrival_ns', 'sequence', 'tcp_rtt_us', 'tcp_cwnd', 'tcp_retrans'];
 
 export function seriesOf(step: StepResult, kind: string, role?: Role): Series[] {
   return step.samples.filter((s) => s.kind === kind && (role == null || s.role === role)).sort((a, b) => a.stream - b.stream);
@@ -71,10 +68,21 @@ export function sumStreams(streams: number[][]): Float64Array {
 export const intervalMs = (step: StepResult): number =>
   Number(step.summary?.interval_ms ?? step.sides.server?.interval_ms ?? step.sides.client?.interval_ms ?? step.params.interval_ms ?? 10);
 
+/**
+ * The side whose summary is the step's `summary` (the step driver chose it:
+ * protocol/src/result.rs `primary_role`): the receiver of a stream, the
+ * requester of a request/response test.
+ */
+export function primarySide(step: StepResult): Role {
+  const same = (side: unknown) => side != null && JSON.stringify(side) === JSON.stringify(step.summary);
+  if (same(step.sides.server) && !same(step.sides.client)) return 'server';
+  return 'client';
+}
+
 /** The quantities a step's samples support, the most telling first. */
 export function quantities(step: StepResult): Quantity[] {
   const out: Quantity[] = [];
-  const primary = isRr(step.kind) ? 'client' : primaryRole(step.kind, step.params);
+  const primary = primarySide(step);
   const rtt = seriesOf(step, 'rtt_ns').flatMap((s) => s.values);
   if (rtt.length) out.push({ id: 'rtt', label: 'round-trip time', unit: 'us', values: scaled(rtt, 1e-3) });
   for (const role of [primary, primary === 'client' ? 'server' : 'client'] as Role[]) {

@@ -1,15 +1,15 @@
-// Runs a plan: the wasm module expands it into steps; each step is prepared on
-// the serving agent (A) and started on the driving agent (B), or both on A for
-// Unix sockets. Collects progress, sample frames and both sides' summaries
-// into a result in the documented format (result.ts), step by step.
+// Runs a plan: the wasm module expands it into steps, and the step driver
+// (protocol/src/driver.rs, through the codec module's `StepDriver`: the one
+// `meshperf run` uses natively) decides which agent gets which request, the
+// data address, the primary side and the cancels after a failure. This
+// module only carries its requests to the agents and their replies, events,
+// sample frames and closed sockets back to it, step by step.
 
-import { agents, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
-import { peerHost, randomTestId } from './peer';
-import type { Frame } from './frame';
-import { primaryRole } from './kinds';
+import { agents, AgentError, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
+import { hostOnly } from './fragment';
 import type { PlanJson } from './plan.svelte';
-import { KIND_NAMES, type Role, type RunResult, type Series, type StepResult } from './result';
-import { loadCodec, loadStats } from './stats';
+import type { RunResult, StepResult } from './result';
+import { loadCodec, type Codec, type StepDriver } from './stats';
 
 export type Phase = 'idle' | 'preparing' | 'running' | 'done' | 'failed' | 'cancelled';
 type PlanStep = Pick<StepResult, 'index' | 'kind' | 'params' | 'point' | 'repeat' | 'transport'>;
@@ -37,106 +37,102 @@ export const active = () => run.phase === 'preparing' || run.phase === 'running'
 let onFinished: (r: RunResult) => void = () => {};
 export const setOnFinished = (f: (r: RunResult) => void) => (onFinished = f);
 
-let live: {
-  ends: Partial<Record<Role, Record<string, any>>>;
-  series: Map<string, Series>;
-  fraction: Record<Role, number>;
-  settle: (error: string | null) => void;
-  agents: Agent[];
-} | null = null;
+/** How long a cancelled step waits for its agents to confirm (agent/src/run: the same). */
+const CANCEL_GRACE_MS = 15000;
 
-function store(f: Frame) {
-  if (!live) return;
-  const kind = KIND_NAMES[f.kind] ?? `kind_${f.kind}`;
-  const key = `${f.role}/${kind}/${f.stream}`;
-  let s = live.series.get(key);
-  if (!s) live.series.set(key, (s = { role: f.role, kind, stream: f.stream, values: [] }));
-  for (let i = 0; i < f.values.length; i++) s.values[f.firstSeq + i] = f.values[i];
+/** The running step: its driver and what settles it. */
+let live: { driver: StepDriver; send: (out: string) => void } | null = null;
+
+function randomTestId(): number {
+  const v = new Uint32Array(1);
+  do crypto.getRandomValues(v);
+  while (v[0] === 0);
+  return v[0];
 }
 
-function cancelOn(list: Agent[], testId: number) {
-  for (const a of new Set(list)) if (a.state === 'ready') a.request({ type: 'cancel', test_id: testId }).catch(() => {});
-}
-
-const listener: TestListener = {
-  frame: (_a, f) => store(f),
-  event(a: Agent, msg: AgentMsg) {
-    if (!live || msg.test_id !== run.testId) return;
-    const role = (msg.role as Role) ?? (a === agents.a ? 'server' : 'client');
-    if (msg.type === 'progress') {
-      live.fraction[role] = Math.min(1, Math.max(0, Number(msg.fraction) || 0));
-      run.progress = Math.max(live.fraction.client, live.fraction.server);
-      run.overall = (run.step + run.progress) / run.total;
-    } else if (msg.type === 'result') {
-      live.ends[role] = msg.summary;
-      if (live.ends.client && live.ends.server) live.settle(null);
-    } else if (msg.type === 'error') {
-      cancelOn(live.agents, run.testId);
-      live.settle(`${a.label}: ${msg.message}`);
-    }
-  },
-  closed(a) {
-    if (run.phase === 'failed' && run.error && !run.error.includes('disconnected')) {
-      run.error = `${a.label} disconnected during the test; ${run.error}`;
-      return;
-    }
-    if (!live) return;
-    cancelOn(live.agents, run.testId);
-    live.settle(`${a.label} disconnected during the test`);
-  },
-};
-
-async function runOne(step: PlanStep): Promise<StepResult> {
-  const server = agents.a;
-  const client = step.transport === 'unix' || step.kind.startsWith('unix_') ? agents.a : agents.b;
+async function runOne(step: PlanStep, codec: Codec): Promise<StepResult> {
+  const list: Agent[] = [agents.a, agents.b];
+  const refs = list.map((a) => ({ label: a.label, host: hostOnly(a.host), addresses: a.info?.addresses ?? [] }));
   const testId = randomTestId();
   run.testId = testId;
   run.progress = 0;
   run.stepStartedAt = performance.now();
   const startedUnix = Date.now() / 1000;
   run.phase = 'preparing';
-  const { kind } = step;
-  const host = peerHost(step);
-  // tcp_local: the serving agent binds its data listener to that address.
-  const params = step.transport === 'tcp_local' && !('server_bind' in step.params) ? { ...step.params, server_bind: host } : step.params;
-  let error: string | null = null;
-  const done = new Promise<string | null>((resolve) => {
-    live = { ends: {}, series: new Map(), fraction: { client: 0, server: 0 }, settle: resolve, agents: [server, client] };
-  });
-  const l = live!;
-  server.watch(testId, listener);
-  client.watch(testId, listener);
-  let asking = server;
+  let driver: StepDriver;
   try {
-    const prep = await server.request({ type: 'prepare', test_id: testId, step: step.index, kind, params });
-    if (live === l) {
-      run.phase = 'running';
-      asking = client;
-      const peer = { host, port: prep.port, key: prep.key };
-      await client.request({ type: 'start', test_id: testId, step: step.index, kind, params, peer });
-    }
+    driver = new codec.StepDriver(JSON.stringify(step), testId, 0, 1, JSON.stringify(refs), startedUnix);
   } catch (e) {
-    cancelOn([server, client], testId);
-    l.settle(`${asking.label}: ${(e as Error).message}`);
+    return { ...step, summary: null, sides: { client: null, server: null }, samples: [], error: (e as Error).message, started_unix: startedUnix, wall_seconds: 0 };
   }
-  error = await done;
-  live = null;
-  // Keep listening a moment after a failure: the peer of an agent that died
-  // often reports first, and the closed socket then names the right agent.
-  const unwatch = () => [server, client].forEach((a) => a.unwatch(testId));
-  if (error) setTimeout(unwatch, 2000);
-  else unwatch();
-  const samples = [...l.series.values()].map((s) => ({ ...s, values: Array.from(s.values, (v) => v ?? 0) }));
-  const primary = primaryRole(kind, params);
-  return {
-    ...step,
-    summary: l.ends[primary] ?? null,
-    sides: { client: l.ends.client ?? null, server: l.ends.server ?? null },
-    samples,
-    error,
-    started_unix: startedUnix,
-    wall_seconds: (performance.now() - run.stepStartedAt) / 1000,
+  const d = driver;
+  let settle: () => void = () => {};
+  const done = new Promise<void>((resolve) => (settle = resolve));
+  let grace: ReturnType<typeof setTimeout> | undefined;
+  const check = () => {
+    if (d.cancelling() && grace === undefined) {
+      grace = setTimeout(() => {
+        d.abandon(`the agents did not confirm the cancel within ${CANCEL_GRACE_MS / 1000} s`);
+        settle();
+      }, CANCEL_GRACE_MS);
+    }
+    if (d.done()) settle();
   };
+  /** Sends the driver's requests; each reply goes back to it. */
+  const send = (out: string) => {
+    for (const o of JSON.parse(out) as { agent: number; request: { type: string } }[]) {
+      const a = list[o.agent];
+      const asked = a.request(o.request);
+      if (o.request.type === 'cancel') {
+        asked.catch(() => {});
+        continue;
+      }
+      if (o.request.type === 'start') run.phase = 'running';
+      asked.then(
+        (reply) => send(d.reply(o.agent, JSON.stringify(reply))),
+        (e: AgentError) => send(d.reply(o.agent, JSON.stringify({ type: 'error', id: 0, code: e.code ?? 'error', message: e.message }))),
+      );
+    }
+    check();
+  };
+  const listener: TestListener = {
+    frame: (_a, data) => {
+      try {
+        d.frame(new Uint8Array(data));
+      } catch (e) {
+        console.warn((e as Error).message);
+      }
+    },
+    event(a: Agent, msg: AgentMsg) {
+      if (live?.driver !== d) return;
+      send(d.event(list.indexOf(a), JSON.stringify(msg)));
+      run.progress = d.progress();
+      run.overall = (run.step + run.progress) / run.total;
+    },
+    closed(a) {
+      if (live?.driver === d) {
+        send(d.closed(list.indexOf(a)));
+      } else if (run.phase === 'failed' && run.error && !run.error.includes('disconnected')) {
+        // The peer of an agent that died often reports first; the closed
+        // socket then names the right agent.
+        run.error = `${a.label} disconnected during the test; ${run.error}`;
+      }
+    },
+  };
+  live = { driver: d, send };
+  list.forEach((a) => a.watch(testId, listener));
+  send(d.begin());
+  await done;
+  clearTimeout(grace);
+  live = null;
+  const r = JSON.parse(d.result((performance.now() - run.stepStartedAt) / 1000)) as StepResult;
+  r.samples.forEach((s, i) => (s.values = Array.from(d.series_values(i))));
+  d.free();
+  // Keep listening a moment after a failure (see `closed`).
+  const unwatch = () => list.forEach((a) => a.unwatch(testId));
+  if (r.error) setTimeout(unwatch, 2000);
+  else unwatch();
+  return r;
 }
 
 let stopping = false;
@@ -146,13 +142,10 @@ export async function runPlan(plan: PlanJson): Promise<void> {
   if (active()) return;
   run.error = '';
   let steps: PlanStep[];
+  let codec: Codec;
   try {
-    const single = Object.keys(plan.sweep).length === 0 && plan.repeat === 1;
-    // One step needs no expansion; sweeps and repetitions need the codec module.
-    const wasm = single ? await loadStats() : await loadCodec();
-    if (wasm.expand_plan) steps = JSON.parse(wasm.expand_plan(JSON.stringify(plan)));
-    else if (single) steps = [{ index: 0, kind: plan.kind, params: plan.params, point: [], repeat: 0, transport: plan.kind.startsWith('unix_') ? 'unix' : 'tcp' }];
-    else throw new Error('sweeps and repetitions need expand_plan from the wasm module, which this build lacks: rebuild it with scripts/build.sh');
+    codec = await loadCodec();
+    steps = JSON.parse(codec.expand_plan(JSON.stringify(plan)));
   } catch (e) {
     run.phase = 'failed';
     run.error = (e as Error).message;
@@ -172,7 +165,7 @@ export async function runPlan(plan: PlanJson): Promise<void> {
   let shown = performance.now();
   for (const s of steps) {
     run.step = s.index;
-    const sr = await runOne(s);
+    const sr = await runOne(s, codec);
     result = { ...result, steps: [...result.steps, sr] };
     if (performance.now() - shown >= 250) {
       run.result = result;
@@ -193,6 +186,5 @@ export async function runPlan(plan: PlanJson): Promise<void> {
 export function cancel(): void {
   if (!active() || !live) return;
   stopping = true;
-  cancelOn(live.agents, run.testId);
-  live.settle('cancelled');
+  live.send(live.driver.cancel());
 }

@@ -54,8 +54,29 @@ export interface Stats {
   permalink_decode?: (text: string) => string;
 }
 
+/** One step run between agents: protocol/src/driver.rs through wasm/src/bindings.rs. */
+export interface StepDriver {
+  begin(): string;
+  reply(agent: number, msg: string): string;
+  event(agent: number, msg: string): string;
+  frame(bytes: Uint8Array): boolean;
+  closed(agent: number): string;
+  cancel(): string;
+  abandon(why: string): void;
+  done(): boolean;
+  cancelling(): boolean;
+  progress(): number;
+  result(wallSeconds: number): string;
+  series_values(i: number): Float64Array;
+  free(): void;
+}
+
 /** The functions only the codec module has (`loadCodec()`). */
-export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_encode' | 'permalink_decode'>>;
+export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_encode' | 'permalink_decode'>> & {
+  /** The run as `;`-separated CSV (protocol/src/export.rs, as `meshperf run --csv`). */
+  result_csv: (result: string) => string;
+  StepDriver: new (step: string, testId: number, server: number, client: number, agents: string, startedUnix: number) => StepDriver;
+};
 
 const STATS = './wasm-pkg/meshperf_stats.js';
 const CODEC = './wasm-pkg/meshperf_codec.js';
@@ -97,6 +118,8 @@ export function loadCodec(): Promise<Stats & Codec> {
       presets: c.presets as Codec['presets'],
       permalink_encode: c.permalink_encode as Codec['permalink_encode'],
       permalink_decode: c.permalink_decode as Codec['permalink_decode'],
+      result_csv: c.result_csv as Codec['result_csv'],
+      StepDriver: c.StepDriver as Codec['StepDriver'],
     };
     const both = { ...s, ...codec };
     loaded = both;

@@ -1,0 +1,475 @@
+//! The step driver: what a controller does to run one plan step between
+//! agents, written once. `meshperf run` uses it natively and the web app
+//! through the wasm codec module (`StepDriver`), so both place the ends the
+//! same way, pick the same data address, cancel the same way on failure and
+//! build the same [`StepResult`].
+//!
+//! It does no I/O (the caller owns the sockets): feed it the replies,
+//! events, sample frames and closed connections of the agents taking part,
+//! and send the [`Outgoing`] requests it returns. Agents are indices into the
+//! caller's list of [`AgentRef`]s, so a scheduler can run several steps at
+//! once over many agents (one [`StepRun`] per running step).
+//!
+//! A step goes: `prepare` to the serving agent; on `prepared`, `start` to the
+//! driving agent with the serving agent's port and key; then both sides
+//! report progress, sample frames and one final `result` or `error` each.
+//! A refused `start` cancels the prepared side at once (it would otherwise
+//! hold the serving agent busy for its accept window), and an error on one
+//! side cancels the other; the step ends when both sides have ended.
+
+use crate::frame::{self, FrameError, FrameHeader};
+use crate::msg::{Event, PeerAddr, Request, Role};
+use crate::params::Kind;
+use crate::plan::{Step, Transport};
+use crate::result::{primary_role, Series, Sides, StepResult};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::net::IpAddr;
+
+/// What the driver needs to know of an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRef {
+    /// How messages name the agent: "agent 127.0.0.1:7800".
+    pub label: String,
+    /// The host the controller reached the agent at; a driving agent
+    /// connects to a serving agent there (its data ports are on that host).
+    pub host: String,
+    /// The `addresses` of the agent's info (`"IP (iface)"`).
+    #[serde(default)]
+    pub addresses: Vec<String>,
+}
+
+impl AgentRef {
+    /// The agent's first local non-loopback IPv4 address (transport `tcp_local`).
+    pub fn local_ipv4(&self) -> Option<IpAddr> {
+        self.addresses
+            .iter()
+            .filter_map(|a| a.split([' ', '/']).next()?.parse::<IpAddr>().ok())
+            .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+    }
+}
+
+/// Which agents play the two ends of a step (indices into the agent list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Asked to `prepare`: accepts the data connections.
+    pub server: usize,
+    /// Asked to `start`: connects to the server.
+    pub client: usize,
+}
+
+impl Placement {
+    /// The ends of a `kind` step for the ordered pair (serving, driving):
+    /// kinds that run inside one agent (Unix sockets) get both ends on the
+    /// serving agent, whichever agents were given.
+    pub fn for_kind(kind: Kind, server: usize, client: usize) -> Placement {
+        let client = if kind.inside_one_agent() {
+            server
+        } else {
+            client
+        };
+        Placement { server, client }
+    }
+
+    /// The agents taking part, each once.
+    pub fn agents(self) -> Vec<usize> {
+        if self.server == self.client {
+            vec![self.server]
+        } else {
+            vec![self.server, self.client]
+        }
+    }
+}
+
+/// A request for one agent. `id` is 0: the connection numbers its requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outgoing {
+    pub agent: usize,
+    pub request: Request,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Preparing,
+    Starting,
+    Running,
+    Done,
+}
+
+/// One step being run: a state machine fed with what the agents say.
+#[derive(Debug)]
+pub struct StepRun {
+    step: Step,
+    test_id: u32,
+    place: Placement,
+    labels: [String; 2],
+    /// The parameters both ends get (the step's, plus `server_bind` for tcp_local).
+    params: Value,
+    peer_host: String,
+    phase: Phase,
+    /// Final summaries by role.
+    ends: Vec<(Role, Value)>,
+    /// Sides set up at the agents (1 once prepared, 2 once started); each
+    /// ends with one final event, a result or an error.
+    registered: usize,
+    /// Final events seen.
+    finals: usize,
+    /// Why the step failed, in order, without repeats.
+    errors: Vec<String>,
+    samples: Vec<Series>,
+    fraction: [f64; 2],
+    /// Cancel was sent (or is owed once the pending reply arrives).
+    cancelling: bool,
+    started_unix: f64,
+}
+
+impl StepRun {
+    /// A step with agent `server` of `agents` serving and `client` driving
+    /// (placed by [`Placement::for_kind`]), and its first request (`prepare`
+    /// to the serving agent). Fails when the step cannot run there
+    /// (transport `tcp_local` on an agent without such an address).
+    pub fn new(
+        step: Step,
+        test_id: u32,
+        server: usize,
+        client: usize,
+        agents: &[AgentRef],
+        started_unix: f64,
+    ) -> Result<(StepRun, Outgoing), String> {
+        let place = Placement::for_kind(step.kind, server, client);
+        let server = agents
+            .get(place.server)
+            .ok_or_else(|| format!("no agent {}", place.server))?;
+        let client = agents
+            .get(place.client)
+            .ok_or_else(|| format!("no agent {}", place.client))?;
+        let mut params = step.params.clone();
+        let mut peer_host = server.host.clone();
+        if step.transport == Transport::TcpLocal {
+            // Data over a local interface address: the serving agent binds its
+            // data listener there and the driving agent connects to it.
+            let ip = server.local_ipv4().ok_or_else(|| {
+                format!(
+                    "{} has no non-loopback IPv4 address for transport tcp_local",
+                    server.label
+                )
+            })?;
+            params
+                .entry("server_bind")
+                .or_insert(Value::from(ip.to_string()));
+            peer_host = ip.to_string();
+        }
+        let run = StepRun {
+            labels: [server.label.clone(), client.label.clone()],
+            params: Value::Object(params),
+            peer_host,
+            test_id,
+            place,
+            phase: Phase::Preparing,
+            ends: Vec::new(),
+            registered: 0,
+            finals: 0,
+            errors: Vec::new(),
+            samples: Vec::new(),
+            fraction: [0.0; 2],
+            cancelling: false,
+            started_unix,
+            step,
+        };
+        let first = Outgoing {
+            agent: place.server,
+            request: Request::Prepare {
+                id: 0,
+                test_id,
+                step: run.step.index as u32,
+                kind: run.step.kind,
+                params: run.params.clone(),
+            },
+        };
+        Ok((run, first))
+    }
+
+    pub fn test_id(&self) -> u32 {
+        self.test_id
+    }
+
+    pub fn placement(&self) -> Placement {
+        self.place
+    }
+
+    /// The step has ended: every side set up at an agent has reported (so
+    /// the agents are free for the next step), or it failed before any was.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// A cancel has gone out (on the user's request or after a failure).
+    pub fn is_cancelling(&self) -> bool {
+        self.cancelling
+    }
+
+    /// Fraction of the step done, by the side furthest along (0 to 1).
+    pub fn progress(&self) -> f64 {
+        self.fraction[0].max(self.fraction[1])
+    }
+
+    fn label(&self, agent: usize) -> &str {
+        &self.labels[usize::from(agent != self.place.server)]
+    }
+
+    fn fail(&mut self, message: String) {
+        if !self.errors.contains(&message) {
+            self.errors.push(message);
+        }
+    }
+
+    fn cancel_to(&self, agents: Vec<usize>) -> Vec<Outgoing> {
+        agents
+            .into_iter()
+            .map(|agent| Outgoing {
+                agent,
+                request: Request::Cancel {
+                    id: 0,
+                    test_id: self.test_id,
+                },
+            })
+            .collect()
+    }
+
+    /// The reply of `agent` to the last request the driver gave it.
+    pub fn on_reply(&mut self, agent: usize, reply: &Event) -> Vec<Outgoing> {
+        let out = match (self.phase, reply) {
+            (Phase::Preparing, Event::Prepared { port, key, .. }) if agent == self.place.server => {
+                self.registered = 1;
+                if self.cancelling {
+                    // Cancelled while the prepare was on its way.
+                    self.phase = Phase::Running;
+                    self.fail("cancelled".into());
+                    self.cancel_to(vec![self.place.server])
+                } else {
+                    self.phase = Phase::Starting;
+                    vec![Outgoing {
+                        agent: self.place.client,
+                        request: Request::Start {
+                            id: 0,
+                            test_id: self.test_id,
+                            step: self.step.index as u32,
+                            kind: self.step.kind,
+                            params: self.params.clone(),
+                            peer: PeerAddr {
+                                host: self.peer_host.clone(),
+                                port: *port,
+                                key: key.clone(),
+                            },
+                        },
+                    }]
+                }
+            }
+            (Phase::Starting, Event::Started { .. }) if agent == self.place.client => {
+                self.registered = 2;
+                self.phase = Phase::Running;
+                if self.cancelling {
+                    self.cancel_to(self.place.agents())
+                } else {
+                    Vec::new()
+                }
+            }
+            (Phase::Preparing, Event::Error { message, .. }) => {
+                // Nothing was set up: the step ends here.
+                self.fail(format!("{}: {message}", self.label(agent)));
+                self.phase = Phase::Done;
+                Vec::new()
+            }
+            (Phase::Starting, Event::Error { message, .. }) => {
+                // A refused start leaves the serving side prepared: it is
+                // cancelled at once, and the step ends when it has reported
+                // (the serving agent is free for the next step by then).
+                self.fail(format!("{}: {message}", self.label(agent)));
+                self.phase = Phase::Running;
+                self.cancelling = true;
+                self.cancel_to(vec![self.place.server])
+            }
+            _ => Vec::new(),
+        };
+        self.check_done();
+        out
+    }
+
+    /// An event of `agent` (events of other tests are ignored).
+    pub fn on_event(&mut self, agent: usize, event: &Event) -> Vec<Outgoing> {
+        match event {
+            Event::Progress {
+                test_id,
+                role,
+                fraction,
+                ..
+            } if *test_id == self.test_id => {
+                self.fraction[usize::from(*role == Role::Client)] = fraction.clamp(0.0, 1.0);
+                Vec::new()
+            }
+            Event::Result {
+                test_id,
+                role,
+                summary,
+                ..
+            } if *test_id == self.test_id => {
+                self.fraction[usize::from(*role == Role::Client)] = 1.0;
+                self.finals += 1;
+                self.ends.retain(|(r, _)| r != role);
+                self.ends.push((*role, summary.clone()));
+                self.check_done();
+                Vec::new()
+            }
+            Event::Error {
+                test_id: Some(t),
+                message,
+                ..
+            } if *t == self.test_id => {
+                self.finals += 1;
+                let text = format!("{}: {message}", self.label(agent));
+                self.fail(text);
+                let out = if self.cancelling {
+                    Vec::new()
+                } else {
+                    // The other side cannot finish well without this one.
+                    self.cancelling = true;
+                    let others: Vec<usize> = self
+                        .place
+                        .agents()
+                        .into_iter()
+                        .filter(|&a| a != agent || self.place.server == self.place.client)
+                        .collect();
+                    self.cancel_to(others)
+                };
+                self.check_done();
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn check_done(&mut self) {
+        if self.phase == Phase::Running && self.finals >= self.registered {
+            self.phase = Phase::Done;
+        }
+    }
+
+    /// A sample frame from `agent`; `Ok(false)` if it belongs to another test.
+    pub fn on_frame(&mut self, bytes: &[u8]) -> Result<bool, FrameError> {
+        let (h, values) = frame::decode(bytes)?;
+        Ok(self.on_samples(&h, values))
+    }
+
+    /// Decoded samples; `false` if they belong to another test.
+    pub fn on_samples(&mut self, h: &FrameHeader, values: Vec<u64>) -> bool {
+        if h.test_id != self.test_id {
+            return false;
+        }
+        let s = match self
+            .samples
+            .iter_mut()
+            .position(|s| s.role == h.role && s.kind == h.kind && s.stream == h.stream)
+        {
+            Some(i) => &mut self.samples[i],
+            None => {
+                self.samples.push(Series {
+                    role: h.role,
+                    kind: h.kind,
+                    stream: h.stream,
+                    values: Vec::new(),
+                });
+                self.samples.last_mut().expect("just pushed")
+            }
+        };
+        let at = h.first_seq as usize;
+        if at == s.values.len() {
+            s.values.extend(values);
+        } else {
+            if s.values.len() < at + values.len() {
+                s.values.resize(at + values.len(), 0);
+            }
+            s.values[at..at + values.len()].copy_from_slice(&values);
+        }
+        true
+    }
+
+    /// `agent`'s connection closed: the step fails, and the other agent is
+    /// asked to stop.
+    pub fn on_closed(&mut self, agent: usize) -> Vec<Outgoing> {
+        if self.phase == Phase::Done || !self.place.agents().contains(&agent) {
+            return Vec::new();
+        }
+        self.fail(format!("{} disconnected during the test", self.label(agent)));
+        self.phase = Phase::Done;
+        let others: Vec<usize> = self
+            .place
+            .agents()
+            .into_iter()
+            .filter(|&a| a != agent)
+            .collect();
+        self.cancelling = true;
+        self.cancel_to(others)
+    }
+
+    /// Stops the step on the user's request: both sides are cancelled and
+    /// the step ends once they have reported.
+    pub fn cancel(&mut self) -> Vec<Outgoing> {
+        if self.cancelling || self.phase == Phase::Done {
+            return Vec::new();
+        }
+        self.cancelling = true;
+        match self.phase {
+            // The reply in flight decides what to cancel (see on_reply).
+            Phase::Preparing | Phase::Starting => Vec::new(),
+            _ => self.cancel_to(self.place.agents()),
+        }
+    }
+
+    /// Ends a step whose agents did not report after a cancel (the caller's
+    /// grace period ran out).
+    pub fn abandon(&mut self, why: &str) {
+        if self.phase != Phase::Done {
+            self.fail(why.to_string());
+            self.phase = Phase::Done;
+        }
+    }
+
+    /// Takes the samples gathered so far out of the driver.
+    pub fn take_samples(&mut self) -> Vec<Series> {
+        std::mem::take(&mut self.samples)
+    }
+
+    /// The step's result: the primary side's summary, both sides', the
+    /// samples, and why it failed if it did. `wall_seconds`: how long the
+    /// step took in all, set-up included.
+    pub fn result(&mut self, wall_seconds: f64) -> StepResult {
+        let primary = primary_role(self.step.kind, &self.step.params);
+        let end = |role: Role| {
+            self.ends
+                .iter()
+                .find(|(r, _)| *r == role)
+                .map(|(_, v)| v.clone())
+        };
+        StepResult {
+            index: self.step.index,
+            kind: self.step.kind,
+            params: self.step.params.clone(),
+            point: self.step.point.clone(),
+            repeat: self.step.repeat,
+            transport: self.step.transport,
+            summary: end(primary).unwrap_or(Value::Null),
+            sides: Sides {
+                client: end(Role::Client),
+                server: end(Role::Server),
+            },
+            samples: self.take_samples(),
+            histograms: Vec::new(),
+            error: (!self.errors.is_empty()).then(|| self.errors.join("; ")),
+            started_unix: Some(self.started_unix),
+            wall_seconds: Some(wall_seconds),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

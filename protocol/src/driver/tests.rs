@@ -1,0 +1,256 @@
+use super::*;
+use crate::frame::SampleKind;
+use serde_json::{json, Map};
+
+fn agents() -> Vec<AgentRef> {
+    vec![
+        AgentRef {
+            label: "agent A".into(),
+            host: "127.0.0.1".into(),
+            addresses: vec!["127.0.0.1 (lo)".into(), "10.1.2.3 (eth0)".into()],
+        },
+        AgentRef {
+            label: "agent B".into(),
+            host: "127.0.0.2".into(),
+            addresses: vec![],
+        },
+    ]
+}
+
+fn step(kind: Kind, transport: Transport, params: Value) -> Step {
+    Step {
+        index: 3,
+        kind,
+        params: params.as_object().cloned().unwrap_or_else(Map::new),
+        point: vec![],
+        repeat: 0,
+        transport,
+    }
+}
+
+fn prepared() -> Event {
+    Event::Prepared {
+        id: 1,
+        test_id: 7,
+        port: 5201,
+        key: "k".into(),
+    }
+}
+
+fn refused(message: &str) -> Event {
+    serde_json::from_value(json!({"type": "error", "id": 2, "code": "busy", "message": message}))
+        .unwrap()
+}
+
+fn test_error(message: &str) -> Event {
+    serde_json::from_value(
+        json!({"type": "error", "test_id": 7, "code": "test_failed", "message": message}),
+    )
+    .unwrap()
+}
+
+fn result(role: Role, bytes: u64) -> Event {
+    Event::Result {
+        test_id: 7,
+        step: 3,
+        role,
+        kind: Kind::TcpStream,
+        summary: json!({ "bytes": bytes }),
+    }
+}
+
+/// A step of `kind` between agents 0 (serving) and 1, prepared and started.
+fn running(kind: Kind) -> StepRun {
+    let (mut run, _) =
+        StepRun::new(step(kind, Transport::Tcp, json!({})), 7, 0, 1, &agents(), 0.0).unwrap();
+    run.on_reply(0, &prepared());
+    run.on_reply(1, &Event::Started { id: 2, test_id: 7 });
+    run
+}
+
+fn is_cancel(o: &Outgoing, agent: usize) -> bool {
+    o.agent == agent && matches!(o.request, Request::Cancel { test_id: 7, .. })
+}
+
+#[test]
+fn unix_kinds_run_inside_the_serving_agent_whatever_agents_are_given() {
+    assert_eq!(
+        Placement::for_kind(Kind::UnixStream, 0, 1),
+        Placement {
+            server: 0,
+            client: 0
+        }
+    );
+    assert_eq!(
+        Placement::for_kind(Kind::UnixRr, 2, 5),
+        Placement {
+            server: 2,
+            client: 2
+        }
+    );
+    assert_eq!(
+        Placement::for_kind(Kind::TcpRr, 2, 5),
+        Placement {
+            server: 2,
+            client: 5
+        }
+    );
+    let s = step(Kind::UnixRr, Transport::Unix, json!({}));
+    let (mut run, first) =
+        StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    assert_eq!(first.agent, 0);
+    let start = run.on_reply(0, &prepared());
+    assert_eq!(start.len(), 1);
+    assert_eq!(start[0].agent, 0, "start goes to the agent that prepared");
+}
+
+#[test]
+fn a_full_step_prepares_starts_and_gathers_both_ends() {
+    let s = step(Kind::TcpStream, Transport::Tcp, json!({"direction": "receive"}));
+    let (mut run, first) = StepRun::new(s, 7, 0, 1, &agents(), 5.0).unwrap();
+    assert!(matches!(first.request, Request::Prepare { test_id: 7, step: 3, .. }));
+    let out = run.on_reply(0, &prepared());
+    match &out[..] {
+        [Outgoing {
+            agent: 1,
+            request: Request::Start { peer, .. },
+        }] => assert_eq!(
+            (peer.host.as_str(), peer.port, peer.key.as_str()),
+            ("127.0.0.1", 5201, "k")
+        ),
+        other => panic!("expected one start to agent 1, got {other:?}"),
+    }
+    assert!(run.on_reply(1, &Event::Started { id: 2, test_id: 7 }).is_empty());
+    // Frames out of order land at their sequence numbers; other tests' are ignored.
+    let h = |first_seq, test_id| FrameHeader {
+        kind: SampleKind::IntervalBytes,
+        role: Role::Client,
+        stream: 0,
+        test_id,
+        step: 3,
+        first_seq,
+        count: 2,
+    };
+    assert!(run.on_samples(&h(2, 7), vec![30, 40]));
+    assert!(run.on_samples(&h(0, 7), vec![10, 20]));
+    assert!(!run.on_samples(&h(0, 8), vec![1, 1]));
+    let mut buf = Vec::new();
+    frame::encode(&h(4, 7), &[50, 60], &mut buf);
+    assert!(run.on_frame(&buf).unwrap());
+    assert!(run.on_frame(&buf[..10]).is_err());
+    run.on_event(1, &result(Role::Client, 11));
+    assert!(!run.is_done());
+    run.on_event(0, &result(Role::Server, 12));
+    assert!(run.is_done());
+    let r = run.result(1.5);
+    // direction receive: the driving (client) side received, its summary is primary.
+    assert_eq!(r.summary, json!({"bytes": 11}));
+    assert_eq!(r.sides.server, Some(json!({"bytes": 12})));
+    assert_eq!(r.samples[0].values, vec![10, 20, 30, 40, 50, 60]);
+    assert_eq!((r.started_unix, r.wall_seconds, r.error), (Some(5.0), Some(1.5), None));
+}
+
+#[test]
+fn a_refused_start_cancels_the_prepared_side_at_once() {
+    let s = step(Kind::TcpRr, Transport::Tcp, json!({}));
+    let (mut run, _) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    run.on_reply(0, &prepared());
+    let out = run.on_reply(1, &refused("streams: too many"));
+    assert_eq!(out.len(), 1);
+    assert!(is_cancel(&out[0], 0), "{out:?}");
+    assert!(!run.is_done(), "ends when the prepared side has reported");
+    assert!(run.cancel().is_empty(), "the cancel already went out");
+    run.on_event(0, &test_error("test cancelled"));
+    assert!(run.is_done());
+    assert_eq!(
+        run.result(0.1).error.as_deref(),
+        Some("agent B: streams: too many; agent A: test cancelled")
+    );
+}
+
+#[test]
+fn a_refused_prepare_ends_the_step_without_traffic() {
+    let s = step(Kind::TcpRr, Transport::Tcp, json!({}));
+    let (mut run, _) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    assert!(run.on_reply(0, &refused("this agent is busy")).is_empty());
+    assert!(run.is_done());
+    assert_eq!(run.result(0.0).error.as_deref(), Some("agent A: this agent is busy"));
+}
+
+#[test]
+fn an_error_on_one_side_cancels_the_other_and_waits_for_it() {
+    let mut run = running(Kind::TcpStream);
+    let out = run.on_event(1, &test_error("cannot bind 192.0.2.1"));
+    assert_eq!(out.len(), 1);
+    assert!(is_cancel(&out[0], 0));
+    assert!(!run.is_done(), "the serving side has not ended yet");
+    assert!(run.on_event(0, &test_error("test cancelled")).is_empty());
+    assert!(run.is_done());
+    assert_eq!(
+        run.result(0.0).error.as_deref(),
+        Some("agent B: cannot bind 192.0.2.1; agent A: test cancelled")
+    );
+}
+
+#[test]
+fn cancel_before_prepared_cancels_what_the_reply_prepared() {
+    let s = step(Kind::TcpStream, Transport::Tcp, json!({}));
+    let (mut run, _) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    assert!(run.cancel().is_empty());
+    let out = run.on_reply(0, &prepared());
+    assert_eq!(out.len(), 1);
+    assert!(is_cancel(&out[0], 0));
+    assert!(!run.is_done());
+    run.on_event(0, &test_error("test cancelled"));
+    assert!(run.is_done());
+    assert_eq!(
+        run.result(0.0).error.as_deref(),
+        Some("cancelled; agent A: test cancelled")
+    );
+    // Cancelling a running step asks both, once; identical errors are kept once.
+    let mut run = running(Kind::TcpStream);
+    let out = run.cancel();
+    assert!(out.len() == 2 && is_cancel(&out[0], 0) && is_cancel(&out[1], 1));
+    assert!(run.cancel().is_empty());
+    run.on_event(0, &test_error("test cancelled"));
+    run.on_event(1, &test_error("test cancelled"));
+    assert!(run.is_done());
+    let e = run.result(0.0).error.unwrap();
+    assert_eq!(e, "agent A: test cancelled; agent B: test cancelled");
+}
+
+#[test]
+fn a_closed_agent_fails_the_step_and_stops_the_other() {
+    let mut run = running(Kind::UdpRr);
+    assert!(run.on_closed(2).is_empty(), "an agent not in the step");
+    let out = run.on_closed(1);
+    assert!(out.len() == 1 && is_cancel(&out[0], 0));
+    assert!(run.is_done());
+    assert_eq!(
+        run.result(0.0).error.as_deref(),
+        Some("agent B disconnected during the test")
+    );
+}
+
+#[test]
+fn tcp_local_binds_and_connects_to_the_serving_agents_local_address() {
+    let s = step(Kind::TcpRr, Transport::TcpLocal, json!({}));
+    let (mut run, first) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    match first.request {
+        Request::Prepare { params, .. } => assert_eq!(params["server_bind"], "10.1.2.3"),
+        r => panic!("{r:?}"),
+    }
+    match &run.on_reply(0, &prepared())[0].request {
+        Request::Start { peer, params, .. } => {
+            assert_eq!(peer.host, "10.1.2.3");
+            assert_eq!(params["server_bind"], "10.1.2.3");
+        }
+        r => panic!("{r:?}"),
+    }
+    // The step's own params are kept as planned (the result shows them).
+    run.abandon("gave up");
+    assert!(run.result(0.0).params.get("server_bind").is_none());
+    let s = step(Kind::TcpRr, Transport::TcpLocal, json!({}));
+    let e = StepRun::new(s, 7, 1, 0, &agents(), 0.0).unwrap_err();
+    assert!(e.contains("agent B has no non-loopback IPv4 address"), "{e}");
+}
