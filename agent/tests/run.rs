@@ -839,3 +839,29 @@ fn a_refused_start_frees_the_prepared_agent_for_the_next_step() {
     let (_, ok) = run_ok(&a, &a, &["--kind", "tcp_rr", "--set", "count=100", "--quiet"]);
     assert!(ok.steps[0].error.is_none());
 }
+
+/// Every limit known before the run is checked before the run (issue 15,
+/// item 6): a parameter an agent would refuse is a usage error (exit 2, one
+/// line naming the step, the agent and the parameter) and nothing runs.
+#[test]
+fn parameters_the_agents_would_refuse_are_a_usage_error_before_any_traffic() {
+    let a = AgentProc::start_logged(&[]);
+    let b = AgentProc::start_logged(&["--max-streams", "2"]);
+    let (ua, ub) = (url(&a), url(&b));
+    let err = usage_error(&["--agent", &ua, "--agent", &ub, "--kind", "udp_rr", "--set", "req_bytes=1"]);
+    assert!(err.starts_with("meshperf run: step 0: agent "), "{err}");
+    assert!(err.contains("would refuse it: req_bytes:") && err.contains("nothing was run"), "{err}");
+    // B's own limit, in the second step of a sweep.
+    let err = usage_error(&[
+        "--agent", &ua, "--agent", &ub, "--kind", "tcp_stream", "--sweep", "streams=1,4",
+    ]);
+    assert!(
+        err.starts_with(&format!("meshperf run: step 1 (streams=4): agent {} would refuse it: streams:", b.addr())),
+        "{err}"
+    );
+    // Neither agent saw a test.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for log in [a.log(), b.log()] {
+        assert!(!log.iter().any(|l| l.contains(" test ")), "{log:#?}");
+    }
+}

@@ -19,7 +19,7 @@
 
 use crate::frame::{self, FrameError, FrameHeader};
 use crate::msg::{Event, PeerAddr, Request, Role};
-use crate::params::Kind;
+use crate::params::{Kind, Limits};
 use crate::plan::{Step, Transport};
 use crate::result::{primary_role, Series, Sides, StepResult};
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,9 @@ pub struct AgentRef {
     /// The `addresses` of the agent's info (`"IP (iface)"`).
     #[serde(default)]
     pub addresses: Vec<String>,
+    /// The limits the agent announced, to check steps before they run.
+    #[serde(default)]
+    pub limits: Option<Limits>,
 }
 
 impl AgentRef {
@@ -96,6 +99,60 @@ enum Phase {
     Done,
 }
 
+/// The parameters both ends of `step` get (the step's, plus `server_bind`
+/// for transport `tcp_local`) and the host the driving agent connects to.
+fn step_params(
+    step: &Step,
+    place: Placement,
+    agents: &[AgentRef],
+) -> Result<(Value, String), String> {
+    for i in [place.server, place.client] {
+        if i >= agents.len() {
+            return Err(format!("no agent {i} (there are {})", agents.len()));
+        }
+    }
+    let server = &agents[place.server];
+    let mut params = step.params.clone();
+    let mut peer_host = server.host.clone();
+    if step.transport == Transport::TcpLocal {
+        // Data over a local interface address: the serving agent binds its
+        // data listener there and the driving agent connects to it.
+        let ip = server.local_ipv4().ok_or_else(|| {
+            format!(
+                "{} has no non-loopback IPv4 address for transport tcp_local",
+                server.label
+            )
+        })?;
+        params
+            .entry("server_bind")
+            .or_insert(Value::from(ip.to_string()));
+        peer_host = ip.to_string();
+    }
+    Ok((Value::Object(params), peer_host))
+}
+
+/// Checks, before any traffic, that the agents `server` and `client` would
+/// take `step`: that it can be placed there and that its parameters are
+/// within both agents' limits (the agents' own parsing; an agent without
+/// announced limits is checked against the defaults).
+pub fn check_step(
+    step: &Step,
+    server: usize,
+    client: usize,
+    agents: &[AgentRef],
+) -> Result<(), String> {
+    let place = Placement::for_kind(step.kind, server, client);
+    let (params, _) = step_params(step, place, agents)?;
+    for i in place.agents() {
+        let a = &agents[i];
+        let limits = a.limits.clone().unwrap_or_default();
+        step.kind
+            .check_params(&params, &limits)
+            .map_err(|e| format!("{} would refuse it: {e}", a.label))?;
+    }
+    Ok(())
+}
+
 /// One step being run: a state machine fed with what the agents say.
 #[derive(Debug)]
 pub struct StepRun {
@@ -137,31 +194,12 @@ impl StepRun {
         started_unix: f64,
     ) -> Result<(StepRun, Outgoing), String> {
         let place = Placement::for_kind(step.kind, server, client);
-        let server = agents
-            .get(place.server)
-            .ok_or_else(|| format!("no agent {}", place.server))?;
-        let client = agents
-            .get(place.client)
-            .ok_or_else(|| format!("no agent {}", place.client))?;
-        let mut params = step.params.clone();
-        let mut peer_host = server.host.clone();
-        if step.transport == Transport::TcpLocal {
-            // Data over a local interface address: the serving agent binds its
-            // data listener there and the driving agent connects to it.
-            let ip = server.local_ipv4().ok_or_else(|| {
-                format!(
-                    "{} has no non-loopback IPv4 address for transport tcp_local",
-                    server.label
-                )
-            })?;
-            params
-                .entry("server_bind")
-                .or_insert(Value::from(ip.to_string()));
-            peer_host = ip.to_string();
-        }
+        let (params, peer_host) = step_params(&step, place, agents)?;
+        let server = &agents[place.server];
+        let client = &agents[place.client];
         let run = StepRun {
             labels: [server.label.clone(), client.label.clone()],
-            params: Value::Object(params),
+            params,
             peer_host,
             test_id,
             place,

@@ -390,6 +390,29 @@ mod codec {
         Ok(meshperf_protocol::export::csv(&r))
     }
 
+    /// Checks every step (JSON array from `expand_plan`) against the agents
+    /// (`[{label, host, addresses, limits}]`, agent 0 serving, agent 1
+    /// driving) before anything runs; throws with the first refusal.
+    #[wasm_bindgen]
+    pub fn check_steps(steps_json: &str, agents_json: &str) -> Result<(), JsError> {
+        let steps: Vec<meshperf_protocol::plan::Step> = serde_json::from_str(steps_json)
+            .map_err(|e| JsError::new(&format!("not a list of plan steps: {e}")))?;
+        let agents: Vec<meshperf_protocol::driver::AgentRef> = serde_json::from_str(agents_json)
+            .map_err(|e| JsError::new(&format!("not an agent list: {e}")))?;
+        for s in &steps {
+            meshperf_protocol::driver::check_step(s, 0, agents.len().saturating_sub(1), &agents)
+                .map_err(|e| {
+                    let at = if steps.len() > 1 {
+                        format!("step {}: ", s.index + 1)
+                    } else {
+                        String::new()
+                    };
+                    JsError::new(&format!("{at}{e}"))
+                })?;
+        }
+        Ok(())
+    }
+
     /// One step run between agents: `meshperf_protocol::driver::StepRun`
     /// (the step driver `meshperf run` uses natively) for the page. The page
     /// owns the WebSockets: it sends the requests the driver returns (JSON

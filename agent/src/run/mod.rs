@@ -16,7 +16,7 @@ mod inline;
 mod output;
 
 use client::{AgentUrl, Ctl, CtlError, Incoming};
-use meshperf_protocol::driver::{AgentRef, Outgoing, StepRun};
+use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun};
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::presets;
@@ -212,6 +212,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.json.as_deref() == Some("-") && a.csv.as_deref() == Some("-") {
         return usage("--json - and --csv - cannot both have stdout");
     }
+    let agents = agent_refs(&ctls);
+    // Every limit known before the run is checked before the run: the
+    // agents' own parsing against the limits they announced.
+    for step in &steps {
+        if let Err(e) = check_step(step, 0, ctls.len() - 1, &agents) {
+            let point: Vec<String> = step.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let at = if point.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", point.join(" "))
+            };
+            return usage(format!("step {}{at}: {e}; nothing was run", step.index));
+        }
+    }
     let doc_on_stdout = a.json.as_deref() == Some("-") || a.csv.as_deref() == Some("-");
     let mut out = output::Output::new(a.quiet, hist, &plan, steps.len());
     out.interval_s = a.interval;
@@ -221,7 +235,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut seed = [0u8; 4];
     getrandom::fill(&mut seed).expect("the OS random source works");
     let base_id = u32::from_le_bytes(seed);
-    let agents = agent_refs(&ctls);
     let mut failed = false;
     for step in &steps {
         if stop.load(Ordering::Relaxed) {
@@ -308,6 +321,7 @@ fn agent_refs(ctls: &[Ctl]) -> Vec<AgentRef> {
             label: format!("agent {}", c.addr.hostport()),
             host: c.addr.host.clone(),
             addresses: serde_json::from_value(c.hello["addresses"].clone()).unwrap_or_default(),
+            limits: serde_json::from_value(c.hello["limits"].clone()).ok(),
         })
         .collect()
 }

@@ -8,11 +8,16 @@ fn agents() -> Vec<AgentRef> {
             label: "agent A".into(),
             host: "127.0.0.1".into(),
             addresses: vec!["127.0.0.1 (lo)".into(), "10.1.2.3 (eth0)".into()],
+            limits: None,
         },
         AgentRef {
             label: "agent B".into(),
             host: "127.0.0.2".into(),
             addresses: vec![],
+            limits: Some(Limits {
+                max_streams: 2,
+                ..Limits::default()
+            }),
         },
     ]
 }
@@ -253,4 +258,23 @@ fn tcp_local_binds_and_connects_to_the_serving_agents_local_address() {
     let s = step(Kind::TcpRr, Transport::TcpLocal, json!({}));
     let e = StepRun::new(s, 7, 1, 0, &agents(), 0.0).unwrap_err();
     assert!(e.contains("agent B has no non-loopback IPv4 address"), "{e}");
+}
+
+#[test]
+fn steps_are_checked_against_both_agents_limits_before_any_traffic() {
+    let s = step(Kind::TcpStream, Transport::Tcp, json!({"streams": 4}));
+    // Agent B allows 2 streams: refused whichever end it plays.
+    let e = check_step(&s, 0, 1, &agents()).unwrap_err();
+    assert_eq!(e, "agent B would refuse it: streams: must be between 1 and 2 (the agent's limit), got 4");
+    assert!(check_step(&s, 1, 0, &agents()).is_err());
+    // Agent A (default limits) takes it alone; a Unix step never reaches B.
+    assert_eq!(check_step(&s, 0, 0, &agents()), Ok(()));
+    let u = step(Kind::UnixStream, Transport::Unix, json!({"streams": 4}));
+    assert_eq!(check_step(&u, 0, 1, &agents()), Ok(()));
+    // udp_rr requests carry an 18-byte header at least.
+    let r = step(Kind::UdpRr, Transport::Tcp, json!({"req_bytes": 1}));
+    let e = check_step(&r, 0, 0, &agents()).unwrap_err();
+    assert!(e.starts_with("agent A would refuse it: req_bytes:"), "{e}");
+    let l = step(Kind::TcpRr, Transport::TcpLocal, json!({}));
+    assert!(check_step(&l, 1, 0, &agents()).unwrap_err().contains("no non-loopback IPv4"));
 }

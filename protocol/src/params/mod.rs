@@ -46,6 +46,17 @@ impl Kind {
         matches!(self, Kind::UnixStream | Kind::UnixRr)
     }
 
+    /// Parses `params` as an agent would for this kind, against `limits`:
+    /// what a controller checks before any traffic (the agents check again).
+    pub fn check_params(self, params: &Value, limits: &Limits) -> Result<(), ParamError> {
+        match self {
+            Kind::TcpStream | Kind::UnixStream => StreamParams::parse(params, limits).map(drop),
+            Kind::TcpRr | Kind::UnixRr => RrParams::parse(params, limits).map(drop),
+            Kind::UdpStream => UdpStreamParams::parse(params, limits).map(drop),
+            Kind::UdpRr => UdpRrParams::parse(params, limits).map(drop),
+        }
+    }
+
     /// Every kind, in declaration order.
     pub const ALL: [Kind; 6] = [
         Kind::TcpStream,

@@ -2,9 +2,8 @@
 // its conversion to the plan format of protocol/src/plan.rs. Expansion into
 // steps is the wasm module's job (`expand_plan`), never done here.
 
-import type { Agent } from './agents.svelte';
 import { KINDS, type ParamSpec } from './kinds';
-import { formatSize, parseSize, sizeText } from './units';
+import { parseSize, sizeText } from './units';
 
 export type Direction = 'send' | 'receive' | 'both';
 export type AxisForm = 'list' | 'range' | 'pow2';
@@ -110,8 +109,12 @@ function axisJson(kind: string, a: AxisEdit): unknown | Error {
   return per > 1 ? { pow2: [lo, hi], per_octave: per } : { pow2: [lo, hi] };
 }
 
-/** The plan in the plan file format, or the reason it cannot run. */
-export function buildPlan(p: typeof plan, agents: Agent[]): { plan: PlanJson } | { error: string } {
+/**
+ * The plan in the plan file format, or the reason it cannot be built. The
+ * agents' limits are checked on every expanded step before the run, by the
+ * step driver (run.svelte.ts: `check_steps`), not here.
+ */
+export function buildPlan(p: typeof plan): { plan: PlanJson } | { error: string } {
   const swept = new Set(p.axes.map((a) => a.param));
   const params: Params = {};
   const specs = KINDS[p.kind].params;
@@ -130,16 +133,6 @@ export function buildPlan(p: typeof plan, agents: Agent[]): { plan: PlanJson } |
   }
   if (hasBound && bound === 'duration' && params.duration_s == null && !swept.has('duration_s'))
     return { error: 'duration_s: give the test duration in seconds (or choose count)' };
-  for (const a of agents) {
-    const lim = a.info?.limits;
-    if (!lim) continue;
-    for (const k of ['msg_bytes', 'req_bytes', 'resp_bytes'] as const) {
-      const v = Number(params[k]);
-      if (v > lim.max_msg_bytes) return { error: `${k}: ${formatSize(v)} is above ${a.label}'s limit max_msg_bytes = ${formatSize(lim.max_msg_bytes)}` };
-    }
-    if (Number(params.count) > lim.max_count) return { error: `count: ${params.count} is above ${a.label}'s limit max_count = ${lim.max_count}` };
-    if (Number(params.duration_s) > lim.max_duration_s) return { error: `duration_s: ${params.duration_s} s is above ${a.label}'s limit max_duration_s = ${lim.max_duration_s}` };
-  }
   const sweep: Record<string, unknown> = {};
   for (const a of p.axes) {
     const j = axisJson(p.kind, a);

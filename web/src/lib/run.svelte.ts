@@ -50,9 +50,13 @@ function randomTestId(): number {
   return v[0];
 }
 
+/** How the step driver names and reaches the agents, with their limits. */
+const agentRefs = () =>
+  [agents.a, agents.b].map((a) => ({ label: a.label, host: hostOnly(a.host), addresses: a.info?.addresses ?? [], limits: a.info?.limits ?? null }));
+
 async function runOne(step: PlanStep, codec: Codec): Promise<StepResult> {
   const list: Agent[] = [agents.a, agents.b];
-  const refs = list.map((a) => ({ label: a.label, host: hostOnly(a.host), addresses: a.info?.addresses ?? [] }));
+  const refs = agentRefs();
   const testId = randomTestId();
   run.testId = testId;
   run.progress = 0;
@@ -145,7 +149,10 @@ export async function runPlan(plan: PlanJson): Promise<void> {
   let codec: Codec;
   try {
     codec = await loadCodec();
-    steps = JSON.parse(codec.expand_plan(JSON.stringify(plan)));
+    const text = codec.expand_plan(JSON.stringify(plan));
+    // Every limit the agents announced is checked before anything runs.
+    codec.check_steps(text, JSON.stringify(agentRefs()));
+    steps = JSON.parse(text);
   } catch (e) {
     run.phase = 'failed';
     run.error = (e as Error).message;

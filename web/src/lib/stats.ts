@@ -75,6 +75,8 @@ export interface StepDriver {
 export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_encode' | 'permalink_decode'>> & {
   /** The run as `;`-separated CSV (protocol/src/export.rs, as `meshperf run --csv`). */
   result_csv: (result: string) => string;
+  /** Throws with the first step the agents would refuse (protocol/src/driver.rs `check_step`). */
+  check_steps: (steps: string, agents: string) => void;
   StepDriver: new (step: string, testId: number, server: number, client: number, agents: string, startedUnix: number) => StepDriver;
 };
 
@@ -119,6 +121,7 @@ export function loadCodec(): Promise<Stats & Codec> {
       permalink_encode: c.permalink_encode as Codec['permalink_encode'],
       permalink_decode: c.permalink_decode as Codec['permalink_decode'],
       result_csv: c.result_csv as Codec['result_csv'],
+      check_steps: c.check_steps as Codec['check_steps'],
       StepDriver: c.StepDriver as Codec['StepDriver'],
     };
     const both = { ...s, ...codec };
