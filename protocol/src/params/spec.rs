@@ -608,17 +608,16 @@ pub mod udp {
         max: Some(Max::At(UDP_MAX_PAYLOAD)),
         ..P
     };
+    /// As `tcp_rr`'s, in one datagram.
     pub const REQ_BYTES: ParamSpec = ParamSpec {
-        name: "req_bytes",
-        label: "request size",
-        default: DefaultValue::Num(64),
-        initial: Some("64"),
-        ..DATAGRAM
+        min: DATAGRAM.min,
+        max: DATAGRAM.max,
+        ..rr::REQ_BYTES
     };
     pub const RESP_BYTES: ParamSpec = ParamSpec {
-        name: "resp_bytes",
-        label: "response size",
-        ..REQ_BYTES
+        min: DATAGRAM.min,
+        max: DATAGRAM.max,
+        ..rr::RESP_BYTES
     };
     pub const RR_COUNT: ParamSpec = ParamSpec {
         label: "requests",
