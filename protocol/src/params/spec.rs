@@ -127,7 +127,8 @@ pub struct ParamSpec {
     /// Shown under "more options" on the page.
     pub advanced: bool,
     /// Means something on IP sockets only: the page hides it for the unix
-    /// kinds, whose parsers (the tcp kinds') accept and ignore it.
+    /// kinds, whose parsers (the tcp kinds') read it and whose engine
+    /// refuses it when set (`agent/src/engine/unix.rs`).
     pub tcp_only: bool,
 }
 
