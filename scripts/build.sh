@@ -2,8 +2,10 @@
 # Builds meshperf in dependency order:
 #   1. the wasm crate -> wasm32 -> wasm-bindgen (--target web) -> web/src/lib/wasm-pkg/
 #      twice: meshperf_stats (statistics) and meshperf_codec (+ permalinks, plans)
-#   2. the web app (vite)                                      -> web/dist/
-#   3. the agent in release mode, web/dist embedded            -> target/release/meshperf
+#   2. the kinds' parameter tables (protocol/src/params/spec.rs)
+#      as TypeScript                                 -> web/src/lib/generated/params.ts
+#   3. the web app (vite)                                      -> web/dist/
+#   4. the agent in release mode, web/dist embedded            -> target/release/meshperf
 # Expects scripts/setup.sh to have run (npm start / npm test do that first).
 set -euo pipefail
 SCRIPT_NAME=build
@@ -42,11 +44,15 @@ build_wasm() { # <out-name> <cargo feature args...>
 build_wasm meshperf_stats --no-default-features
 build_wasm meshperf_codec
 
-# 2. web
+# 2. the parameter tables the page's form is built from (web's dev, build,
+#    check and test:unit scripts make them too, so each works on its own)
+run_phase "export_params -> web/src/lib/generated/params.ts" npm run -s params -w web
+
+# 3. web
 run_phase "npm run build -w web -> web/dist" npm run build -w web
 [ -f "$ROOT/web/dist/index.html" ] || die "web build did not produce web/dist/index.html"
 
-# 3. agent (its build.rs embeds web/dist)
+# 4. agent (its build.rs embeds web/dist)
 run_phase "cargo build --release -p meshperf-agent" cargo build --release -p meshperf-agent
 [ -x "$AGENT_BIN" ] || die "cargo did not produce $AGENT_BIN"
 log "agent: $AGENT_BIN ($(wc -c <"$AGENT_BIN") bytes)"

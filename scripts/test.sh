@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# npm test: set up (with chromium), build everything, run the Rust tests in
-# release mode (the integration tests time real transfers), then the
-# Playwright end-to-end tests in Debian's chromium against real agents.
+# npm test: set up (with chromium), build everything, run the web app's unit
+# tests (node's test runner), the Rust tests in release mode (the integration
+# tests time real transfers), then the Playwright end-to-end tests in
+# Debian's chromium against real agents.
 # The last line is always "N passed, M failed" (tests counted over all
 # runners); the exit status is non-zero when anything failed.
 set -euo pipefail
@@ -41,6 +42,14 @@ phase() {
 
 phase setup bash "$ROOT/scripts/setup.sh" --test
 phase build bash "$ROOT/scripts/build.sh"
+
+# Web unit tests: count from node's test runner summary ("# pass N", "# fail N").
+rc=0
+phase web-unit npm run -s test:unit -w web || rc=$?
+read -r p f < <(awk '/^# pass [0-9]+$/ { p += $3 } /^# fail [0-9]+$/ { f += $3 } END { print p + 0, f + 0 }' "$out/web-unit.log")
+passed=$((passed + p)); failed=$((failed + f))
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not load, or crashed
+log "web unit: $p passed, $f failed"
 
 # Rust: count from the harness' "test result:" lines, one per test binary.
 rc=0

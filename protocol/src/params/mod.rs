@@ -10,6 +10,8 @@ mod stream;
 pub use stream::{Direction, Payload, StreamParams};
 mod rr;
 pub use rr::RrParams;
+mod spec;
+pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
@@ -120,27 +122,28 @@ impl Default for Limits {
     }
 }
 
+/// Reads parameters by name from a JSON object, remembering the names asked
+/// for; the table-driven readers (`int`, `flag`, ...) are in `spec.rs`.
 pub(crate) struct Reader<'a> {
     obj: &'a Map<String, Value>,
     used: Vec<&'static str>,
+    /// What [`Max::Limit`] bounds resolve to.
+    limits: &'a Limits,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(v: &'a Value) -> Result<Self, ParamError> {
-        match v {
-            Value::Object(obj) => Ok(Reader {
-                obj,
-                used: Vec::new(),
-            }),
-            Value::Null => {
-                static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-                Ok(Reader {
-                    obj: EMPTY.get_or_init(Map::new),
-                    used: Vec::new(),
-                })
-            }
-            _ => Err(ParamError::new("params", "must be a JSON object")),
-        }
+    pub(crate) fn new(v: &'a Value, limits: &'a Limits) -> Result<Self, ParamError> {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        let obj = match v {
+            Value::Object(obj) => obj,
+            Value::Null => EMPTY.get_or_init(Map::new),
+            _ => return Err(ParamError::new("params", "must be a JSON object")),
+        };
+        Ok(Reader {
+            obj,
+            used: Vec::new(),
+            limits,
+        })
     }
 
     pub(crate) fn raw(&mut self, name: &'static str) -> Option<&'a Value> {
@@ -198,6 +201,8 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn finish(self) -> Result<(), ParamError> {
+        #[cfg(test)]
+        spec::LAST_USED.with(|u| u.replace(self.used.clone()));
         for k in self.obj.keys() {
             if !self.used.contains(&k.as_str()) {
                 return Err(ParamError::new(
@@ -210,24 +215,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// An optional whole-number parameter within `lo..=hi`.
-pub(crate) fn opt_range(
-    r: &mut Reader,
-    name: &'static str,
-    lo: u64,
-    hi: u64,
-) -> Result<Option<u64>, ParamError> {
-    r.u64(name)?
-        .map(|n| range_u64(name, n, lo, hi, ""))
-        .transpose()
-}
-
 /// The IPv4 TOS byte / IPv6 traffic class from `tos` (0 to 255) and
 /// `precedence` (0 to 7, udpmon's `-P`: the top three bits of the byte). With
 /// both, `precedence` fills bits 5 to 7 and `tos` must leave them clear.
 pub(crate) fn tos(r: &mut Reader) -> Result<Option<u8>, ParamError> {
-    let tos = opt_range(r, "tos", 0, 255)?.map(|n| n as u8);
-    match (tos, opt_range(r, "precedence", 0, 7)?.map(|n| n as u8)) {
+    let tos = r.opt_int(&spec::TOS)?.map(|n| n as u8);
+    match (tos, r.opt_int(&spec::PRECEDENCE)?.map(|n| n as u8)) {
         (Some(t), Some(_)) if t & 0xe0 != 0 => Err(ParamError::new(
             "precedence",
             format!("tos {t:#04x} already sets the precedence bits; give one or the other"),
@@ -239,39 +232,24 @@ pub(crate) fn tos(r: &mut Reader) -> Result<Option<u8>, ParamError> {
 
 /// `mss`: TCP_MAXSEG in the range Linux accepts (TCP_MIN_MSS 88 to 65535).
 pub(crate) fn mss(r: &mut Reader) -> Result<Option<u64>, ParamError> {
-    opt_range(r, "mss", 88, 65535)
+    r.opt_int(&spec::MSS)
 }
 
-/// How a test is bounded: `count` (default `default_count`) or `duration_s`,
-/// never both, within the agent's limits. `bytes_per_count` is what one
-/// count moves in total (for the `max_bytes` limit), with its formula named.
+/// How a test is bounded: `count` (default: `count_spec`'s) or `duration_s`,
+/// never both; each was read within its range (`Reader::opt_int`,
+/// `Reader::opt_float`). `bytes_per_count` is what one count moves in total
+/// (for the `max_bytes` limit), with its formula named.
 pub(crate) fn bound(
     count: Option<u64>,
     duration_s: Option<f64>,
-    default_count: u64,
+    count_spec: &ParamSpec,
     bytes_per_count: (u128, &str),
     limits: &Limits,
 ) -> Result<(Option<u64>, Option<f64>), ParamError> {
-    let lim = " (the agent's limit)";
     let (count, duration_s) = match (count, duration_s) {
-        (Some(_), Some(_)) => {
-            return Err(ParamError::new(
-                "count",
-                "give count or duration_s, not both",
-            ))
-        }
-        (None, None) => (Some(default_count), None),
-        (Some(c), None) => (Some(range_u64("count", c, 1, limits.max_count, lim)?), None),
-        (None, Some(d)) if d > 0.0 && d <= limits.max_duration_s => (None, Some(d)),
-        (None, Some(d)) => {
-            return Err(ParamError::new(
-                "duration_s",
-                format!(
-                    "must be above 0 and at most {}{lim}, got {d}",
-                    limits.max_duration_s
-                ),
-            ))
-        }
+        (Some(_), Some(_)) => return Err(both_bounds()),
+        (None, None) => (Some(count_spec.default_num()), None),
+        bounds => bounds,
     };
     if let Some(c) = count {
         let (per, formula) = bytes_per_count;
@@ -289,18 +267,7 @@ pub(crate) fn bound(
     Ok((count, duration_s))
 }
 
-pub(crate) fn range_u64(
-    name: &str,
-    v: u64,
-    min: u64,
-    max: u64,
-    what: &str,
-) -> Result<u64, ParamError> {
-    if v < min || v > max {
-        return Err(ParamError::new(
-            name,
-            format!("must be between {min} and {max}{what}, got {v}"),
-        ));
-    }
-    Ok(v)
+/// A plan that gives both `count` and `duration_s`.
+pub(crate) fn both_bounds() -> ParamError {
+    ParamError::new("count", "give count or duration_s, not both")
 }

@@ -6,7 +6,9 @@
 //! [`RrParams::socket_params`] hands them over in that shape so both kinds
 //! share one connection set-up.
 
-use super::{bound, opt_range, range_u64, Limits, ParamError, Reader};
+use super::spec::rr::*;
+use super::spec::{CLIENT_BIND, CONGESTION, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
+use super::{bound, Limits, ParamError, Reader};
 use super::{Direction, StreamParams};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -59,7 +61,7 @@ pub(crate) fn bind_addr(r: &mut Reader, name: &'static str) -> Result<Option<IpA
 
 /// Reads an optional congestion control algorithm name.
 pub(crate) fn congestion(r: &mut Reader) -> Result<Option<String>, ParamError> {
-    let c = r.string("congestion")?;
+    let c = r.string(CONGESTION.name)?;
     if let Some(c) = &c {
         if c.is_empty()
             || c.len() > 15
@@ -77,42 +79,28 @@ pub(crate) fn congestion(r: &mut Reader) -> Result<Option<String>, ParamError> {
 impl RrParams {
     /// Parses and validates request/response parameters against `limits`.
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
-        let mut r = Reader::new(v)?;
-        let lim = " (the agent's limit)";
-        let max = limits.max_msg_bytes;
-        let req_bytes = range_u64("req_bytes", r.u64("req_bytes")?.unwrap_or(64), 1, max, lim)?;
-        let resp_bytes = range_u64(
-            "resp_bytes",
-            r.u64("resp_bytes")?.unwrap_or(64),
-            1,
-            max,
-            lim,
-        )?;
-        let write_bytes = opt_range(&mut r, "write_bytes", 1, max)?;
-        let count = r.u64("count")?;
-        let duration_s = r.f64("duration_s")?;
-        let wait_us = range_u64("wait_us", r.u64("wait_us")?.unwrap_or(0), 0, 10_000_000, "")?;
-        let busy_poll = r.bool("busy_poll")?.unwrap_or(false);
-        let nodelay = r.bool("nodelay")?.unwrap_or(true);
-        let sndbuf = opt_range(&mut r, "sndbuf", 1, 1 << 30)?;
-        let rcvbuf = opt_range(&mut r, "rcvbuf", 1, 1 << 30)?;
+        let mut r = Reader::new(v, limits)?;
+        let req_bytes = r.int(&REQ_BYTES)?;
+        let resp_bytes = r.int(&RESP_BYTES)?;
+        let write_bytes = r.opt_int(&WRITE_BYTES)?;
+        let count = r.opt_int(&COUNT)?;
+        let duration_s = r.opt_float(&DURATION_S)?;
+        let wait_us = r.int(&WAIT_US)?;
+        let busy_poll = r.flag(&BUSY_POLL)?;
+        let nodelay = r.flag(&NODELAY)?;
+        let sndbuf = r.opt_int(&SNDBUF)?;
+        let rcvbuf = r.opt_int(&RCVBUF)?;
         let tos = super::tos(&mut r)?;
         let congestion = congestion(&mut r)?;
         let mss = super::mss(&mut r)?;
-        let client_bind = bind_addr(&mut r, "client_bind")?;
-        let server_bind = bind_addr(&mut r, "server_bind")?;
-        let interval_ms = range_u64(
-            "interval_ms",
-            r.u64("interval_ms")?.unwrap_or(100),
-            1,
-            10_000,
-            "",
-        )? as u32;
+        let client_bind = bind_addr(&mut r, CLIENT_BIND.name)?;
+        let server_bind = bind_addr(&mut r, SERVER_BIND.name)?;
+        let interval_ms = r.int(&INTERVAL_MS)? as u32;
         r.finish()?;
         let (count, duration_s) = bound(
             count,
             duration_s,
-            10_000,
+            &COUNT,
             (
                 (req_bytes + resp_bytes) as u128,
                 "count x (req_bytes + resp_bytes)",

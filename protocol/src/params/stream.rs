@@ -1,7 +1,9 @@
 //! Parameters of `tcp_stream` and `unix_stream`.
 
 use super::rr::{bind_addr, congestion};
-use super::{bound, opt_range, range_u64, Limits, ParamError, Reader};
+use super::spec::stream::*;
+use super::spec::{CLIENT_BIND, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
+use super::{bound, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -108,72 +110,40 @@ impl StreamParams {
 impl StreamParams {
     /// Parses and validates stream parameters against `limits`.
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
-        let mut r = Reader::new(v)?;
-        let lim = " (the agent's limit)";
-        let msg_bytes = range_u64(
-            "msg_bytes",
-            r.u64("msg_bytes")?.unwrap_or(128 * 1024),
-            1,
-            limits.max_msg_bytes,
-            lim,
-        )?;
-        let read_bytes = match r.u64("read_bytes")? {
-            Some(n) => range_u64("read_bytes", n, 1, limits.max_msg_bytes, lim)?,
-            None => msg_bytes,
+        let mut r = Reader::new(v, limits)?;
+        let msg_bytes = r.int(&MSG_BYTES)?;
+        let read_bytes = r.opt_int(&READ_BYTES)?.unwrap_or(msg_bytes);
+        let count = r.opt_int(&COUNT)?;
+        let duration_s = r.opt_float(&DURATION_S)?;
+        let streams = r.int(&STREAMS)? as u32;
+        let direction = match r.choice(&DIRECTION)? {
+            "send" => Direction::Send,
+            "receive" => Direction::Receive,
+            "both" => Direction::Both,
+            o => unreachable!("direction {o:?} is in the table but not read"),
         };
-        let count = r.u64("count")?;
-        let duration_s = r.f64("duration_s")?;
-        let streams = range_u64(
-            "streams",
-            r.u64("streams")?.unwrap_or(1),
-            1,
-            limits.max_streams as u64,
-            lim,
-        )? as u32;
-        let direction = match r.string("direction")?.as_deref() {
-            None | Some("send") => Direction::Send,
-            Some("receive") => Direction::Receive,
-            Some("both") => Direction::Both,
-            Some(o) => {
-                return Err(ParamError::new(
-                    "direction",
-                    format!("must be send, receive or both, got {o:?}"),
-                ))
-            }
-        };
-        let wait_us = range_u64("wait_us", r.u64("wait_us")?.unwrap_or(0), 0, 10_000_000, "")?;
-        let nodelay = r.bool("nodelay")?.unwrap_or(false);
-        let sndbuf = opt_range(&mut r, "sndbuf", 1, 1 << 30)?;
-        let rcvbuf = opt_range(&mut r, "rcvbuf", 1, 1 << 30)?;
+        let wait_us = r.int(&WAIT_US)?;
+        let nodelay = r.flag(&NODELAY)?;
+        let sndbuf = r.opt_int(&SNDBUF)?;
+        let rcvbuf = r.opt_int(&RCVBUF)?;
         let tos = super::tos(&mut r)?;
         let congestion = congestion(&mut r)?;
-        let client_bind = bind_addr(&mut r, "client_bind")?;
-        let server_bind = bind_addr(&mut r, "server_bind")?;
-        let rcvlowat = opt_range(&mut r, "rcvlowat", 1, 1 << 30)?;
+        let client_bind = bind_addr(&mut r, CLIENT_BIND.name)?;
+        let server_bind = bind_addr(&mut r, SERVER_BIND.name)?;
+        let rcvlowat = r.opt_int(&RCVLOWAT)?;
         let mss = super::mss(&mut r)?;
-        let payload = match r.string("payload")?.as_deref() {
-            None | Some("random") => Payload::Random,
-            Some("zeros") => Payload::Zeros,
-            Some(o) => {
-                return Err(ParamError::new(
-                    "payload",
-                    format!("must be random or zeros, got {o:?}"),
-                ))
-            }
+        let payload = match r.choice(&PAYLOAD)? {
+            "random" => Payload::Random,
+            "zeros" => Payload::Zeros,
+            o => unreachable!("payload {o:?} is in the table but not read"),
         };
-        let interval_ms = range_u64(
-            "interval_ms",
-            r.u64("interval_ms")?.unwrap_or(10),
-            1,
-            10_000,
-            "",
-        )? as u32;
+        let interval_ms = r.int(&INTERVAL_MS)? as u32;
         r.finish()?;
 
         let (count, duration_s) = bound(
             count,
             duration_s,
-            1024,
+            &COUNT,
             (
                 msg_bytes as u128 * streams as u128,
                 "count x msg_bytes x streams",

@@ -26,7 +26,9 @@
 //! | 10     | 8    | sender's time in ns since its test start           |
 
 use super::rr::bind_addr;
-use super::{range_u64, Direction, Limits, ParamError, Reader};
+use super::spec::udp::*;
+use super::spec::{ParamSpec, CLIENT_BIND, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
+use super::{both_bounds, Direction, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -58,18 +60,13 @@ pub struct UdpSocketParams {
 impl UdpSocketParams {
     fn parse(r: &mut Reader) -> Result<Self, ParamError> {
         let tos = super::tos(r)?;
-        let mut buf = |name| {
-            r.u64(name)?
-                .map(|n| range_u64(name, n, 1, 1 << 30, ""))
-                .transpose()
-        };
-        let (sndbuf, rcvbuf) = (buf("sndbuf")?, buf("rcvbuf")?);
+        let (sndbuf, rcvbuf) = (r.opt_int(&SNDBUF)?, r.opt_int(&RCVBUF)?);
         Ok(UdpSocketParams {
             tos,
             sndbuf,
             rcvbuf,
-            client_bind: bind_addr(r, "client_bind")?,
-            server_bind: bind_addr(r, "server_bind")?,
+            client_bind: bind_addr(r, CLIENT_BIND.name)?,
+            server_bind: bind_addr(r, SERVER_BIND.name)?,
         })
     }
 }
@@ -116,11 +113,12 @@ pub struct UdpStreamParams {
     pub timeout_ms: u64,
 }
 
-fn size(r: &mut Reader, name: &'static str, default: u64) -> Result<u64, ParamError> {
-    let v = r.u64(name)?.unwrap_or(default);
-    if !(UDP_MIN_LEN..=UDP_MAX_PAYLOAD).contains(&v) {
+/// A datagram size within the table's range, refused with what its ends are.
+fn size(r: &mut Reader, s: &ParamSpec) -> Result<u64, ParamError> {
+    let v = r.u64(s.name)?.unwrap_or_else(|| s.default_num());
+    if !s.contains(v as f64, r.limits) {
         return Err(ParamError::new(
-            name,
+            s.name,
             format!(
                 "must be between {UDP_MIN_LEN} (the compact meshperf header) and {UDP_MAX_PAYLOAD} \
                  (the largest UDP payload), got {v}"
@@ -130,56 +128,21 @@ fn size(r: &mut Reader, name: &'static str, default: u64) -> Result<u64, ParamEr
     Ok(v)
 }
 
-fn count(r: &mut Reader, default: u64, limits: &Limits) -> Result<u64, ParamError> {
-    let c = r.u64("count")?.unwrap_or(default);
-    range_u64("count", c, 1, limits.max_count, " (the agent's limit)")
-}
-
-fn timeout(r: &mut Reader) -> Result<u64, ParamError> {
-    range_u64(
-        "timeout_ms",
-        r.u64("timeout_ms")?.unwrap_or(1000),
-        1,
-        60_000,
-        "",
-    )
-}
-
 impl UdpRrParams {
     /// Parses and validates `udp_rr` parameters against `limits`.
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
-        let mut r = Reader::new(v)?;
-        let req_bytes = size(&mut r, "req_bytes", 64)?;
-        let resp_bytes = size(&mut r, "resp_bytes", 64)?;
-        let duration_s = r.f64("duration_s")?;
-        let (count, duration_s) = match duration_s {
-            None => (count(&mut r, 1000, limits)?, None),
-            Some(_) if r.u64("count")?.is_some() => {
-                return Err(ParamError::new(
-                    "count",
-                    "give count or duration_s, not both",
-                ))
-            }
-            Some(d) if d > 0.0 && d <= limits.max_duration_s => (limits.max_count, Some(d)),
-            Some(d) => {
-                return Err(ParamError::new(
-                    "duration_s",
-                    format!(
-                        "must be above 0 and at most {} (the agent's limit), got {d}",
-                        limits.max_duration_s
-                    ),
-                ))
-            }
+        let mut r = Reader::new(v, limits)?;
+        let req_bytes = size(&mut r, &REQ_BYTES)?;
+        let resp_bytes = size(&mut r, &RESP_BYTES)?;
+        let (count, duration_s) = match r.opt_float(&DURATION_S)? {
+            None => (r.int(&RR_COUNT)?, None),
+            Some(_) if r.u64(RR_COUNT.name)?.is_some() => return Err(both_bounds()),
+            // A time-bounded run stops at the agent's count limit at the latest.
+            Some(d) => (limits.max_count, Some(d)),
         };
-        let timeout_ms = timeout(&mut r)?;
+        let timeout_ms = r.int(&RR_TIMEOUT_MS)?;
         let sock = UdpSocketParams::parse(&mut r)?;
-        let interval_ms = range_u64(
-            "interval_ms",
-            r.u64("interval_ms")?.unwrap_or(100),
-            1,
-            10_000,
-            "",
-        )?;
+        let interval_ms = r.int(&RR_INTERVAL_MS)?;
         r.finish()?;
         Ok(UdpRrParams {
             req_bytes,
@@ -196,35 +159,18 @@ impl UdpRrParams {
 impl UdpStreamParams {
     /// Parses and validates `udp_stream` parameters against `limits`.
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
-        let mut r = Reader::new(v)?;
-        let pkt_bytes = size(&mut r, "pkt_bytes", 1400)?;
-        let count = count(&mut r, 10_000, limits)?;
-        let wait_us = r.f64("wait_us")?.unwrap_or(0.0);
-        if !(0.0..=10_000_000.0).contains(&wait_us) {
-            return Err(ParamError::new(
-                "wait_us",
-                format!("must be between 0 and 10000000 us, got {wait_us}"),
-            ));
-        }
-        let direction = match r.string("direction")?.as_deref() {
-            None | Some("send") => Direction::Send,
-            Some("receive") => Direction::Receive,
-            Some(o) => {
-                return Err(ParamError::new(
-                    "direction",
-                    format!("must be send or receive, got {o:?}"),
-                ))
-            }
+        let mut r = Reader::new(v, limits)?;
+        let pkt_bytes = size(&mut r, &PKT_BYTES)?;
+        let count = r.int(&STREAM_COUNT)?;
+        let wait_us = r.float(&WAIT_US)?;
+        let direction = match r.choice(&DIRECTION)? {
+            "send" => Direction::Send,
+            "receive" => Direction::Receive,
+            o => unreachable!("direction {o:?} is in the table but not read"),
         };
         let sock = UdpSocketParams::parse(&mut r)?;
-        let overhead_bytes = range_u64(
-            "overhead_bytes",
-            r.u64("overhead_bytes")?.unwrap_or(66),
-            0,
-            1024,
-            "",
-        )?;
-        let timeout_ms = timeout(&mut r)?;
+        let overhead_bytes = r.int(&OVERHEAD_BYTES)?;
+        let timeout_ms = r.int(&STREAM_TIMEOUT_MS)?;
         r.finish()?;
         let secs = count as f64 * wait_us / 1e6;
         if secs > limits.max_duration_s {

@@ -1,103 +1,43 @@
-// What the plan builder knows about each test kind: one parameter table per
-// kind, mirroring protocol/src/params/*.rs (names, units, defaults). The agents
-// validate again; the table only drives the form. A new kind is a new entry.
+// What the plan builder knows about each test kind. The parameter tables
+// (names, labels with units, defaults, ranges, choices) are the agent's own,
+// typed once in protocol/src/params/spec.rs and generated into
+// generated/params.ts at build time; this module adds how the form shows
+// them and helpers about kinds.
 
-export type ParamType = 'size' | 'int' | 'float' | 'bool' | 'enum' | 'text';
+import { TABLE, type ParamSpec as TableSpec } from './generated/params';
+import { sizeText } from './units';
 
-export interface ParamSpec {
-  name: string;
-  type: ParamType;
-  /** What the field means, with its unit. */
-  label: string;
-  /** The agent's default, shown as a placeholder ('' = none). */
-  def?: string;
-  /** Pre-filled value (sent unless cleared). */
-  initial?: string;
-  options?: string[];
-  /** Smallest value the agents accept (checked before anything runs). */
-  min?: number;
-  /** Shown under "more options". */
-  advanced?: boolean;
-  /** Only over TCP (hidden for unix_* kinds). */
-  tcp?: boolean;
+export type { LimitName, ParamType } from './generated/params';
+
+export interface ParamSpec extends TableSpec {
+  /** The agent's default as the form shows it ('' = none). */
+  def: string;
 }
 
-const sock: ParamSpec[] = [
-  { name: 'sndbuf', type: 'size', label: 'SO_SNDBUF (bytes)', advanced: true },
-  { name: 'rcvbuf', type: 'size', label: 'SO_RCVBUF (bytes)', advanced: true },
-  { name: 'tos', type: 'int', label: 'TOS / DSCP byte', advanced: true, tcp: true },
-  { name: 'precedence', min: 0, type: 'int', label: 'IP precedence (0-7)', advanced: true, tcp: true },
-];
-const binds: ParamSpec[] = [
-  { name: 'client_bind', type: 'text', label: 'driving agent local address', advanced: true, tcp: true },
-  { name: 'server_bind', type: 'text', label: 'serving agent listen address', advanced: true, tcp: true },
-];
-const tcpOnly: ParamSpec[] = [
-  { name: 'congestion', type: 'text', label: 'congestion control', advanced: true, tcp: true },
-  { name: 'mss', min: 88, type: 'int', label: 'TCP_MAXSEG, segment size (bytes)', def: 'path MTU', advanced: true, tcp: true },
-  ...binds,
-];
+/** The default as text a user would type (sizes as `128K`), or how the agent works it out. */
+function defText(p: TableSpec): string {
+  const d = p.default;
+  if (d == null) return p.derived ?? '';
+  return typeof d === 'number' && p.type === 'size' ? sizeText(d) : String(d);
+}
 
-const stream: ParamSpec[] = [
-  { name: 'msg_bytes', min: 1, type: 'size', label: 'message size', def: '128K', initial: '1M' },
-  { name: 'count', min: 1, type: 'int', label: 'messages', def: '1024', initial: '1024' },
-  { name: 'duration_s', type: 'float', label: 'seconds', def: '' },
-  { name: 'streams', min: 1, type: 'int', label: 'streams', def: '1' },
-  { name: 'direction', type: 'enum', label: 'direction', def: 'send', options: ['send', 'receive', 'both'], initial: 'send' },
-  { name: 'wait_us', type: 'int', label: 'wait between writes (us)', def: '0' },
-  { name: 'read_bytes', min: 1, type: 'size', label: 'read size', def: '= message size', advanced: true },
-  { name: 'nodelay', type: 'bool', label: 'TCP_NODELAY', def: 'false', advanced: true, tcp: true },
-  { name: 'rcvlowat', min: 1, type: 'size', label: 'SO_RCVLOWAT (bytes)', def: 'read size (max 128K) unpaced, else 1', advanced: true, tcp: true },
-  { name: 'payload', type: 'enum', label: 'payload (random: no link can compress it)', def: 'random', options: ['random', 'zeros'], advanced: true },
-  ...sock,
-  ...tcpOnly,
-  { name: 'interval_ms', min: 1, type: 'int', label: 'sample interval (ms)', def: '10', advanced: true },
-];
+/** Every kind's label and parameters; the unix kinds leave out what only IP sockets have. */
+export const KINDS: Record<string, { label: string; params: ParamSpec[] }> = Object.fromEntries(
+  Object.entries(TABLE).map(([kind, { label, params }]) => [
+    kind,
+    { label, params: params.filter((p) => !(kind.startsWith('unix_') && p.tcp)).map((p) => ({ ...p, def: defText(p) })) },
+  ]),
+);
 
-const rr: ParamSpec[] = [
-  { name: 'req_bytes', min: 1, type: 'size', label: 'request size', def: '64', initial: '64' },
-  { name: 'resp_bytes', min: 1, type: 'size', label: 'response size', def: '64', initial: '64' },
-  { name: 'count', min: 1, type: 'int', label: 'transactions', def: '10000', initial: '10000' },
-  { name: 'duration_s', type: 'float', label: 'seconds', def: '' },
-  { name: 'wait_us', type: 'int', label: 'wait between requests (us)', def: '0' },
-  { name: 'write_bytes', min: 1, type: 'size', label: 'largest single write', advanced: true },
-  { name: 'busy_poll', type: 'bool', label: 'busy poll', def: 'false', advanced: true },
-  { name: 'nodelay', type: 'bool', label: 'TCP_NODELAY', def: 'true', advanced: true, tcp: true },
-  ...sock,
-  ...tcpOnly,
-  { name: 'interval_ms', min: 1, type: 'int', label: 'progress interval (ms)', def: '100', advanced: true },
-];
-
-const udpRr: ParamSpec[] = [
-  { name: 'req_bytes', min: 1, type: 'size', label: 'request size', def: '64', initial: '64' },
-  { name: 'resp_bytes', min: 1, type: 'size', label: 'response size', def: '64', initial: '64' },
-  { name: 'count', min: 1, type: 'int', label: 'requests', def: '1000', initial: '1000' },
-  { name: 'duration_s', type: 'float', label: 'seconds', def: '' },
-  { name: 'timeout_ms', min: 1, type: 'int', label: 'timeout per request (ms)', def: '1000' },
-  ...sock,
-  ...binds,
-  { name: 'interval_ms', min: 1, type: 'int', label: 'progress interval (ms)', def: '100', advanced: true },
-];
-
-const udpStream: ParamSpec[] = [
-  { name: 'pkt_bytes', min: 18, type: 'size', label: 'packet size', def: '1400', initial: '1400' },
-  { name: 'count', min: 1, type: 'int', label: 'packets', def: '10000', initial: '10000' },
-  { name: 'wait_us', type: 'float', label: 'wait between packets (us)', def: '0', initial: '20' },
-  { name: 'direction', type: 'enum', label: 'direction', def: 'send', options: ['send', 'receive'], initial: 'send' },
-  ...sock,
-  ...binds,
-  { name: 'overhead_bytes', type: 'int', label: 'wire overhead per frame (bytes)', def: '66', advanced: true },
-  { name: 'timeout_ms', min: 1, type: 'int', label: 'receiver quiet timeout (ms)', def: '1000', advanced: true },
-];
-
-export const KINDS: Record<string, { label: string; params: ParamSpec[] }> = {
-  tcp_stream: { label: 'TCP stream (throughput)', params: stream },
-  tcp_rr: { label: 'TCP request/response (latency)', params: rr },
-  udp_stream: { label: 'UDP stream (paced, loss)', params: udpStream },
-  udp_rr: { label: 'UDP request/response (latency)', params: udpRr },
-  unix_stream: { label: 'Unix socket stream', params: stream.filter((p) => !p.tcp) },
-  unix_rr: { label: 'Unix socket request/response', params: rr.filter((p) => !p.tcp) },
-};
+/** Why `v` is outside the range every agent enforces for `s` (its limits aside), or null. */
+export function rangeError(s: TableSpec, v: number, text = String(v)): string | null {
+  const low = s.min != null && (s.minExclusive ? v <= s.min : v < s.min);
+  const high = s.max != null && v > s.max;
+  if (!low && !high) return null;
+  if (s.min != null && s.max != null && !s.minExclusive) return `${s.name}: must be between ${s.min} and ${s.max}, got ${text}`;
+  if (low) return `${s.name}: must be ${s.minExclusive ? 'above' : 'at least'} ${s.min}, got ${text}`;
+  return `${s.name}: must be at most ${s.max}, got ${text}`;
+}
 
 export const isRr = (kind: string) => kind.endsWith('_rr');
 export const isStream = (kind: string) => kind === 'tcp_stream' || kind === 'unix_stream';

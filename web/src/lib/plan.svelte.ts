@@ -2,7 +2,7 @@
 // its conversion to the plan format of protocol/src/plan.rs. Expansion into
 // steps is the wasm module's job (`expand_plan`), never done here.
 
-import { KINDS, type ParamSpec } from './kinds';
+import { KINDS, rangeError, type ParamSpec } from './kinds';
 import { parseSize, sizeText } from './units';
 
 export type Direction = 'send' | 'receive' | 'both';
@@ -89,21 +89,24 @@ function value(spec: ParamSpec | undefined, name: string, text: string): number 
 
 function axisJson(kind: string, a: AxisEdit): unknown | Error {
   const spec = specOf(kind, a.param);
-  const one = (text: string, what: string) => {
-    const v = value(spec, `${a.param} ${what}`, text);
-    return v;
+  const one = (text: string, what: string) => value(spec, `${a.param} ${what}`, text);
+  /** A value every expansion runs (a list item, the first of a range): also within the agents' range. */
+  const taken = (text: string, what: string) => {
+    const v = one(text, what);
+    const outside = spec && typeof v === 'number' ? rangeError({ ...spec, name: `${a.param} ${what}` }, v, text) : null;
+    return outside ? new Error(outside) : v;
   };
   if (a.param === 'transport' || spec?.type === 'enum' || spec?.type === 'bool' || spec?.type === 'text' || a.form === 'list') {
     const items = a.list.split(/[\s,;]+/).filter(Boolean);
     if (!items.length) return new Error(`sweep ${a.param}: the list is empty`);
-    const vals = items.map((t) => (a.param === 'transport' ? t : one(t, 'list item')));
+    const vals = items.map((t) => (a.param === 'transport' ? t : taken(t, 'list item')));
     return vals.find((v) => v instanceof Error) ?? vals;
   }
   if (a.form === 'range') {
-    const [from, to, step] = [one(a.from, 'from'), one(a.to, 'to'), one(a.step, 'step')];
+    const [from, to, step] = [taken(a.from, 'from'), one(a.to, 'to'), one(a.step, 'step')];
     return [from, to, step].find((v) => v instanceof Error) ?? { from, to, step };
   }
-  const [lo, hi, per] = [one(a.lo, 'low'), one(a.hi, 'high'), Number(a.perOctave || '1')];
+  const [lo, hi, per] = [taken(a.lo, 'low'), one(a.hi, 'high'), Number(a.perOctave || '1')];
   if (lo instanceof Error) return lo;
   if (hi instanceof Error) return hi;
   return per > 1 ? { pow2: [lo, hi], per_octave: per } : { pow2: [lo, hi] };
@@ -128,7 +131,8 @@ export function buildPlan(p: typeof plan): { plan: PlanJson } | { error: string 
     if (hasBound && s.name === (bound === 'count' ? 'duration_s' : 'count')) continue;
     const v = value(s, s.name, text);
     if (v instanceof Error) return { error: v.message };
-    if (s.min != null && typeof v === 'number' && v < s.min) return { error: `${s.name}: must be at least ${s.min}, got ${text}` };
+    const outside = typeof v === 'number' ? rangeError(s, v, text) : null;
+    if (outside) return { error: outside };
     params[s.name] = v;
   }
   if (hasBound && bound === 'duration' && params.duration_s == null && !swept.has('duration_s'))

@@ -1,0 +1,911 @@
+//! The parameter table of every kind, typed once: name, type, label with its
+//! unit, default, range (a number or one of the agent's [`Limits`]), choices,
+//! and how the page shows it. The parse functions in `stream.rs`, `rr.rs` and
+//! `udp.rs` read their defaults and ranges from here, and the web app's form
+//! is generated from it at build time (`examples/export_params.rs` writes
+//! `web/src/lib/generated/params.ts`), so a default or a limit is written once.
+//!
+//! A new parameter is one entry in its kind's table below, one line reading it
+//! in the kind's parse function (`r.int(&KIND::NAME)` and the like), and the
+//! engine code that uses it.
+
+use super::{Kind, Limits, ParamError, Reader};
+use std::fmt::Display;
+
+/// How a parameter's value is written (and which field the page shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamType {
+    /// Bytes, a whole number; the page also reads `64K`, `1M`, `1G` (powers of 1024).
+    Size,
+    /// A whole number.
+    Int,
+    /// A number, fractions allowed.
+    Float,
+    /// `true` or `false`.
+    Bool,
+    /// One of [`ParamSpec::options`].
+    Enum,
+    /// Free text, checked by the parse function (an address, an algorithm name).
+    Text,
+}
+
+impl ParamType {
+    /// The name used in the exported table.
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamType::Size => "size",
+            ParamType::Int => "int",
+            ParamType::Float => "float",
+            ParamType::Bool => "bool",
+            ParamType::Enum => "enum",
+            ParamType::Text => "text",
+        }
+    }
+}
+
+/// What a parameter is when the plan does not give it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DefaultValue {
+    /// Nothing: the option is not set (the kernel's or the path's own value).
+    Unset,
+    /// This number.
+    Num(u64),
+    /// This truth value.
+    Bool(bool),
+    /// This option of an [`ParamType::Enum`].
+    Word(&'static str),
+    /// Worked out from other parameters or the system, as the text says.
+    Derived(&'static str),
+}
+
+/// One of the serving agent's [`Limits`] that bounds a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    MaxMsgBytes,
+    MaxDurationS,
+    MaxStreams,
+    MaxCount,
+}
+
+impl Limit {
+    /// The field's name in [`Limits`] (and in `hello`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::MaxMsgBytes => "max_msg_bytes",
+            Limit::MaxDurationS => "max_duration_s",
+            Limit::MaxStreams => "max_streams",
+            Limit::MaxCount => "max_count",
+        }
+    }
+
+    /// Its value in `limits`.
+    pub fn of(self, limits: &Limits) -> f64 {
+        match self {
+            Limit::MaxMsgBytes => limits.max_msg_bytes as f64,
+            Limit::MaxDurationS => limits.max_duration_s,
+            Limit::MaxStreams => limits.max_streams as f64,
+            Limit::MaxCount => limits.max_count as f64,
+        }
+    }
+}
+
+/// The smallest value a number may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Min {
+    /// This value or more.
+    AtLeast(u64),
+    /// More than this value (`duration_s` above 0).
+    Above(u64),
+}
+
+/// The largest value a number may take (inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Max {
+    /// This value.
+    At(u64),
+    /// The serving agent's limit, whatever it is set to.
+    Limit(Limit),
+}
+
+/// One parameter of a kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamSpec {
+    /// The snake_case name, with its unit (`msg_bytes`, `wait_us`).
+    pub name: &'static str,
+    pub ty: ParamType,
+    /// What the page's field says, with the unit where the name's is not enough.
+    pub label: &'static str,
+    pub default: DefaultValue,
+    /// What the page's form fills in for a new plan (sent unless cleared);
+    /// `None`: left empty, the agent's default applies.
+    pub initial: Option<&'static str>,
+    /// Numbers: the range the parse function accepts (`None`: no bound).
+    pub min: Option<Min>,
+    pub max: Option<Max>,
+    /// [`ParamType::Enum`]: the accepted values.
+    pub options: &'static [&'static str],
+    /// Shown under "more options" on the page.
+    pub advanced: bool,
+    /// Means something on IP sockets only: the page hides it for the unix
+    /// kinds, whose parsers (the tcp kinds') read it and whose engine
+    /// refuses it when set (`agent/src/engine/unix.rs`).
+    pub tcp_only: bool,
+}
+
+/// The fields most entries share; each entry spells out the rest.
+const P: ParamSpec = ParamSpec {
+    name: "",
+    ty: ParamType::Int,
+    label: "",
+    default: DefaultValue::Unset,
+    initial: None,
+    min: None,
+    max: None,
+    options: &[],
+    advanced: false,
+    tcp_only: false,
+};
+
+impl ParamSpec {
+    /// The numeric default. The parse functions call this only for entries
+    /// whose default is a number (the table test reads every entry).
+    pub fn default_num(&self) -> u64 {
+        match self.default {
+            DefaultValue::Num(n) => n,
+            d => panic!("{}: the table's default is {d:?}, not a number", self.name),
+        }
+    }
+
+    /// The top of the range in `limits`, and what to say about it.
+    fn top(&self, limits: &Limits) -> Option<(f64, &'static str)> {
+        self.max.map(|m| match m {
+            Max::At(hi) => (hi as f64, ""),
+            Max::Limit(l) => (l.of(limits), " (the agent's limit)"),
+        })
+    }
+
+    /// Whether `x` is within this parameter's range in `limits`.
+    pub fn contains(&self, x: f64, limits: &Limits) -> bool {
+        let lo_ok = match self.min {
+            None => true,
+            Some(Min::AtLeast(lo)) => x >= lo as f64,
+            Some(Min::Above(lo)) => x > lo as f64,
+        };
+        lo_ok && !matches!(self.top(limits), Some((hi, _)) if x > hi)
+    }
+
+    /// `v` if it is within this parameter's range in `limits`, else an error
+    /// saying the range (and when the top is the agent's limit, that it is).
+    pub fn check<T: Into<f64> + Display + Copy>(
+        &self,
+        v: T,
+        limits: &Limits,
+    ) -> Result<T, ParamError> {
+        if self.contains(v.into(), limits) {
+            return Ok(v);
+        }
+        let message = match (self.min, self.top(limits)) {
+            (Some(Min::AtLeast(lo)), Some((hi, what))) => {
+                format!("must be between {lo} and {hi}{what}, got {v}")
+            }
+            (Some(Min::Above(lo)), Some((hi, what))) => {
+                format!("must be above {lo} and at most {hi}{what}, got {v}")
+            }
+            (Some(Min::AtLeast(lo)), None) => format!("must be at least {lo}, got {v}"),
+            (Some(Min::Above(lo)), None) => format!("must be above {lo}, got {v}"),
+            (None, Some((hi, what))) => format!("must be at most {hi}{what}, got {v}"),
+            (None, None) => unreachable!("no range to break"),
+        };
+        Err(ParamError::new(self.name, message))
+    }
+
+    /// `v` if it is one of [`ParamSpec::options`], as the table spells it.
+    pub fn choose(&self, v: &str) -> Result<&'static str, ParamError> {
+        if let Some(o) = self.options.iter().find(|o| **o == v) {
+            return Ok(o);
+        }
+        let (last, rest) = self.options.split_last().expect("an enum has options");
+        let list = if rest.is_empty() {
+            last.to_string()
+        } else {
+            format!("{} or {last}", rest.join(", "))
+        };
+        Err(ParamError::new(
+            self.name,
+            format!("must be {list}, got {v:?}"),
+        ))
+    }
+}
+
+impl Reader<'_> {
+    /// A whole-number parameter with a default: as given, else the table's
+    /// default, within the table's range.
+    pub(crate) fn int(&mut self, s: &ParamSpec) -> Result<u64, ParamError> {
+        let v = self.u64(s.name)?.unwrap_or_else(|| s.default_num());
+        self.in_range(s, v)
+    }
+
+    /// A whole-number parameter without a default, within the table's range.
+    pub(crate) fn opt_int(&mut self, s: &ParamSpec) -> Result<Option<u64>, ParamError> {
+        self.u64(s.name)?.map(|v| self.in_range(s, v)).transpose()
+    }
+
+    /// A number with a (whole) default, fractions allowed, within the table's range.
+    pub(crate) fn float(&mut self, s: &ParamSpec) -> Result<f64, ParamError> {
+        let v = self.f64(s.name)?.unwrap_or_else(|| s.default_num() as f64);
+        s.check(v, self.limits)
+    }
+
+    /// A number without a default, fractions allowed, within the table's range.
+    pub(crate) fn opt_float(&mut self, s: &ParamSpec) -> Result<Option<f64>, ParamError> {
+        self.f64(s.name)?
+            .map(|v| s.check(v, self.limits))
+            .transpose()
+    }
+
+    /// A truth value, else the table's default.
+    pub(crate) fn flag(&mut self, s: &ParamSpec) -> Result<bool, ParamError> {
+        match (self.bool(s.name)?, s.default) {
+            (Some(b), _) => Ok(b),
+            (None, DefaultValue::Bool(b)) => Ok(b),
+            (None, d) => panic!(
+                "{}: the table's default is {d:?}, not true or false",
+                s.name
+            ),
+        }
+    }
+
+    /// One of the table's options, else the table's default.
+    pub(crate) fn choice(&mut self, s: &ParamSpec) -> Result<&'static str, ParamError> {
+        match (self.string(s.name)?, s.default) {
+            (Some(v), _) => s.choose(&v),
+            (None, DefaultValue::Word(w)) => Ok(w),
+            (None, d) => panic!("{}: the table's default is {d:?}, not an option", s.name),
+        }
+    }
+
+    fn in_range(&self, s: &ParamSpec, v: u64) -> Result<u64, ParamError> {
+        // Through f64 for the comparison only: every bound is far below 2^53.
+        s.check(Whole(v), self.limits).map(|w| w.0)
+    }
+}
+
+/// A whole number that compares as f64 and prints as itself.
+#[derive(Clone, Copy)]
+struct Whole(u64);
+
+impl From<Whole> for f64 {
+    fn from(w: Whole) -> f64 {
+        w.0 as f64
+    }
+}
+
+impl Display for Whole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Kind {
+    /// The kind's parameters: every name its parse function accepts, in the
+    /// order the page shows them. The unix kinds share the tcp kinds' table.
+    pub fn params(self) -> &'static [ParamSpec] {
+        match self {
+            Kind::TcpStream | Kind::UnixStream => STREAM,
+            Kind::TcpRr | Kind::UnixRr => RR,
+            Kind::UdpStream => UDP_STREAM,
+            Kind::UdpRr => UDP_RR,
+        }
+    }
+
+    /// What the page calls the kind.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::TcpStream => "TCP stream (throughput)",
+            Kind::TcpRr => "TCP request/response (latency)",
+            Kind::UdpStream => "UDP stream (paced, loss)",
+            Kind::UdpRr => "UDP request/response (latency)",
+            Kind::UnixStream => "Unix socket stream",
+            Kind::UnixRr => "Unix socket request/response",
+        }
+    }
+}
+
+// ---- entries shared by several kinds ---------------------------------------
+
+/// Largest SO_SNDBUF / SO_RCVBUF / SO_RCVLOWAT asked for.
+const SOCK_BUF_MAX: u64 = 1 << 30;
+/// Longest wait between writes, requests or datagrams (10 s).
+const WAIT_MAX_US: u64 = 10_000_000;
+
+pub const DURATION_S: ParamSpec = ParamSpec {
+    name: "duration_s",
+    ty: ParamType::Float,
+    label: "seconds",
+    min: Some(Min::Above(0)),
+    max: Some(Max::Limit(Limit::MaxDurationS)),
+    ..P
+};
+pub const SNDBUF: ParamSpec = ParamSpec {
+    name: "sndbuf",
+    ty: ParamType::Size,
+    label: "SO_SNDBUF (bytes)",
+    min: Some(Min::AtLeast(1)),
+    max: Some(Max::At(SOCK_BUF_MAX)),
+    advanced: true,
+    ..P
+};
+pub const RCVBUF: ParamSpec = ParamSpec {
+    name: "rcvbuf",
+    label: "SO_RCVBUF (bytes)",
+    ..SNDBUF
+};
+pub const TOS: ParamSpec = ParamSpec {
+    name: "tos",
+    label: "TOS / DSCP byte",
+    min: Some(Min::AtLeast(0)),
+    max: Some(Max::At(255)),
+    advanced: true,
+    tcp_only: true,
+    ..P
+};
+pub const PRECEDENCE: ParamSpec = ParamSpec {
+    name: "precedence",
+    label: "IP precedence (0-7)",
+    max: Some(Max::At(7)),
+    ..TOS
+};
+pub const CONGESTION: ParamSpec = ParamSpec {
+    name: "congestion",
+    ty: ParamType::Text,
+    label: "congestion control",
+    advanced: true,
+    tcp_only: true,
+    ..P
+};
+/// TCP_MAXSEG in the range Linux accepts (TCP_MIN_MSS 88 to 65535).
+pub const MSS: ParamSpec = ParamSpec {
+    name: "mss",
+    label: "TCP_MAXSEG, segment size (bytes)",
+    default: DefaultValue::Derived("path MTU"),
+    min: Some(Min::AtLeast(88)),
+    max: Some(Max::At(65535)),
+    advanced: true,
+    tcp_only: true,
+    ..P
+};
+pub const CLIENT_BIND: ParamSpec = ParamSpec {
+    name: "client_bind",
+    ty: ParamType::Text,
+    label: "driving agent local address",
+    advanced: true,
+    tcp_only: true,
+    ..P
+};
+pub const SERVER_BIND: ParamSpec = ParamSpec {
+    name: "server_bind",
+    label: "serving agent listen address",
+    ..CLIENT_BIND
+};
+const INTERVAL_MS: ParamSpec = ParamSpec {
+    name: "interval_ms",
+    label: "progress interval (ms)",
+    default: DefaultValue::Num(100),
+    min: Some(Min::AtLeast(1)),
+    max: Some(Max::At(10_000)),
+    advanced: true,
+    ..P
+};
+const COUNT: ParamSpec = ParamSpec {
+    name: "count",
+    min: Some(Min::AtLeast(1)),
+    max: Some(Max::Limit(Limit::MaxCount)),
+    ..P
+};
+
+// ---- tcp_stream, unix_stream -----------------------------------------------
+
+/// `tcp_stream` and `unix_stream` (`StreamParams::parse`).
+pub mod stream {
+    use super::*;
+
+    pub const MSG_BYTES: ParamSpec = ParamSpec {
+        name: "msg_bytes",
+        ty: ParamType::Size,
+        label: "message size",
+        default: DefaultValue::Num(128 * 1024),
+        initial: Some("1M"),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::Limit(Limit::MaxMsgBytes)),
+        ..P
+    };
+    pub const COUNT: ParamSpec = ParamSpec {
+        label: "messages",
+        default: DefaultValue::Num(1024),
+        initial: Some("1024"),
+        ..super::COUNT
+    };
+    pub const STREAMS: ParamSpec = ParamSpec {
+        name: "streams",
+        label: "streams",
+        default: DefaultValue::Num(1),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::Limit(Limit::MaxStreams)),
+        ..P
+    };
+    pub const DIRECTION: ParamSpec = ParamSpec {
+        name: "direction",
+        ty: ParamType::Enum,
+        label: "direction",
+        default: DefaultValue::Word("send"),
+        initial: Some("send"),
+        options: &["send", "receive", "both"],
+        ..P
+    };
+    pub const WAIT_US: ParamSpec = ParamSpec {
+        name: "wait_us",
+        label: "wait between writes (us)",
+        default: DefaultValue::Num(0),
+        min: Some(Min::AtLeast(0)),
+        max: Some(Max::At(WAIT_MAX_US)),
+        ..P
+    };
+    pub const READ_BYTES: ParamSpec = ParamSpec {
+        name: "read_bytes",
+        label: "read size",
+        default: DefaultValue::Derived("= message size"),
+        initial: None,
+        advanced: true,
+        ..MSG_BYTES
+    };
+    pub const NODELAY: ParamSpec = ParamSpec {
+        name: "nodelay",
+        ty: ParamType::Bool,
+        label: "TCP_NODELAY",
+        default: DefaultValue::Bool(false),
+        advanced: true,
+        tcp_only: true,
+        ..P
+    };
+    pub const RCVLOWAT: ParamSpec = ParamSpec {
+        name: "rcvlowat",
+        ty: ParamType::Size,
+        label: "SO_RCVLOWAT (bytes)",
+        default: DefaultValue::Derived("read size (max 128K) unpaced, else 1"),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(SOCK_BUF_MAX)),
+        advanced: true,
+        tcp_only: true,
+        ..P
+    };
+    pub const PAYLOAD: ParamSpec = ParamSpec {
+        name: "payload",
+        ty: ParamType::Enum,
+        label: "payload (random: no link can compress it)",
+        default: DefaultValue::Word("random"),
+        options: &["random", "zeros"],
+        advanced: true,
+        ..P
+    };
+    pub const INTERVAL_MS: ParamSpec = ParamSpec {
+        label: "sample interval (ms)",
+        default: DefaultValue::Num(10),
+        ..super::INTERVAL_MS
+    };
+}
+
+static STREAM: &[ParamSpec] = {
+    use stream::*;
+    &[
+        MSG_BYTES,
+        COUNT,
+        DURATION_S,
+        STREAMS,
+        DIRECTION,
+        WAIT_US,
+        READ_BYTES,
+        NODELAY,
+        RCVLOWAT,
+        PAYLOAD,
+        SNDBUF,
+        RCVBUF,
+        TOS,
+        PRECEDENCE,
+        CONGESTION,
+        MSS,
+        CLIENT_BIND,
+        SERVER_BIND,
+        INTERVAL_MS,
+    ]
+};
+
+// ---- tcp_rr, unix_rr -------------------------------------------------------
+
+/// `tcp_rr` and `unix_rr` (`RrParams::parse`).
+pub mod rr {
+    use super::*;
+
+    pub const REQ_BYTES: ParamSpec = ParamSpec {
+        name: "req_bytes",
+        ty: ParamType::Size,
+        label: "request size",
+        default: DefaultValue::Num(64),
+        initial: Some("64"),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::Limit(Limit::MaxMsgBytes)),
+        ..P
+    };
+    pub const RESP_BYTES: ParamSpec = ParamSpec {
+        name: "resp_bytes",
+        label: "response size",
+        ..REQ_BYTES
+    };
+    pub const COUNT: ParamSpec = ParamSpec {
+        label: "transactions",
+        default: DefaultValue::Num(10_000),
+        initial: Some("10000"),
+        ..super::COUNT
+    };
+    pub const WAIT_US: ParamSpec = ParamSpec {
+        label: "wait between requests (us)",
+        ..stream::WAIT_US
+    };
+    pub const WRITE_BYTES: ParamSpec = ParamSpec {
+        name: "write_bytes",
+        label: "largest single write",
+        default: DefaultValue::Unset,
+        initial: None,
+        advanced: true,
+        ..REQ_BYTES
+    };
+    pub const BUSY_POLL: ParamSpec = ParamSpec {
+        name: "busy_poll",
+        label: "busy poll",
+        tcp_only: false,
+        ..stream::NODELAY
+    };
+    /// On by default, as in netperf TCP_RR.
+    pub const NODELAY: ParamSpec = ParamSpec {
+        default: DefaultValue::Bool(true),
+        ..stream::NODELAY
+    };
+    pub const INTERVAL_MS: ParamSpec = super::INTERVAL_MS;
+}
+
+static RR: &[ParamSpec] = {
+    use rr::*;
+    &[
+        REQ_BYTES,
+        RESP_BYTES,
+        COUNT,
+        DURATION_S,
+        WAIT_US,
+        WRITE_BYTES,
+        BUSY_POLL,
+        NODELAY,
+        SNDBUF,
+        RCVBUF,
+        TOS,
+        PRECEDENCE,
+        CONGESTION,
+        MSS,
+        CLIENT_BIND,
+        SERVER_BIND,
+        INTERVAL_MS,
+    ]
+};
+
+// ---- udp_rr, udp_stream ----------------------------------------------------
+
+/// `udp_rr` and `udp_stream` (`UdpRrParams::parse`, `UdpStreamParams::parse`).
+pub mod udp {
+    use super::super::{UDP_MAX_PAYLOAD, UDP_MIN_LEN};
+    use super::*;
+
+    /// A datagram: from the compact meshperf header to the largest UDP payload.
+    const DATAGRAM: ParamSpec = ParamSpec {
+        ty: ParamType::Size,
+        min: Some(Min::AtLeast(UDP_MIN_LEN)),
+        max: Some(Max::At(UDP_MAX_PAYLOAD)),
+        ..P
+    };
+    /// As `tcp_rr`'s, in one datagram.
+    pub const REQ_BYTES: ParamSpec = ParamSpec {
+        min: DATAGRAM.min,
+        max: DATAGRAM.max,
+        ..rr::REQ_BYTES
+    };
+    pub const RESP_BYTES: ParamSpec = ParamSpec {
+        min: DATAGRAM.min,
+        max: DATAGRAM.max,
+        ..rr::RESP_BYTES
+    };
+    pub const RR_COUNT: ParamSpec = ParamSpec {
+        label: "requests",
+        default: DefaultValue::Num(1000),
+        initial: Some("1000"),
+        ..super::COUNT
+    };
+    pub const RR_TIMEOUT_MS: ParamSpec = ParamSpec {
+        name: "timeout_ms",
+        label: "timeout per request (ms)",
+        default: DefaultValue::Num(1000),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(60_000)),
+        ..P
+    };
+    pub const RR_INTERVAL_MS: ParamSpec = super::INTERVAL_MS;
+
+    pub const PKT_BYTES: ParamSpec = ParamSpec {
+        name: "pkt_bytes",
+        label: "packet size",
+        default: DefaultValue::Num(1400),
+        initial: Some("1400"),
+        ..DATAGRAM
+    };
+    pub const STREAM_COUNT: ParamSpec = ParamSpec {
+        label: "packets",
+        default: DefaultValue::Num(10_000),
+        initial: Some("10000"),
+        ..super::COUNT
+    };
+    pub const WAIT_US: ParamSpec = ParamSpec {
+        ty: ParamType::Float,
+        label: "wait between packets (us)",
+        initial: Some("20"),
+        ..stream::WAIT_US
+    };
+    pub const DIRECTION: ParamSpec = ParamSpec {
+        options: &["send", "receive"],
+        ..stream::DIRECTION
+    };
+    /// Ethernet: IPG 12 + preamble 8 + header 14 + CRC 4 + IPv4 20 + UDP 8.
+    pub const OVERHEAD_BYTES: ParamSpec = ParamSpec {
+        name: "overhead_bytes",
+        label: "wire overhead per frame (bytes)",
+        default: DefaultValue::Num(66),
+        min: Some(Min::AtLeast(0)),
+        max: Some(Max::At(1024)),
+        advanced: true,
+        ..P
+    };
+    pub const STREAM_TIMEOUT_MS: ParamSpec = ParamSpec {
+        label: "receiver quiet timeout (ms)",
+        advanced: true,
+        ..RR_TIMEOUT_MS
+    };
+}
+
+static UDP_RR: &[ParamSpec] = {
+    use udp::*;
+    &[
+        REQ_BYTES,
+        RESP_BYTES,
+        RR_COUNT,
+        DURATION_S,
+        RR_TIMEOUT_MS,
+        SNDBUF,
+        RCVBUF,
+        TOS,
+        PRECEDENCE,
+        CLIENT_BIND,
+        SERVER_BIND,
+        RR_INTERVAL_MS,
+    ]
+};
+
+static UDP_STREAM: &[ParamSpec] = {
+    use udp::*;
+    &[
+        PKT_BYTES,
+        STREAM_COUNT,
+        WAIT_US,
+        DIRECTION,
+        SNDBUF,
+        RCVBUF,
+        TOS,
+        PRECEDENCE,
+        CLIENT_BIND,
+        SERVER_BIND,
+        OVERHEAD_BYTES,
+        STREAM_TIMEOUT_MS,
+    ]
+};
+
+#[cfg(test)]
+thread_local! {
+    /// The names the last `Reader::finish` on this thread had been asked for.
+    pub(crate) static LAST_USED: std::cell::RefCell<Vec<&'static str>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{RrParams, StreamParams, UdpRrParams, UdpStreamParams};
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// `v` through `kind`'s parse function, the result as JSON (its keys are
+    /// the parameters' names).
+    fn parse(kind: Kind, v: Value) -> Result<Value, ParamError> {
+        fn to_json<T: serde::Serialize>(t: T) -> Value {
+            serde_json::to_value(t).unwrap()
+        }
+        let l = Limits::default();
+        Ok(match kind {
+            Kind::TcpStream | Kind::UnixStream => to_json(StreamParams::parse(&v, &l)?),
+            Kind::TcpRr | Kind::UnixRr => to_json(RrParams::parse(&v, &l)?),
+            Kind::UdpStream => to_json(UdpStreamParams::parse(&v, &l)?),
+            Kind::UdpRr => to_json(UdpRrParams::parse(&v, &l)?),
+        })
+    }
+
+    /// Every (kind, entry) of the tables.
+    fn entries() -> impl Iterator<Item = (Kind, &'static ParamSpec)> {
+        Kind::ALL
+            .into_iter()
+            .flat_map(|k| k.params().iter().map(move |s| (k, s)))
+    }
+
+    fn refused(kind: Kind, s: &ParamSpec, v: Value) {
+        let e = parse(kind, json!({ s.name: v })).expect_err(&format!(
+            "{} {}: {v} accepted",
+            kind.name(),
+            s.name
+        ));
+        assert_eq!(e.param, s.name, "{}: {e}", kind.name());
+    }
+
+    fn accepted(kind: Kind, s: &ParamSpec, v: Value) {
+        if let Err(e) = parse(kind, json!({ s.name: v })) {
+            panic!("{} {}: {v} refused: {e}", kind.name(), s.name);
+        }
+    }
+
+    #[test]
+    fn parsing_nothing_gives_the_tables_defaults() {
+        for kind in Kind::ALL {
+            let p = parse(kind, json!({})).unwrap();
+            for s in kind.params() {
+                let got = p.get(s.name).unwrap_or(&Value::Null);
+                let what = format!("{} {}: {got}", kind.name(), s.name);
+                match s.default {
+                    DefaultValue::Num(n) => assert_eq!(got.as_f64(), Some(n as f64), "{what}"),
+                    DefaultValue::Bool(b) => assert_eq!(got, &json!(b), "{what}"),
+                    DefaultValue::Word(w) => assert_eq!(got, &json!(w), "{what}"),
+                    DefaultValue::Unset => assert!(got.is_null(), "{what}"),
+                    // Worked out by the parse function or the engine.
+                    DefaultValue::Derived(_) => {}
+                }
+            }
+            if matches!(kind, Kind::TcpStream | Kind::UnixStream) {
+                assert_eq!(p["read_bytes"], p["msg_bytes"], "read_bytes = msg_bytes");
+            }
+        }
+    }
+
+    #[test]
+    fn values_out_of_the_tables_range_are_refused_naming_the_parameter() {
+        let limits = Limits::default();
+        let mut ranged = 0;
+        for (kind, s) in entries() {
+            match s.min {
+                Some(Min::AtLeast(0)) => refused(kind, s, json!(-1)),
+                Some(Min::AtLeast(lo)) => {
+                    refused(kind, s, json!(lo - 1));
+                    accepted(kind, s, json!(lo));
+                }
+                Some(Min::Above(lo)) => {
+                    refused(kind, s, json!(lo));
+                    accepted(kind, s, json!(lo as f64 + 0.5));
+                }
+                None => {}
+            }
+            match s.max {
+                Some(Max::At(hi)) => refused(kind, s, json!(hi + 1)),
+                Some(Max::Limit(l)) => refused(kind, s, json!(l.of(&limits) + 1.0)),
+                None => {}
+            }
+            if s.ty == ParamType::Float {
+                if let Some(Max::At(hi)) = s.max {
+                    refused(kind, s, json!(hi as f64 + 0.5));
+                }
+            }
+            let numeric = matches!(s.ty, ParamType::Size | ParamType::Int | ParamType::Float);
+            assert_eq!(
+                numeric,
+                s.min.is_some(),
+                "{} {}: a number has a range",
+                kind.name(),
+                s.name
+            );
+            ranged += numeric as usize;
+        }
+        assert!(ranged > 50, "{ranged}");
+        // The one the page let through before the table: udp_rr req_bytes under 18.
+        let e = parse(Kind::UdpRr, json!({"req_bytes": 17})).unwrap_err();
+        assert!(
+            e.message
+                .contains("between 18 (the compact meshperf header)"),
+            "{e}"
+        );
+        assert_eq!(udp::REQ_BYTES.min, Some(Min::AtLeast(18)));
+    }
+
+    #[test]
+    fn every_choice_in_the_table_parses_and_no_other() {
+        for (kind, s) in entries() {
+            match s.ty {
+                ParamType::Enum => {
+                    assert!(!s.options.is_empty());
+                    assert!(
+                        matches!(s.default, DefaultValue::Word(w) if s.options.contains(&w)),
+                        "{}",
+                        s.name
+                    );
+                    for o in s.options {
+                        accepted(kind, s, json!(o));
+                    }
+                    refused(kind, s, json!("none of them"));
+                }
+                ParamType::Bool => {
+                    assert!(matches!(s.default, DefaultValue::Bool(_)), "{}", s.name);
+                    accepted(kind, s, json!(true));
+                    accepted(kind, s, json!(false));
+                    refused(kind, s, json!(1));
+                }
+                _ => assert!(s.options.is_empty(), "{}", s.name),
+            }
+            if let Some(i) = s.initial {
+                if s.ty == ParamType::Enum {
+                    assert!(s.options.contains(&i), "{}: initial {i}", s.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_parser_reads_exactly_the_names_in_the_table() {
+        for kind in Kind::ALL {
+            parse(kind, json!({})).unwrap();
+            let mut used = LAST_USED.with(|u| u.take());
+            used.sort_unstable();
+            used.dedup();
+            let mut table: Vec<_> = kind.params().iter().map(|s| s.name).collect();
+            table.sort_unstable();
+            let n = table.len();
+            table.dedup();
+            assert_eq!(n, table.len(), "{}: a name twice in the table", kind.name());
+            assert_eq!(
+                used,
+                table,
+                "{}: what the parser reads vs the table",
+                kind.name()
+            );
+        }
+    }
+
+    #[test]
+    fn unix_kinds_share_the_tcp_tables_and_hide_the_ip_options() {
+        assert_eq!(Kind::UnixStream.params(), Kind::TcpStream.params());
+        assert_eq!(Kind::UnixRr.params(), Kind::TcpRr.params());
+        let hidden: Vec<_> = Kind::TcpRr
+            .params()
+            .iter()
+            .filter(|s| s.tcp_only)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            hidden,
+            [
+                "nodelay",
+                "tos",
+                "precedence",
+                "congestion",
+                "mss",
+                "client_bind",
+                "server_bind"
+            ]
+        );
+    }
+}

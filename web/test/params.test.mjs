@@ -1,0 +1,116 @@
+// The form's parameter tables are the agent's (generated from
+// protocol/src/params/spec.rs): every kind has its parameters, the ranges the
+// agent enforces reach the form, and a plan outside them is refused before
+// anything runs.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { TABLE } from '../src/lib/generated/params.ts';
+import { KINDS, rangeError, sweepable } from '../src/lib/kinds.ts';
+import { parseSize } from '../src/lib/units.ts';
+
+// plan.svelte.ts holds its state in a Svelte rune; outside Svelte it is plain data.
+globalThis.$state = (v) => v;
+const { buildPlan, plan, setKind } = await import('../src/lib/plan.svelte.ts');
+
+const spec = (kind, name) => KINDS[kind].params.find((p) => p.name === name);
+
+/** The plan of `kind` with these field texts, as the Run button builds it. */
+function build(kind, values, bound = 'count') {
+  setKind(kind);
+  Object.assign(plan.values, values);
+  plan.bound = bound;
+  return buildPlan(plan);
+}
+
+test('every kind the agent has is on the page, with every parameter its parser reads', () => {
+  assert.deepEqual(Object.keys(KINDS), ['tcp_stream', 'tcp_rr', 'udp_stream', 'udp_rr', 'unix_stream', 'unix_rr']);
+  for (const [kind, { label, params }] of Object.entries(KINDS)) {
+    assert.ok(label, kind);
+    const all = TABLE[kind].params;
+    const ipOnly = all.filter((p) => p.tcp).map((p) => p.name);
+    const want = all.filter((p) => !(kind.startsWith('unix_') && p.tcp)).map((p) => p.name);
+    assert.deepEqual(params.map((p) => p.name), want, kind);
+    assert.ok(params.length >= 10, `${kind}: ${params.length} parameters`);
+    if (kind.startsWith('unix_')) assert.ok(ipOnly.length > 0 && !params.some((p) => p.tcp), kind);
+    for (const p of params) assert.ok(p.label && p.type, `${kind} ${p.name}`);
+  }
+});
+
+test('the agent\'s minimums reach the form: udp_rr req_bytes from 18, not 1', () => {
+  for (const name of ['req_bytes', 'resp_bytes']) {
+    assert.equal(spec('udp_rr', name).min, 18, name);
+    assert.equal(spec('udp_rr', name).max, 65507, name);
+    assert.equal(spec('tcp_rr', name).min, 1, name);
+    assert.equal(spec('tcp_rr', name).maxLimit, 'max_msg_bytes', name);
+  }
+  assert.equal(spec('udp_stream', 'pkt_bytes').min, 18);
+  assert.equal(spec('tcp_stream', 'mss').min, 88);
+  assert.equal(spec('tcp_stream', 'precedence').max, 7);
+  assert.equal(spec('tcp_stream', 'streams').maxLimit, 'max_streams');
+  assert.deepEqual([spec('udp_rr', 'duration_s').min, spec('udp_rr', 'duration_s').minExclusive], [0, true]);
+  // Every number has a range; nothing else has one.
+  for (const { params } of Object.values(KINDS)) {
+    for (const p of params) assert.equal(p.min != null, ['size', 'int', 'float'].includes(p.type), p.name);
+  }
+});
+
+test('defaults show as the agent applies them, pre-filled values are within range', () => {
+  assert.equal(spec('tcp_stream', 'msg_bytes').def, '128K');
+  assert.equal(spec('tcp_stream', 'msg_bytes').initial, '1M');
+  assert.equal(spec('tcp_stream', 'read_bytes').def, '= message size');
+  assert.equal(spec('tcp_rr', 'nodelay').def, 'true');
+  assert.equal(spec('tcp_stream', 'nodelay').def, 'false');
+  assert.equal(spec('udp_stream', 'count').initial, '10000');
+  assert.equal(spec('udp_stream', 'pkt_bytes').initial, '1400');
+  assert.equal(spec('tcp_stream', 'sndbuf').def, '');
+  for (const [kind, { params }] of Object.entries(KINDS)) {
+    for (const p of params) {
+      if (p.initial == null || p.type === 'enum') continue;
+      const v = p.type === 'size' ? parseSize(p.initial) : Number(p.initial);
+      assert.equal(rangeError(p, v), null, `${kind} ${p.name} = ${p.initial}`);
+    }
+  }
+});
+
+test('every parameter with a number can be swept, and the sweep axes come from the table', () => {
+  assert.deepEqual(sweepable('udp_rr').slice(0, 5), ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'timeout_ms']);
+  assert.ok(sweepable('tcp_stream').includes('transport'));
+  assert.ok(!sweepable('unix_stream').includes('mss'));
+});
+
+test('a plan outside the ranges is refused before anything runs, naming the parameter', () => {
+  const refused = (kind, values, re, bound) => {
+    const r = build(kind, values, bound);
+    assert.ok('error' in r, `${kind} ${JSON.stringify(values)} was accepted`);
+    assert.match(r.error, re);
+  };
+  refused('udp_rr', { req_bytes: '17' }, /^req_bytes: must be between 18 and 65507, got 17$/);
+  refused('udp_rr', { resp_bytes: '64K' }, /^resp_bytes: must be between 18 and 65507, got 64K$/);
+  refused('udp_stream', { pkt_bytes: '1' }, /^pkt_bytes: .*18/);
+  refused('tcp_stream', { msg_bytes: '0' }, /^msg_bytes: must be at least 1, got 0$/);
+  refused('tcp_stream', { mss: '87' }, /^mss: must be between 88 and 65535/);
+  refused('tcp_stream', { precedence: '8' }, /^precedence: must be between 0 and 7/);
+  refused('tcp_rr', { duration_s: '0' }, /^duration_s: must be above 0/, 'duration');
+  // Above an agent's own limits (from its hello) is refused for every
+  // expanded step by the step driver before the run (protocol/src/driver.rs
+  // `check_step`, tested there, in agent/tests/run.rs and in e2e), not here.
+  // A sweep's values too: every list item, and where a range starts.
+  setKind('udp_rr');
+  plan.bound = 'count';
+  plan.axes = [{ param: 'req_bytes', form: 'list', list: '64, 10', from: '', to: '', step: '', lo: '', hi: '', perOctave: '1' }];
+  assert.match(buildPlan(plan).error, /^req_bytes list item: must be between 18 and 65507, got 10$/);
+  plan.axes = [{ param: 'resp_bytes', form: 'range', list: '', from: '64', to: '1500', step: '8', lo: '', hi: '', perOctave: '1' }];
+  assert.deepEqual(buildPlan(plan).plan.sweep, { resp_bytes: { from: 64, to: 1500, step: 8 } });
+});
+
+test('at the edges of the ranges a plan builds', () => {
+  const params = (kind, values, bound) => {
+    const r = build(kind, values, bound);
+    assert.ok('plan' in r, r.error);
+    return r.plan.params;
+  };
+  assert.equal(params('udp_rr', { req_bytes: '18', resp_bytes: '65507' }).req_bytes, 18);
+  assert.equal(params('tcp_stream', { msg_bytes: '64M', streams: '64' }).streams, 64);
+  assert.equal(params('tcp_rr', { duration_s: '0.5' }, 'duration').duration_s, 0.5);
+  assert.equal(params('udp_stream', { wait_us: '0' }).wait_us, 0);
+});
