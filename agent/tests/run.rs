@@ -865,3 +865,88 @@ fn parameters_the_agents_would_refuse_are_a_usage_error_before_any_traffic() {
         assert!(!log.iter().any(|l| l.contains(" test ")), "{log:#?}");
     }
 }
+
+/// `--matrix` (issue 11): every ordered pair of four agents once, in 6
+/// rounds of 2 pairs with no agent in common that run at once; the table
+/// rows drive and columns serve; the JSON and the permalink carry each
+/// cell's pair. A fifth agent that is not there fails its row and column
+/// only (exit 1), and the rest is measured.
+#[test]
+fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_row_and_column() {
+    let agents: Vec<AgentProc> = (0..4).map(|_| AgentProc::start(&[])).collect();
+    let mut urls: Vec<String> = agents.iter().map(url).collect();
+    let json = tmp("matrix.json");
+    let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
+    args.extend([
+        "--matrix", "--kind", "tcp_rr", "--set", "count=300", "--json", json.to_str().unwrap(),
+    ]);
+    let o = run(&args);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(err.contains("matrix of 4 agents, tcp_rr: 12 pairs in 6 rounds"), "{err}");
+    let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r.agents.len(), 4);
+    let mut seen = std::collections::HashSet::new();
+    for s in &r.steps {
+        let p = s.pair.expect("a matrix step has its pair");
+        assert_ne!(p.server, p.client);
+        assert!(seen.insert((p.server, p.client)));
+        assert!(s.error.is_none(), "{:?}", s.error);
+        assert!(s.summary["rtt_us"]["median"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(seen.len(), 12);
+    // The two pairs of each round ran at the same time.
+    for round in r.steps.chunks(2) {
+        let span = |s: &result::StepResult| {
+            let t0 = s.started_unix.unwrap();
+            (t0, t0 + s.wall_seconds.unwrap())
+        };
+        let ((a0, a1), (b0, b1)) = (span(&round[0]), span(&round[1]));
+        assert!(a0 < b1 && b0 < a1, "{:?} and {:?} did not overlap", (a0, a1), (b0, b1));
+        let busy: std::collections::HashSet<usize> = round
+            .iter()
+            .flat_map(|s| [s.pair.unwrap().server, s.pair.unwrap().client])
+            .collect();
+        assert_eq!(busy.len(), 4, "no agent in two tests of a round");
+    }
+    // The table: a row per driving agent, the diagonal '-', a figure elsewhere.
+    let rows: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("matrix: tcp_rr")).collect();
+    assert!(rows[0].contains("median round-trip time, us; rows drive, columns serve"), "{out}");
+    for (i, name) in ["A", "B", "C", "D"].iter().enumerate() {
+        assert!(rows[1 + i].trim_start().starts_with(&format!("{name} = agent {}", agents[i].addr())));
+        let cells: Vec<&str> = rows[6 + i].split_whitespace().collect();
+        assert_eq!(cells[0], *name);
+        for (j, c) in cells[1..].iter().enumerate() {
+            if i == j {
+                assert_eq!(*c, "-");
+            } else {
+                let want = r.steps.iter().find(|s| s.pair.unwrap().client == i && s.pair.unwrap().server == j).unwrap();
+                assert_eq!(*c, format!("{:.1}", want.summary["rtt_us"]["median"].as_f64().unwrap()), "row {name}");
+            }
+        }
+    }
+    let link = out.lines().last().unwrap();
+    let decoded = permalink::decode(link.split("#r=").nth(1).unwrap()).unwrap();
+    assert_eq!(decoded.steps.len(), 12);
+    assert!(decoded.steps.iter().zip(&r.steps).all(|(d, s)| d.pair == s.pair));
+
+    // A fifth agent that is not running: its row and column fail, the rest runs.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    urls.push(format!("http://{}/#token=nobodyhome", dead.local_addr().unwrap()));
+    drop(dead);
+    let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
+    args.extend(["--matrix", "--kind", "tcp_rr", "--set", "count=100", "--json", json.to_str().unwrap()]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r.steps.len(), 20);
+    for s in &r.steps {
+        let p = s.pair.unwrap();
+        let with_dead = p.server == 4 || p.client == 4;
+        assert_eq!(s.error.is_some(), with_dead, "{p:?}: {:?}", s.error);
+        if with_dead {
+            assert!(s.error.as_deref().unwrap().contains("is not connected"), "{:?}", s.error);
+        }
+    }
+    assert!(text(&o.stdout).lines().any(|l| l.trim_start().starts_with("E ") && l.contains("FAILED")));
+}

@@ -227,6 +227,31 @@ impl StepRun {
         Ok((run, first))
     }
 
+    /// A step that could not be set up at all (see [`StepRun::new`]'s
+    /// errors), as a finished run failed with `why`: it involves no agent.
+    pub fn failed(step: Step, test_id: u32, started_unix: f64, why: String) -> StepRun {
+        StepRun {
+            step,
+            test_id,
+            place: Placement {
+                server: usize::MAX,
+                client: usize::MAX,
+            },
+            labels: Default::default(),
+            params: Value::Null,
+            peer_host: String::new(),
+            phase: Phase::Done,
+            ends: Vec::new(),
+            registered: 0,
+            finals: 0,
+            errors: vec![why],
+            samples: Vec::new(),
+            fraction: [0.0; 2],
+            cancelling: false,
+            started_unix,
+        }
+    }
+
     pub fn test_id(&self) -> u32 {
         self.test_id
     }
@@ -505,6 +530,7 @@ impl StepRun {
             error: (!self.errors.is_empty()).then(|| self.errors.join("; ")),
             started_unix: Some(self.started_unix),
             wall_seconds: Some(wall_seconds),
+            pair: None,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Exports of a result: the `;`-separated CSV of `meshperf run --csv` and
 //! the web app's CSV export (through the wasm codec module), one row per
 //! step: `step;kind;<axes>;repeat;started_unix;wall_seconds;<figures>;error`,
-//! nested figures flattened to dotted names (`rtt_us.p99`, `streams.1.bytes`).
+//! nested figures flattened to dotted names (`rtt_us.p99`, `streams.1.bytes`);
+//! a matrix run has `client;server` (the agents' indices) after `kind`.
 
 use crate::result::RunResult;
 use serde_json::Value;
@@ -50,9 +51,13 @@ pub fn csv(r: &RunResult) -> String {
         .first()
         .map(|s| s.point.iter().map(|(k, _)| k.clone()).collect())
         .unwrap_or_default();
+    // A matrix run names each step's agents (indices into `agents`).
+    let pairs = r.steps.iter().any(|s| s.pair.is_some());
+    let pair_cols: &[&str] = if pairs { &["client", "server"] } else { &[] };
     let mut out = String::new();
     let head: Vec<String> = ["step", "kind"]
         .iter()
+        .chain(pair_cols)
         .map(|s| s.to_string())
         .chain(axes.iter().cloned())
         .chain([
@@ -68,6 +73,12 @@ pub fn csv(r: &RunResult) -> String {
     for s in &r.steps {
         let vals = scalars(&s.summary, true);
         let mut row = vec![s.index.to_string(), s.kind.name().to_string()];
+        if pairs {
+            let at = |f: fn(&crate::matrix::Pair) -> usize| {
+                s.pair.as_ref().map_or(String::new(), |p| f(p).to_string())
+            };
+            row.extend([at(|p| p.client), at(|p| p.server)]);
+        }
         row.extend(
             s.point
                 .iter()

@@ -9,10 +9,12 @@
 //! * [`result`]: the versioned result format (files, exports, permalinks).
 //! * [`driver`]: running one step between agents (the CLI's and the page's).
 //! * [`export`]: the CSV export of a result (the CLI's and the page's).
+//! * [`matrix`]: rounds of agent pairs and the headline figure of each cell.
 
 pub mod driver;
 pub mod export;
 pub mod frame;
+pub mod matrix;
 pub mod msg;
 pub mod params;
 pub mod peer;

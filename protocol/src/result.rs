@@ -15,6 +15,7 @@
 //! of a stream test, the requester of a request/response test.
 
 use crate::frame::SampleKind;
+use crate::matrix::Pair;
 use crate::msg::Role;
 use crate::params::Kind;
 use crate::plan::{Plan, Transport};
@@ -80,6 +81,10 @@ pub struct StepResult {
     pub started_unix: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+    /// In a matrix run: the agents (indices into `agents`) that served and
+    /// drove this step; absent in a run between two agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<Pair>,
 }
 
 fn tcp() -> Transport {
@@ -213,6 +218,10 @@ mod tests {
             error: None,
             started_unix: Some(1.7e9),
             wall_seconds: Some(0.25),
+            pair: Some(Pair {
+                server: 0,
+                client: 0,
+            }),
         });
         let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains("\"interval_bytes\""));

@@ -267,6 +267,16 @@ fn step(v: &Value) -> Result<Value, String> {
             out.insert(k.into(), Value::from(f));
         }
     }
+    // A matrix step's agents: `{"server": i, "client": j}`.
+    if let Some(p) = field(o, "pair", true) {
+        let p = p.as_object().ok_or_else(|| bad("pair", "an object"))?;
+        let mut pair = Map::new();
+        for k in ["server", "client"] {
+            let i = p.get(k).and_then(Value::as_u64);
+            pair.insert(k.into(), i.ok_or_else(|| bad("pair", "{server, client} agent indices"))?.into());
+        }
+        out.insert("pair".into(), pair.into());
+    }
     Ok(Value::Object(out))
 }
 

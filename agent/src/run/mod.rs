@@ -13,20 +13,21 @@
 
 mod client;
 mod inline;
+mod matrix_out;
 mod output;
+mod rounds;
 
-use client::{AgentUrl, Ctl, CtlError, Incoming};
-use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun};
-use meshperf_protocol::msg::{Event, Request};
-use meshperf_protocol::plan::{Plan, Step};
+use client::{AgentUrl, Ctl, CtlError};
+use meshperf_protocol::driver::{check_step, AgentRef};
+use meshperf_protocol::matrix::{self, Metric, Pair};
+use meshperf_protocol::plan::Plan;
 use meshperf_protocol::presets;
-use meshperf_protocol::result::{RunResult, StepResult};
-use std::collections::VecDeque;
+use meshperf_protocol::result::RunResult;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -34,6 +35,19 @@ pub struct RunArgs {
     /// first serves, the second drives; one agent plays both ends.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
+    /// Run the step between every ordered pair of the agents given (three
+    /// or more, or two for both directions) and print the matrix: rows
+    /// drive, columns serve. Pairs with no agent in common run at once.
+    #[arg(long)]
+    matrix: bool,
+    /// With --matrix: one pair at a time (links that share a bottleneck).
+    #[arg(long, requires = "matrix")]
+    serial: bool,
+    /// With --matrix: the figure per cell: gbps, rtt_p50, rtt_p99,
+    /// loss_pct (default: the kind's: gbps for streams, rtt_p50 for
+    /// request/response, loss_pct for udp_stream).
+    #[arg(long, value_name = "NAME", requires = "matrix")]
+    metric: Option<String>,
     /// Plan file (JSON, see plans/).
     #[arg(
         long,
@@ -165,8 +179,11 @@ fn load_plan(a: &RunArgs) -> Result<Plan, String> {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    if a.agent.len() > 2 {
-        return usage("give one or two --agent URLs");
+    if a.agent.len() > 2 && !a.matrix {
+        return usage("give one or two --agent URLs, or --matrix to measure between every pair of more");
+    }
+    if a.matrix && a.agent.len() < 2 {
+        return usage("--matrix needs two or more --agent URLs");
     }
     let plan = match load_plan(&a) {
         Ok(p) => p,
@@ -180,16 +197,40 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
+    if a.matrix && steps.len() != 1 {
+        return usage(format!(
+            "--matrix runs one step between every pair; this plan has {} (sweeps and repetitions are not supported with --matrix yet)",
+            steps.len()
+        ));
+    }
+    let metric = match a.metric.as_deref() {
+        None => Metric::default_for(plan.kind),
+        Some(m) => match Metric::from_name(m) {
+            Some(m) => m,
+            None => return usage(format!("--metric {m:?}: known: gbps, rtt_p50, rtt_p99, loss_pct")),
+        },
+    };
     let urls: Vec<AgentUrl> = match a.agent.iter().map(|u| AgentUrl::parse(u)).collect() {
         Ok(u) => u,
         Err(CtlError::Usage(m)) => return usage(m),
         Err(_) => unreachable!(),
     };
+    // A matrix goes on without an unreachable agent (its row and column
+    // fail); a run between two agents needs both.
     let mut ctls = Vec::new();
+    let mut gone = Vec::new();
     for u in &urls {
         match Ctl::connect(u) {
-            Ok(c) => ctls.push(c),
+            Ok(c) => {
+                ctls.push(Some(c));
+                gone.push(None);
+            }
             Err(CtlError::Auth(m)) | Err(CtlError::Usage(m)) => return usage(m),
+            Err(CtlError::Io(m)) if a.matrix => {
+                eprintln!("meshperf run: {m}");
+                ctls.push(None);
+                gone.push(Some(m));
+            }
             Err(CtlError::Io(m)) => {
                 eprintln!("meshperf run: {m}");
                 return Ok(ExitCode::from(1));
@@ -206,17 +247,38 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or(0.0);
     let mut result = RunResult::new(
         plan.clone(),
-        ctls.iter().map(|c| c.hello.clone()).collect(),
+        ctls.iter()
+            .map(|c| c.as_ref().map_or(serde_json::Value::Null, |c| c.hello.clone()))
+            .collect(),
         created,
     );
     if a.json.as_deref() == Some("-") && a.csv.as_deref() == Some("-") {
         return usage("--json - and --csv - cannot both have stdout");
     }
-    let agents = agent_refs(&ctls);
+    let refs = agent_refs(&urls, &ctls);
+    // Each step between the agents it will run on: a run between two agents
+    // has the first serve and the last drive; a matrix every ordered pair,
+    // in rounds (one at a time with --serial).
+    let n = urls.len();
+    let schedule: Vec<Vec<(usize, Pair)>> = if a.matrix {
+        let pairs = if a.serial { matrix::serial(n) } else { matrix::rounds(n) };
+        pairs
+            .into_iter()
+            .map(|r| r.into_iter().map(|p| (0, p)).collect())
+            .collect()
+    } else {
+        let pair = Pair { server: 0, client: n - 1 };
+        (0..steps.len()).map(|i| vec![(i, pair)]).collect()
+    };
     // Every limit known before the run is checked before the run: the
     // agents' own parsing against the limits they announced.
-    for step in &steps {
-        if let Err(e) = check_step(step, 0, ctls.len() - 1, &agents) {
+    for (i, pair) in schedule.iter().flatten() {
+        let step = &steps[*i];
+        let live = |j: usize| ctls[j].is_some();
+        if !(live(pair.server) && live(pair.client)) {
+            continue;
+        }
+        if let Err(e) = check_step(step, pair.server, pair.client, &refs) {
             let point: Vec<String> = step.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let at = if point.is_empty() {
                 String::new()
@@ -227,36 +289,72 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let doc_on_stdout = a.json.as_deref() == Some("-") || a.csv.as_deref() == Some("-");
-    let mut out = output::Output::new(a.quiet, hist, &plan, steps.len());
+    let total = schedule.iter().map(Vec::len).sum();
+    if a.matrix {
+        eprintln!(
+            "meshperf run: matrix of {n} agents, {}: {total} pairs in {} round{}{}",
+            plan.kind.name(),
+            schedule.len(),
+            if schedule.len() == 1 { "" } else { "s" },
+            if a.serial { ", one pair at a time" } else { ", pairs with no agent in common at once" }
+        );
+    }
+    let mut out = output::Output::new(a.quiet || a.matrix, hist, &plan, total);
     out.interval_s = a.interval;
     out.to_stderr = doc_on_stdout;
     // Random, as the page's: two controllers started in the same second
     // took the same ids, and an agent refused the second as a duplicate.
     let mut seed = [0u8; 4];
     getrandom::fill(&mut seed).expect("the OS random source works");
-    let base_id = u32::from_le_bytes(seed);
+    let mut next_id = u32::from_le_bytes(seed);
+    let mut agents = rounds::Agents {
+        ctls,
+        refs,
+        gone,
+    };
     let mut failed = false;
-    for step in &steps {
+    for round in &schedule {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let test_id = base_id.wrapping_add(step.index as u32).max(1);
-        let r = run_step(&mut ctls, &agents, step, test_id, &stop, &mut out);
-        match r {
-            Ok(sr) => {
-                failed |= sr.error.is_some();
+        let jobs: Vec<rounds::Job> = round
+            .iter()
+            .map(|&(i, pair)| {
+                next_id = next_id.wrapping_add(1).max(1);
+                rounds::Job {
+                    step: &steps[i],
+                    pair,
+                    test_id: next_id,
+                }
+            })
+            .collect();
+        for mut sr in rounds::run_round(&mut agents, &jobs, &stop, &mut out) {
+            failed |= sr.error.is_some();
+            if a.matrix {
+                out.cell(&sr, &agents.refs, metric);
+                sr.index = result.steps.len();
+            } else {
+                sr.pair = None;
                 out.step(&sr);
-                result.steps.push(sr);
             }
-            Err(m) => {
-                eprintln!("meshperf run: {m}");
+            result.steps.push(sr);
+        }
+        // A run between two agents ends with an agent lost.
+        if !a.matrix {
+            if let Some(why) = agents.gone.iter().flatten().next() {
+                eprintln!("meshperf run: {why}");
                 failed = true;
                 break;
             }
         }
     }
     out.finish();
-    if !a.quiet {
+    if a.matrix {
+        let mut text = out.text();
+        for l in matrix_out::table(&result, &agents.refs, metric) {
+            let _ = writeln!(text, "{l}");
+        }
+    } else if !a.quiet {
         let mut text = out.text();
         for l in output::fits(&result)
             .into_iter()
@@ -314,133 +412,21 @@ fn print_permalink(web: &str, result: &RunResult, to_stderr: bool) {
     }
 }
 
-/// How the step driver names and reaches each agent.
-fn agent_refs(ctls: &[Ctl]) -> Vec<AgentRef> {
-    ctls.iter()
-        .map(|c| AgentRef {
-            label: format!("agent {}", c.addr.hostport()),
-            host: c.addr.host.clone(),
-            addresses: serde_json::from_value(c.hello["addresses"].clone()).unwrap_or_default(),
-            limits: serde_json::from_value(c.hello["limits"].clone()).ok(),
+/// How the step driver names and reaches each agent (a lost agent keeps
+/// its place, with no addresses or limits).
+fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
+    urls.iter()
+        .zip(ctls)
+        .map(|(u, c)| {
+            let hello = c.as_ref().map(|c| &c.hello);
+            AgentRef {
+                label: format!("agent {}", u.hostport()),
+                host: u.host.clone(),
+                addresses: hello
+                    .and_then(|h| serde_json::from_value(h["addresses"].clone()).ok())
+                    .unwrap_or_default(),
+                limits: hello.and_then(|h| serde_json::from_value(h["limits"].clone()).ok()),
+            }
         })
         .collect()
-}
-
-/// How long a cancelled step waits for its agents to report before it is
-/// given up (they answer within a fraction of a second when alive).
-const CANCEL_GRACE: Duration = Duration::from_secs(15);
-
-/// Runs one step through the step driver (`meshperf_protocol::driver`): the
-/// first agent serves and the last drives (Unix kinds: both on the first).
-fn run_step(
-    ctls: &mut [Ctl],
-    agents: &[AgentRef],
-    step: &Step,
-    test_id: u32,
-    stop: &AtomicBool,
-    out: &mut output::Output,
-) -> Result<StepResult, String> {
-    let began = Instant::now();
-    let (mut run, first) =
-        StepRun::new(step.clone(), test_id, 0, ctls.len() - 1, agents, unix_now())?;
-    let ends = run.placement().agents();
-    let mut queue: VecDeque<Outgoing> = VecDeque::from([first]);
-    let mut cancelled_at: Option<Instant> = None;
-    loop {
-        while let Some(o) = queue.pop_front() {
-            let i = o.agent;
-            if let Request::Cancel { test_id, .. } = o.request {
-                ctls[i].cancel(test_id);
-                continue;
-            }
-            let req = serde_json::to_value(&o.request).map_err(|e| e.to_string())?;
-            let mut other = |x: Incoming| feed(&mut run, i, x, &mut queue, out);
-            match ctls[i].request(req, &mut other) {
-                Ok(reply) => {
-                    if let Ok(ev) = serde_json::from_value::<Event>(reply) {
-                        queue.extend(run.on_reply(i, &ev));
-                    }
-                }
-                Err(e) => return Err(closed(ctls, &mut run, i, e)),
-            }
-        }
-        if run.is_done() {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) && !run.is_cancelling() {
-            queue.extend(run.cancel());
-            continue;
-        }
-        if run.is_cancelling() {
-            let at = *cancelled_at.get_or_insert_with(Instant::now);
-            if at.elapsed() > CANCEL_GRACE {
-                run.abandon("the agents did not confirm the cancel within 15 s");
-                break;
-            }
-        }
-        // Both connections drained, then a wait for either: a result is
-        // taken the moment it arrives, whichever agent sends it.
-        for &i in &ends {
-            loop {
-                match ctls[i].try_poll() {
-                    Ok(Some(x)) => feed(&mut run, i, x, &mut queue, out),
-                    Ok(None) => break,
-                    Err(e) => return Err(closed(ctls, &mut run, i, e)),
-                }
-            }
-        }
-        if !queue.is_empty() || run.is_done() {
-            continue;
-        }
-        let waiting: Vec<&Ctl> = ends.iter().map(|&i| &ctls[i]).collect();
-        client::wait_any(&waiting, Duration::from_millis(100));
-        if began.elapsed().as_secs() > 3600 {
-            return Err("a step ran for over an hour; giving up".into());
-        }
-    }
-    Ok(run.result(began.elapsed().as_secs_f64()))
-}
-
-/// Hands what agent `i` sent to the driver.
-fn feed(
-    run: &mut StepRun,
-    i: usize,
-    x: Incoming,
-    queue: &mut VecDeque<Outgoing>,
-    out: &mut output::Output,
-) {
-    match x {
-        Incoming::Event(v) => {
-            if let Ok(ev) = serde_json::from_value::<Event>(v) {
-                queue.extend(run.on_event(i, &ev));
-                if matches!(ev, Event::Progress { test_id, .. } if test_id == run.test_id()) {
-                    out.progress(run.progress());
-                }
-            }
-        }
-        Incoming::Frame(h, v) => {
-            run.on_samples(&h, v);
-        }
-    }
-}
-
-/// Agent `i` went away mid-step: the other end is asked to stop (best
-/// effort) and the run ends with the reason.
-fn closed(ctls: &mut [Ctl], run: &mut StepRun, i: usize, e: CtlError) -> String {
-    for o in run.on_closed(i) {
-        ctls[o.agent].cancel(run.test_id());
-    }
-    err_text(e)
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
-fn err_text(e: CtlError) -> String {
-    match e {
-        CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m) => m,
-    }
 }

@@ -172,6 +172,22 @@ impl Output {
     }
 
     /// Where the step text goes: stdout, or stderr (see `to_stderr`).
+    /// One more step has ended (clears a progress bar).
+    pub fn step_done(&mut self) {
+        self.done += 1;
+        if self.tty {
+            eprint!("\r{}\r", " ".repeat(60));
+        }
+    }
+
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
     pub fn text(&self) -> Box<dyn Write> {
         if self.to_stderr {
             Box::new(std::io::stderr().lock())

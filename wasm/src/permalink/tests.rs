@@ -89,6 +89,7 @@ fn rr_result(n: usize) -> RunResult {
         error: None,
         started_unix: Some(1_763_800_000.125),
         wall_seconds: Some(0.0375),
+        pair: None,
     });
     r
 }
@@ -156,6 +157,7 @@ fn stream_result() -> RunResult {
             // As the link format 1 fixture was made (before step times).
             started_unix: None,
             wall_seconds: None,
+            pair: None,
         });
     }
     r

@@ -1,0 +1,240 @@
+//! Runs a round of steps at once through the step driver
+//! (`meshperf_protocol::driver`): each step between its own agents (no agent
+//! in two steps of a round), the requests each driver returns sent on its
+//! agents' connections, and what each connection brings handed to the
+//! driver of the step that agent takes part in. A run between two agents is
+//! a round of one step at a time; a matrix runs the circle method's rounds.
+
+use super::client::{self, Ctl, CtlError, Incoming};
+use super::output;
+use meshperf_protocol::driver::{AgentRef, Outgoing, StepRun};
+use meshperf_protocol::matrix::Pair;
+use meshperf_protocol::msg::{Event, Request};
+use meshperf_protocol::plan::Step;
+use meshperf_protocol::result::StepResult;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a cancelled step waits for its agents to report before it is
+/// given up (they answer within a fraction of a second when alive).
+const CANCEL_GRACE: Duration = Duration::from_secs(15);
+
+/// One step of a round and the agents that run it.
+pub struct Job<'a> {
+    pub step: &'a Step,
+    pub pair: Pair,
+    pub test_id: u32,
+}
+
+/// A running step.
+struct Live {
+    run: StepRun,
+    began: Instant,
+    cancelled_at: Option<Instant>,
+}
+
+/// The agents' connections; `None` once an agent is gone (unreachable at
+/// the start, or its connection failed), with why.
+pub struct Agents {
+    pub ctls: Vec<Option<Ctl>>,
+    pub refs: Vec<AgentRef>,
+    pub gone: Vec<Option<String>>,
+}
+
+impl Agents {
+    fn lost(&mut self, i: usize, e: CtlError) {
+        self.ctls[i] = None;
+        let why = match e {
+            CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m) => m,
+        };
+        self.gone[i].get_or_insert(why);
+    }
+
+    /// Sends a cancel, best effort.
+    fn cancel(&mut self, i: usize, test_id: u32) {
+        if let Some(c) = self.ctls[i].as_mut() {
+            c.cancel(test_id);
+        }
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Runs `jobs` at once and returns their results in the same order. A step
+/// whose agent is gone fails without running; an agent lost mid-step fails
+/// that step (the other agent is asked to stop) and is gone for the rest.
+pub fn run_round(
+    agents: &mut Agents,
+    jobs: &[Job],
+    stop: &AtomicBool,
+    out: &mut output::Output,
+) -> Vec<StepResult> {
+    let mut lives: Vec<Live> = Vec::new();
+    // Which running step each agent takes part in.
+    let mut owner: Vec<Option<usize>> = vec![None; agents.refs.len()];
+    let mut queue: VecDeque<Outgoing> = VecDeque::new();
+    for job in jobs {
+        let (mut run, first) = match StepRun::new(
+            job.step.clone(),
+            job.test_id,
+            job.pair.server,
+            job.pair.client,
+            &agents.refs,
+            unix_now(),
+        ) {
+            Ok(x) => x,
+            Err(e) => {
+                lives.push(Live {
+                    run: StepRun::failed(job.step.clone(), job.test_id, unix_now(), e),
+                    began: Instant::now(),
+                    cancelled_at: None,
+                });
+                continue;
+            }
+        };
+        let ends = run.placement().agents();
+        if let Some(&i) = ends.iter().find(|&&i| agents.ctls[i].is_none()) {
+            let why = agents.gone[i].clone().unwrap_or_default();
+            run.abandon(&format!("{} is not connected ({why})", agents.refs[i].label));
+        } else {
+            ends.iter().for_each(|&i| owner[i] = Some(lives.len()));
+            queue.push_back(first);
+        }
+        lives.push(Live {
+            run,
+            began: Instant::now(),
+            cancelled_at: None,
+        });
+    }
+    loop {
+        while let Some(o) = queue.pop_front() {
+            send(agents, &mut lives, &owner, o, &mut queue, out);
+        }
+        if lives.iter().all(|l| l.run.is_done()) {
+            break;
+        }
+        let stopping = stop.load(Ordering::Relaxed);
+        for l in lives.iter_mut().filter(|l| !l.run.is_done()) {
+            if stopping && !l.run.is_cancelling() {
+                queue.extend(l.run.cancel());
+            }
+            if l.run.is_cancelling() {
+                let at = *l.cancelled_at.get_or_insert_with(Instant::now);
+                if at.elapsed() > CANCEL_GRACE {
+                    l.run
+                        .abandon("the agents did not confirm the cancel within 15 s");
+                }
+            }
+            if l.began.elapsed().as_secs() > 3600 {
+                l.run.abandon("a step ran for over an hour; gave up");
+            }
+        }
+        if !queue.is_empty() {
+            continue;
+        }
+        // Every connection drained, then a wait for any: a result is taken
+        // the moment it arrives, whichever agent sends it.
+        let active: Vec<usize> = (0..owner.len())
+            .filter(|&i| owner[i].is_some_and(|k| !lives[k].run.is_done()))
+            .collect();
+        for &i in &active {
+            while let Some(c) = agents.ctls[i].as_mut() {
+                match c.try_poll() {
+                    Ok(Some(x)) => feed(&mut lives, &owner, i, x, &mut queue, out),
+                    Ok(None) => break,
+                    Err(e) => {
+                        agents.lost(i, e);
+                        if let Some(k) = owner[i] {
+                            queue.extend(lives[k].run.on_closed(i));
+                        }
+                    }
+                }
+            }
+        }
+        if !queue.is_empty() || lives.iter().all(|l| l.run.is_done()) {
+            continue;
+        }
+        let waiting: Vec<&Ctl> = active
+            .iter()
+            .filter_map(|&i| agents.ctls[i].as_ref())
+            .collect();
+        if waiting.is_empty() {
+            continue;
+        }
+        client::wait_any(&waiting, Duration::from_millis(100));
+    }
+    lives
+        .into_iter()
+        .zip(jobs)
+        .map(|(mut l, job)| {
+            let mut r = l.run.result(l.began.elapsed().as_secs_f64());
+            r.pair = Some(job.pair);
+            r
+        })
+        .collect()
+}
+
+/// Sends one request of a driver; its reply goes back to that driver.
+fn send(
+    agents: &mut Agents,
+    lives: &mut [Live],
+    owner: &[Option<usize>],
+    o: Outgoing,
+    queue: &mut VecDeque<Outgoing>,
+    out: &mut output::Output,
+) {
+    let i = o.agent;
+    if let Request::Cancel { test_id, .. } = o.request {
+        agents.cancel(i, test_id);
+        return;
+    }
+    let Some(k) = owner[i] else { return };
+    let Some(c) = agents.ctls[i].as_mut() else {
+        queue.extend(lives[k].run.on_closed(i));
+        return;
+    };
+    let req = serde_json::to_value(&o.request).expect("requests serialize");
+    let mut other = |x: Incoming| feed(lives, owner, i, x, queue, out);
+    match c.request(req, &mut other) {
+        Ok(reply) => {
+            if let Ok(ev) = serde_json::from_value::<Event>(reply) {
+                queue.extend(lives[k].run.on_reply(i, &ev));
+            }
+        }
+        Err(e) => {
+            agents.lost(i, e);
+            queue.extend(lives[k].run.on_closed(i));
+        }
+    }
+}
+
+/// Hands what agent `i` sent to the driver of its step.
+fn feed(
+    lives: &mut [Live],
+    owner: &[Option<usize>],
+    i: usize,
+    x: Incoming,
+    queue: &mut VecDeque<Outgoing>,
+    out: &mut output::Output,
+) {
+    let Some(k) = owner[i] else { return };
+    let run = &mut lives[k].run;
+    match x {
+        Incoming::Event(v) => {
+            if let Ok(ev) = serde_json::from_value::<Event>(v) {
+                queue.extend(run.on_event(i, &ev));
+                if matches!(ev, Event::Progress { test_id, .. } if test_id == run.test_id()) {
+                    out.progress(run.progress());
+                }
+            }
+        }
+        Incoming::Frame(h, v) => {
+            run.on_samples(&h, v);
+        }
+    }
+}
