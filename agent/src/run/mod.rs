@@ -12,6 +12,7 @@
 //! agent URL, wrong token).
 
 mod client;
+mod discover;
 mod inline;
 mod matrix_out;
 mod output;
@@ -31,8 +32,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T). The
-    /// first serves, the second drives; one agent plays both ends.
+    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T), or
+    /// dns:NAME[:PORT][#token=T] for an agent at every address of NAME (port
+    /// 7800 and $MESHPERF_TOKEN by default). The first serves, the second
+    /// drives; one agent plays both ends; with --matrix, any number.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
     /// Run the step between every ordered pair of the agents given (three
@@ -182,9 +185,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.agent.len() > 2 && !a.matrix {
         return usage("give one or two --agent URLs, or --matrix to measure between every pair of more");
     }
-    if a.matrix && a.agent.len() < 2 {
-        return usage("--matrix needs two or more --agent URLs");
-    }
+
     let plan = match load_plan(&a) {
         Ok(p) => p,
         Err(e) => return usage(e),
@@ -210,11 +211,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             None => return usage(format!("--metric {m:?}: known: gbps, rtt_p50, rtt_p99, loss_pct")),
         },
     };
-    let urls: Vec<AgentUrl> = match a.agent.iter().map(|u| AgentUrl::parse(u)).collect() {
-        Ok(u) => u,
-        Err(CtlError::Usage(m)) => return usage(m),
-        Err(_) => unreachable!(),
-    };
+    let mut urls: Vec<AgentUrl> = Vec::new();
+    for arg in &a.agent {
+        match discover::agents(arg) {
+            Ok(u) => urls.extend(u),
+            Err(CtlError::Usage(m)) | Err(CtlError::Auth(m)) => return usage(m),
+            Err(CtlError::Io(m)) => {
+                eprintln!("meshperf run: {m}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    if a.matrix && urls.len() < 2 {
+        return usage("--matrix needs two or more agents (--agent URLs, or a dns: name with several addresses)");
+    }
+    if urls.len() > 2 && !a.matrix {
+        return usage(format!(
+            "{} agents given (a dns: name counts each address); measure between them with --matrix",
+            urls.len()
+        ));
+    }
     // A matrix goes on without an unreachable agent (its row and column
     // fail); a run between two agents needs both.
     let mut ctls = Vec::new();
