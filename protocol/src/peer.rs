@@ -10,6 +10,7 @@
 //!    connection; the serving side answers its own `PeerDone` after its side
 //!    has finished, then both close.
 
+use crate::msg::ErrorCode;
 use crate::params::Kind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,7 +35,7 @@ pub struct PeerHello {
 pub struct PeerReply {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
+    pub code: Option<ErrorCode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

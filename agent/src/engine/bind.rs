@@ -4,6 +4,7 @@
 //! same family as the peer, or the request is refused naming the parameter.
 
 use super::Refusal;
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::StreamParams;
 use std::io;
@@ -58,7 +59,7 @@ fn check_local(name: &str, ip: IpAddr) -> Result<(), Refusal> {
         .map(|(_, a)| a.to_string())
         .collect();
     Err((
-        "bad_params",
+        ErrorCode::BadParams,
         format!(
             "{name}: {ip} is not an address of this host (its addresses: {})",
             mine.join(", ")
@@ -101,7 +102,7 @@ pub fn check_client(p: &StreamParams, peer: &PeerAddr) -> Result<(), Refusal> {
     if let Ok(dst) = target_host(p, peer).parse::<IpAddr>() {
         if dst.is_ipv4() != ip.is_ipv4() {
             return Err((
-                "bad_params",
+                ErrorCode::BadParams,
                 format!(
                     "client_bind: {ip} is {} but the peer {dst} is {}; bind an {} address or reach the peer over {}",
                     family(ip),

@@ -4,6 +4,7 @@
 //! within a short window; the key is spent once the control line is accepted.
 
 use super::{sockopt, TestCtx, TestError};
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::{Kind, StreamParams};
 use meshperf_protocol::peer::{
@@ -91,13 +92,13 @@ pub fn accept(
 ) -> Result<Connected, TestError> {
     listener
         .set_nonblocking(true)
-        .map_err(|e| TestError::new("io", e.to_string()))?;
+        .map_err(|e| TestError::new(ErrorCode::Io, e.to_string()))?;
     let deadline = Instant::now() + ACCEPT_WINDOW;
     let mut control: Option<(TcpStream, IpAddr)> = None;
     let mut data: Vec<Option<TcpStream>> = (0..streams).map(|_| None).collect();
     loop {
         if ctx.cancelled() {
-            return Err(TestError::new("cancelled", "test cancelled"));
+            return Err(TestError::cancelled());
         }
         if Instant::now() > deadline {
             let what = if control.is_none() {
@@ -106,7 +107,7 @@ pub fn accept(
                 "the peer agent did not open all data connections"
             };
             return Err(TestError::new(
-                "peer_timeout",
+                ErrorCode::PeerTimeout,
                 format!("{what} within {} s", ACCEPT_WINDOW.as_secs()),
             ));
         }
@@ -116,7 +117,7 @@ pub fn accept(
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
-            Err(e) => return Err(TestError::new("io", format!("accept failed: {e}"))),
+            Err(e) => return Err(TestError::new(ErrorCode::Io, format!("accept failed: {e}"))),
         };
         let _ = s.set_nonblocking(false);
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
@@ -146,7 +147,7 @@ pub fn accept(
                 },
                 Ok(h) if good_key => PeerReply {
                     ok: false,
-                    code: Some("kind_mismatch".into()),
+                    code: Some(ErrorCode::KindMismatch),
                     message: Some(format!(
                         "this test was prepared as {}, not {}",
                         kind.name(),
@@ -155,7 +156,7 @@ pub fn accept(
                 },
                 _ => PeerReply {
                     ok: false,
-                    code: Some("bad_key".into()),
+                    code: Some(ErrorCode::BadKey),
                     message: Some("unknown or spent session key".into()),
                 },
             };
@@ -210,16 +211,23 @@ pub fn connect(
     streams: usize,
 ) -> Result<Connected, TestError> {
     let key = wire::parse_key(&peer.key)
-        .ok_or_else(|| TestError::new("bad_request", "peer.key must be 32 hex digits"))?;
+        .ok_or_else(|| TestError::new(ErrorCode::BadRequest, "peer.key must be 32 hex digits"))?;
     let host = super::bind::target_host(p, peer);
-    let addrs = (host.as_str(), peer.port)
-        .to_socket_addrs()
-        .map_err(|e| TestError::new("unreachable", format!("cannot resolve peer {host}: {e}")))?;
-    let addr = super::bind::pick(addrs, p.client_bind)
-        .ok_or_else(|| TestError::new("unreachable", format!("peer {host} has no address")))?;
+    let addrs = (host.as_str(), peer.port).to_socket_addrs().map_err(|e| {
+        TestError::new(
+            ErrorCode::Unreachable,
+            format!("cannot resolve peer {host}: {e}"),
+        )
+    })?;
+    let addr = super::bind::pick(addrs, p.client_bind).ok_or_else(|| {
+        TestError::new(
+            ErrorCode::Unreachable,
+            format!("peer {host} has no address"),
+        )
+    })?;
     let unreachable = |e: io::Error| {
         TestError::new(
-            "unreachable",
+            ErrorCode::Unreachable,
             format!("cannot reach peer agent at {addr}: {e}"),
         )
     };
@@ -240,11 +248,15 @@ pub fn connect(
     )
     .map_err(unreachable)?;
     let line = read_line(&mut control).map_err(unreachable)?;
-    let reply: PeerReply = serde_json::from_str(&line)
-        .map_err(|e| TestError::new("protocol", format!("bad reply from peer agent: {e}")))?;
+    let reply: PeerReply = serde_json::from_str(&line).map_err(|e| {
+        TestError::new(
+            ErrorCode::Protocol,
+            format!("bad reply from peer agent: {e}"),
+        )
+    })?;
     if !reply.ok {
         return Err(TestError::new(
-            "peer_refused",
+            ErrorCode::PeerRefused,
             format!(
                 "peer agent refused the test: {}",
                 reply.message.unwrap_or_else(|| "no reason given".into())
@@ -255,7 +267,7 @@ pub fn connect(
     let mut data = Vec::with_capacity(streams);
     for i in 0..streams {
         if ctx.cancelled() {
-            return Err(TestError::new("cancelled", "test cancelled"));
+            return Err(TestError::cancelled());
         }
         let mut s = dial(addr, p, true).map_err(unreachable)?;
         s.write_all(&wire::preamble(&key, i as u32))
@@ -289,7 +301,7 @@ fn dial(addr: SocketAddr, p: &StreamParams, data: bool) -> io::Result<TcpStream>
 pub fn exchange_done(control: &mut TcpStream, bytes: u64) -> Result<PeerDone, TestError> {
     let gone = |e: io::Error| {
         TestError::new(
-            "peer_gone",
+            ErrorCode::PeerGone,
             format!("the peer agent went away before the end of the test ({e})"),
         )
     };
@@ -298,6 +310,10 @@ pub fn exchange_done(control: &mut TcpStream, bytes: u64) -> Result<PeerDone, Te
         .map_err(gone)?;
     write_line(control, &PeerDone { done: true, bytes }).map_err(gone)?;
     let line = read_line(control).map_err(gone)?;
-    serde_json::from_str(&line)
-        .map_err(|e| TestError::new("protocol", format!("bad end line from peer agent: {e}")))
+    serde_json::from_str(&line).map_err(|e| {
+        TestError::new(
+            ErrorCode::Protocol,
+            format!("bad end line from peer agent: {e}"),
+        )
+    })
 }

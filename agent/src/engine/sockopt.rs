@@ -1,6 +1,7 @@
 //! Socket options a plan asks for, and what the kernel actually gave (the Perl
 //! seed's point: the size you ask for is not the size you get).
 
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::StreamParams;
 use serde::Serialize;
 use socket2::SockRef;
@@ -59,7 +60,7 @@ pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
         return Ok(());
     }
     Err((
-        "bad_params",
+        ErrorCode::BadParams,
         format!(
             "congestion: {name:?} is not available on this host (choose one of: {})",
             list.trim()

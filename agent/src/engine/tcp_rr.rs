@@ -6,6 +6,7 @@
 use super::peer::{self, Connected};
 use super::rr::{self, ClientOut};
 use super::{bind, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::{Kind, RrParams};
 use meshperf_wasm::stats::Summary;
@@ -13,7 +14,8 @@ use serde_json::{json, Map, Value};
 use std::net::TcpListener;
 
 fn parse(params: &Value, env: &EngineEnv) -> Result<RrParams, Refusal> {
-    let p = RrParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let p =
+        RrParams::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     sockopt::check_congestion(p.congestion.as_deref())?;
     Ok(p)
 }
@@ -25,10 +27,10 @@ pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), 
     bind::check_server(&sp)?;
     let ip = sp.server_bind.unwrap_or(env.data_ip);
     let listener = bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &sp))
-        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
+        .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
         .port();
     let key = peer::new_key();
     Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
@@ -58,7 +60,7 @@ fn drive(ctx: TestCtx, p: RrParams, params: Value, peer_addr: PeerAddr) {
 fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestError> {
     let mut s = conn.data.pop().expect("one data connection");
     let applied = sockopt::apply(&s, &p.socket_params(), conn.peer_ip.is_ipv6())
-        .map_err(|m| TestError::new("bad_params", m))?;
+        .map_err(|m| TestError::new(ErrorCode::BadParams, m))?;
     let mut sum = if ctx.role == meshperf_protocol::msg::Role::Client {
         let out = rr::client(ctx, p, &mut s)?;
         let _ = s.shutdown(std::net::Shutdown::Write);
@@ -102,7 +104,10 @@ pub(super) fn client_summary(
 ) -> Result<Map<String, Value>, TestError> {
     let n = out.rtt_ns.len() as u64;
     if n == 0 {
-        return Err(TestError::new("no_samples", "no transaction completed"));
+        return Err(TestError::new(
+            ErrorCode::NoSamples,
+            "no transaction completed",
+        ));
     }
     let secs = out.elapsed.as_secs_f64();
     let frame_us = secs * 1e6 / n as f64;

@@ -6,6 +6,7 @@ use super::peer::{self, Connected};
 use super::sockopt::{self, Applied};
 use super::stream::{Dir, Outcome};
 use super::{TestCtx, TestError};
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::msg::{PeerAddr, Role};
 use meshperf_protocol::params::{Direction, Kind, StreamParams};
 use serde_json::{json, Value};
@@ -40,15 +41,16 @@ pub fn prepare(
     params: &Value,
     env: &super::EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
-    let p = StreamParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let p = StreamParams::parse(params, env.limits)
+        .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     super::bind::check_server(&p)?;
     super::sockopt::check_congestion(p.congestion.as_deref())?;
     let ip = p.server_bind.unwrap_or(env.data_ip);
     let listener = super::bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &p))
-        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
+        .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
         .port();
     let key = peer::new_key();
     Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
@@ -60,7 +62,8 @@ pub fn start(
     peer_addr: PeerAddr,
     env: &super::EngineEnv,
 ) -> Result<super::Job, super::Refusal> {
-    let p = StreamParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let p = StreamParams::parse(&params, env.limits)
+        .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     super::bind::check_client(&p, &peer_addr)?;
     super::sockopt::check_congestion(p.congestion.as_deref())?;
     Ok(Box::new(move |ctx| drive(ctx, p, params, peer_addr)))
@@ -95,7 +98,7 @@ fn run_side(
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
     for s in &conn.data {
-        let a = sockopt::apply(s, p, ipv6).map_err(|m| TestError::new("bad_params", m))?;
+        let a = sockopt::apply(s, p, ipv6).map_err(|m| TestError::new(ErrorCode::BadParams, m))?;
         applied.get_or_insert(a);
     }
     let streams: Vec<_> = std::mem::take(&mut conn.data)
@@ -109,7 +112,7 @@ fn run_side(
         for o in outcomes.iter().filter(|o| !o.send) {
             if o.bytes != per {
                 return Err(TestError::new(
-                    "short_transfer",
+                    ErrorCode::ShortTransfer,
                     format!(
                         "stream {} received {} of {} bytes: the peer closed early",
                         o.index, o.bytes, per

@@ -22,6 +22,7 @@
 
 use super::sockopt::set_int;
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::msg::{Event, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, StreamParams, UdpSocketParams};
 use meshperf_wasm::stats::Summary;
@@ -215,10 +216,10 @@ impl Line {
         match self.recv(wait) {
             Ok(Some(v)) if v["op"] == op => Ok(v),
             Ok(Some(v)) => Err(TestError::new(
-                "protocol",
+                ErrorCode::Protocol,
                 format!("expected {op} from the peer agent, got {v}"),
             )),
-            Ok(None) => Err(TestError::new("peer_timeout", what.to_string())),
+            Ok(None) => Err(TestError::new(ErrorCode::PeerTimeout, what.to_string())),
             Err(e) => Err(gone(e)),
         }
     }
@@ -227,7 +228,7 @@ impl Line {
 /// The peer agent's control connection failed.
 pub fn gone(e: io::Error) -> TestError {
     TestError::new(
-        "peer_gone",
+        ErrorCode::PeerGone,
         format!("the peer agent went away before the end of the test ({e})"),
     )
 }
@@ -329,10 +330,13 @@ pub fn serve_sockets(
     match (r, udp_err) {
         (Ok(s), _) => Ok(s),
         (Err(_), Some(e)) => Err((
-            "bad_params",
+            ErrorCode::BadParams,
             format!("{what}cannot open the UDP socket: {e}"),
         )),
-        (Err(e), None) => Err(("io", format!("{what}cannot open a data listener: {e}"))),
+        (Err(e), None) => Err((
+            ErrorCode::Io,
+            format!("{what}cannot open a data listener: {e}"),
+        )),
     }
 }
 
@@ -412,7 +416,7 @@ fn serve_bind(
         }
     }
     Err(TestError::new(
-        "peer_timeout",
+        ErrorCode::PeerTimeout,
         format!(
             "the peer agent's UDP hello did not arrive within {} s (is UDP blocked between the agents?)",
             BIND_WINDOW.as_secs()
@@ -432,14 +436,14 @@ fn client_bind(
     let v = line
         .recv(BIND_WINDOW)
         .map_err(gone)?
-        .ok_or_else(|| TestError::new("peer_timeout", "the peer agent sent no UDP port"))?;
+        .ok_or_else(|| TestError::new(ErrorCode::PeerTimeout, "the peer agent sent no UDP port"))?;
     let port = v["udp_port"].as_u64().unwrap_or(0) as u16;
     let token = v["token"]
         .as_str()
         .and_then(|t| u64::from_str_radix(t, 16).ok())
-        .ok_or_else(|| TestError::new("protocol", format!("bad UDP set-up line: {v}")))?;
+        .ok_or_else(|| TestError::new(ErrorCode::Protocol, format!("bad UDP set-up line: {v}")))?;
     let sock = open(local_ip, 0, o, false)
-        .map_err(|e| TestError::new("bad_params", format!("udp socket: {e}")))?;
+        .map_err(|e| TestError::new(ErrorCode::BadParams, format!("udp socket: {e}")))?;
     sock.connect((peer_ip, port)).map_err(io_err)?;
     let mut hello = [0u8; HDR];
     Hdr {
@@ -457,13 +461,13 @@ fn client_bind(
                 return Ok((sock, token));
             }
             return Err(TestError::new(
-                "protocol",
+                ErrorCode::Protocol,
                 format!("expected bound, got {v}"),
             ));
         }
     }
     Err(TestError::new(
-        "peer_timeout",
+        ErrorCode::PeerTimeout,
         "the peer agent did not confirm our UDP hello (is UDP blocked between the agents?)",
     ))
 }
@@ -561,7 +565,7 @@ pub fn is_timeout(e: &io::Error) -> bool {
 }
 
 pub fn io_err(e: io::Error) -> TestError {
-    TestError::new("io", format!("udp socket: {e}"))
+    TestError::new(ErrorCode::Io, format!("udp socket: {e}"))
 }
 
 /// What `udp_rr` and `udp_stream` plug into the set-up they share: the
@@ -590,11 +594,11 @@ pub fn prepare<T: UdpTest>(
     params: &Value,
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
-    let p = T::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     let (listener, sock) = serve_sockets(env, &binds(&p), p.sock(), T::SHARED_PORT)?;
     let port = listener
         .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
         .port();
     let key = peer::new_key();
     Ok((
@@ -614,7 +618,7 @@ pub fn start<T: UdpTest>(
     peer_addr: PeerAddr,
     env: &EngineEnv,
 ) -> Result<super::Job, Refusal> {
-    let p = T::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     bind::check_client(&binds(&p), &peer_addr)?;
     Ok(Box::new(move |ctx| {
         let r = drive_flow(&ctx, &peer_addr, T::KIND, &params, p.sock(), &binds(&p))

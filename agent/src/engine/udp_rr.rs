@@ -92,7 +92,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
             checked = Instant::now();
             f.foreign += udp::drain(&strangers);
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             // After END the line was sent first; on a network it may still
             // be on its way. After a watchdog wake it is already here.
@@ -204,7 +204,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     if ctx.cancelled() {
-                        return Err(TestError::new("cancelled", "test cancelled"));
+                        return Err(TestError::cancelled());
                     }
                     if t0.elapsed() >= timeout {
                         break false;
@@ -236,7 +236,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
         if tick.elapsed() >= interval {
             tick = Instant::now();
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             let bytes = sent * p.req_bytes + rtt.len() as u64 * p.resp_bytes;
             let done = match p.duration_s {

@@ -13,6 +13,7 @@ use super::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
 use super::udp_batch::{RecvBatch, SendBatch};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{
     Direction, Kind, Limits, ParamError, UdpSocketParams, UdpStreamParams,
 };
@@ -102,7 +103,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
                 // Long waits sleep in slices so a cancel is seen promptly.
                 std::thread::sleep((gap - SPIN).min(Duration::from_millis(50)));
                 if ctx.cancelled() {
-                    return Err(TestError::new("cancelled", "test cancelled"));
+                    return Err(TestError::cancelled());
                 }
             } else {
                 std::hint::spin_loop();
@@ -137,7 +138,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         if now.duration_since(tick) >= Duration::from_millis(100) {
             tick = now;
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             udp::progress(ctx, clock.start, k * p.pkt_bytes, k as f64 / p.count as f64);
         }
@@ -374,7 +375,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
         {
             checked = now;
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             match f.line.recv(Duration::ZERO) {
                 Ok(Some(v)) if v["op"] == "stats" => stats = Some((v, now)),
@@ -405,7 +406,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
     }
     let snd = stats.map_or(Value::Null, |(v, _)| v["send"].clone());
     let a = meshperf_wasm::udp::analyze(&seq, &arr, snd["sent"].as_u64(), Some(&snt))
-        .map_err(|e| TestError::new("internal", format!("udp analysis: {e}")))?;
+        .map_err(|e| TestError::new(ErrorCode::Internal, format!("udp analysis: {e}")))?;
     let rcv = json!({
         "received": a.received, "lost": a.lost, "out_of_order": a.out_of_order,
         "duplicates": a.duplicates, "out_of_range": a.out_of_range, "packets": a.packets,
