@@ -7,8 +7,7 @@
 use super::stream::{self, DataStream, Dir, LiveStream, Outcome, Plan};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::ErrorCode;
-use meshperf_protocol::msg::Event;
+use meshperf_protocol::msg::{ErrorCode, Event};
 use meshperf_protocol::params::{Payload, StreamParams};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

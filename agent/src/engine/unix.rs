@@ -12,8 +12,7 @@
 use super::stream::Dir;
 use super::tcp_rr::{client_summary, server_summary};
 use super::{peer, rr, EngineEnv, Job, Refusal, TestCtx, TestError};
-use meshperf_protocol::msg::ErrorCode;
-use meshperf_protocol::msg::{PeerAddr, Role};
+use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
 use meshperf_protocol::peer::{parse_key, preamble, KEY_LEN, PREAMBLE_LEN};
 use serde_json::{json, Value};

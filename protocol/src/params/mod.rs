@@ -10,6 +10,8 @@ mod stream;
 pub use stream::{Direction, Payload, StreamParams};
 mod rr;
 pub use rr::RrParams;
+mod tcp;
+pub use tcp::TcpSocketParams;
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
