@@ -12,6 +12,8 @@ mod rr;
 pub use rr::RrParams;
 mod spec;
 pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
+mod tcp;
+pub use tcp::TcpSocketParams;
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
