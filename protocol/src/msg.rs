@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Messages from a controller (page or `meshperf run`) to an agent.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
@@ -38,6 +39,7 @@ pub enum Request {
 }
 
 /// Where the driving agent finds the serving agent's data listener.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerAddr {
     /// Host name or address of the serving agent, as the controller reached it.
@@ -49,6 +51,7 @@ pub struct PeerAddr {
 }
 
 /// Which end of a test an agent plays.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -76,6 +79,7 @@ impl Role {
 }
 
 /// What an agent tells about itself in `hello`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentInfo {
     pub protocol: u32,
@@ -89,6 +93,7 @@ pub struct AgentInfo {
 }
 
 /// Messages from an agent to its controller.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -157,6 +162,7 @@ impl Event {
 /// agent-to-agent control line, [`crate::peer::PeerReply`]). The wire
 /// strings are a public interface (the page and scripts match on them):
 /// snake_case of the variant, listed in docs/protocol.md.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {

@@ -20,6 +20,7 @@ pub use udp::{
 };
 
 /// The test kinds meshperf runs.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -98,6 +99,7 @@ impl ParamError {
 }
 
 /// Limits a serving agent enforces whatever the page asks.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Limits {
     pub max_msg_bytes: u64,

@@ -7,6 +7,7 @@
 
 import { agents, AgentError, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
 import { hostOnly } from './fragment';
+import type { Outgoing } from './generated/wire/Outgoing';
 import type { PlanJson } from './plan.svelte';
 import type { RunResult, StepResult } from './result';
 import { loadCodec, type Codec, type StepDriver } from './stats';
@@ -84,7 +85,7 @@ async function runOne(step: PlanStep, codec: Codec): Promise<StepResult> {
   };
   /** Sends the driver's requests; each reply goes back to it. */
   const send = (out: string) => {
-    for (const o of JSON.parse(out) as { agent: number; request: { type: string } }[]) {
+    for (const o of JSON.parse(out) as Outgoing[]) {
       const a = list[o.agent];
       const asked = a.request(o.request);
       if (o.request.type === 'cancel') {
