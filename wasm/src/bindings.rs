@@ -344,9 +344,9 @@ impl SampleSet {
 }
 
 /// The codec half (feature `codec`, on by default; scripts/build.sh's
-/// `meshperf_codec` build): permalinks, plan expansion, presets. The
-/// statistics-only build (`meshperf_stats`) leaves it out, and with it the
-/// JSON reader, zlib and the protocol shapes.
+/// `meshperf_codec` build): permalinks, plan expansion, presets, the step
+/// driver. The statistics-only build (`meshperf_stats`) leaves it out, and
+/// with it serde_json, the protocol's serde types and zlib.
 #[cfg(feature = "codec")]
 mod codec {
     use wasm_bindgen::prelude::*;
