@@ -3,13 +3,22 @@
 //! (one meaning of a plan for the page and `meshperf run`); this only
 //! converts, through the protocol's serde types.
 
-use meshperf_protocol::plan::Plan;
+use meshperf_protocol::plan::{Plan, PlanError};
 use meshperf_protocol::presets;
 use serde_json::{json, Value};
 
+/// `text` as a [`Plan`], read as a `Value` first as results are
+/// (`result::load`): the wasm module then carries one deserialiser per type,
+/// and a repeated key counts once, the last, as the page always read plans.
+fn plan(text: &str) -> Result<Plan, PlanError> {
+    serde_json::from_str(text)
+        .and_then(serde_json::from_value)
+        .map_err(|e| PlanError::Parse(e.to_string()))
+}
+
 /// The steps `plan_json` expands to, as a JSON array; the error is one line.
 pub fn expand_json(plan_json: &str) -> Result<String, String> {
-    let steps = Plan::from_json(plan_json)
+    let steps = plan(plan_json)
         .and_then(|p| p.expand())
         .map_err(|e| e.to_string())?;
     Ok(serde_json::to_string(&steps).expect("steps are always JSON"))
@@ -20,7 +29,7 @@ pub fn presets_json() -> String {
     let list: Vec<Value> = presets::PRESETS
         .iter()
         .map(|&(name, text)| {
-            let plan = Plan::from_json(text).expect("presets are valid plans");
+            let plan = plan(text).expect("presets are valid plans");
             json!({"name": name, "plan": plan})
         })
         .collect();
@@ -81,6 +90,16 @@ mod tests {
         let e = expand_json(r#"{"kind":"tcp_rr","sweep":{"x":[]}}"#).unwrap_err();
         assert!(e.contains("sweep axis x"), "{e}");
         assert!(expand_json("nope").is_err());
+    }
+
+    #[test]
+    fn a_repeated_key_counts_once_the_last() {
+        let steps: Value = serde_json::from_str(
+            &expand_json(r#"{"kind":"tcp_rr","repeat":5,"kind":"udp_rr","repeat":1}"#).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(steps.as_array().unwrap().len(), 1);
+        assert_eq!(steps[0]["kind"], "udp_rr");
     }
 
     #[test]
