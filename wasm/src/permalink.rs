@@ -111,7 +111,11 @@ pub fn encode_json(text: &str) -> Result<String, PermalinkError> {
 
 /// Decodes link text into the current result JSON.
 pub fn decode_json(text: &str) -> Result<String, PermalinkError> {
-    Ok(serde_json::to_string(&decode(text)?).expect("a RunResult is always JSON"))
+    // Through a Value, as links are written (`encode_exact`): the same text
+    // as `to_string`, with one serialiser of results in the wasm module.
+    Ok(serde_json::to_value(decode(text)?)
+        .expect("a RunResult is always JSON")
+        .to_string())
 }
 
 /// Encodes `r` as link text (without the `#r=`): raw samples when they fit in

@@ -21,7 +21,11 @@ pub fn expand_json(plan_json: &str) -> Result<String, String> {
     let steps = plan(plan_json)
         .and_then(|p| p.expand())
         .map_err(|e| e.to_string())?;
-    Ok(serde_json::to_string(&steps).expect("steps are always JSON"))
+    // Through a Value (same text as `to_string`): the wasm module then
+    // writes JSON with one serialiser per type.
+    Ok(serde_json::to_value(steps)
+        .expect("steps are always JSON")
+        .to_string())
 }
 
 /// `[{"name": ..., "plan": {...}}]` for every preset, in the protocol's order.
