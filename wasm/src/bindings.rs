@@ -328,12 +328,17 @@ mod codec {
 
     // JSON is written through a `Value` here as in permalink.rs and plans.rs
     // (the same text as `to_string`): one serialiser per type in the module.
+    // It is read as a `Value` first, as `result::load` reads results and
+    // plans.rs plans: one deserialiser per type (a key written twice then
+    // counts once, the last, instead of being refused).
     fn outgoing(list: Vec<meshperf_protocol::driver::Outgoing>) -> String {
         serde_json::to_value(list).map_or_else(|_| "[]".into(), |v| v.to_string())
     }
 
     fn event(json: &str) -> Option<meshperf_protocol::msg::Event> {
-        serde_json::from_str(json).ok()
+        serde_json::from_str(json)
+            .and_then(serde_json::from_value)
+            .ok()
     }
 
     #[wasm_bindgen]
@@ -351,9 +356,11 @@ mod codec {
             started_unix: f64,
         ) -> Result<StepDriver, JsError> {
             let step = serde_json::from_str(step_json)
+                .and_then(serde_json::from_value)
                 .map_err(|e| JsError::new(&format!("not a plan step: {e}")))?;
             let agents: Vec<meshperf_protocol::driver::AgentRef> =
                 serde_json::from_str(agents_json)
+                    .and_then(serde_json::from_value)
                     .map_err(|e| JsError::new(&format!("not an agent list: {e}")))?;
             let (run, first) = meshperf_protocol::driver::StepRun::new(
                 step,
