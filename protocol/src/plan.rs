@@ -303,7 +303,7 @@ impl Plan {
                         params.insert(n.to_string(), x.clone());
                     }
                 } else if name == "transport" {
-                    // By name, not serde: keeps the wasm build free of enum deserialisers.
+                    // A sweep value is a JSON value: read the transport by name.
                     transport = v.as_str().and_then(Transport::from_name).ok_or_else(|| {
                         axis_err(
                             "transport",

@@ -72,8 +72,8 @@ impl Kind {
         Kind::UnixRr,
     ];
 
-    /// The kind whose [`Kind::name`] is `name` (what serde reads, without
-    /// serde: the wasm build keeps its generic deserialisers out).
+    /// The kind whose [`Kind::name`] is `name` (what serde reads), for
+    /// names that come as plain strings (command-line flags).
     pub fn from_name(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
