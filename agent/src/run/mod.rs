@@ -7,9 +7,10 @@
 //! result in the fragment. With `--json -` or `--csv -` stdout carries that
 //! document alone and the text and the link go to stderr.
 //!
-//! Exit status: 0 success, 1 a test failed (or an agent was unreachable, or
-//! Ctrl-C), 2 a usage error (bad flags, unknown preset, unreadable plan, bad
-//! agent URL, wrong token).
+//! Exit status: 0 success, 1 a test failed (or an agent was unreachable), 2 a
+//! usage error (bad flags, unknown preset, unreadable plan, bad agent URL,
+//! wrong token, a parameter an agent would refuse), 130 interrupted (Ctrl-C
+//! or SIGTERM: what was measured is still printed, written and linked).
 
 mod client;
 mod discover;
@@ -329,6 +330,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         gone,
     };
     let mut failed = false;
+    let mut interrupted = 0;
     for round in &schedule {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -345,6 +347,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             })
             .collect();
         for mut sr in rounds::run_round(&mut agents, &jobs, &stop, &mut out) {
+            if stop.load(Ordering::Relaxed) && sr.error.is_some() {
+                // Cut short by Ctrl-C: not a measurement (udp_req_timo
+                // likewise reports what it had before the signal).
+                interrupted += 1;
+                continue;
+            }
             failed |= sr.error.is_some();
             if a.matrix {
                 out.cell(&sr, &agents.refs, metric);
@@ -379,9 +387,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             let _ = writeln!(text, "{l}");
         }
     }
-    if stop.load(Ordering::Relaxed) {
-        eprintln!("meshperf run: interrupted; the running test was cancelled on both agents");
-        failed = true;
+    let stopped = stop.load(Ordering::Relaxed);
+    if stopped {
+        let kept = [("--json", &a.json), ("--csv", &a.csv)]
+            .iter()
+            .filter_map(|(flag, p)| p.as_ref().map(|p| format!("{flag} {p}")))
+            .collect::<Vec<_>>();
+        eprintln!(
+            "meshperf run: interrupted after {} of {total} step{}{}; {}",
+            result.steps.len(),
+            if total == 1 { "" } else { "s" },
+            if interrupted > 0 {
+                format!(" ({interrupted} cut short and cancelled on its agents, left out)")
+            } else {
+                String::new()
+            },
+            if kept.is_empty() {
+                "the link below has what was measured".to_string()
+            } else {
+                format!("what was measured is in {} and the link below", kept.join(" and "))
+            }
+        );
     }
     let write = |path: &str, doc: Vec<u8>| -> anyhow::Result<()> {
         if path == "-" {
@@ -405,7 +431,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| format!("http://{}/", urls[0].hostport()));
     print_permalink(&web, &result, doc_on_stdout);
-    Ok(ExitCode::from(if failed { 1 } else { 0 }))
+    // 130 = 128 + SIGINT, as a shell reports a command Ctrl-C stopped.
+    Ok(ExitCode::from(if stopped {
+        130
+    } else if failed {
+        1
+    } else {
+        0
+    }))
 }
 
 /// Prints the permalink as the last line of stdout: `<web>#r=<link>`, the
