@@ -960,7 +960,7 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
     let b = AgentProc::start(&[]);
     let json = tmp("interrupted.json");
     let (ua, ub) = (url(&a), url(&b));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+    let child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
         .args(["run", "--agent", &ua, "--agent", &ub, "--kind", "tcp_stream"])
         .args(["--set", "duration_s=0.4", "--repeat", "20", "--quiet"])
         .args(["--json", json.to_str().unwrap()])
