@@ -991,3 +991,15 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
     let (_, ok) = run_ok(&a, &b, &["--kind", "tcp_rr", "--set", "count=100", "--quiet"]);
     assert!(ok.steps[0].error.is_none());
 }
+
+/// Issue 15 item 3: a udp_stream step's seed record is printed once, not
+/// once per side (both sides' summaries carry the same udp_bw_mon line).
+#[test]
+fn a_udp_stream_record_is_printed_once() {
+    let a = AgentProc::start(&[]);
+    let b = AgentProc::start(&[]);
+    let (out, r) = run_ok(&a, &b, &["--kind", "udp_stream", "--set", "count=500", "--set", "wait_us=20"]);
+    let line = r.steps[0].summary["line"].as_str().unwrap().to_string();
+    assert_eq!(r.steps[0].sides.client.as_ref().unwrap()["line"], r.steps[0].sides.server.as_ref().unwrap()["line"]);
+    assert_eq!(out.lines().filter(|l| *l == line).count(), 1, "{out}");
+}

@@ -98,7 +98,7 @@ impl Sink {
                 role: *role,
                 serial: self.serial,
                 text,
-                outcome: match (summary["note"].as_str(), headline(*kind, summary)) {
+                outcome: match (summary["note"].as_str(), meshperf_protocol::matrix::headline(*kind, summary)) {
                     (Some(n), _) => format!("ended early: {n}"),
                     (None, Some((name, v, unit))) => format!("{name} {v:.3} {unit}"),
                     (None, None) => "done".into(),
@@ -175,22 +175,6 @@ pub struct TestCtx {
     pub limits: Limits,
 }
 
-/// The figure a test side is about: the mean over repetitions in
-/// `meshperf run` (netperf -I), the agent's record of a test.
-pub fn headline(kind: Kind, m: &Value) -> Option<(&'static str, f64, &'static str)> {
-    use meshperf_protocol::params::Kind::*;
-    match kind {
-        TcpStream | UnixStream => {
-            Some(("throughput", m["bits_per_second"].as_f64()? / 1e9, "Gbit/s"))
-        }
-        UdpStream => Some((
-            "receive rate",
-            m["recv_bits_per_second"].as_f64()? / 1e6,
-            "Mbit/s",
-        )),
-        TcpRr | UdpRr | UnixRr => Some(("median RTT", m["rtt_us"]["median"].as_f64()?, "us")),
-    }
-}
 
 impl TestCtx {
     pub fn cancelled(&self) -> bool {
