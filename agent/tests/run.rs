@@ -1003,3 +1003,42 @@ fn a_udp_stream_record_is_printed_once() {
     assert_eq!(r.steps[0].sides.client.as_ref().unwrap()["line"], r.steps[0].sides.server.as_ref().unwrap()["line"]);
     assert_eq!(out.lines().filter(|l| *l == line).count(), 1, "{out}");
 }
+
+/// Issue 15 item 4: `-H` names which mean it prints: the mean of all the
+/// samples (udp_req_timo's statistics are of the samples, as the summary's
+/// rtt_us.mean) and the mean of the samples inside the bins.
+#[test]
+fn histogram_heads_name_the_mean_of_all_samples_and_of_the_binned_ones() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (out, r) = run_ok(
+        &a,
+        &b,
+        &["--kind", "udp_rr", "--set", "count=500", "-H", "--bin-us", "1", "--low-us", "0", "--bins", "25"],
+    );
+    let head: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Hist "))
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let after = |name: &str| head[head.iter().position(|w| *w == name).unwrap() + 1];
+    let all: f64 = after("mean").parse().unwrap();
+    let want = r.steps[0].summary["rtt_us"]["mean"].as_f64().unwrap();
+    assert!((all - want).abs() < 0.002, "{all} vs the summary's {want}: {head:?}");
+    assert_eq!(after("(all"), "500", "{head:?}");
+    let counted: u64 = after("counts").parse().unwrap();
+    let overflows: u64 = after("overflows").parse().unwrap();
+    assert_eq!(counted + overflows + after("underflows").parse::<u64>().unwrap(), 500);
+    match after("binned_mean") {
+        "-" => assert_eq!(counted, 0),
+        m => {
+            let m: f64 = m.parse().unwrap();
+            assert!((0.0..25.0).contains(&m), "{m}");
+            // Samples past the bins are all larger: the binned mean is lower.
+            if overflows > 0 {
+                assert!(m < all, "{m} vs {all}");
+            }
+        }
+    }
+}

@@ -481,10 +481,19 @@ pub fn histogram(s: &StepResult, o: &HistOpts) -> String {
         Err(e) => return format!("Hist {:>8} {what}: {e}\n", s.index),
     };
     let counted: u64 = h.counts.iter().map(|&c| c as u64).sum();
+    // Both means, each named (udp_req_timo's statistics are of the samples):
+    // of every sample, and of those in the bins (under/overflows left out).
     let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let high = h.low + h.counts.len() as f64 * h.bin_width;
+    let inside: Vec<f64> = v.iter().copied().filter(|&x| x >= h.low && x < high).collect();
+    let binned = if inside.is_empty() {
+        "-".to_string()
+    } else {
+        format!("{:.3}", inside.iter().sum::<f64>() / inside.len() as f64)
+    };
     let mut t = format!(
-        "Hist {:>8} {what}\n counts {counted} mean {mean:.3} underflows {} overflows {}\n",
-        s.index, h.underflow, h.overflow
+        "Hist {:>8} {what}\n counts {counted} mean {mean:.3} (all {} samples) binned_mean {binned} (the {counted} in the bins) underflows {} overflows {}\n",
+        s.index, v.len(), h.underflow, h.overflow
     );
     let last = h.counts.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
     for (i, c) in h.counts[..last].iter().enumerate() {
