@@ -3,7 +3,9 @@
 //! Everything the result pages compute from raw samples lives here as plain
 //! Rust (tested natively with `cargo test -p meshperf-wasm`): summaries
 //! ([`stats`]), histograms and CDFs ([`hist`]), least-squares fits and
-//! confidence intervals ([`fit`]), UDP receive analysis ([`udp`]) and series
+//! confidence intervals ([`fit`]), UDP receive analysis ([`udp`]), clock
+//! offset, drift and one-way delays from four-timestamp probes ([`clock`]),
+//! series
 //! helpers for plotting ([`series`]), and, with the default feature `codec`,
 //! the permalink codec (`permalink`) and plan expansion and presets
 //! (`plans`), which read and write the protocol's serde types. The wasm-bindgen
@@ -11,6 +13,7 @@
 //! arguments and results; scripts/build.sh builds it twice, without default
 //! features (statistics, the web app's first load) and with them (codec).
 
+pub mod clock;
 pub mod error;
 pub mod fit;
 pub mod hist;
