@@ -4,9 +4,8 @@
 //! Rust (tested natively with `cargo test -p meshperf-wasm`): summaries
 //! ([`stats`]), histograms and CDFs ([`hist`]), least-squares fits and
 //! confidence intervals ([`fit`]), UDP receive analysis ([`udp`]), clock
-//! offset, drift and one-way delays from four-timestamp probes ([`clock`]),
-//! series
-//! helpers for plotting ([`series`]), and, with the default feature `codec`,
+//! offset, drift and one-way delays from four-timestamp probes ([`clock`])
+//! and series helpers for plotting ([`series`]), and, with the default feature `codec`,
 //! the permalink codec (`permalink`) and plan expansion and presets
 //! (`plans`), which read and write the protocol's serde types. The wasm-bindgen
 //! facade in `bindings.rs` is compiled only for `wasm32` and only converts
