@@ -140,6 +140,14 @@ pub fn decimate(y: &[f64], max_points: usize) -> Result<Object, JsError> {
         .map_err(js_err)
 }
 
+/// Bits per second per interval from bytes per `interval_ms` interval, the
+/// last one scaled to the time it covered when the side's `seconds` is given
+/// (`series::rate_series`); a Float64Array.
+#[wasm_bindgen]
+pub fn rate_series(bytes: &[f64], interval_ms: f64, seconds: Option<f64>) -> Result<Vec<f64>, JsError> {
+    series::rate_series(bytes, interval_ms, seconds).map_err(js_err)
+}
+
 /// Least-squares line y = intercept + slope * x: {n, slope, intercept, r2}.
 /// Throws on length mismatch, fewer than 2 points, or all x equal.
 #[wasm_bindgen(unchecked_return_type = "LineFitResult")]
