@@ -1,8 +1,11 @@
 //! Control messages: WebSocket text frames carrying one JSON object each,
 //! `{"type": "...", ...}`, snake_case. Requests carry an `id` that replies echo.
 //!
-//! Order on a connection: the agent sends [`Event::Hello`]; the client's
-//! first message must be [`Request::Auth`] or the agent closes the socket.
+//! Order on a connection: the agent sends [`Event::Hello`] (the protocol
+//! version only); the client's first message must be [`Request::Auth`] or the
+//! agent closes the socket. What the agent tells about itself ([`AgentInfo`])
+//! comes after a successful auth, in [`Event::AuthOk`]: a stranger without
+//! the token learns nothing but the protocol version.
 
 use crate::params::{Kind, Limits};
 use serde::{Deserialize, Serialize};
@@ -75,7 +78,7 @@ impl Role {
     }
 }
 
-/// What an agent tells about itself in `hello`.
+/// What an agent tells an authenticated controller about itself (`auth_ok`'s `info`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentInfo {
     pub protocol: u32,
@@ -92,9 +95,15 @@ pub struct AgentInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
-    Hello(AgentInfo),
+    /// First message on a connection, before auth: only what a client needs
+    /// to authenticate.
+    Hello {
+        protocol: u32,
+    },
+    /// The token was right; `info` describes the agent.
     AuthOk {
         id: u64,
+        info: Box<AgentInfo>,
     },
     Prepared {
         id: u64,
