@@ -36,10 +36,10 @@ pub struct AgentArgs {
     max_per_source: u32,
     /// Seconds a client has to send its HTTP request head and complete the
     /// WebSocket handshake.
-    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = positive)]
+    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = timeout_arg)]
     head_timeout: f64,
     /// Seconds a controller has to authenticate after hello.
-    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = positive)]
+    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = timeout_arg)]
     auth_timeout: f64,
     /// Longest test this agent takes part in, in seconds.
     #[arg(long, value_name = "S", default_value_t = Limits::default().max_duration_s, value_parser = positive)]
@@ -86,6 +86,14 @@ fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("{s:?} is not a positive number")),
+    }
+}
+
+/// Seconds of a connection deadline: positive, at most a day.
+fn timeout_arg(s: &str) -> Result<f64, String> {
+    match positive(s)? {
+        v if v <= 86400.0 => Ok(v),
+        _ => Err(format!("{s:?}: at most 86400 seconds")),
     }
 }
 
