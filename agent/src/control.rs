@@ -21,13 +21,13 @@ use tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};
 use tungstenite::{Error as WsError, Message, WebSocket};
 
 /// Most messages waiting for a controller beyond the WebSocket's own write
-/// buffer (see `server::WRITE_BUFFER`); past it, or past
-/// [`MAX_QUEUED_BYTES`], the controller is not reading and its session is
-/// closed. Engine output is a few messages a second, so a reading
-/// controller never comes near it.
+/// buffer (see `server::WRITE_BUFFER`); past it the controller is not
+/// reading and its session is closed. A reading controller never comes near
+/// it: engine output is a few messages a second, and a test's samples are at
+/// most a few hundred frames (64 Ki values each, their total bounded by the
+/// test's limits). Replies to requests are small, so counting messages
+/// bounds their memory too.
 pub const MAX_QUEUED: usize = 4096;
-/// Most bytes waiting for a controller (sample frames are up to 512 KiB).
-pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 /// One control WebSocket.
 pub struct Session {
@@ -595,22 +595,14 @@ fn write_queued(s: &mut Session) -> bool {
 
 /// False (the session closed, with its reason on the record and, when there
 /// is room, in the close frame) when the controller has let more than
-/// [`MAX_QUEUED`] messages or [`MAX_QUEUED_BYTES`] pile up unread.
+/// [`MAX_QUEUED`] messages pile up unread.
 fn within_bounds(s: &mut Session) -> bool {
     let n = s.out.len();
-    // Fewer than 64 messages are at most 32 MiB (sample frames are the largest).
-    let bytes: usize = if n < 64 {
-        0
-    } else {
-        s.out.iter().map(Message::len).sum()
-    };
-    if n <= MAX_QUEUED && bytes <= MAX_QUEUED_BYTES {
+    if n <= MAX_QUEUED {
         return true;
     }
-    let why = format!(
-        "the controller does not read its replies ({n} messages, {} KiB waiting)",
-        bytes >> 10
-    );
+    let kib = s.out.iter().map(Message::len).sum::<usize>() >> 10;
+    let why = format!("the controller does not read its replies ({n} messages, {kib} KiB waiting)");
     log!("session {} closed: {why}", s.sid);
     s.out.clear();
     let _ = s.ws.close(Some(CloseFrame {
