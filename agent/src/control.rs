@@ -245,13 +245,21 @@ impl Agent {
                 return false;
             }
         }
-        if !(write_queued(s) && within_bounds(s)) {
-            return false;
-        }
-        match s.ws.flush() {
-            Ok(()) => {}
-            Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
-            Err(_) => return false,
+        // Until the socket pushes back: a write buffer that was full and then
+        // flushed completely raises no new writable edge, so what is still
+        // queued must go now (after a complete flush a message always fits).
+        loop {
+            if !(write_queued(s) && within_bounds(s)) {
+                return false;
+            }
+            match s.ws.flush() {
+                Ok(()) => {}
+                Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            }
+            if s.out.is_empty() {
+                break;
+            }
         }
         if s.closing && s.out.is_empty() {
             let _ = s.ws.close(None);
