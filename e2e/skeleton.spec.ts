@@ -20,6 +20,12 @@ async function plan(page: Page, msgBytes: string, count: string) {
 }
 
 test('both agents pair and a 64 x 1M transfer reports exact bytes on both sides', async ({ page, agents }) => {
+  // The page A serves has a Content-Security-Policy: nothing it does
+  // (scripts, styles, wasm, WebSockets to both agents) may be refused.
+  const refused: string[] = [];
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) refused.push(m.text());
+  });
   await openPaired(page, agents.url());
   for (const id of ['agent-a', 'agent-b']) {
     const card = page.getByTestId(id);
@@ -51,6 +57,7 @@ test('both agents pair and a 64 x 1M transfer reports exact bytes on both sides'
   await expect(page.getByTestId('stats')).toContainText(/\d/);
   await expect(page.getByTestId('error')).toBeHidden();
   await page.screenshot({ path: shot('skeleton-result'), fullPage: true });
+  expect(refused).toEqual([]);
 });
 
 test('a wrong token for agent B says authentication failed', async ({ page, agents }) => {

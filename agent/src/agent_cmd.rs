@@ -10,6 +10,7 @@ use meshperf_protocol::PROTOCOL_VERSION;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct AgentArgs {
@@ -22,6 +23,24 @@ pub struct AgentArgs {
     /// Another web origin allowed to drive this agent (repeatable), e.g. http://127.0.0.1:7800.
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
+    /// Another name the control WebSocket may be reached by (repeatable),
+    /// e.g. node1.example.net; the listen address, the host name and, bound
+    /// to loopback or any, localhost and the interface addresses need none.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// Most connections held at once (web app, WebSocket, control sessions).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..=65536))]
+    max_connections: u32,
+    /// Most connections held at once from one IP address.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_per_source: u32,
+    /// Seconds a client has to send its HTTP request head and complete the
+    /// WebSocket handshake.
+    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = timeout_arg)]
+    head_timeout: f64,
+    /// Seconds a controller has to authenticate after hello.
+    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = timeout_arg)]
+    auth_timeout: f64,
     /// Longest test this agent takes part in, in seconds.
     #[arg(long, value_name = "S", default_value_t = Limits::default().max_duration_s, value_parser = positive)]
     max_duration: f64,
@@ -70,6 +89,14 @@ fn positive(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Seconds of a connection deadline: positive, at most a day.
+fn timeout_arg(s: &str) -> Result<f64, String> {
+    match positive(s)? {
+        v if v <= 86400.0 => Ok(v),
+        _ => Err(format!("{s:?}: at most 86400 seconds")),
+    }
+}
+
 /// `n[k|M|G]` with the given base for the suffixes.
 fn suffixed(s: &str, base: f64) -> Result<f64, String> {
     let (num, mult) = match s.char_indices().last() {
@@ -95,11 +122,34 @@ fn random_token() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Tokens shorter than this are refused unless the agent listens on loopback.
+const MIN_TOKEN: usize = 16;
+
+/// What the `Host` of a WebSocket upgrade may name (see `server::Guard`).
+fn own_names(listen: IpAddr, extra: &[String]) -> Vec<String> {
+    let mut names = vec![listen.to_string(), sysinfo::hostname()];
+    if listen.is_loopback() || listen.is_unspecified() {
+        names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+    }
+    if listen.is_unspecified() {
+        names.extend(
+            sysinfo::addresses()
+                .into_iter()
+                .map(|(_, ip)| ip.to_string()),
+        );
+    }
+    names.extend(extra.iter().cloned());
+    names.iter().map(|n| server::host_key(n)).collect()
+}
+
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     crate::log::set_quiet(a.quiet);
     let token = match a.token.or_else(|| std::env::var("MESHPERF_TOKEN").ok()) {
         Some(t) if t.len() < 8 => {
             bail!("the token must be at least 8 characters (--token or MESHPERF_TOKEN)")
+        }
+        Some(t) if t.len() < MIN_TOKEN && !a.listen.ip().is_loopback() => {
+            bail!("the token must be at least {MIN_TOKEN} characters when the agent listens beyond loopback ({}); leave --token and MESHPERF_TOKEN unset for a random one", a.listen.ip())
         }
         Some(t)
             if !t
@@ -108,7 +158,12 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         {
             bail!("the token may contain printable ASCII except '&' and '#' (it travels in a URL fragment)")
         }
-        Some(t) => t,
+        Some(t) => {
+            if t.len() < MIN_TOKEN {
+                eprintln!("meshperf agent: warning: a token under {MIN_TOKEN} characters is easy to guess; it is accepted only because this agent listens on loopback");
+            }
+            t
+        }
         None => random_token(),
     };
     for o in &a.allow_origin {
@@ -156,7 +211,15 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         env!("CARGO_PKG_VERSION")
     );
     std::io::stdout().flush().ok();
-    server::serve(listener, agent, a.allow_origin, rx, poll).context("event loop failed")?;
+    let guard = server::Guard {
+        max_connections: a.max_connections as usize,
+        max_per_source: a.max_per_source as usize,
+        head_timeout: Duration::from_secs_f64(a.head_timeout),
+        auth_timeout: Duration::from_secs_f64(a.auth_timeout),
+        hosts: own_names(local.ip(), &a.allow_host),
+        origins: a.allow_origin,
+    };
+    server::serve(listener, agent, guard, rx, poll).context("event loop failed")?;
     eprintln!("meshperf agent: stopped");
     Ok(ExitCode::SUCCESS)
 }

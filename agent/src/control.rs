@@ -3,6 +3,7 @@
 //! [`Session`]. Tests run on engine threads and are cancelled when the
 //! session that started them goes away (a closed browser stops the traffic).
 
+use crate::auth;
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::log::log;
 use crate::server::Replay;
@@ -15,8 +16,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use subtle::ConstantTimeEq;
+use std::time::Instant;
+use tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};
 use tungstenite::{Error as WsError, Message, WebSocket};
+
+/// Most messages waiting for a controller beyond the WebSocket's own write
+/// buffer (see `server::WRITE_BUFFER`); past it the controller is not
+/// reading and its session is closed. A reading controller never comes near
+/// it: engine output is a few messages a second, and a test's samples are at
+/// most a few hundred frames (64 Ki values each, their total bounded by the
+/// test's limits). Replies to requests are small, so counting messages
+/// bounds their memory too.
+pub const MAX_QUEUED: usize = 4096;
 
 /// One control WebSocket.
 pub struct Session {
@@ -29,23 +40,27 @@ pub struct Session {
     closing: bool,
     /// The controller's address, for the agent's record.
     from: String,
+    /// The controller's IP address (failed auths are counted per address).
+    pub ip: Option<IpAddr>,
 }
 
 impl Session {
     pub fn new(ws: WebSocket<Replay>) -> Self {
-        let from = ws
-            .get_ref()
-            .inner
-            .peer_addr()
-            .map_or_else(|_| "an unknown address".into(), |a| a.to_string());
+        let peer = ws.get_ref().inner.peer_addr().ok();
         Session {
-            from,
+            from: peer.map_or_else(|| "an unknown address".into(), |a| a.to_string()),
+            ip: peer.map(|a| a.ip().to_canonical()),
             ws,
             sid: 0,
             authed: false,
             out: VecDeque::new(),
             closing: false,
         }
+    }
+
+    /// Whether the controller presented the right token.
+    pub fn authed(&self) -> bool {
+        self.authed
     }
 
     fn send(&mut self, ev: &Event) {
@@ -74,7 +89,8 @@ impl TestHandle {
 
 /// Agent-wide state the event loop hands to sessions.
 pub struct Agent {
-    token: String,
+    token: auth::Token,
+    failures: auth::Failures,
     info: AgentInfo,
     limits: Limits,
     data_ip: IpAddr,
@@ -103,7 +119,8 @@ impl Agent {
     ) -> Self {
         let limits = info.limits.clone();
         Agent {
-            token,
+            token: auth::Token::new(&token),
+            failures: Default::default(),
             info,
             limits,
             data_ip,
@@ -125,7 +142,9 @@ impl Agent {
         self.next_sid += 1;
         log!("session {} opened from {}", s.sid, s.from);
         self.live.insert(s.sid);
-        s.send(&Event::Hello(self.info.clone()));
+        s.send(&Event::Hello {
+            protocol: self.info.protocol,
+        });
     }
 
     /// Routes engine output; returns the session that has new output.
@@ -220,22 +239,27 @@ impl Agent {
             if s.closing {
                 break;
             }
-        }
-        while let Some(m) = s.out.pop_front() {
-            match s.ws.write(m) {
-                Ok(()) => {}
-                Err(WsError::WriteBufferFull(m)) => {
-                    s.out.push_front(*m);
-                    break;
-                }
-                Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => return false,
+            // Replies go out as requests come in, so the queue holds only
+            // what the WebSocket's write buffer has no room for.
+            if s.out.len() >= 64 && !(write_queued(s) && within_bounds(s)) {
+                return false;
             }
         }
-        match s.ws.flush() {
-            Ok(()) => {}
-            Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
-            Err(_) => return false,
+        // Until the socket pushes back: a write buffer that was full and then
+        // flushed completely raises no new writable edge, so what is still
+        // queued must go now (after a complete flush a message always fits).
+        loop {
+            if !(write_queued(s) && within_bounds(s)) {
+                return false;
+            }
+            match s.ws.flush() {
+                Ok(()) => {}
+                Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            }
+            if s.out.is_empty() {
+                break;
+            }
         }
         if s.closing && s.out.is_empty() {
             let _ = s.ws.close(None);
@@ -298,20 +322,7 @@ impl Agent {
         };
         if !s.authed {
             match req {
-                Request::Auth { id, token } => {
-                    if bool::from(token.as_bytes().ct_eq(self.token.as_bytes())) {
-                        s.authed = true;
-                        s.send(&Event::AuthOk { id });
-                    } else {
-                        log!("session {} from {}: wrong token, closing", s.sid, s.from);
-                        s.send(&Event::error(
-                            Some(id),
-                            ErrorCode::AuthFailed,
-                            "authentication failed: wrong token",
-                        ));
-                        s.closing = true;
-                    }
-                }
+                Request::Auth { id, token } => self.auth(s, id, &token),
                 _ => {
                     s.send(&Event::error(
                         None,
@@ -324,7 +335,7 @@ impl Agent {
             return;
         }
         let reply = match req {
-            Request::Auth { id, .. } => Event::AuthOk { id },
+            Request::Auth { id, .. } => self.auth_ok(id),
             Request::Ping { id } => Event::Pong { id },
             Request::Cancel { id, test_id } => {
                 let mine: Vec<_> = self
@@ -372,6 +383,78 @@ impl Agent {
             },
         };
         s.send(&reply);
+    }
+
+    fn auth_ok(&self, id: u64) -> Event {
+        Event::AuthOk {
+            id,
+            info: Box::new(self.info.clone()),
+        }
+    }
+
+    /// The first `auth` of a session: the token, unless the controller's
+    /// address failed too often lately.
+    fn auth(&mut self, s: &mut Session, id: u64, token: &str) {
+        let now = Instant::now();
+        let ip = s.ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        if let Some(left) = self.failures.blocked(ip, now) {
+            log!(
+                "session {} from {}: refused, too many failed authentications from this address",
+                s.sid,
+                s.from
+            );
+            s.send(&Event::error(
+                Some(id),
+                ErrorCode::AuthBlocked,
+                format!(
+                    "too many failed authentications from {ip}: refused for {} s more",
+                    left.as_secs() + 1
+                ),
+            ));
+        } else if self.token.matches(token) {
+            s.authed = true;
+            s.send(&self.auth_ok(id));
+            return;
+        } else {
+            let blocks = self.failures.fail(ip, now);
+            log!(
+                "session {} from {}: wrong token, closing{}",
+                s.sid,
+                s.from,
+                if blocks {
+                    format!(
+                        "; {} failures from this address: refusing it for {} s",
+                        auth::MAX_FAILURES,
+                        auth::WINDOW.as_secs()
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            s.send(&Event::error(
+                Some(id),
+                ErrorCode::AuthFailed,
+                "authentication failed: wrong token",
+            ));
+        }
+        s.closing = true;
+    }
+
+    /// An unauthenticated session outlived its deadline: says so and ends.
+    pub fn expire(&mut self, s: &mut Session, after: std::time::Duration) {
+        log!(
+            "session {} from {}: no auth within {} s, closing",
+            s.sid,
+            s.from,
+            after.as_secs_f64()
+        );
+        s.send(&Event::error(
+            None,
+            ErrorCode::AuthTimeout,
+            format!("authenticate within {} s of hello", after.as_secs_f64()),
+        ));
+        s.closing = true;
+        self.pump(s);
     }
 
     fn check_free(&self, test_id: u32, role: Role, kind: Kind) -> Result<(), Refusal> {
@@ -500,6 +583,43 @@ impl Agent {
         let ctx = self.ctx(sid, test_id, step, Role::Client, kind);
         self.spawn(ctx, job, detail)
     }
+}
+
+/// Moves queued messages into the WebSocket until its write buffer is full;
+/// false when the connection failed.
+fn write_queued(s: &mut Session) -> bool {
+    while let Some(m) = s.out.pop_front() {
+        match s.ws.write(m) {
+            Ok(()) => {}
+            Err(WsError::WriteBufferFull(m)) => {
+                s.out.push_front(*m);
+                break;
+            }
+            Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// False (the session closed, with its reason on the record and, when there
+/// is room, in the close frame) when the controller has let more than
+/// [`MAX_QUEUED`] messages pile up unread.
+fn within_bounds(s: &mut Session) -> bool {
+    let n = s.out.len();
+    if n <= MAX_QUEUED {
+        return true;
+    }
+    let kib = s.out.iter().map(Message::len).sum::<usize>() >> 10;
+    let why = format!("the controller does not read its replies ({n} messages, {kib} KiB waiting)");
+    log!("session {} closed: {why}", s.sid);
+    s.out.clear();
+    let _ = s.ws.close(Some(CloseFrame {
+        code: CloseCode::Policy,
+        reason: why.into(),
+    }));
+    let _ = s.ws.flush();
+    false
 }
 
 /// A refused prepare or start: on the agent's record, and the error reply.

@@ -14,6 +14,16 @@ pub struct Asset {
 
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
+/// Headers of every served asset. The page loads only its own scripts,
+/// styles and WebAssembly (`'wasm-unsafe-eval'` lets it compile the wasm
+/// modules, nothing lets it eval JavaScript), talks to agents over `ws:`/`wss:`
+/// anywhere (the agents it pairs are on other hosts), and may not be framed
+/// (clickjacking) or leak its URL, whose fragment holds tokens, in a Referer.
+const SECURITY_HEADERS: &str = "Content-Security-Policy: default-src 'none'; \
+     script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
+     connect-src 'self' ws: wss:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n\
+     X-Frame-Options: DENY\r\nReferrer-Policy: no-referrer\r\nX-Content-Type-Options: nosniff\r\n";
+
 /// Finds the asset for a request path (`/` is `/index.html`; the query is ignored).
 pub fn lookup(path: &str) -> Option<&'static Asset> {
     let path = path.split(['?', '#']).next().unwrap_or("/");
@@ -49,7 +59,7 @@ pub fn respond(method: &str, path: &str, accepts_gzip: bool) -> Vec<u8> {
     };
     let mut out = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\n{encoding}Cache-Control: {cache}\r\n\
-         X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n",
+         {SECURITY_HEADERS}Connection: close\r\n\r\n",
         asset.content_type,
         body.len()
     )

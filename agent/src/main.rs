@@ -2,6 +2,7 @@
 //! test engines, and (later) the headless runner (`meshperf run`).
 
 mod agent_cmd;
+mod auth;
 mod control;
 mod engine;
 mod http;

@@ -5,19 +5,30 @@
 //! Sockets are registered once for READABLE|WRITABLE (edge-triggered), so a
 //! connection never needs re-registration; each handler drains until
 //! `WouldBlock`. A failure on one connection closes that connection only.
+//!
+//! Every stage a stranger can hold has a deadline and a cap ([`Guard`]):
+//! the HTTP request head and the WebSocket handshake must arrive within
+//! `head_timeout`, `auth` within `auth_timeout` of `hello`; connections are
+//! capped in total and per source address. At the total cap the oldest
+//! connection that has not authenticated makes room (sshd's MaxStartups
+//! idea), so flooding the port cannot lock out a controller with the token,
+//! and authenticated sessions are never the ones closed. An accept that
+//! fails (out of file descriptors) closes the oldest unauthenticated
+//! connection and pauses accepting for [`ACCEPT_PAUSE`] instead of spinning.
 
 use crate::control::{Agent, Session};
 use crate::engine::Outbound;
 use crate::http;
+use crate::log::log;
 use mio::net::{TcpListener, TcpStream, UnixStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use slab::Slab;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tungstenite::handshake::server::{Callback, ErrorResponse, Request, Response, ServerHandshake};
 use tungstenite::handshake::{HandshakeError, MidHandshake};
 use tungstenite::protocol::WebSocketConfig;
@@ -57,11 +68,54 @@ impl Write for Replay {
     }
 }
 
+/// The operator's caps and deadlines on connections (`meshperf agent` flags).
+#[derive(Clone, Debug)]
+pub struct Guard {
+    /// Connections held at once, of every kind.
+    pub max_connections: usize,
+    /// Connections held at once from one IP address.
+    pub max_per_source: usize,
+    /// For the HTTP request head and the WebSocket handshake (and, between
+    /// bytes, for sending a response).
+    pub head_timeout: Duration,
+    /// For `auth` after `hello`: an unauthenticated session ends then.
+    pub auth_timeout: Duration,
+    /// What the `Host` of a WebSocket upgrade may name, as [`host_key`]s.
+    pub hosts: Vec<String>,
+    /// Web origins besides the agent's own that may open the WebSocket.
+    pub origins: Vec<String>,
+}
+
+/// How long accepting pauses after an accept failed (EMFILE and the like).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// The WebSocket's write buffer; past it messages wait in the session's
+/// queue (bounded by `control::MAX_QUEUED`).
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// The host part of a `Host` header value or a name, as compared: lowercase,
+/// without port, brackets or a trailing dot; addresses in their usual form.
+pub fn host_key(h: &str) -> String {
+    let h = h.trim();
+    let name = if let Some(rest) = h.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        match h.rsplit_once(':') {
+            Some((n, port)) if !n.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => h,
+        }
+    };
+    match name.parse::<IpAddr>() {
+        Ok(ip) => ip.to_canonical().to_string(),
+        Err(_) => name.trim_end_matches('.').to_ascii_lowercase(),
+    }
+}
+
 /// Refuses WebSocket upgrades from foreign origins: a random web page must
 /// not drive an agent. Requests without `Origin` (non-browser clients such as
-/// `meshperf run`) still need the token.
+/// `meshperf run`) still need the token. `Host` was checked before (see
+/// [`Guard::hosts`]), so "the agent's own origin" cannot be a rebound name.
 pub struct OriginCheck {
-    allowed: Arc<Vec<String>>,
+    guard: Arc<Guard>,
 }
 
 impl Callback for OriginCheck {
@@ -76,7 +130,7 @@ impl Callback for OriginCheck {
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         let same = !host.is_empty() && origin == format!("http://{host}");
-        if same || self.allowed.iter().any(|a| a == origin) {
+        if same || self.guard.origins.iter().any(|a| a == origin) {
             return Ok(resp);
         }
         let mut r = ErrorResponse::new(Some(format!(
@@ -100,15 +154,66 @@ enum Conn {
     Gone,
 }
 
+/// A connection with what the caps and deadlines need.
+struct Slot {
+    conn: Conn,
+    ip: IpAddr,
+    opened: Instant,
+    /// Closed then unless it moved on; none once authenticated.
+    deadline: Option<Instant>,
+}
+
+impl Slot {
+    fn authed(&self) -> bool {
+        matches!(&self.conn, Conn::Ws(s) if s.authed())
+    }
+}
+
+/// Refused connections and failed accepts, put on the record at most once a
+/// second (a flood must not flood the record too).
+struct Refusals {
+    count: u64,
+    latest: String,
+    reported: Instant,
+}
+
+impl Refusals {
+    fn note(&mut self, what: String) {
+        self.count += 1;
+        self.latest = what;
+    }
+
+    fn report(&mut self, now: Instant) {
+        if self.count > 0 && now.duration_since(self.reported) >= Duration::from_secs(1) {
+            log!(
+                "refused {} connection(s) or accepts since the last report, the latest: {}",
+                self.count,
+                self.latest
+            );
+            self.count = 0;
+            self.reported = now;
+        }
+    }
+}
+
+struct Server {
+    conns: Slab<Slot>,
+    by_sid: HashMap<u64, usize>,
+    per_source: HashMap<IpAddr, usize>,
+    agent: Agent,
+    guard: Arc<Guard>,
+    cfg: WebSocketConfig,
+    refusals: Refusals,
+}
+
 /// Runs the agent until SIGINT/SIGTERM.
 pub fn serve(
     mut listener: TcpListener,
-    mut agent: Agent,
-    allowed: Vec<String>,
+    agent: Agent,
+    guard: Guard,
     rx: mpsc::Receiver<Outbound>,
     poll: Poll,
 ) -> io::Result<()> {
-    let allowed = Arc::new(allowed);
     let (sig_rx, sig_tx) = std::os::unix::net::UnixStream::pair()?;
     sig_rx.set_nonblocking(true)?;
     sig_tx.set_nonblocking(true)?;
@@ -121,15 +226,34 @@ pub fn serve(
     poll.registry()
         .register(&mut sig_rx, SIGNAL, Interest::READABLE)?;
     let mut poll = poll;
-    let mut conns: Slab<Conn> = Slab::new();
-    let mut by_sid: HashMap<u64, usize> = HashMap::new();
     let mut events = Events::with_capacity(256);
-    let ws_config = WebSocketConfig::default()
-        .max_message_size(Some(1 << 20))
-        .max_frame_size(Some(1 << 20))
-        .max_write_buffer_size(64 << 20);
+    let mut srv = Server {
+        conns: Slab::new(),
+        by_sid: HashMap::new(),
+        per_source: HashMap::new(),
+        agent,
+        guard: Arc::new(guard),
+        cfg: WebSocketConfig::default()
+            .max_message_size(Some(1 << 20))
+            .max_frame_size(Some(1 << 20))
+            .max_write_buffer_size(WRITE_BUFFER),
+        refusals: Refusals {
+            count: 0,
+            latest: String::new(),
+            reported: Instant::now(),
+        },
+    };
+    // Accepting pauses until then after a failed accept.
+    let mut paused: Option<Instant> = None;
+    let mut next_deadline: Option<Instant> = None;
     loop {
-        match poll.poll(&mut events, Some(Duration::from_secs(1))) {
+        let now = Instant::now();
+        let timeout = [next_deadline, paused]
+            .into_iter()
+            .flatten()
+            .map(|t| t.saturating_duration_since(now))
+            .fold(Duration::from_secs(1), Duration::min);
+        match poll.poll(&mut events, Some(timeout)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
@@ -138,8 +262,8 @@ pub fn serve(
         // request is read), routed to sessions, then the sessions flushed.
         let mut touched = Vec::new();
         while let Ok(out) = rx.try_recv() {
-            if let Some(sid) = agent.route(out) {
-                if let Some(&key) = by_sid.get(&sid) {
+            if let Some(sid) = srv.agent.route(out) {
+                if let Some(&key) = srv.by_sid.get(&sid) {
                     touched.push(key);
                 }
             }
@@ -147,125 +271,234 @@ pub fn serve(
         touched.sort_unstable();
         touched.dedup();
         for key in touched {
-            if conns.contains(key) {
-                step(
-                    key,
-                    &mut conns,
-                    &mut by_sid,
-                    &mut agent,
-                    &allowed,
-                    ws_config,
-                );
+            if srv.conns.contains(key) {
+                srv.step(key);
             }
         }
+        let mut accept = false;
         for ev in events.iter() {
             match ev.token() {
                 SIGNAL => {
-                    agent.shutdown();
+                    srv.agent.shutdown();
                     return Ok(());
                 }
-                LISTENER => loop {
-                    match listener.accept() {
-                        Ok((mut sock, _)) => {
-                            // Control messages are small and wanted at once:
-                            // with Nagle a test's result waited for the
-                            // controller's delayed ACK of the message before
-                            // (40 ms per step of a sweep, measured with strace).
-                            let _ = sock.set_nodelay(true);
-                            let entry = conns.vacant_entry();
-                            let key = entry.key();
-                            if poll
-                                .registry()
-                                .register(
-                                    &mut sock,
-                                    Token(key),
-                                    Interest::READABLE | Interest::WRITABLE,
-                                )
-                                .is_ok()
-                            {
-                                entry.insert(Conn::Http {
-                                    sock,
-                                    head: Vec::new(),
-                                    out: Vec::new(),
-                                    sent: 0,
-                                });
-                                step(
-                                    key,
-                                    &mut conns,
-                                    &mut by_sid,
-                                    &mut agent,
-                                    &allowed,
-                                    ws_config,
-                                );
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            eprintln!("meshperf agent: accept failed: {e}");
-                            break;
-                        }
-                    }
-                },
+                LISTENER => accept = true,
                 WAKER => {}
                 Token(key) => {
-                    if conns.contains(key) {
-                        step(
-                            key,
-                            &mut conns,
-                            &mut by_sid,
-                            &mut agent,
-                            &allowed,
-                            ws_config,
-                        );
+                    if srv.conns.contains(key) {
+                        srv.step(key);
+                    }
+                }
+            }
+        }
+        let now = Instant::now();
+        if paused.is_some_and(|p| p <= now) {
+            // Connections may be waiting: the edge that announced them is gone.
+            paused = None;
+            accept = true;
+        }
+        if accept && paused.is_none() {
+            paused = srv.accept(&listener, poll.registry());
+        }
+        next_deadline = srv.expire(Instant::now());
+        srv.refusals.report(Instant::now());
+    }
+}
+
+impl Server {
+    /// Accepts until `WouldBlock`; returns when to try again after a failure.
+    fn accept(&mut self, listener: &TcpListener, registry: &Registry) -> Option<Instant> {
+        let mut failures = 0;
+        loop {
+            match listener.accept() {
+                Ok((sock, addr)) => self.admit(sock, addr.ip().to_canonical(), registry),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => {}
+                Err(e) => {
+                    // Out of file descriptors or memory: the oldest stranger
+                    // makes room (a backlog of strangers is worked through
+                    // at once); with none to close, accepting pauses while
+                    // the loop serves what it holds.
+                    failures += 1;
+                    let freed = self.evict_oldest();
+                    self.refusals.note(format!(
+                        "accept failed: {e}{}",
+                        if freed {
+                            "; closed the oldest unauthenticated connection"
+                        } else {
+                            "; pausing accepts"
+                        }
+                    ));
+                    if !freed || failures > 256 {
+                        return Some(Instant::now() + ACCEPT_PAUSE);
                     }
                 }
             }
         }
     }
-}
 
-/// Advances one connection as far as it can go; removes it when done.
-fn step(
-    key: usize,
-    conns: &mut Slab<Conn>,
-    by_sid: &mut HashMap<u64, usize>,
-    agent: &mut Agent,
-    allowed: &Arc<Vec<String>>,
-    cfg: WebSocketConfig,
-) {
-    let next = match std::mem::replace(&mut conns[key], Conn::Gone) {
-        Conn::Http {
-            sock,
-            head,
-            out,
-            sent,
-        } => http_step(sock, head, out, sent, allowed, cfg),
-        Conn::Handshake(mid) => handshake(mid.handshake()),
-        other => Some(other),
-    };
-    let keep = match next {
-        Some(Conn::Ws(mut s)) => {
-            if s.sid == 0 {
-                agent.greet(&mut s);
-                by_sid.insert(s.sid, key);
+    /// Takes a new connection in, within the caps.
+    fn admit(&mut self, mut sock: TcpStream, ip: IpAddr, registry: &Registry) {
+        let here = self.per_source.get(&ip).copied().unwrap_or(0);
+        if here >= self.guard.max_per_source {
+            let why = format!(
+                "{ip} holds {here} connections, the most one address may (--max-per-source)"
+            );
+            return self.refuse(sock, why);
+        }
+        if self.conns.len() >= self.guard.max_connections && !self.evict_oldest() {
+            let why = format!(
+                "from {ip}: {} authenticated connections, the most this agent holds (--max-connections)",
+                self.conns.len()
+            );
+            return self.refuse(sock, why);
+        }
+        // Control messages are small and wanted at once: with Nagle a
+        // test's result waited for the controller's delayed ACK of the
+        // message before (40 ms per step of a sweep, measured with strace).
+        let _ = sock.set_nodelay(true);
+        let entry = self.conns.vacant_entry();
+        let key = entry.key();
+        if registry
+            .register(
+                &mut sock,
+                Token(key),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            return;
+        }
+        let now = Instant::now();
+        entry.insert(Slot {
+            conn: Conn::Http {
+                sock,
+                head: Vec::new(),
+                out: Vec::new(),
+                sent: 0,
+            },
+            ip,
+            opened: now,
+            deadline: Some(now + self.guard.head_timeout),
+        });
+        *self.per_source.entry(ip).or_default() += 1;
+        self.step(key);
+    }
+
+    /// Answers 503 (as far as the socket takes it at once) and closes.
+    fn refuse(&mut self, mut sock: TcpStream, why: String) {
+        let _ = sock.write(&http::simple(
+            503,
+            "Service Unavailable",
+            "this agent holds too many connections (from your address); try again later\n",
+        ));
+        self.refusals.note(why);
+    }
+
+    /// Closes the oldest connection that has not authenticated; false when
+    /// every connection is authenticated.
+    fn evict_oldest(&mut self) -> bool {
+        let oldest = self
+            .conns
+            .iter()
+            .filter(|(_, s)| !s.authed())
+            .min_by_key(|(_, s)| s.opened)
+            .map(|(k, _)| k);
+        oldest.is_some_and(|k| {
+            self.remove(k);
+            true
+        })
+    }
+
+    /// Closes the connections whose deadline passed; returns the next deadline.
+    fn expire(&mut self, now: Instant) -> Option<Instant> {
+        let due: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, s)| s.deadline.is_some_and(|d| d <= now))
+            .map(|(k, _)| k)
+            .collect();
+        for key in due {
+            match &mut self.conns[key].conn {
+                Conn::Ws(s) => self.agent.expire(s, self.guard.auth_timeout),
+                Conn::Http { sock, out, .. } if out.is_empty() => {
+                    let _ = sock.write(&http::simple(
+                        408,
+                        "Request Timeout",
+                        "the request head did not arrive in time\n",
+                    ));
+                }
+                _ => {}
             }
-            if agent.pump(&mut s) {
-                Some(Conn::Ws(s))
-            } else {
-                by_sid.remove(&s.sid);
-                agent.closed(&s);
-                drop(s);
-                give_back_memory();
-                None
+            self.remove(key);
+        }
+        self.conns.iter().filter_map(|(_, s)| s.deadline).min()
+    }
+
+    /// Forgets a connection (a session's tests are cancelled) and closes it.
+    fn remove(&mut self, key: usize) {
+        let slot = self.conns.remove(key);
+        if let Some(n) = self.per_source.get_mut(&slot.ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_source.remove(&slot.ip);
             }
         }
-        other => other,
-    };
-    match keep {
-        Some(c) => conns[key] = c,
-        None => {
-            conns.remove(key);
+        if let Conn::Ws(s) = slot.conn {
+            if s.sid != 0 {
+                self.by_sid.remove(&s.sid);
+            }
+            self.agent.closed(&s);
+            drop(s);
+            give_back_memory();
+        }
+    }
+
+    /// Advances one connection as far as it can go; removes it when done.
+    fn step(&mut self, key: usize) {
+        let conn = std::mem::replace(&mut self.conns[key].conn, Conn::Gone);
+        let now = Instant::now();
+        let next = match conn {
+            Conn::Http {
+                sock,
+                head,
+                out,
+                sent,
+            } => {
+                let next = http_step(sock, head, out, sent, &self.guard, self.cfg);
+                if matches!(&next, Some(Conn::Http { sent: s, .. }) if *s > sent) {
+                    // Sending a response: the deadline is between bytes.
+                    self.conns[key].deadline = Some(now + self.guard.head_timeout);
+                }
+                next
+            }
+            Conn::Handshake(mid) => handshake(mid.handshake()),
+            Conn::Ws(mut s) => {
+                if s.sid == 0 {
+                    self.agent.greet(&mut s);
+                    self.by_sid.insert(s.sid, key);
+                    self.conns[key].deadline = Some(now + self.guard.auth_timeout);
+                }
+                let open = self.agent.pump(&mut s);
+                if s.authed() {
+                    self.conns[key].deadline = None;
+                }
+                self.conns[key].conn = Conn::Ws(s);
+                if !open {
+                    self.remove(key);
+                }
+                return;
+            }
+            Conn::Gone => None,
+        };
+        match next {
+            Some(c @ Conn::Ws(_)) => {
+                self.conns[key].conn = c;
+                self.step(key); // greet at once
+            }
+            Some(c) => self.conns[key].conn = c,
+            None => self.remove(key),
         }
     }
 }
@@ -297,7 +530,7 @@ fn http_step(
     mut head: Vec<u8>,
     mut out: Vec<u8>,
     mut sent: usize,
-    allowed: &Arc<Vec<String>>,
+    guard: &Arc<Guard>,
     cfg: WebSocketConfig,
 ) -> Option<Conn> {
     if out.is_empty() {
@@ -325,13 +558,10 @@ fn http_step(
                     sent,
                 });
             }
-            Ok(httparse::Status::Partial) => {
-                out = http::simple(
-                    431,
-                    "Request Header Fields Too Large",
-                    "request head too large\n",
-                )
-            }
+            // A head over the limit is refused whether or not its end
+            // arrived in the same read.
+            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => out = too_large(),
+            Ok(httparse::Status::Partial) => out = too_large(),
             Err(_) => out = http::simple(400, "Bad Request", "malformed HTTP request\n"),
             Ok(httparse::Status::Complete(_)) => {
                 let header = |name: &str| {
@@ -344,8 +574,20 @@ fn http_step(
                 let path = req.path.unwrap_or("/").to_string();
                 let method = req.method.unwrap_or("").to_string();
                 if header("upgrade").contains("websocket") {
+                    let host = header("host");
                     if path.split('?').next() != Some("/ws") {
                         out = http::simple(404, "Not Found", "the control WebSocket is at /ws\n");
+                    } else if !guard.hosts.contains(&host_key(&host)) {
+                        // DNS rebinding: a page from evil.example whose name
+                        // now points here would pass the origin check.
+                        out = http::simple(
+                            421,
+                            "Misdirected Request",
+                            &format!(
+                                "Host {:?} is not a name of this agent; start it with --allow-host NAME to allow another name\n",
+                                host_key(&host)
+                            ),
+                        );
                     } else {
                         let replay = Replay {
                             pre: head,
@@ -353,7 +595,7 @@ fn http_step(
                             inner: sock,
                         };
                         let cb = OriginCheck {
-                            allowed: allowed.clone(),
+                            guard: guard.clone(),
                         };
                         return handshake(tungstenite::accept_hdr_with_config(
                             replay,
@@ -384,6 +626,14 @@ fn http_step(
     }
     let _ = sock.shutdown(std::net::Shutdown::Write);
     None
+}
+
+fn too_large() -> Vec<u8> {
+    http::simple(
+        431,
+        "Request Header Fields Too Large",
+        "request head too large (16 KiB at most)\n",
+    )
 }
 
 /// Binds the agent's port, with a one-line error when it is taken.

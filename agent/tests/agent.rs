@@ -7,7 +7,7 @@ use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use util::{open, run_pair, AgentProc, Ctl};
+use util::{logged, open, run_pair, AgentProc, Ctl};
 
 fn interval_sum(c: &Ctl, test_id: u32) -> u64 {
     c.samples(SampleKind::IntervalBytes)
@@ -570,23 +570,6 @@ fn cancel_stops_a_running_transfer_at_once() {
         } else {
             assert_eq!(end_a["type"], "error", "{end_a}");
         }
-    }
-}
-
-/// Polls `a`'s stderr record until a line has every one of `parts`.
-fn logged(a: &AgentProc, parts: &[&str]) -> String {
-    let t0 = std::time::Instant::now();
-    loop {
-        let log = a.log();
-        if let Some(l) = log.iter().find(|l| parts.iter().all(|p| l.contains(p))) {
-            return l.clone();
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "no line with {parts:?} in:\n{}",
-            log.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -1,8 +1,11 @@
 //! Control messages: WebSocket text frames carrying one JSON object each,
 //! `{"type": "...", ...}`, snake_case. Requests carry an `id` that replies echo.
 //!
-//! Order on a connection: the agent sends [`Event::Hello`]; the client's
-//! first message must be [`Request::Auth`] or the agent closes the socket.
+//! Order on a connection: the agent sends [`Event::Hello`] (the protocol
+//! version only); the client's first message must be [`Request::Auth`] or the
+//! agent closes the socket. What the agent tells about itself ([`AgentInfo`])
+//! comes after a successful auth, in [`Event::AuthOk`]: a stranger without
+//! the token learns nothing but the protocol version.
 
 use crate::params::{Kind, Limits};
 use serde::{Deserialize, Serialize};
@@ -78,7 +81,7 @@ impl Role {
     }
 }
 
-/// What an agent tells about itself in `hello`.
+/// What an agent tells an authenticated controller about itself (`auth_ok`'s `info`).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentInfo {
@@ -97,9 +100,15 @@ pub struct AgentInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
-    Hello(AgentInfo),
+    /// First message on a connection, before auth: only what a client needs
+    /// to authenticate.
+    Hello {
+        protocol: u32,
+    },
+    /// The token was right; `info` describes the agent.
     AuthOk {
         id: u64,
+        info: Box<AgentInfo>,
     },
     Prepared {
         id: u64,
@@ -168,6 +177,11 @@ impl Event {
 pub enum ErrorCode {
     /// The token in `auth` is wrong; the agent closes the socket.
     AuthFailed,
+    /// Too many wrong tokens from this address lately; it is refused for a
+    /// while (the message says how long).
+    AuthBlocked,
+    /// No `auth` within the deadline after `hello`; the socket closes.
+    AuthTimeout,
     /// A request came before `auth`; the agent closes the socket.
     AuthRequired,
     /// The message is not a request this agent understands (bad JSON, an
@@ -223,8 +237,10 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::AuthFailed,
+        ErrorCode::AuthBlocked,
+        ErrorCode::AuthTimeout,
         ErrorCode::AuthRequired,
         ErrorCode::BadRequest,
         ErrorCode::BadParams,
@@ -254,6 +270,8 @@ impl ErrorCode {
         use ErrorCode::*;
         match self {
             AuthFailed => "auth_failed",
+            AuthBlocked => "auth_blocked",
+            AuthTimeout => "auth_timeout",
             AuthRequired => "auth_required",
             BadRequest => "bad_request",
             BadParams => "bad_params",
@@ -329,6 +347,8 @@ mod tests {
     fn error_codes_round_trip_to_their_documented_strings() {
         let documented = [
             "auth_failed",
+            "auth_blocked",
+            "auth_timeout",
             "auth_required",
             "bad_request",
             "bad_params",

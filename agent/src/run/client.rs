@@ -71,6 +71,7 @@ pub enum Incoming {
 /// An authenticated connection to one agent.
 pub struct Ctl {
     ws: WebSocket<TcpStream>,
+    /// The agent's info, from `auth_ok` (before auth `hello` has only `protocol`).
     pub hello: Value,
     pub addr: AgentUrl,
     next_id: u64,
@@ -81,7 +82,8 @@ fn io(addr: &AgentUrl, what: impl std::fmt::Display) -> CtlError {
 }
 
 impl Ctl {
-    /// Connects, reads `hello`, authenticates.
+    /// Connects, reads `hello` (the protocol version), authenticates; `hello`
+    /// then holds what `auth_ok` told about the agent (its `info`).
     pub fn connect(addr: &AgentUrl) -> Result<Ctl, CtlError> {
         let sa = (addr.host.as_str(), addr.port)
             .to_socket_addrs()
@@ -118,14 +120,20 @@ impl Ctl {
                 ),
             ));
         }
-        c.hello = hello;
         let r = c.request(json!({"type": "auth", "token": addr.token}), &mut |_| {})?;
         if r["type"] != "auth_ok" {
-            return Err(CtlError::Auth(format!(
-                "agent {}: authentication failed (check the token in --agent)",
-                addr.hostport()
-            )));
+            let why = if r["code"] == "auth_failed" {
+                "authentication failed (check the token in --agent)".to_string()
+            } else {
+                format!(
+                    "authentication refused: {}",
+                    r["message"].as_str().unwrap_or("?")
+                )
+            };
+            return Err(CtlError::Auth(format!("agent {}: {why}", addr.hostport())));
         }
+        // The agent describes itself only to a controller with the token.
+        c.hello = r["info"].clone();
         c.ws.get_mut()
             .set_read_timeout(Some(Duration::from_millis(10)))
             .map_err(|e| io(addr, e))?;

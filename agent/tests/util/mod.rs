@@ -30,13 +30,29 @@ impl AgentProc {
 
     /// Like [`AgentProc::start`] with extra environment variables.
     pub fn start_env(extra: &[&str], env: &[(&str, &str)]) -> AgentProc {
-        Self::spawn(extra, env, false)
+        Self::spawn(extra, env, false, None)
     }
 
     /// Like [`AgentProc::start`], keeping what the agent writes on stderr
     /// (its record of sessions and tests): see [`AgentProc::log`].
     pub fn start_logged(extra: &[&str]) -> AgentProc {
-        Self::spawn(extra, &[], true)
+        Self::spawn(extra, &[], true, None)
+    }
+
+    /// Like [`AgentProc::start_logged`] with the open-file limit at `nofile`.
+    pub fn start_logged_nofile(extra: &[&str], nofile: u32) -> AgentProc {
+        Self::spawn(extra, &[], true, Some(nofile))
+    }
+
+    /// A memory figure of the agent's in KiB from /proc/PID/status, e.g.
+    /// `VmRSS` (resident now) or `VmHWM` (resident at its peak).
+    pub fn status_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/PID/status"))
     }
 
     /// The agent's stderr lines so far.
@@ -49,12 +65,21 @@ impl AgentProc {
             .clone()
     }
 
-    fn spawn(extra: &[&str], env: &[(&str, &str)], logged: bool) -> AgentProc {
+    fn spawn(extra: &[&str], env: &[(&str, &str)], logged: bool, nofile: Option<u32>) -> AgentProc {
         let token = format!(
             "tok{:016x}",
             std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
         );
-        let mut child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        let bin = env!("CARGO_BIN_EXE_meshperf");
+        let mut cmd = match nofile {
+            None => Command::new(bin),
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), bin]);
+                c
+            }
+        };
+        let mut child = cmd
             .arg("agent")
             .args(if extra.contains(&"--listen") {
                 &[][..]
@@ -141,6 +166,7 @@ pub struct Frame {
 /// A blocking controller connection.
 pub struct Ctl {
     pub ws: WebSocket<TcpStream>,
+    /// The agent's info from `auth_ok` (`hello` before auth has only `protocol`).
     pub hello: Value,
     next_id: u64,
     pub events: Vec<Value>,
@@ -197,10 +223,12 @@ impl Ctl {
             events: Vec::new(),
             frames: Vec::new(),
         };
-        c.hello = c.next_text();
-        assert_eq!(c.hello["type"], "hello");
+        let hello = c.next_text();
+        assert_eq!(hello["type"], "hello");
         let r = c.request(json!({"type": "auth", "token": token}));
         if r["type"] == "auth_ok" {
+            // What the agent tells about itself comes with auth_ok.
+            c.hello = r["info"].clone();
             Ok(c)
         } else {
             Err(r)
@@ -292,4 +320,21 @@ pub fn run_pair_at(
     }));
     assert_eq!(start["type"], "started", "{start}");
     (client.wait_end(test_id), server.wait_end(test_id))
+}
+
+/// Polls `a`'s stderr record until a line has every one of `parts`.
+pub fn logged(a: &AgentProc, parts: &[&str]) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let log = a.log();
+        if let Some(l) = log.iter().find(|l| parts.iter().all(|p| l.contains(p))) {
+            return l.clone();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no line with {parts:?} in:\n{}",
+            log.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

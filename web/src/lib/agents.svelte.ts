@@ -149,8 +149,10 @@ export class Agent {
     }
     switch (msg.type) {
       case 'hello':
-        return this.#hello(msg as unknown as AgentInfo);
+        return this.#hello(msg.protocol);
       case 'auth_ok':
+        // The agent describes itself only after the token was accepted.
+        this.info = msg.info as AgentInfo;
         this.state = 'ready';
         return;
       case 'error':
@@ -172,13 +174,13 @@ export class Agent {
     }
   }
 
-  #hello(info: AgentInfo): void {
-    if (info.protocol !== PROTOCOL) {
-      this.#fail('error', `${this.label} speaks protocol ${info.protocol}; this page speaks ${PROTOCOL}: use a matching version`);
+  /** `hello` carries only the protocol version; `info` comes with `auth_ok`. */
+  #hello(protocol: unknown): void {
+    if (protocol !== PROTOCOL) {
+      this.#fail('error', `${this.label} speaks protocol ${protocol}; this page speaks ${PROTOCOL}: use a matching version`);
       this.#ws?.close();
       return;
     }
-    this.info = info;
     this.#ws!.send(JSON.stringify({ type: 'auth', id: this.#nextId++, token: this.token }));
   }
 }

@@ -1,0 +1,383 @@
+//! What a stranger on the agent's port can and cannot do (issue 10): caps
+//! and deadlines on connections, the Host check, what hello tells before
+//! auth, failed-auth limits, short tokens, unread replies, the record's
+//! escaping, oversized heads and the page's security headers. Real agent
+//! processes; strangers come from other loopback addresses (127.0.0.x) so
+//! the per-address caps can be told apart from the controller's.
+
+mod util;
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tungstenite::{Message, WebSocket};
+use util::{logged, open, AgentProc};
+
+/// A TCP connection to the agent from source address `src`.
+fn connect_from(src: [u8; 4], port: u16) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&SocketAddr::from((src, 0)).into()).unwrap();
+    s.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+        .unwrap();
+    s.into()
+}
+
+/// Whether the agent still holds `s` open (nothing to read, no EOF).
+fn held(s: &TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let r = s.peek(&mut [0u8; 1]);
+    s.set_nonblocking(false).unwrap();
+    matches!(r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// A WebSocket to the agent over `stream`, naming `host` in the URL (so in
+/// `Host`) and as the Origin.
+fn ws_as(stream: TcpStream, host: &str) -> Result<WebSocket<TcpStream>, tungstenite::Error> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut req =
+        tungstenite::client::IntoClientRequest::into_client_request(format!("ws://{host}/ws"))
+            .unwrap();
+    req.headers_mut()
+        .insert("origin", format!("http://{host}").parse().unwrap());
+    tungstenite::client::client(req, stream)
+        .map(|(ws, _)| ws)
+        .map_err(|e| match e {
+            tungstenite::HandshakeError::Failure(e) => e,
+            _ => panic!("blocking handshake interrupted"),
+        })
+}
+
+fn text(ws: &mut WebSocket<TcpStream>) -> Value {
+    loop {
+        if let Message::Text(t) = ws.read().expect("a message") {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+    }
+}
+
+/// Reads `hello`, sends `auth` with `token`, returns the reply.
+fn auth(ws: &mut WebSocket<TcpStream>, token: &str) -> Value {
+    assert_eq!(text(ws)["type"], "hello");
+    ws.send(Message::text(
+        json!({"type": "auth", "id": 1, "token": token}).to_string(),
+    ))
+    .unwrap();
+    text(ws)
+}
+
+fn ping(c: &mut util::Ctl) {
+    assert_eq!(c.request(json!({"type": "ping"}))["type"], "pong");
+}
+
+#[test]
+fn a_flood_of_idle_connections_is_capped_and_a_controller_still_gets_in() {
+    let a = AgentProc::start_logged(&[]);
+    let mut before = a.connect();
+    // 300 idle connections from 10 addresses: 30 each, within the 32 one
+    // address may hold, past the 256 the agent holds.
+    let flood: Vec<TcpStream> = (0..300)
+        .map(|i| connect_from([127, 0, 0, 2 + (i % 10) as u8], a.port))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let mut fresh = a.connect();
+    ping(&mut fresh);
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "hello and auth took {took:?}"
+    );
+    ping(&mut before);
+    let open = flood.iter().filter(|s| held(s)).count();
+    assert!(open <= 256 - 2, "{open} idle connections held");
+    // One address gets 32 connections, no more.
+    let one: Vec<TcpStream> = (0..40)
+        .map(|_| connect_from([127, 0, 0, 99], a.port))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(one.iter().filter(|s| held(s)).count(), 32);
+    logged(
+        &a,
+        &[
+            "refused ",
+            "127.0.0.99 holds 32 connections",
+            "--max-per-source",
+        ],
+    );
+    ping(&mut before);
+    ping(&mut fresh);
+}
+
+#[test]
+fn out_of_file_descriptors_the_agent_neither_spins_nor_stops_serving() {
+    let a = AgentProc::start_logged_nofile(&[], 64);
+    let mut before = a.connect();
+    let _flood: Vec<TcpStream> = (0..120)
+        .map(|i| connect_from([127, 0, 0, 2 + (i % 4) as u8], a.port))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let mut fresh = a.connect();
+    ping(&mut fresh);
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    ping(&mut before);
+    logged(&a, &["accept failed: ", "Too many open files"]);
+}
+
+#[test]
+fn slow_heads_and_sessions_that_never_authenticate_end_at_their_deadlines() {
+    let a = AgentProc::start_logged(&["--head-timeout", "1", "--auth-timeout", "1"]);
+    // A slowloris client: a byte every 100 ms, the head never complete.
+    let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let t0 = Instant::now();
+    s.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "still open after 4 s"
+        );
+        let _ = s.write_all(b"X");
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => break, // reset: the agent closed with our bytes unread
+        }
+    }
+    let took = t0.elapsed();
+    assert!(
+        took > Duration::from_millis(900) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.is_empty() || got.starts_with("HTTP/1.1 408"), "{got}");
+    // A WebSocket that never authenticates: told why, then closed.
+    let mut ws = open(a.port, None).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(text(&mut ws)["type"], "hello");
+    let m = text(&mut ws);
+    assert_eq!(m["code"], "auth_timeout", "{m}");
+    match ws.read() {
+        Ok(Message::Close(_)) | Err(_) => {}
+        Ok(m) => panic!("{m}"),
+    }
+    let took = t0.elapsed();
+    assert!(
+        took > Duration::from_millis(900) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    logged(&a, &["from 127.0.0.1:", "no auth within 1 s, closing"]);
+    // An authenticated session has no such deadline.
+    let mut c = a.connect();
+    std::thread::sleep(Duration::from_millis(1500));
+    ping(&mut c);
+}
+
+#[test]
+fn the_websocket_answers_only_to_the_agents_own_names_and_hello_tells_strangers_nothing() {
+    let a = AgentProc::start(&["--allow-host", "meshperf.test"]);
+    let port = a.port;
+    // DNS rebinding: evil.example now resolves to the agent, and the page
+    // from it sends its own origin.
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    match ws_as(stream, &format!("evil.example:{port}")) {
+        Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 421),
+        Err(e) => panic!("expected 421, got {e}"),
+        Ok(_) => panic!("a foreign Host was accepted"),
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("MeshPerf.test:{port}"),
+    ] {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut ws = ws_as(stream, &host).unwrap_or_else(|e| panic!("{host}: {e}"));
+        // Before auth: the protocol version and nothing else.
+        assert_eq!(text(&mut ws), json!({"type": "hello", "protocol": 1}));
+        let ok = {
+            ws.send(Message::text(
+                json!({"type": "auth", "id": 1, "token": a.token}).to_string(),
+            ))
+            .unwrap();
+            text(&mut ws)
+        };
+        assert_eq!(ok["type"], "auth_ok", "{ok}");
+        let info = &ok["info"];
+        assert_eq!(info["protocol"], 1);
+        assert!(
+            info["hostname"].is_string() && info["kernel"].is_string(),
+            "{ok}"
+        );
+        assert!(info["limits"]["max_duration_s"].is_number(), "{ok}");
+    }
+}
+
+#[test]
+fn failed_authentications_are_limited_per_address() {
+    let a = AgentProc::start_logged(&[]);
+    let src = [127, 0, 0, 7];
+    for _ in 0..5 {
+        let mut ws = ws_as(connect_from(src, a.port), &a.addr()).unwrap();
+        assert_eq!(auth(&mut ws, "not-the-token-0000")["code"], "auth_failed");
+    }
+    // Even the right token is not looked at now, from that address.
+    let mut ws = ws_as(connect_from(src, a.port), &a.addr()).unwrap();
+    let r = auth(&mut ws, &a.token);
+    assert_eq!(r["code"], "auth_blocked", "{r}");
+    let msg = r["message"].as_str().unwrap();
+    assert!(
+        msg.contains("too many failed authentications from 127.0.0.7") && msg.contains(" s more"),
+        "{msg}"
+    );
+    logged(
+        &a,
+        &[
+            "from 127.0.0.7:",
+            "5 failures from this address: refusing it for 60 s",
+        ],
+    );
+    // Other addresses are not affected.
+    ping(&mut a.connect());
+}
+
+#[test]
+fn short_tokens_are_refused_beyond_loopback_and_warned_about_on_it() {
+    let bin = env!("CARGO_BIN_EXE_meshperf");
+    let out = Command::new(bin)
+        .args(["agent", "--listen", "0.0.0.0:0", "--token", "0123456789"])
+        .env_remove("MESHPERF_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("at least 16 characters"), "{err}");
+    assert!(out.stdout.is_empty());
+    // On loopback it runs, with a warning first.
+    let mut child = Command::new(bin)
+        .args([
+            "agent",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "0123456789",
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.contains(" ready: http://127.0.0.1:"), "{line}");
+    child.kill().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(
+        err.starts_with("meshperf agent: warning: a token under 16 characters"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_controller_that_does_not_read_its_replies_is_closed_and_memory_stays_bounded() {
+    let a = AgentProc::start_logged(&[]);
+    let mut c = a.connect();
+    c.ws.get_mut()
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // 400 000 pongs are 11.6 MB. The kernel holds about 4 MB of them in the
+    // agent's socket send buffer (loopback, tcp_wmem max 4 MiB); the agent
+    // itself at most 1 MiB in the WebSocket's buffer and 4096 messages.
+    for id in 0..400_000u32 {
+        let ping = Message::text(format!(r#"{{"type":"ping","id":{id}}}"#));
+        if c.ws.write(ping).is_err() || (id % 1000 == 999 && c.ws.flush().is_err()) {
+            break; // closed by the agent
+        }
+    }
+    let _ = c.ws.flush();
+    logged(
+        &a,
+        &[
+            "session 1 closed: the controller does not read its replies (",
+            " messages, ",
+        ],
+    );
+    let peak = a.status_kib("VmHWM");
+    assert!(peak < 40 << 10, "agent peak RSS {peak} KiB");
+    ping(&mut a.connect());
+}
+
+#[test]
+fn a_peer_host_with_control_characters_cannot_forge_a_record_line() {
+    let a = AgentProc::start_logged(&[]);
+    let mut c = a.connect();
+    let forged = "evil\n2020-01-01T00:00:00.000Z session 99 opened from 6.6.6.6:1\0\r\u{1b}[2K";
+    let key = "0".repeat(32);
+    c.request(json!({
+        "type": "start", "test_id": 5, "step": 0, "kind": "tcp_rr", "params": {"count": 1},
+        "peer": {"host": forged, "port": 9, "key": key}
+    }));
+    let line = logged(
+        &a,
+        &["test 5 ", "evil\\n2020-01-01T00:00:00.000Z session 99"],
+    );
+    assert!(line.contains("6.6.6.6:1\\0\\r\\u{1b}[2K"), "{line}");
+    let log = a.log();
+    assert!(
+        !log.iter()
+            .any(|l| l.starts_with("2020-") || l.contains(['\0', '\r', '\u{1b}'])),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_head_over_16_kib_is_refused_and_pages_carry_security_headers() {
+    let a = AgentProc::start(&[]);
+    let request = |head: String| {
+        let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+        s.write_all(head.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    // 20 KB, written at once: it arrives in one read or a few.
+    let big = request(format!(
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(20_000)
+    ));
+    assert!(
+        big.starts_with("HTTP/1.1 431 "),
+        "{}",
+        &big[..big.len().min(200)]
+    );
+    let page = request("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".into());
+    let head = &page[..page.find("\r\n\r\n").unwrap()];
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    for h in [
+        "\r\nContent-Security-Policy: default-src 'none'; script-src 'self' 'wasm-unsafe-eval';",
+        "\r\nX-Frame-Options: DENY",
+        "\r\nReferrer-Policy: no-referrer",
+        "\r\nX-Content-Type-Options: nosniff",
+    ] {
+        assert!(head.contains(h), "{h:?} missing in\n{head}");
+    }
+}
