@@ -28,6 +28,14 @@ export interface StepResult {
   /** When the step was asked for (Unix seconds), and its whole time with set-up. */
   started_unix?: number;
   wall_seconds?: number;
+  /** In a matrix: the agents (indices into `agents`) that served and drove this step. */
+  pair?: Pair | null;
+}
+
+/** One ordered pair of a matrix: agent `server` served, agent `client` drove. */
+export interface Pair {
+  server: number;
+  client: number;
 }
 
 export interface RunResult {
@@ -122,7 +130,8 @@ export function pointLabel(step: StepResult, sizeText: (n: number) => string): s
 /** A short label for a stored or shown run. */
 export function runLabel(r: RunResult): string {
   const name = r.plan.name ?? r.plan.kind;
-  const hosts = r.agents.map((a) => a?.hostname ?? '?').join(' → ');
+  // A pair's agents in the order they serve and drive; a matrix's are every agent.
+  const hosts = r.agents.map((a) => a?.hostname ?? '?').join(r.steps.some((s) => s.pair) ? ', ' : ' → ');
   const when = new Date(r.created_unix * 1000).toLocaleString('sv-SE').slice(0, 16);
   return `${name} · ${hosts || 'no agents'} · ${when}`;
 }
