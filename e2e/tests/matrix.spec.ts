@@ -166,3 +166,27 @@ test('Cancel stops every running pair within a second or two, and the agents are
   await runMatrix(page);
   await expect(page.locator('[data-testid=cell][data-state=done]')).toHaveCount(6);
 });
+
+test('an agent killed mid-matrix fails its own pairs (the running one included) and the rest completes', async ({ page, mesh }) => {
+  const list = mesh.agents.map((a) => `${a.host}:${a.port}@${a.token}`).join(',');
+  await page.goto(`${mesh.agents[0].origin}/#mesh=${list}`);
+  for (let i = 0; i < 3; i++) await expect(page.getByTestId('mesh-agent').nth(i)).toHaveAttribute('data-state', 'ready');
+  await page.getByTestId('matrix-kind').selectOption('tcp_stream');
+  await page.locator('input[type=radio][value=duration]').check();
+  await page.getByTestId('duration').fill('2');
+  await page.getByTestId('matrix-run').click();
+  // C dies while one of its pairs runs.
+  await expect(page.locator('[data-testid=cell][data-state=running][data-row="2"], [data-testid=cell][data-state=running][data-col="2"]').first()).toBeVisible({ timeout: 20_000 });
+  await page.waitForTimeout(300);
+  await mesh.agents[2].stop(true);
+  await expect(page.getByTestId('matrix-status')).toHaveAttribute('data-phase', 'done', { timeout: 40_000 });
+  for (let r = 0; r < 3; r++) {
+    for (let c = 0; c < 3; c++) {
+      if (r === c) continue;
+      const dead = r === 2 || c === 2;
+      await expect(cell(page, r, c), `cell ${r},${c}`).toHaveAttribute('data-state', dead ? 'failed' : 'done');
+      if (!dead) expect(Number(await cell(page, r, c).getAttribute('data-value'))).toBeGreaterThan(0);
+    }
+  }
+  await expect(page.getByTestId('mesh-agent').nth(2)).toHaveAttribute('data-state', 'closed');
+});

@@ -1,6 +1,6 @@
 // The heatmap's colour scale: a sequential palette (viridis, perceptually
-// even and readable by the colour-blind) from the smallest figure to the
-// largest, and the text colour that stays legible on each.
+// even and readable by the colour-blind) from zero (or the smallest figure,
+// if negative) to the largest, and the text colour legible on each.
 
 const STOPS: [number, number, number][] = [
   [68, 1, 84],
