@@ -107,6 +107,11 @@ test('three agents: every ordered pair once, the heatmap equals the exported JSO
   }
   expect(bc.summary!.rtt_us!.median).toBeGreaterThan(0);
   await other.context().close();
+
+  // Connecting the pair form keeps the matrix's agents in the fragment.
+  await page.getByTestId('mode-pair').click();
+  await page.getByTestId('connect').click();
+  expect(await page.evaluate(() => location.hash)).toContain(`mesh=${mesh.agents[0].host}:${mesh.agents[0].port}@`);
 });
 
 test('an agent killed before the run fails exactly its row and column; the rest completes', async ({ page, mesh }) => {
