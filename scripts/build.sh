@@ -44,9 +44,10 @@ build_wasm() { # <out-name> <cargo feature args...>
 build_wasm meshperf_stats --no-default-features
 build_wasm meshperf_codec
 
-# 2. the parameter tables the page's form is built from (web's dev, build,
-#    check and test:unit scripts make them too, so each works on its own)
-run_phase "export_params -> web/src/lib/generated/params.ts" npm run -s params -w web
+# 2. generated from the Rust types: the parameter tables the page's form is
+#    built from, and the TypeScript declarations of the wire shapes (web's
+#    dev, build, check and test:unit scripts make them too)
+run_phase "export_params, export_ts -> web/src/lib/generated/" npm run -s params -w web
 
 # 3. web
 run_phase "npm run build -w web -> web/dist" npm run build -w web

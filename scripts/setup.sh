@@ -95,7 +95,7 @@ if [ ! -f "$npm_marker" ] || [ "$ROOT/package-lock.json" -nt "$npm_marker" ]; th
 fi
 
 # --- Debian packages for the tests: chromium (Playwright), and as root the
-# network-namespace harness's iproute2 and iptables ---------------------------
+# network-namespace harness's iproute2, iptables and dnsmasq -----------------
 missing=()
 if [ $want_test -eq 1 ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
@@ -103,6 +103,8 @@ if [ $want_test -eq 1 ]; then
         command -v ip >/dev/null || missing+=(iproute2)
         command -v tc >/dev/null || missing+=(iproute2)
         command -v iptables >/dev/null || missing+=(iptables)
+        # A real DNS server for the discovery test (tests/netns/dns.sh).
+        command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
     fi
 fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -84,6 +84,12 @@ if [ "$(id -u)" -eq 0 ]; then
     else
         failed=$((failed + 1)); log "netns: 1 failed"
     fi
+    # Discovery by DNS: a resolver with several A records for one name.
+    if phase netns-dns timeout 300 bash "$ROOT/tests/netns/dns.sh"; then
+        passed=$((passed + 1)); log "netns-dns: 1 passed"
+    else
+        failed=$((failed + 1)); log "netns-dns: 1 failed"
+    fi
 else
     log "netns: skipped (needs root to create network namespaces; CI runs as root)"
 fi

@@ -6,7 +6,7 @@
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::log::log;
 use crate::server::Replay;
-use meshperf_protocol::msg::{AgentInfo, Event, PeerAddr, Request, Role};
+use meshperf_protocol::msg::{AgentInfo, ErrorCode, Event, PeerAddr, Request, Role};
 use meshperf_protocol::params::{Kind, Limits};
 use meshperf_protocol::peer as wire;
 use std::collections::{HashMap, VecDeque};
@@ -199,7 +199,7 @@ impl Agent {
                 Ok(Message::Text(t)) => self.handle(s, t.as_str()),
                 Ok(Message::Binary(_)) => s.send(&Event::error(
                     None,
-                    "bad_request",
+                    ErrorCode::BadRequest,
                     "binary frames are not accepted from clients",
                 )),
                 Ok(_) => {} // ping/pong/close are handled by tungstenite
@@ -208,7 +208,7 @@ impl Agent {
                 Err(WsError::Capacity(e)) => {
                     s.send(&Event::error(
                         None,
-                        "too_large",
+                        ErrorCode::TooLarge,
                         format!("message refused: {e}"),
                     ));
                     s.closing = true;
@@ -287,7 +287,7 @@ impl Agent {
                     .and_then(|v| v.get("id").and_then(|i| i.as_u64()));
                 s.send(&Event::error(
                     id,
-                    "bad_request",
+                    ErrorCode::BadRequest,
                     format!("cannot understand the message: {e}"),
                 ));
                 if !s.authed {
@@ -306,7 +306,7 @@ impl Agent {
                         log!("session {} from {}: wrong token, closing", s.sid, s.from);
                         s.send(&Event::error(
                             Some(id),
-                            "auth_failed",
+                            ErrorCode::AuthFailed,
                             "authentication failed: wrong token",
                         ));
                         s.closing = true;
@@ -315,7 +315,7 @@ impl Agent {
                 _ => {
                     s.send(&Event::error(
                         None,
-                        "auth_required",
+                        ErrorCode::AuthRequired,
                         "authenticate first: send {\"type\":\"auth\",\"token\":...}",
                     ));
                     s.closing = true;
@@ -335,7 +335,7 @@ impl Agent {
                 if mine.is_empty() {
                     Event::error(
                         Some(id),
-                        "not_found",
+                        ErrorCode::NotFound,
                         format!("no running test {test_id} of this session"),
                     )
                 } else {
@@ -377,13 +377,13 @@ impl Agent {
     fn check_free(&self, test_id: u32, role: Role, kind: Kind) -> Result<(), Refusal> {
         if !self.info.capabilities.contains(&kind) {
             return Err((
-                "unsupported_kind",
+                ErrorCode::UnsupportedKind,
                 format!("this agent does not run {} tests yet", kind.name()),
             ));
         }
         if self.tests.contains_key(&(test_id, role)) {
             return Err((
-                "duplicate_test",
+                ErrorCode::DuplicateTest,
                 format!("test {test_id} is already running here"),
             ));
         }
@@ -393,7 +393,7 @@ impl Agent {
             } else {
                 "driving"
             };
-            return Err(("busy", format!("this agent is busy with test {other} ({side} side); one test runs at a time, try again when it ends")));
+            return Err((ErrorCode::Busy, format!("this agent is busy with test {other} ({side} side); one test runs at a time, try again when it ends")));
         }
         Ok(())
     }
@@ -422,7 +422,8 @@ impl Agent {
         thread: std::io::Result<JoinHandle<()>>,
         detail: String,
     ) -> Result<(), Refusal> {
-        let thread = thread.map_err(|e| ("io", format!("cannot start the test thread: {e}")))?;
+        let thread =
+            thread.map_err(|e| (ErrorCode::Io, format!("cannot start the test thread: {e}")))?;
         let what = format!(
             "session {} test {} step {} {} {}",
             ctx.sink.sid,
@@ -490,7 +491,7 @@ impl Agent {
         self.check_free(test_id, Role::Client, kind)?;
         if wire::parse_key(&peer.key).is_none() {
             return Err((
-                "bad_request",
+                ErrorCode::BadRequest,
                 "peer.key must be the 32 hex digits from prepared".into(),
             ));
         }
@@ -502,7 +503,7 @@ impl Agent {
 }
 
 /// A refused prepare or start: on the agent's record, and the error reply.
-fn refused(sid: u64, id: u64, test_id: u32, kind: Kind, code: &str, msg: String) -> Event {
+fn refused(sid: u64, id: u64, test_id: u32, kind: Kind, code: ErrorCode, msg: String) -> Event {
     log!(
         "session {sid} test {test_id} {} refused: {msg}",
         kind.name()

@@ -341,6 +341,141 @@ fn a_closed_controller_cancels_its_test_and_a_wrong_key_is_refused() {
     }
 }
 
+/// A stranger on a prepared test's data port (issue 10, finding 2): it
+/// connects, sends `{` and then one more byte every 1.5 s, never a whole
+/// line, until dropped or until the agent closes on it.
+struct Dripper {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Dripper {
+    fn start(port: u64) -> Dripper {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let mut s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        s.write_all(b"{").unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut next = Instant::now() + Duration::from_millis(1500);
+            while !flag.load(Ordering::Relaxed) {
+                if Instant::now() >= next {
+                    next += Duration::from_millis(1500);
+                    if s.write_all(b" ").is_err() {
+                        return;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Dripper {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Dripper {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.thread.take().map(|t| t.join());
+    }
+}
+
+#[test]
+fn strangers_on_the_data_port_neither_stall_the_peer_nor_delay_cancel() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    // The real peer runs its test while strangers hold the data port: a slow
+    // dripper, one that sends nothing, one that sends a line longer than
+    // any control line without a newline, one with a wrong key.
+    for (id, kind, params) in [
+        (91, "tcp_stream", json!({"msg_bytes": 1024, "count": 5})),
+        (92, "udp_rr", json!({"count": 5})),
+    ] {
+        let prep = ca.request(
+            json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
+        );
+        assert_eq!(prep["type"], "prepared", "{prep}");
+        let port = prep["port"].as_u64().unwrap();
+        let _drip = Dripper::start(port);
+        let _silent = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        let mut long = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        let _ = long.write_all(&vec![b'{'; 70_000]);
+        let mut wrong = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        let hello = json!({"key": "00".repeat(16), "kind": kind});
+        wrong.write_all(format!("{hello}\n").as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let t0 = Instant::now();
+        let start = cb.request(
+            json!({"type": "start", "test_id": id, "step": 0, "kind": kind,
+            "params": params, "peer": {"host": "127.0.0.1", "port": port, "key": prep["key"]}}),
+        );
+        assert_eq!(start["type"], "started", "{start}");
+        let (end_b, end_a) = (cb.wait_end(id), ca.wait_end(id));
+        assert_eq!(end_b["type"], "result", "{kind}: {end_b}");
+        assert_eq!(end_a["type"], "result", "{kind}: {end_a}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "{kind}: the peer waited {:?} behind the strangers",
+            t0.elapsed()
+        );
+        // The wrong key was told so.
+        let mut reply = String::new();
+        wrong
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let _ = wrong.read_to_string(&mut reply);
+        assert!(reply.contains("bad_key"), "{reply:?}");
+    }
+    // A cancel of a prepared test with a stranger attached takes effect at
+    // once: acknowledged, the side ended, the agent free for the next test.
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 93, "step": 0, "kind": "tcp_stream", "params": {"count": 1}}),
+    );
+    let _drip = Dripper::start(prep["port"].as_u64().unwrap());
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let r = ca.request(json!({"type": "cancel", "test_id": 93}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let end = ca.wait_end(93);
+    assert_eq!(end["code"], "cancelled", "{end}");
+    let next = ca.request(
+        json!({"type": "prepare", "test_id": 94, "step": 0, "kind": "tcp_stream", "params": {"count": 1}}),
+    );
+    assert_eq!(next["type"], "prepared", "{next}");
+    assert!(
+        t0.elapsed() < Duration::from_millis(200),
+        "cancel took {:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn a_stranger_cannot_stretch_the_accept_window_and_the_error_says_why() {
+    let a = AgentProc::start(&[]);
+    let mut ca = a.connect();
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 95, "step": 0, "kind": "tcp_stream", "params": {"count": 1}}),
+    );
+    let t0 = Instant::now();
+    let _drip = Dripper::start(prep["port"].as_u64().unwrap());
+    let end = ca.wait_end(95);
+    let took = t0.elapsed();
+    assert_eq!(end["code"], "peer_timeout", "{end}");
+    // The 10 s window is a hard bound, whatever the stranger does.
+    assert!(
+        took > Duration::from_secs(9) && took < Duration::from_millis(10_500),
+        "ended after {took:?}"
+    );
+    let msg = end["message"].as_str().unwrap();
+    assert!(
+        msg.contains("no peer presented the test's key within 10 s")
+            && msg.contains("1 connection from 127.0.0.1"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn next_step_is_never_busy_right_after_results() {
     // One agent plays both ends through two sessions; each prepare follows

@@ -950,3 +950,95 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
     }
     assert!(text(&o.stdout).lines().any(|l| l.trim_start().starts_with("E ") && l.contains("FAILED")));
 }
+
+/// Ctrl-C (issue 15 item 5): the run stops at once, says where it stood,
+/// prints and writes what was measured (the step cut short is cancelled on
+/// its agents and left out) and exits 130; the agents are free right after.
+#[test]
+fn ctrl_c_keeps_what_was_measured_and_exits_130() {
+    let a = AgentProc::start(&[]);
+    let b = AgentProc::start(&[]);
+    let json = tmp("interrupted.json");
+    let (ua, ub) = (url(&a), url(&b));
+    let child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args(["run", "--agent", &ua, "--agent", &ub, "--kind", "tcp_stream"])
+        .args(["--set", "duration_s=0.4", "--repeat", "20", "--quiet"])
+        .args(["--json", json.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill(2) on the child's pid, which has not been reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed().as_secs_f64() < 2.0, "took {:?} to stop", t0.elapsed());
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let n = r.steps.len();
+    assert!((1..20).contains(&n), "{n} steps kept");
+    assert!(r.steps.iter().all(|s| s.error.is_none() && s.summary["bytes"].as_u64() > Some(0)));
+    assert!(err.contains(&format!("interrupted after {n} of 20 steps")), "{err}");
+    assert!(err.contains("what was measured is in --json"), "{err}");
+    assert!(!err.contains("test cancelled; test cancelled"), "{err}");
+    // stdout: one record per measured step, then the link to them.
+    let out = text(&o.stdout);
+    assert_eq!(out.lines().count(), n + 1, "{out}");
+    let link = out.lines().last().unwrap().split("#r=").nth(1).unwrap().to_string();
+    assert_eq!(permalink::decode(&link).unwrap().steps.len(), n);
+    let (_, ok) = run_ok(&a, &b, &["--kind", "tcp_rr", "--set", "count=100", "--quiet"]);
+    assert!(ok.steps[0].error.is_none());
+}
+
+/// Issue 15 item 3: a udp_stream step's seed record is printed once, not
+/// once per side (both sides' summaries carry the same udp_bw_mon line).
+#[test]
+fn a_udp_stream_record_is_printed_once() {
+    let a = AgentProc::start(&[]);
+    let b = AgentProc::start(&[]);
+    let (out, r) = run_ok(&a, &b, &["--kind", "udp_stream", "--set", "count=500", "--set", "wait_us=20"]);
+    let line = r.steps[0].summary["line"].as_str().unwrap().to_string();
+    assert_eq!(r.steps[0].sides.client.as_ref().unwrap()["line"], r.steps[0].sides.server.as_ref().unwrap()["line"]);
+    assert_eq!(out.lines().filter(|l| *l == line).count(), 1, "{out}");
+}
+
+/// Issue 15 item 4: `-H` names which mean it prints: the mean of all the
+/// samples (udp_req_timo's statistics are of the samples, as the summary's
+/// rtt_us.mean) and the mean of the samples inside the bins.
+#[test]
+fn histogram_heads_name_the_mean_of_all_samples_and_of_the_binned_ones() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (out, r) = run_ok(
+        &a,
+        &b,
+        &["--kind", "udp_rr", "--set", "count=500", "-H", "--bin-us", "1", "--low-us", "0", "--bins", "25"],
+    );
+    let head: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Hist "))
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let after = |name: &str| head[head.iter().position(|w| *w == name).unwrap() + 1];
+    let all: f64 = after("mean").parse().unwrap();
+    let want = r.steps[0].summary["rtt_us"]["mean"].as_f64().unwrap();
+    assert!((all - want).abs() < 0.002, "{all} vs the summary's {want}: {head:?}");
+    assert_eq!(after("(all"), "500", "{head:?}");
+    let counted: u64 = after("counts").parse().unwrap();
+    let overflows: u64 = after("overflows").parse().unwrap();
+    assert_eq!(counted + overflows + after("underflows").parse::<u64>().unwrap(), 500);
+    match after("binned_mean") {
+        "-" => assert_eq!(counted, 0),
+        m => {
+            let m: f64 = m.parse().unwrap();
+            assert!((0.0..25.0).contains(&m), "{m}");
+            // Samples past the bins are all larger: the binned mean is lower.
+            if overflows > 0 {
+                assert!(m < all, "{m} vs {all}");
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Page } from '@playwright/test';
-import { meshTest as test, expect } from '../agents';
+import { meshTest as test, expect, type Mesh } from '../agents';
 
 const shot = (name: string) => fileURLToPath(new URL(`../screenshots/${name}.png`, import.meta.url));
 const COUNT = 300;
@@ -22,6 +22,23 @@ async function runMatrix(page: Page) {
   await page.getByTestId('count').fill(String(COUNT));
   await page.getByTestId('matrix-run').click();
   await expect(page.getByTestId('matrix-status')).toHaveAttribute('data-phase', 'done', { timeout: 45_000 });
+}
+
+/** Opens the page with the fragment's mesh= list (it opens in Matrix mode and connects) and waits for every agent. */
+async function openMesh(page: Page, mesh: Mesh) {
+  const list = mesh.agents.map((a) => `${a.host}:${a.port}@${a.token}`).join(',');
+  await page.goto(`${mesh.agents[0].origin}/#mesh=${list}`);
+  const rows = page.getByTestId('mesh-agent');
+  await expect(rows).toHaveCount(mesh.agents.length);
+  for (let i = 0; i < mesh.agents.length; i++) await expect(rows.nth(i)).toHaveAttribute('data-state', 'ready');
+}
+
+/** Starts a tcp_stream matrix of `seconds` per pair. */
+async function startStreams(page: Page, seconds: number) {
+  await page.getByTestId('matrix-kind').selectOption('tcp_stream');
+  await page.locator('input[type=radio][value=duration]').check();
+  await page.getByTestId('duration').fill(String(seconds));
+  await page.getByTestId('matrix-run').click();
 }
 
 const cells = (page: Page) => page.getByTestId('heatmap').getByTestId('cell');
@@ -115,12 +132,8 @@ test('three agents: every ordered pair once, the heatmap equals the exported JSO
 });
 
 test('an agent killed before the run fails exactly its row and column; the rest completes', async ({ page, mesh }) => {
-  // The fragment's mesh= list: the page opens in Matrix mode and connects.
-  const list = mesh.agents.map((a) => `${a.host}:${a.port}@${a.token}`).join(',');
-  await page.goto(`${mesh.agents[0].origin}/#mesh=${list}`);
+  await openMesh(page, mesh);
   const rows = page.getByTestId('mesh-agent');
-  await expect(rows).toHaveCount(3);
-  for (let i = 0; i < 3; i++) await expect(rows.nth(i)).toHaveAttribute('data-state', 'ready');
 
   await mesh.agents[2].stop(true);
   await expect(rows.nth(2)).toHaveAttribute('data-state', 'closed');
@@ -145,13 +158,8 @@ test('an agent killed before the run fails exactly its row and column; the rest 
 });
 
 test('Cancel stops every running pair within a second or two, and the agents are free for the next matrix', async ({ page, mesh }) => {
-  const list = mesh.agents.map((a) => `${a.host}:${a.port}@${a.token}`).join(',');
-  await page.goto(`${mesh.agents[0].origin}/#mesh=${list}`);
-  for (let i = 0; i < 3; i++) await expect(page.getByTestId('mesh-agent').nth(i)).toHaveAttribute('data-state', 'ready');
-  await page.getByTestId('matrix-kind').selectOption('tcp_stream');
-  await page.locator('input[type=radio][value=duration]').check();
-  await page.getByTestId('duration').fill('20');
-  await page.getByTestId('matrix-run').click();
+  await openMesh(page, mesh);
+  await startStreams(page, 20);
   const running = page.locator('[data-testid=cell][data-state=running]');
   await expect(running.first()).toBeVisible();
   await expect(page.getByTestId('matrix-running')).toContainText('→');
@@ -173,13 +181,8 @@ test('Cancel stops every running pair within a second or two, and the agents are
 });
 
 test('an agent killed mid-matrix fails its own pairs (the running one included) and the rest completes', async ({ page, mesh }) => {
-  const list = mesh.agents.map((a) => `${a.host}:${a.port}@${a.token}`).join(',');
-  await page.goto(`${mesh.agents[0].origin}/#mesh=${list}`);
-  for (let i = 0; i < 3; i++) await expect(page.getByTestId('mesh-agent').nth(i)).toHaveAttribute('data-state', 'ready');
-  await page.getByTestId('matrix-kind').selectOption('tcp_stream');
-  await page.locator('input[type=radio][value=duration]').check();
-  await page.getByTestId('duration').fill('2');
-  await page.getByTestId('matrix-run').click();
+  await openMesh(page, mesh);
+  await startStreams(page, 2);
   // C dies while one of its pairs runs.
   await expect(page.locator('[data-testid=cell][data-state=running][data-row="2"], [data-testid=cell][data-state=running][data-col="2"]').first()).toBeVisible({ timeout: 20_000 });
   await page.waitForTimeout(300);

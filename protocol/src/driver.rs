@@ -27,6 +27,7 @@ use serde_json::Value;
 use std::net::IpAddr;
 
 /// What the driver needs to know of an agent.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentRef {
     /// How messages name the agent: "agent 127.0.0.1:7800".
@@ -85,6 +86,7 @@ impl Placement {
 }
 
 /// A request for one agent. `id` is 0: the connection numbers its requests.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outgoing {
     pub agent: usize,

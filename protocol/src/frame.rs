@@ -29,6 +29,7 @@ pub const HEADER_LEN: usize = 24;
 pub const SERVER_BIT: u8 = 0x80;
 
 /// What the values of a frame are.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]

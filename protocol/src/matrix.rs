@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One test of a round: agent `server` serves, agent `client` drives.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Pair {
     pub server: usize,
@@ -71,6 +72,7 @@ pub fn serial(n: usize) -> Vec<Vec<Pair>> {
 }
 
 /// Which figure a matrix shows per cell.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
@@ -132,7 +134,11 @@ impl Metric {
         if step.error.is_some() {
             return None;
         }
-        let s = &step.summary;
+        self.of_summary(&step.summary)
+    }
+
+    /// The figure from a side's summary.
+    pub fn of_summary(self, s: &Value) -> Option<f64> {
         let num = |v: &Value| v.as_f64();
         match self {
             Metric::Gbps => num(&s["bits_per_second"])
@@ -144,6 +150,24 @@ impl Metric {
                 let sent = num(&s["sent"])?;
                 (sent > 0.0).then(|| num(&s["lost"]).unwrap_or(0.0) / sent * 100.0)
             }
+        }
+    }
+}
+
+/// The one figure a side's summary is known by (the agent's record of a
+/// test, the mean over repetitions): name, value, unit.
+pub fn headline(kind: Kind, summary: &Value) -> Option<(&'static str, f64, &'static str)> {
+    match kind {
+        Kind::TcpStream | Kind::UnixStream => {
+            Some(("throughput", Metric::Gbps.of_summary(summary)?, "Gbit/s"))
+        }
+        Kind::UdpStream => Some((
+            "receive rate",
+            summary["recv_bits_per_second"].as_f64()? / 1e6,
+            "Mbit/s",
+        )),
+        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => {
+            Some(("median RTT", Metric::RttP50.of_summary(summary)?, "us"))
         }
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Messages from a controller (page or `meshperf run`) to an agent.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
@@ -38,6 +39,7 @@ pub enum Request {
 }
 
 /// Where the driving agent finds the serving agent's data listener.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerAddr {
     /// Host name or address of the serving agent, as the controller reached it.
@@ -49,6 +51,7 @@ pub struct PeerAddr {
 }
 
 /// Which end of a test an agent plays.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -76,6 +79,7 @@ impl Role {
 }
 
 /// What an agent tells about itself in `hello`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentInfo {
     pub protocol: u32,
@@ -89,6 +93,7 @@ pub struct AgentInfo {
 }
 
 /// Messages from an agent to its controller.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -136,20 +141,149 @@ pub enum Event {
         id: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         test_id: Option<u32>,
-        code: String,
+        code: ErrorCode,
         message: String,
     },
 }
 
 impl Event {
     /// An error reply to request `id`.
-    pub fn error(id: Option<u64>, code: &str, message: impl Into<String>) -> Event {
+    pub fn error(id: Option<u64>, code: ErrorCode, message: impl Into<String>) -> Event {
         Event::Error {
             id,
             test_id: None,
-            code: code.to_string(),
+            code,
             message: message.into(),
         }
+    }
+}
+
+/// What went wrong, as the `code` of an [`Event::Error`] (and of a refused
+/// agent-to-agent control line, [`crate::peer::PeerReply`]). The wire
+/// strings are a public interface (the page and scripts match on them):
+/// snake_case of the variant, listed in docs/protocol.md.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The token in `auth` is wrong; the agent closes the socket.
+    AuthFailed,
+    /// A request came before `auth`; the agent closes the socket.
+    AuthRequired,
+    /// The message is not a request this agent understands (bad JSON, an
+    /// unknown `type`, a malformed field such as `peer.key`).
+    BadRequest,
+    /// A test parameter cannot be used here (out of range, above the
+    /// agent's limits, an address not on this host, a socket option the
+    /// kernel refused).
+    BadParams,
+    /// This agent does not run tests of that kind.
+    UnsupportedKind,
+    /// Another test is running here; one test runs at a time.
+    Busy,
+    /// A test with this id is already running here.
+    DuplicateTest,
+    /// `cancel` named no test of this session.
+    NotFound,
+    /// A message larger than the agent accepts.
+    TooLarge,
+    /// A system call failed (a listener, a socket, a thread).
+    Io,
+    /// The driving agent cannot reach the serving agent.
+    Unreachable,
+    /// The serving agent refused the driving agent's control line.
+    PeerRefused,
+    /// The other agent did not do its part in time.
+    PeerTimeout,
+    /// The other agent went away before the end of the test.
+    PeerGone,
+    /// The other agent sent something that does not follow the protocol.
+    Protocol,
+    /// A data connection failed mid-test.
+    StreamFailed,
+    /// A receiver got fewer bytes than the test's count.
+    ShortTransfer,
+    /// The peer sent nothing for too long mid-test.
+    Stalled,
+    /// A test ended without a single sample.
+    NoSamples,
+    /// The test was cancelled (by its controller or because it went away).
+    Cancelled,
+    /// The session key belongs to a test of another kind.
+    KindMismatch,
+    /// Agent to agent: the session key is unknown or already spent.
+    BadKey,
+    /// A bug in the agent: the message says where.
+    Internal,
+    /// A code this build does not know (from a newer agent, or a
+    /// controller's own transport error): read, never sent by this agent.
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: [ErrorCode; 23] = [
+        ErrorCode::AuthFailed,
+        ErrorCode::AuthRequired,
+        ErrorCode::BadRequest,
+        ErrorCode::BadParams,
+        ErrorCode::UnsupportedKind,
+        ErrorCode::Busy,
+        ErrorCode::DuplicateTest,
+        ErrorCode::NotFound,
+        ErrorCode::TooLarge,
+        ErrorCode::Io,
+        ErrorCode::Unreachable,
+        ErrorCode::PeerRefused,
+        ErrorCode::PeerTimeout,
+        ErrorCode::PeerGone,
+        ErrorCode::Protocol,
+        ErrorCode::StreamFailed,
+        ErrorCode::ShortTransfer,
+        ErrorCode::Stalled,
+        ErrorCode::NoSamples,
+        ErrorCode::Cancelled,
+        ErrorCode::KindMismatch,
+        ErrorCode::BadKey,
+        ErrorCode::Internal,
+    ];
+
+    /// The snake_case string on the wire (as serde writes it).
+    pub fn name(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            AuthFailed => "auth_failed",
+            AuthRequired => "auth_required",
+            BadRequest => "bad_request",
+            BadParams => "bad_params",
+            UnsupportedKind => "unsupported_kind",
+            Busy => "busy",
+            DuplicateTest => "duplicate_test",
+            NotFound => "not_found",
+            TooLarge => "too_large",
+            Io => "io",
+            Unreachable => "unreachable",
+            PeerRefused => "peer_refused",
+            PeerTimeout => "peer_timeout",
+            PeerGone => "peer_gone",
+            Protocol => "protocol",
+            StreamFailed => "stream_failed",
+            ShortTransfer => "short_transfer",
+            Stalled => "stalled",
+            NoSamples => "no_samples",
+            Cancelled => "cancelled",
+            KindMismatch => "kind_mismatch",
+            BadKey => "bad_key",
+            Internal => "internal",
+            Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -174,8 +308,12 @@ mod tests {
                 ..
             }
         ));
-        let e = serde_json::to_value(Event::error(Some(2), "bad_params", "msg_bytes: too big"))
-            .unwrap();
+        let e = serde_json::to_value(Event::error(
+            Some(2),
+            ErrorCode::BadParams,
+            "msg_bytes: too big",
+        ))
+        .unwrap();
         assert_eq!(
             e,
             json!({"type": "error", "id": 2, "code": "bad_params", "message": "msg_bytes: too big"})
@@ -183,5 +321,56 @@ mod tests {
         assert!(
             serde_json::from_value::<Request>(json!({"type": "launch_missiles", "id": 1})).is_err()
         );
+    }
+
+    /// Every code is written as its documented string and read back; the
+    /// list in docs/protocol.md names every one of them.
+    #[test]
+    fn error_codes_round_trip_to_their_documented_strings() {
+        let documented = [
+            "auth_failed",
+            "auth_required",
+            "bad_request",
+            "bad_params",
+            "unsupported_kind",
+            "busy",
+            "duplicate_test",
+            "not_found",
+            "too_large",
+            "io",
+            "unreachable",
+            "peer_refused",
+            "peer_timeout",
+            "peer_gone",
+            "protocol",
+            "stream_failed",
+            "short_transfer",
+            "stalled",
+            "no_samples",
+            "cancelled",
+            "kind_mismatch",
+            "bad_key",
+            "internal",
+        ];
+        assert_eq!(documented.len(), ErrorCode::ALL.len());
+        let doc = include_str!("../../docs/protocol.md");
+        for (code, name) in ErrorCode::ALL.into_iter().zip(documented) {
+            assert_eq!(serde_json::to_value(code).unwrap(), json!(name));
+            assert_eq!(code.name(), name);
+            assert_eq!(code.to_string(), name);
+            let back: ErrorCode = serde_json::from_value(json!(name)).unwrap();
+            assert_eq!(back, code);
+            assert!(
+                doc.contains(&format!("`{name}`")),
+                "docs/protocol.md lacks {name}"
+            );
+        }
+        // Codes are case-sensitive; one this build does not know (from a
+        // newer agent) is read as Unknown, so a controller still sees the
+        // error and its message instead of dropping the event.
+        for other in ["Busy", "brand_new_code"] {
+            let back: ErrorCode = serde_json::from_value(json!(other)).unwrap();
+            assert_eq!(back, ErrorCode::Unknown);
+        }
     }
 }

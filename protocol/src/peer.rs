@@ -1,7 +1,7 @@
 //! The agent-to-agent exchange on a serving agent's data port.
 //!
 //! 1. The driving agent opens a TCP *control* connection and sends one JSON
-//!    line, [`PeerHello`], with the one-time session key and the parameters.
+//!    line, [`PeerHello`], with the one-time session key and the test kind.
 //! 2. The serving agent answers one JSON line, [`PeerReply`]; on `ok` it
 //!    accepts data connections for this test until the test ends.
 //! 3. Each data connection starts with a 20-byte preamble: the 16-byte key
@@ -9,10 +9,19 @@
 //! 4. When the driving side is done it sends [`PeerDone`] on the control
 //!    connection; the serving side answers its own `PeerDone` after its side
 //!    has finished, then both close.
+//!
+//! The UDP tests use the control connection instead of data connections:
+//! the serving agent sends [`UdpSetup`], the driving agent says hello over
+//! UDP until [`UdpBound`] comes back, then each kind exchanges its own
+//! lines ([`UdpStreamSenderLine`] and [`UdpStreamReceiverLine`],
+//! [`UdpRrRequesterLine`] and [`UdpRrResponderLine`]). Every line is one
+//! JSON object and a newline, at most [`MAX_LINE`] bytes.
 
+use crate::msg::ErrorCode;
 use crate::params::Kind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::net::SocketAddr;
 
 /// Key length in bytes (128 bits).
 pub const KEY_LEN: usize = 16;
@@ -22,11 +31,14 @@ pub const PREAMBLE_LEN: usize = KEY_LEN + 4;
 pub const MAX_LINE: usize = 64 * 1024;
 
 /// First line on the control connection, driving agent to serving agent.
+/// It carries no parameters: the serving agent runs the test with those it
+/// validated in `prepare`, whatever the driving agent thinks they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeerHello {
+    /// The one-time session key from `prepared` (32 hex digits).
     pub key: String,
+    /// The kind the driving agent was asked to start (must be the prepared one).
     pub kind: Kind,
-    pub params: Value,
 }
 
 /// The serving agent's answer to [`PeerHello`].
@@ -34,7 +46,7 @@ pub struct PeerHello {
 pub struct PeerReply {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
+    pub code: Option<ErrorCode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -44,6 +56,87 @@ pub struct PeerReply {
 pub struct PeerDone {
     pub done: bool,
     pub bytes: u64,
+}
+
+/// UDP tests, serving agent to driving agent, right after an `ok`
+/// [`PeerReply`]: the UDP port to say hello to and the token the hello
+/// carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpSetup {
+    pub udp_port: u16,
+    /// The test's 64-bit token, 16 hex digits.
+    pub token: String,
+}
+
+impl UdpSetup {
+    pub fn new(udp_port: u16, token: u64) -> UdpSetup {
+        UdpSetup {
+            udp_port,
+            token: format!("{token:016x}"),
+        }
+    }
+
+    /// The token as a number; `None` if it is not hex.
+    pub fn token(&self) -> Option<u64> {
+        u64::from_str_radix(&self.token, 16).ok()
+    }
+}
+
+/// UDP tests, serving agent to driving agent: the hello arrived, and from
+/// now on the serving agent talks only to `bound` (the driving agent's UDP
+/// address as the serving agent sees it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpBound {
+    pub bound: SocketAddr,
+}
+
+/// `udp_stream`: lines from the sending agent to the receiving agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum UdpStreamSenderLine {
+    /// The burst is about to start: the receiver starts its clock and
+    /// answers [`UdpStreamReceiverLine::Zeroed`].
+    Zero,
+    /// The burst is over: the sender's figures (`sent` and the send-side
+    /// summary keys).
+    Stats { send: Value },
+}
+
+/// `udp_stream`: lines from the receiving agent to the sending agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum UdpStreamReceiverLine {
+    /// The receiver's clock runs; send.
+    Zeroed,
+    /// The receiver's figures and the summary it built from both sides'.
+    Stats { summary: Value, receive: Value },
+}
+
+/// `udp_rr`: the requesting (driving) agent is done; `sent` requests went out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum UdpRrRequesterLine {
+    Done { sent: u64 },
+}
+
+/// `udp_rr`: the responding agent's answer to `done`, with its counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum UdpRrResponderLine {
+    Done { server: UdpRrServerCounts },
+}
+
+/// What the responding agent of a `udp_rr` counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpRrServerCounts {
+    /// Requests of this test from the bound peer.
+    pub received: u64,
+    /// Replies sent.
+    pub replied: u64,
+    /// Datagrams from the bound peer that were not requests of this test.
+    pub bad: u64,
+    /// Datagrams from anyone else (never answered).
+    pub foreign: u64,
 }
 
 /// Lower-case hex of a key.
@@ -81,5 +174,71 @@ mod tests {
         assert_eq!(parse_key(&key_hex(&k)), Some(k));
         assert_eq!(parse_key("zz"), None);
         assert_eq!(parse_key(&"g".repeat(32)), None);
+    }
+
+    /// The lines keep the bytes agents of the previous version sent.
+    #[test]
+    fn agent_to_agent_lines_keep_their_wire_shape() {
+        use serde_json::{json, to_value};
+        let hello = PeerHello {
+            key: "ab".repeat(16),
+            kind: Kind::UdpRr,
+        };
+        assert_eq!(
+            to_value(&hello).unwrap(),
+            json!({"key": "ab".repeat(16), "kind": "udp_rr"})
+        );
+        // An older driving agent still sends its parameters: ignored.
+        let old: PeerHello = serde_json::from_value(
+            json!({"key": "ab".repeat(16), "kind": "udp_rr", "params": {"count": 5}}),
+        )
+        .unwrap();
+        assert_eq!(old, hello);
+        let setup = UdpSetup::new(5201, 0x0123_4567_89ab_cdef);
+        assert_eq!(
+            to_value(&setup).unwrap(),
+            json!({"udp_port": 5201, "token": "0123456789abcdef"})
+        );
+        assert_eq!(setup.token(), Some(0x0123_4567_89ab_cdef));
+        let bound = UdpBound {
+            bound: "[::1]:4000".parse().unwrap(),
+        };
+        assert_eq!(to_value(&bound).unwrap(), json!({"bound": "[::1]:4000"}));
+        assert_eq!(
+            to_value(UdpStreamSenderLine::Zero).unwrap(),
+            json!({"op": "zero"})
+        );
+        assert_eq!(
+            to_value(UdpStreamReceiverLine::Zeroed).unwrap(),
+            json!({"op": "zeroed"})
+        );
+        let send = json!({"sent": 10});
+        assert_eq!(
+            to_value(UdpStreamSenderLine::Stats { send: send.clone() }).unwrap(),
+            json!({"op": "stats", "send": send})
+        );
+        assert_eq!(
+            to_value(UdpRrRequesterLine::Done { sent: 7 }).unwrap(),
+            json!({"op": "done", "sent": 7})
+        );
+        let server = UdpRrServerCounts {
+            received: 7,
+            replied: 7,
+            bad: 0,
+            foreign: 1,
+        };
+        assert_eq!(
+            to_value(UdpRrResponderLine::Done { server }).unwrap(),
+            json!({"op": "done", "server": {"received": 7, "replied": 7, "bad": 0, "foreign": 1}})
+        );
+        let reply = PeerReply {
+            ok: false,
+            code: Some(ErrorCode::BadKey),
+            message: Some("unknown or spent session key".into()),
+        };
+        assert_eq!(
+            to_value(&reply).unwrap(),
+            json!({"ok": false, "code": "bad_key", "message": "unknown or spent session key"})
+        );
     }
 }

@@ -28,6 +28,7 @@ use thiserror::Error;
 pub const MAX_STEPS: usize = 10_000;
 
 /// A plan as written in a plan file or built by the web app.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub kind: Kind,
@@ -51,6 +52,7 @@ pub struct Plan {
 
 /// Histogram bins of a plan, as udp_req_timo's `-b` (width) and `-m` (low
 /// limit), in us; they apply to round-trip and inter-packet times.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HistSpec {
     pub bin_us: f64,
@@ -63,6 +65,7 @@ fn one() -> u32 {
 }
 
 /// Where a step's two ends talk over.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
@@ -93,6 +96,7 @@ impl Transport {
 }
 
 /// One step of an expanded plan.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub index: usize,
@@ -299,7 +303,7 @@ impl Plan {
                         params.insert(n.to_string(), x.clone());
                     }
                 } else if name == "transport" {
-                    // By name, not serde: keeps the wasm build free of enum deserialisers.
+                    // A sweep value is a JSON value: read the transport by name.
                     transport = v.as_str().and_then(Transport::from_name).ok_or_else(|| {
                         axis_err(
                             "transport",

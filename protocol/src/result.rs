@@ -29,6 +29,7 @@ pub const FORMAT: &str = "meshperf-result";
 pub const VERSION: u32 = 1;
 
 /// A whole run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub format: String,
@@ -48,6 +49,7 @@ pub struct RunResult {
 }
 
 /// The outcome of one step.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepResult {
     pub index: usize,
@@ -92,6 +94,7 @@ fn tcp() -> Transport {
 }
 
 /// Both sides' own summaries.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +104,7 @@ pub struct Sides {
 }
 
 /// One raw sample series.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
     pub role: Role,
@@ -113,6 +117,7 @@ pub struct Series {
 /// A fixed-width histogram of one raw series, in the series' own unit (ns
 /// for `*_ns` kinds): bin `i` covers `[low + i*bin_width, low + (i+1)*bin_width)`
 /// and the bins span every value (no underflow or overflow).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesHistogram {
     pub role: Role,

@@ -3,7 +3,11 @@
 //! per batch; long-lived samples live in a [`SampleSet`] handle so they are
 //! copied into wasm memory once. Errors throw a JS `Error` whose message is
 //! the [`StatsError`] text. Object keys are the JS contract (snake_case, the
-//! DESIGN.md summary keys) and never change meaning.
+//! DESIGN.md summary keys) and never change meaning. Only what JS calls is
+//! bound (the page through web/src/lib/stats.ts; `SampleSet` also by the
+//! wasm benchmark, bench/wasm/): UDP analysis, rate series, x/y decimation
+//! and `check_times` serve native callers and tests, and every binding is
+//! code each page load pays for.
 
 use js_sys::{Float64Array, Object, Reflect, Uint32Array};
 use wasm_bindgen::prelude::*;
@@ -13,7 +17,6 @@ use crate::fit::{self, Confidence, LineFit};
 use crate::hist::{self, Histogram, Upper};
 use crate::series::{self, MinMax};
 use crate::stats::Summary;
-use crate::udp::{self, UdpAnalysis};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
@@ -29,10 +32,6 @@ export interface MinMaxResult { x: Float64Array; min: Float64Array; max: Float64
 export interface LineFitResult { n: number; slope: number; intercept: number; r2: number; }
 export interface ConfidenceResult { n: number; mean: number; sd: number; half_width: number;
   low: number; high: number; }
-export interface UdpAnalysisResult { packets: number; expected: number; received: number;
-  lost: number; out_of_order: number; duplicates: number; out_of_range: number;
-  recv_seconds: number; interarrival_us: Summary | null; jitter_us: number | null; }
-export interface RateSeries { seconds: Float64Array; bits_per_second: Float64Array; }
 "#;
 
 fn js_err(e: StatsError) -> JsError {
@@ -83,12 +82,6 @@ fn upper(high: Option<f64>) -> Upper {
 #[wasm_bindgen]
 pub fn version() -> String {
     crate::VERSION.to_string()
-}
-
-/// Throws unless every value is a finite number >= 0 (use for times, sizes).
-#[wasm_bindgen]
-pub fn check_times(values: &[f64]) -> Result<(), JsError> {
-    crate::error::check_times(values).map_err(js_err)
 }
 
 /// Summary statistics of `values` (Float64Array, finite, at least one):
@@ -147,13 +140,12 @@ pub fn decimate(y: &[f64], max_points: usize) -> Result<Object, JsError> {
         .map_err(js_err)
 }
 
-/// Like `decimate` but `x` (same length as `y`) gives each sample's x value;
-/// the result's x is the x of each bucket's first sample.
-#[wasm_bindgen(unchecked_return_type = "MinMaxResult")]
-pub fn decimate_xy(x: &[f64], y: &[f64], max_points: usize) -> Result<Object, JsError> {
-    series::decimate_minmax(Some(x), y, max_points)
-        .map(|m| minmax_obj(&m))
-        .map_err(js_err)
+/// Bits per second per interval from bytes per `interval_ms` interval, the
+/// last one scaled to the time it covered when the side's `seconds` is given
+/// (`series::rate_series`); a Float64Array.
+#[wasm_bindgen]
+pub fn rate_series(bytes: &[f64], interval_ms: f64, seconds: Option<f64>) -> Result<Vec<f64>, JsError> {
+    series::rate_series(bytes, interval_ms, seconds).map_err(js_err)
 }
 
 /// Least-squares line y = intercept + slope * x: {n, slope, intercept, r2}.
@@ -198,67 +190,6 @@ pub fn confidence(values: &[f64]) -> Result<Object, JsError> {
         set(&o, k, v.into());
     }
     Ok(o)
-}
-
-/// UDP receive analysis. `seq` and `arrival_ns` are BigUint64Arrays in
-/// receive order (arrival times must not decrease); `sent` is the sender's
-/// packet count (a number) or undefined to use max(seq)+1; `send_ns` is an
-/// optional BigUint64Array of send times, needed for `jitter_us`. Returns
-/// {packets, expected, received, lost, out_of_order, duplicates, out_of_range,
-/// recv_seconds, interarrival_us: Summary | null, jitter_us: number | null}.
-#[wasm_bindgen(unchecked_return_type = "UdpAnalysisResult")]
-pub fn udp_analysis(
-    seq: &[u64],
-    arrival_ns: &[u64],
-    sent: Option<f64>,
-    send_ns: Option<Vec<u64>>,
-) -> Result<Object, JsError> {
-    let sent = match sent {
-        None => None,
-        Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= 9007199254740992.0 => Some(s as u64),
-        Some(s) => {
-            return Err(js_err(StatsError::InvalidParameter {
-                name: "sent",
-                value: s,
-                why: "must be a whole number of packets >= 0",
-            }))
-        }
-    };
-    let a: UdpAnalysis = udp::analyze(seq, arrival_ns, sent, send_ns.as_deref()).map_err(js_err)?;
-    let o = Object::new();
-    for (k, v) in [
-        ("packets", a.packets),
-        ("expected", a.expected),
-        ("received", a.received),
-        ("lost", a.lost),
-        ("out_of_order", a.out_of_order),
-        ("duplicates", a.duplicates),
-        ("out_of_range", a.out_of_range),
-    ] {
-        set(&o, k, (v as f64).into());
-    }
-    set(&o, "recv_seconds", a.recv_seconds.into());
-    set(
-        &o,
-        "interarrival_us",
-        a.interarrival_us
-            .map_or(JsValue::NULL, |s| summary_obj(&s).into()),
-    );
-    set(
-        &o,
-        "jitter_us",
-        a.jitter_us.map_or(JsValue::NULL, JsValue::from),
-    );
-    Ok(o)
-}
-
-/// Bits/second per interval from per-interval byte counts (Float64Array,
-/// >= 0) and the interval length in ms: {seconds: end of each interval,
-/// bits_per_second} (Float64Arrays).
-#[wasm_bindgen(unchecked_return_type = "RateSeries")]
-pub fn rate_series(bytes: &[f64], interval_ms: f64) -> Result<Object, JsError> {
-    let (t, r) = series::rate_series(bytes, interval_ms).map_err(js_err)?;
-    Ok(columns(&[("seconds", &t), ("bits_per_second", &r)]))
 }
 
 /// Samples kept in wasm memory across calls (one per plotted stream), so a
@@ -344,9 +275,9 @@ impl SampleSet {
 }
 
 /// The codec half (feature `codec`, on by default; scripts/build.sh's
-/// `meshperf_codec` build): permalinks, plan expansion, presets. The
-/// statistics-only build (`meshperf_stats`) leaves it out, and with it the
-/// JSON reader, zlib and the protocol shapes.
+/// `meshperf_codec` build): permalinks, plan expansion, presets, the step
+/// driver. The statistics-only build (`meshperf_stats`) leaves it out, and
+/// with it serde_json, the protocol's serde types and zlib.
 #[cfg(feature = "codec")]
 mod codec {
     use wasm_bindgen::prelude::*;
@@ -426,12 +357,19 @@ mod codec {
         samples: Vec<meshperf_protocol::result::Series>,
     }
 
+    // JSON is written through a `Value` here as in permalink.rs and plans.rs
+    // (the same text as `to_string`): one serialiser per type in the module.
+    // It is read as a `Value` first, as `result::load` reads results and
+    // plans.rs plans: one deserialiser per type (a key written twice then
+    // counts once, the last, instead of being refused).
     fn outgoing(list: Vec<meshperf_protocol::driver::Outgoing>) -> String {
-        serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+        serde_json::to_value(list).map_or_else(|_| "[]".into(), |v| v.to_string())
     }
 
     fn event(json: &str) -> Option<meshperf_protocol::msg::Event> {
-        serde_json::from_str(json).ok()
+        serde_json::from_str(json)
+            .and_then(serde_json::from_value)
+            .ok()
     }
 
     #[wasm_bindgen]
@@ -449,9 +387,11 @@ mod codec {
             started_unix: f64,
         ) -> Result<StepDriver, JsError> {
             let step = serde_json::from_str(step_json)
+                .and_then(serde_json::from_value)
                 .map_err(|e| JsError::new(&format!("not a plan step: {e}")))?;
             let agents: Vec<meshperf_protocol::driver::AgentRef> =
                 serde_json::from_str(agents_json)
+                    .and_then(serde_json::from_value)
                     .map_err(|e| JsError::new(&format!("not an agent list: {e}")))?;
             let (run, first) = meshperf_protocol::driver::StepRun::new(
                 step,
@@ -540,7 +480,7 @@ mod codec {
                     values: Vec::new(),
                 })
                 .collect();
-            serde_json::to_string(&r).unwrap_or_else(|_| "null".into())
+            serde_json::to_value(r).map_or_else(|_| "null".into(), |v| v.to_string())
         }
 
         /// The values of series `i` of the last `result`, as doubles (exact
@@ -564,7 +504,7 @@ mod codec {
         } else {
             matrix::rounds(n)
         };
-        serde_json::to_string(&rounds).unwrap_or_else(|_| "[]".into())
+        serde_json::to_value(rounds).map_or_else(|_| "[]".into(), |v| v.to_string())
     }
 
     /// The headline figure `metric_name` (gbps, rtt_p50, rtt_p99, loss_pct)
@@ -575,6 +515,7 @@ mod codec {
     pub fn matrix_metric(step_json: &str, metric_name: &str) -> Result<Option<f64>, JsError> {
         let metric = metric_named(metric_name)?;
         let step: meshperf_protocol::result::StepResult = serde_json::from_str(step_json)
+            .and_then(serde_json::from_value)
             .map_err(|e| JsError::new(&format!("not a step result: {e}")))?;
         Ok(metric.of(&step))
     }

@@ -45,7 +45,6 @@
 //! upgrades the result through [`meshperf_protocol::result::upgrade`], so links
 //! from older result versions still open.
 
-use crate::shape;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::params::Kind;
@@ -101,25 +100,22 @@ fn corrupt(what: impl Into<String>) -> PermalinkError {
     PermalinkError::Corrupt(what.into())
 }
 
-// The JSON entry points (the wasm facade's) work on `serde_json::Value`s
-// shaped by [`shape`], never on the typed structs: deserialising into those
-// is most of a wasm module's size. The typed ones (`meshperf run`, tests)
-// convert and share the same code, so both write the same bytes.
-
-fn shaped(v: &Value) -> Result<Value, PermalinkError> {
-    shape::result(v).map_err(|e| PermalinkError::Result(ResultError::Parse(e)))
-}
+// The JSON entry points (the wasm facade's) read and write the protocol's
+// typed `RunResult` with serde, as `meshperf run` and the tests do: one
+// decoder of results for every caller, and the same link bytes.
 
 /// Encodes the result JSON `text` (any result version) as link text.
 pub fn encode_json(text: &str) -> Result<String, PermalinkError> {
-    let mut v = crate::json::parse(text).map_err(ResultError::Parse)?;
-    result::upgrade(&mut v)?;
-    encode_value(shaped(&v)?).map(|(text, _)| text)
+    encode(&result::load(text)?)
 }
 
 /// Decodes link text into the current result JSON.
 pub fn decode_json(text: &str) -> Result<String, PermalinkError> {
-    Ok(shaped(&decode_value(text)?)?.to_string())
+    // Through a Value, as links are written (`encode_exact`): the same text
+    // as `to_string`, with one serialiser of results in the wasm module.
+    Ok(serde_json::to_value(decode(text)?)
+        .expect("a RunResult is always JSON")
+        .to_string())
 }
 
 /// Encodes `r` as link text (without the `#r=`): raw samples when they fit in
@@ -130,34 +126,14 @@ pub fn encode(r: &RunResult) -> Result<String, PermalinkError> {
 
 /// Like [`encode`], and says whether histograms replaced raw samples.
 pub fn encode_reporting(r: &RunResult) -> Result<(String, bool), PermalinkError> {
-    encode_value(serde_json::to_value(r).expect("a RunResult is always JSON"))
-}
-
-fn steps(v: &Value) -> &[Value] {
-    v.get("steps")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn samples(step: &Value) -> &[Value] {
-    step.get("samples")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// [`encode_reporting`] of a result value shaped as `RunResult` serialises.
-fn encode_value(v: Value) -> Result<(String, bool), PermalinkError> {
-    let values: usize = steps(&v)
+    let values: usize = r
+        .steps
         .iter()
-        .flat_map(samples)
-        .map(|s| {
-            s.get("values")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len)
-        })
+        .flat_map(|s| &s.samples)
+        .map(|s| s.values.len())
         .sum();
     if values <= RAW_MAX_VALUES {
-        let text = encode_exact_value(&v)?;
+        let text = encode_exact(r);
         if text.len() <= HARD_LIMIT {
             return Ok((text, false));
         }
@@ -169,8 +145,7 @@ fn encode_value(v: Value) -> Result<(String, bool), PermalinkError> {
         (0, HIST_COARSE_BINS),
     ];
     for (i, &(min, bins)) in tiers.iter().enumerate() {
-        let small = replace_samples(&v, min, bins)?;
-        let text = encode_exact_value(&small)?;
+        let text = encode_exact(&replace_samples(r, min, bins));
         if text.len() <= HARD_LIMIT {
             return Ok((text, true));
         }
@@ -181,51 +156,6 @@ fn encode_value(v: Value) -> Result<(String, bool), PermalinkError> {
     unreachable!("the loop returns on its last pass")
 }
 
-/// Encodes `r` as it is, whatever the length.
-pub fn encode_exact(r: &RunResult) -> String {
-    encode_exact_value(&serde_json::to_value(r).expect("a RunResult is always JSON"))
-        .expect("a RunResult's series are valid")
-}
-
-/// A series value (shaped) as the protocol's [`Series`].
-fn series_of(v: &Value) -> Result<Series, PermalinkError> {
-    let bad = || PermalinkError::Result(ResultError::Parse("invalid sample series".into()));
-    let role = v["role"]
-        .as_str()
-        .and_then(Role::from_name)
-        .ok_or_else(bad)?;
-    let kind = v["kind"]
-        .as_str()
-        .and_then(SampleKind::from_name)
-        .ok_or_else(bad)?;
-    let stream = v["stream"]
-        .as_u64()
-        .and_then(|s| u16::try_from(s).ok())
-        .ok_or_else(bad)?;
-    let values = v["values"]
-        .as_array()
-        .ok_or_else(bad)?
-        .iter()
-        .map(|x| x.as_u64().ok_or_else(bad))
-        .collect::<Result<_, _>>()?;
-    Ok(Series {
-        role,
-        kind,
-        stream,
-        values,
-    })
-}
-
-/// The value of a series, as `Series` serialises.
-fn series_value(s: &Series) -> Value {
-    let mut o = Map::new();
-    o.insert("role".into(), s.role.name().into());
-    o.insert("kind".into(), s.kind.name().into());
-    o.insert("stream".into(), s.stream.into());
-    o.insert("values".into(), s.values.clone().into());
-    Value::Object(o)
-}
-
 /// The side whose summary is a step's own `summary` ("client" or "server").
 fn primary_side(step: &Map<String, Value>) -> Option<&'static str> {
     let kind = step.get("kind")?.as_str().and_then(Kind::from_name)?;
@@ -233,8 +163,14 @@ fn primary_side(step: &Map<String, Value>) -> Option<&'static str> {
     Some(primary_role(kind, params).name())
 }
 
-fn encode_exact_value(r: &Value) -> Result<String, PermalinkError> {
-    let mut v = r.clone();
+/// Encodes `r` as it is, whatever the length.
+pub fn encode_exact(r: &RunResult) -> String {
+    // The JSON part: `r` as a value without its samples (they follow in
+    // binary). Their empty lists are removed from each step as before, so the
+    // keys keep the order (and the link the bytes) of earlier builds.
+    let mut bare = r.clone();
+    bare.steps.iter_mut().for_each(|s| s.samples = Vec::new());
+    let mut v = serde_json::to_value(&bare).expect("a RunResult is always JSON");
     if let Some(steps) = v.get_mut("steps").and_then(Value::as_array_mut) {
         for s in steps {
             if let Some(o) = s.as_object_mut() {
@@ -249,11 +185,10 @@ fn encode_exact_value(r: &Value) -> Result<String, PermalinkError> {
     }
     let mut body = Vec::new();
     put_value(&mut body, &v);
-    for s in steps(r) {
-        let series = samples(s);
-        put_varint(&mut body, series.len() as u64);
-        for x in series {
-            put_series(&mut body, &series_of(x)?);
+    for s in &r.steps {
+        put_varint(&mut body, s.samples.len() as u64);
+        for x in &s.samples {
+            put_series(&mut body, x);
         }
     }
     let mut bytes = vec![LINK_VERSION];
@@ -261,17 +196,11 @@ fn encode_exact_value(r: &Value) -> Result<String, PermalinkError> {
     let mut text = String::with_capacity(TAG.len() + bytes.len() * 4 / 3 + 4);
     text.push_str(TAG);
     base64url_encode(&bytes, &mut text);
-    Ok(text)
+    text
 }
 
 /// Decodes link text (the part after `#r=`; a whole URL is accepted too).
 pub fn decode(text: &str) -> Result<RunResult, PermalinkError> {
-    serde_json::from_value(decode_value(text)?)
-        .map_err(|e| PermalinkError::Result(ResultError::Parse(e.to_string())))
-}
-
-/// [`decode`] to the (upgraded, not yet shaped) result value.
-fn decode_value(text: &str) -> Result<Value, PermalinkError> {
     let text = text.trim();
     let text = text.rsplit_once("#r=").map_or(text, |(_, t)| t);
     let b64 = text.strip_prefix(TAG).ok_or(PermalinkError::Tag)?;
@@ -291,19 +220,19 @@ fn decode_value(text: &str) -> Result<Value, PermalinkError> {
         .get_mut("steps")
         .and_then(Value::as_array_mut)
         .ok_or_else(|| corrupt("no steps"))?;
+    let mut samples = Vec::with_capacity(steps.len());
     for s in steps {
         let n = rd.count()?;
         let mut series = Vec::with_capacity(n);
         for _ in 0..n {
             series.push(rd.series()?);
         }
+        samples.push(series);
         let o = s
             .as_object_mut()
             .ok_or_else(|| corrupt("a step is not an object"))?;
-        o.insert(
-            "samples".into(),
-            series.iter().map(series_value).collect::<Vec<_>>().into(),
-        );
+        // The series go in below, typed; whatever the value says is dropped.
+        o.insert("samples".into(), Value::Array(Vec::new()));
         if version >= 2 && !o.contains_key("summary") {
             let side = primary_side(o)
                 .and_then(|p| o.get("sides")?.get(p))
@@ -315,7 +244,12 @@ fn decode_value(text: &str) -> Result<Value, PermalinkError> {
         return Err(corrupt("trailing data"));
     }
     result::upgrade(&mut v)?;
-    Ok(v)
+    let mut r: RunResult = serde_json::from_value(v)
+        .map_err(|e| PermalinkError::Result(ResultError::Parse(e.to_string())))?;
+    for (step, series) in r.steps.iter_mut().zip(samples) {
+        step.samples = series;
+    }
+    Ok(r)
 }
 
 fn inflate_text(s: miniz_oxide::inflate::TINFLStatus) -> &'static str {
@@ -346,55 +280,22 @@ pub fn round_time(ns: u64) -> u64 {
     to_ticks(ns) * TIME_RESOLUTION_NS
 }
 
-/// `r` (shaped) with every series of more than `min` values replaced by its
-/// histogram, shaped again.
-fn replace_samples(r: &Value, min: usize, bins: u64) -> Result<Value, PermalinkError> {
+/// `r` with every series of more than `min` values replaced by its histogram
+/// of at most `bins` bins.
+fn replace_samples(r: &RunResult, min: usize, bins: u64) -> RunResult {
     let mut r = r.clone();
     let mut replaced = false;
-    if let Some(steps) = r.get_mut("steps").and_then(Value::as_array_mut) {
-        for s in steps.iter_mut().filter_map(Value::as_object_mut) {
-            let all = match s.get_mut("samples").and_then(Value::as_array_mut) {
-                Some(a) => std::mem::take(a),
-                None => continue,
-            };
-            let (big, keep): (Vec<Value>, Vec<Value>) = all.into_iter().partition(|x| {
-                x.get("values")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len)
-                    > min
-            });
-            s.insert("samples".into(), keep.into());
-            if big.is_empty() {
-                continue;
-            }
-            replaced = true;
-            let hists = s
-                .entry("histograms")
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(h) = hists {
-                for x in &big {
-                    h.push(histogram_value(&histogram_within(&series_of(x)?, bins)));
-                }
-            }
-        }
+    for s in &mut r.steps {
+        let (big, keep): (Vec<Series>, Vec<Series>) = std::mem::take(&mut s.samples)
+            .into_iter()
+            .partition(|x| x.values.len() > min);
+        s.samples = keep;
+        replaced |= !big.is_empty();
+        s.histograms
+            .extend(big.iter().map(|x| histogram_within(x, bins)));
     }
-    if replaced {
-        r["samples_replaced"] = true.into();
-    }
-    shaped(&r)
-}
-
-/// The value of a histogram, as `SeriesHistogram` serialises.
-fn histogram_value(h: &SeriesHistogram) -> Value {
-    let mut o = Map::new();
-    o.insert("role".into(), h.role.name().into());
-    o.insert("kind".into(), h.kind.name().into());
-    o.insert("stream".into(), h.stream.into());
-    o.insert("n".into(), h.n.into());
-    o.insert("low".into(), h.low.into());
-    o.insert("bin_width".into(), h.bin_width.into());
-    o.insert("counts".into(), h.counts.clone().into());
-    Value::Object(o)
+    r.samples_replaced |= replaced;
+    r
 }
 
 /// A histogram of a whole series: 1 us (or 1 unit) bins, widened along

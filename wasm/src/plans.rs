@@ -1,57 +1,40 @@
 //! Plans for the web app: expansion into steps and the preset list, as JSON
 //! strings for the wasm facade. The definitions live in `meshperf_protocol`
 //! (one meaning of a plan for the page and `meshperf run`); this only
-//! converts.
+//! converts, through the protocol's serde types.
 
-use crate::shape;
-use meshperf_protocol::plan::{PlanError, Step};
+use meshperf_protocol::plan::{Plan, PlanError};
 use meshperf_protocol::presets;
-use serde_json::{Map, Value};
+use serde_json::{json, Value};
 
-// Plans are read as `serde_json::Value`s and shaped by hand ([`shape::plan`])
-// rather than deserialised into `Plan`: the same checks and defaults,
-// without serde's generic code in the wasm module.
-
-fn plan_value(text: &str) -> Result<Map<String, Value>, PlanError> {
-    let v = crate::json::parse(text).map_err(PlanError::Parse)?;
-    shape::plan(&v).map_err(PlanError::Parse)
-}
-
-/// The value of a step, as `Step` serialises.
-fn step_value(s: Step) -> Value {
-    let mut o = Map::new();
-    o.insert("index".into(), s.index.into());
-    o.insert("kind".into(), s.kind.name().into());
-    o.insert("params".into(), s.params.into());
-    let point: Vec<Value> = s
-        .point
-        .into_iter()
-        .map(|(k, v)| Value::Array(vec![k.into(), v]))
-        .collect();
-    o.insert("point".into(), point.into());
-    o.insert("repeat".into(), s.repeat.into());
-    o.insert("transport".into(), s.transport.name().into());
-    Value::Object(o)
+/// `text` as a [`Plan`], read as a `Value` first as results are
+/// (`result::load`): the wasm module then carries one deserialiser per type,
+/// and a repeated key counts once, the last, as the page always read plans.
+fn plan(text: &str) -> Result<Plan, PlanError> {
+    serde_json::from_str(text)
+        .and_then(serde_json::from_value)
+        .map_err(|e| PlanError::Parse(e.to_string()))
 }
 
 /// The steps `plan_json` expands to, as a JSON array; the error is one line.
 pub fn expand_json(plan_json: &str) -> Result<String, String> {
-    let steps = plan_value(plan_json)
-        .and_then(|p| shape::to_plan(&p).expand())
+    let steps = plan(plan_json)
+        .and_then(|p| p.expand())
         .map_err(|e| e.to_string())?;
-    Ok(Value::Array(steps.into_iter().map(step_value).collect()).to_string())
+    // Through a Value (same text as `to_string`): the wasm module then
+    // writes JSON with one serialiser per type.
+    Ok(serde_json::to_value(steps)
+        .expect("steps are always JSON")
+        .to_string())
 }
 
 /// `[{"name": ..., "plan": {...}}]` for every preset, in the protocol's order.
 pub fn presets_json() -> String {
     let list: Vec<Value> = presets::PRESETS
         .iter()
-        .map(|(n, text)| {
-            let mut o = Map::new();
-            o.insert("name".into(), (*n).into());
-            let plan = plan_value(text).expect("presets are valid plans");
-            o.insert("plan".into(), plan.into());
-            Value::Object(o)
+        .map(|&(name, text)| {
+            let plan = plan(text).expect("presets are valid plans");
+            json!({"name": name, "plan": plan})
         })
         .collect();
     Value::Array(list).to_string()
@@ -60,8 +43,6 @@ pub fn presets_json() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use meshperf_protocol::plan::Plan;
-    use serde_json::json;
 
     #[test]
     fn same_json_as_the_typed_plan_code() {
@@ -113,6 +94,16 @@ mod tests {
         let e = expand_json(r#"{"kind":"tcp_rr","sweep":{"x":[]}}"#).unwrap_err();
         assert!(e.contains("sweep axis x"), "{e}");
         assert!(expand_json("nope").is_err());
+    }
+
+    #[test]
+    fn a_repeated_key_counts_once_the_last() {
+        let steps: Value = serde_json::from_str(
+            &expand_json(r#"{"kind":"tcp_rr","repeat":5,"kind":"udp_rr","repeat":1}"#).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(steps.as_array().unwrap().len(), 1);
+        assert_eq!(steps[0]["kind"], "udp_rr");
     }
 
     #[test]

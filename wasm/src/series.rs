@@ -79,10 +79,17 @@ pub fn decimate_minmax(
     Ok(out)
 }
 
-/// Bits per second per interval from bytes transferred in each interval of
-/// `interval_ms` milliseconds. Returns `(seconds, bits_per_second)` where
-/// `seconds[i]` is the end of interval `i` from the start of the test.
-pub fn rate_series(bytes: &[f64], interval_ms: f64) -> Result<(Vec<f64>, Vec<f64>), StatsError> {
+/// Bits per second per interval from the bytes moved in each interval of
+/// `interval_ms`. The last interval usually ends with the test, before a
+/// full interval: when the side's total `seconds` is known, the last value
+/// is divided by the time it really covered, so it does not show as a false
+/// drop, unless that is a sliver under a quarter interval (timing noise
+/// would turn it into a spike), which keeps the full interval.
+pub fn rate_series(
+    bytes: &[f64],
+    interval_ms: f64,
+    seconds: Option<f64>,
+) -> Result<Vec<f64>, StatsError> {
     if !(interval_ms.is_finite() && interval_ms > 0.0) {
         return Err(StatsError::InvalidParameter {
             name: "interval_ms",
@@ -91,10 +98,20 @@ pub fn rate_series(bytes: &[f64], interval_ms: f64) -> Result<(Vec<f64>, Vec<f64
         });
     }
     check_times(bytes)?;
-    let secs = interval_ms / 1e3;
-    let t = (1..=bytes.len()).map(|i| i as f64 * secs).collect();
-    let bps = bytes.iter().map(|b| b * 8.0 / secs).collect();
-    Ok((t, bps))
+    let dt = interval_ms / 1e3;
+    let last = bytes.len().saturating_sub(1);
+    Ok(bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let covered = seconds
+                .filter(|_| i == last)
+                .map(|s| s - i as f64 * dt)
+                .filter(|&c| c >= dt / 4.0)
+                .map_or(dt, |c| c.min(dt));
+            b * 8.0 / covered
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -125,11 +142,18 @@ mod tests {
     }
 
     #[test]
-    fn rate_series_converts_bytes_to_bits_per_second() {
-        let (t, r) = rate_series(&[125_000.0, 0.0, 250_000.0], 100.0).unwrap();
-        assert_eq!(r, vec![10e6, 0.0, 20e6]);
-        assert!((t[2] - 0.3).abs() < 1e-15);
-        assert!(rate_series(&[1.0], 0.0).is_err());
-        assert!(rate_series(&[-1.0], 10.0).is_err());
+    fn rate_series_converts_bytes_to_bits_per_second_and_scales_the_last_interval() {
+        let r = rate_series(&[125_000.0, 0.0, 250_000.0], 100.0, None).unwrap();
+        assert_eq!(r, [10e6, 0.0, 20e6]);
+        // The test ended 50 ms into the third interval: its bytes took 50 ms.
+        let r = rate_series(&[125_000.0, 0.0, 250_000.0], 100.0, Some(0.25)).unwrap();
+        assert_eq!(r[..2], [10e6, 0.0]);
+        assert!((r[2] - 40e6).abs() < 1.0, "{r:?}");
+        // A sliver (10 ms of a 100 ms interval) keeps the full interval.
+        let r = rate_series(&[125_000.0, 1_000.0], 100.0, Some(0.11)).unwrap();
+        assert_eq!(r, [10e6, 80e3]);
+        assert!(rate_series(&[1.0], 0.0, None).is_err());
+        assert!(rate_series(&[-1.0], 10.0, None).is_err());
+        assert!(rate_series(&[], 10.0, Some(1.0)).unwrap().is_empty());
     }
 }

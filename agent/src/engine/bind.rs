@@ -4,8 +4,7 @@
 //! same family as the peer, or the request is refused naming the parameter.
 
 use super::Refusal;
-use meshperf_protocol::msg::PeerAddr;
-use meshperf_protocol::params::StreamParams;
+use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -58,7 +57,7 @@ fn check_local(name: &str, ip: IpAddr) -> Result<(), Refusal> {
         .map(|(_, a)| a.to_string())
         .collect();
     Err((
-        "bad_params",
+        ErrorCode::BadParams,
         format!(
             "{name}: {ip} is not an address of this host (its addresses: {})",
             mine.join(", ")
@@ -75,15 +74,14 @@ fn family(ip: IpAddr) -> &'static str {
 }
 
 /// Serving side: `server_bind`, if given, is on this host.
-pub fn check_server(p: &StreamParams) -> Result<(), Refusal> {
-    p.server_bind
-        .map_or(Ok(()), |ip| check_local("server_bind", ip))
+pub fn check_server(server_bind: Option<IpAddr>) -> Result<(), Refusal> {
+    server_bind.map_or(Ok(()), |ip| check_local("server_bind", ip))
 }
 
 /// The address the driving side connects to: `server_bind` when the plan
 /// names it, else the host the controller reached the serving agent at.
-pub fn target_host(p: &StreamParams, peer: &PeerAddr) -> String {
-    p.server_bind.map(|ip| ip.to_string()).unwrap_or_else(|| {
+pub fn target_host(server_bind: Option<IpAddr>, peer: &PeerAddr) -> String {
+    server_bind.map(|ip| ip.to_string()).unwrap_or_else(|| {
         peer.host
             .trim_start_matches('[')
             .trim_end_matches(']')
@@ -93,15 +91,19 @@ pub fn target_host(p: &StreamParams, peer: &PeerAddr) -> String {
 
 /// Driving side: `client_bind`, if given, is on this host and of the same
 /// family as the peer address (when the peer is given as an address).
-pub fn check_client(p: &StreamParams, peer: &PeerAddr) -> Result<(), Refusal> {
-    let Some(ip) = p.client_bind else {
+pub fn check_client(
+    client_bind: Option<IpAddr>,
+    server_bind: Option<IpAddr>,
+    peer: &PeerAddr,
+) -> Result<(), Refusal> {
+    let Some(ip) = client_bind else {
         return Ok(());
     };
     check_local("client_bind", ip)?;
-    if let Ok(dst) = target_host(p, peer).parse::<IpAddr>() {
+    if let Ok(dst) = target_host(server_bind, peer).parse::<IpAddr>() {
         if dst.is_ipv4() != ip.is_ipv4() {
             return Err((
-                "bad_params",
+                ErrorCode::BadParams,
                 format!(
                     "client_bind: {ip} is {} but the peer {dst} is {}; bind an {} address or reach the peer over {}",
                     family(ip),

@@ -34,7 +34,7 @@ use serde_json::Value;
 use std::net::IpAddr;
 
 use meshperf_protocol::frame::{self, FrameHeader, SampleKind};
-use meshperf_protocol::msg::{Event, Role};
+use meshperf_protocol::msg::{ErrorCode, Event, Role};
 use meshperf_protocol::params::Kind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -98,7 +98,7 @@ impl Sink {
                 role: *role,
                 serial: self.serial,
                 text,
-                outcome: match (summary["note"].as_str(), headline(*kind, summary)) {
+                outcome: match (summary["note"].as_str(), meshperf_protocol::matrix::headline(*kind, summary)) {
                     (Some(n), _) => format!("ended early: {n}"),
                     (None, Some((name, v, unit))) => format!("{name} {v:.3} {unit}"),
                     (None, None) => "done".into(),
@@ -175,22 +175,6 @@ pub struct TestCtx {
     pub limits: Limits,
 }
 
-/// The figure a test side is about: the mean over repetitions in
-/// `meshperf run` (netperf -I), the agent's record of a test.
-pub fn headline(kind: Kind, m: &Value) -> Option<(&'static str, f64, &'static str)> {
-    use meshperf_protocol::params::Kind::*;
-    match kind {
-        TcpStream | UnixStream => {
-            Some(("throughput", m["bits_per_second"].as_f64()? / 1e9, "Gbit/s"))
-        }
-        UdpStream => Some((
-            "receive rate",
-            m["recv_bits_per_second"].as_f64()? / 1e6,
-            "Mbit/s",
-        )),
-        TcpRr | UdpRr | UnixRr => Some(("median RTT", m["rtt_us"]["median"].as_f64()?, "us")),
-    }
-}
 
 impl TestCtx {
     pub fn cancelled(&self) -> bool {
@@ -198,13 +182,13 @@ impl TestCtx {
     }
 
     /// Reports a failure of this test side to its session (its final event).
-    pub fn fail(&self, code: &str, message: impl Into<String>) {
+    pub fn fail(&self, code: ErrorCode, message: impl Into<String>) {
         let message = message.into();
         let outcome = format!("failed ({code}): {message}");
         let ev = Event::Error {
             id: None,
             test_id: Some(self.test_id),
-            code: code.into(),
+            code,
             message,
         };
         let text = serde_json::to_string(&ev).expect("events serialize");
@@ -244,30 +228,33 @@ impl TestCtx {
     }
 }
 
-/// A test failure with a code for the page and a one-line message.
-#[derive(Debug)]
+/// A test failure: the code the page matches on and a one-line message
+/// saying what happened (what the controller shows).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct TestError {
-    pub code: &'static str,
+    /// The `code` of the `error` event.
+    pub code: ErrorCode,
+    /// What happened, in one line.
     pub message: String,
 }
 
 impl TestError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         TestError {
             code,
             message: message.into(),
         }
     }
-}
 
-impl std::fmt::Display for TestError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.message)
+    /// The side was cancelled (by its controller, or because it went away).
+    pub fn cancelled() -> Self {
+        TestError::new(ErrorCode::Cancelled, "test cancelled")
     }
 }
 
 /// A refused request: an error code for the page and a one-line message.
-pub type Refusal = (&'static str, String);
+pub type Refusal = (ErrorCode, String);
 
 /// The body of one test side, run on its own thread. It must report through
 /// the context and end with `ctx.finished()`.

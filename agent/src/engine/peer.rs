@@ -2,42 +2,217 @@
 //! `meshperf_protocol::peer` for the exchange). The serving side accepts only
 //! connections that present the one-time session key of the test it prepared,
 //! within a short window; the key is spent once the control line is accepted.
+//!
+//! The serving side's accept loop holds every pending connection at once
+//! (non-blocking, one mio `Poll`), each with its own partial line or
+//! preamble, so a stranger that connects and dribbles bytes holds nothing
+//! but its own slot: the right key wins whatever strangers do, the window
+//! is a hard bound and cancel is seen within [`TICK`].
 
-use super::{sockopt, TestCtx, TestError};
-use meshperf_protocol::msg::PeerAddr;
-use meshperf_protocol::params::{Kind, StreamParams};
+use super::{TestCtx, TestError};
+use meshperf_protocol::msg::{ErrorCode, PeerAddr};
+use meshperf_protocol::params::{Kind, TcpSocketParams};
 use meshperf_protocol::peer::{
     self as wire, PeerDone, PeerHello, PeerReply, KEY_LEN, PREAMBLE_LEN,
 };
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
+use slab::Slab;
 use socket2::{Domain, Protocol, Socket, Type};
-use std::io::{self, Read, Write};
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
 /// How long a prepared test waits for its peer.
 pub const ACCEPT_WINDOW: Duration = Duration::from_secs(10);
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the accept loop looks at cancel when nothing happens.
+const TICK: Duration = Duration::from_millis(50);
+/// Connections the accept loop holds at once; past it the oldest goes.
+const MAX_PENDING: usize = 64;
 
 /// The connections of one test side once set-up is done.
 pub struct Connected {
-    pub control: TcpStream,
+    pub control: Line,
     /// Data connections, index = stream index.
     pub data: Vec<TcpStream>,
     pub peer_ip: IpAddr,
 }
 
+/// The agent-to-agent control connection: JSON lines of at most
+/// [`wire::MAX_LINE`] bytes, read through a buffer, so what follows a
+/// line stays buffered for the next read.
+pub struct Line {
+    r: BufReader<TcpStream>,
+    /// The start of a line not complete yet.
+    partial: Vec<u8>,
+}
+
+impl Line {
+    pub fn new(s: TcpStream) -> Line {
+        Line {
+            r: BufReader::new(s),
+            partial: Vec::new(),
+        }
+    }
+
+    /// The connection (its addresses, its options).
+    pub fn stream(&self) -> &TcpStream {
+        self.r.get_ref()
+    }
+
+    /// The connection's descriptor, to watch it from another thread (what
+    /// is already buffered here does not make it readable).
+    pub fn fd(&self) -> RawFd {
+        self.stream().as_raw_fd()
+    }
+
+    /// Sends one line (blocking, at most [`IO_TIMEOUT`]).
+    pub fn send<T: Serialize>(&mut self, v: &T) -> io::Result<()> {
+        let s = self.stream();
+        s.set_nonblocking(false)?;
+        s.set_write_timeout(Some(IO_TIMEOUT))?;
+        (&mut &*s).write_all(&encode(v))
+    }
+
+    /// Sends one line if the socket takes it at once (a few dozen bytes
+    /// into a fresh connection always fit); never waits.
+    fn send_now<T: Serialize>(&mut self, v: &T) -> io::Result<()> {
+        let line = encode(v);
+        match self.stream().write(&line)? {
+            n if n == line.len() => Ok(()),
+            _ => Err(io::ErrorKind::WriteZero.into()),
+        }
+    }
+
+    /// Reads until a line is complete (`Some`, without its newline), or
+    /// until the socket would block or its read timeout passes (`None`;
+    /// what came so far is kept). End of stream and a line longer than
+    /// [`wire::MAX_LINE`] are errors.
+    fn read_some(&mut self) -> io::Result<Option<Vec<u8>>> {
+        loop {
+            let room = (wire::MAX_LINE + 1 - self.partial.len()) as u64;
+            match (&mut self.r)
+                .take(room)
+                .read_until(b'\n', &mut self.partial)
+            {
+                Ok(_) if self.partial.last() == Some(&b'\n') => {
+                    let mut line = std::mem::take(&mut self.partial);
+                    line.pop();
+                    return Ok(Some(line));
+                }
+                Ok(_) if self.partial.len() > wire::MAX_LINE => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("control line longer than {} bytes", wire::MAX_LINE),
+                    ))
+                }
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "connection closed",
+                    ))
+                }
+                Ok(_) => {} // end of stream: the next read says so
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Waits up to `wait` for a line (zero: only what is there already);
+    /// `Ok(None)` if none came. End of stream and bad JSON are errors (bad
+    /// JSON as `InvalidData`).
+    pub fn recv<T: DeserializeOwned>(&mut self, wait: Duration) -> io::Result<Option<T>> {
+        let end = Instant::now() + wait;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let s = self.stream();
+            if left.is_zero() {
+                s.set_nonblocking(true)?;
+            } else {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(left))?;
+            }
+            match self.read_some()? {
+                Some(line) => {
+                    return serde_json::from_slice(&line)
+                        .map(Some)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+                }
+                None if Instant::now() >= end => return Ok(None),
+                None => {}
+            }
+        }
+    }
+
+    /// Waits up to `wait` for a line of type `T`, failing with `what` as a
+    /// `peer_timeout` if none comes.
+    pub fn expect<T: DeserializeOwned>(
+        &mut self,
+        wait: Duration,
+        what: &str,
+    ) -> Result<T, TestError> {
+        match self.recv(wait) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Err(TestError::new(ErrorCode::PeerTimeout, what)),
+            Err(e) => Err(gone(e)),
+        }
+    }
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    let mut line = serde_json::to_vec(v).expect("serializes");
+    line.push(b'\n');
+    line
+}
+
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// The peer agent's control connection failed: it went away, or (bad
+/// JSON, an unexpected line) it does not follow the protocol.
+pub fn gone(e: io::Error) -> TestError {
+    if e.kind() == io::ErrorKind::InvalidData {
+        return TestError::new(
+            ErrorCode::Protocol,
+            format!("the peer agent sent a bad control line: {e}"),
+        );
+    }
+    TestError::new(
+        ErrorCode::PeerGone,
+        format!("the peer agent went away before the end of the test ({e})"),
+    )
+}
+
+/// A line that is not the one the protocol expects next.
+pub fn unexpected<T: std::fmt::Debug>(expected: &str, got: &T) -> TestError {
+    TestError::new(
+        ErrorCode::Protocol,
+        format!("expected {expected} from the peer agent, got {got:?}"),
+    )
+}
+
 /// Opens the data listener of a prepared test, with buffer sizes set before
 /// `listen` so accepted sockets inherit them.
-pub fn listen(ip: IpAddr, port: u16, p: &StreamParams) -> io::Result<TcpListener> {
+pub fn listen(ip: IpAddr, port: u16, p: &TcpSocketParams) -> io::Result<TcpListener> {
     let sock = Socket::new(
         Domain::for_address(SocketAddr::new(ip, port)),
         Type::STREAM,
         Some(Protocol::TCP),
     )?;
     sock.set_reuse_address(true)?;
-    sockopt::pre_connect(&sock, p)?;
+    super::sockopt::pre_connect(&sock, p)?;
     sock.bind(&SocketAddr::new(ip, port).into())?;
     sock.listen(128)?;
     Ok(sock.into())
@@ -50,35 +225,88 @@ pub fn new_key() -> [u8; KEY_LEN] {
     k
 }
 
-fn write_line<T: Serialize>(s: &mut TcpStream, v: &T) -> io::Result<()> {
-    let mut line = serde_json::to_vec(v).expect("serializes");
-    line.push(b'\n');
-    s.write_all(&line)
+/// A connection the accept loop holds until it has said who it is.
+struct Pending {
+    from: IpAddr,
+    /// Arrival order (the oldest goes first when the loop is full).
+    seq: u64,
+    what: Awaiting,
 }
 
-fn read_line(s: &mut TcpStream) -> io::Result<String> {
-    let mut out = Vec::new();
-    let mut b = [0u8; 1];
-    loop {
-        match s.read(&mut b)? {
-            0 => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "connection closed",
-                ))
-            }
-            _ if b[0] == b'\n' => break,
-            _ => out.push(b[0]),
-        }
-        if out.len() > wire::MAX_LINE {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "control line too long",
-            ));
+enum Awaiting {
+    /// Before the control connection: the hello line.
+    Hello(Line),
+    /// After it: the 20-byte data preamble.
+    Preamble {
+        s: TcpStream,
+        pre: [u8; PREAMBLE_LEN],
+        got: usize,
+    },
+}
+
+impl Pending {
+    fn fd(&self) -> RawFd {
+        match &self.what {
+            Awaiting::Hello(l) => l.fd(),
+            Awaiting::Preamble { s, .. } => s.as_raw_fd(),
         }
     }
-    String::from_utf8(out)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "control line is not UTF-8"))
+}
+
+/// Connections per source address that came to nothing, for the error.
+#[derive(Default)]
+struct Strangers(BTreeMap<IpAddr, u32>);
+
+impl Strangers {
+    fn add(&mut self, ip: IpAddr) {
+        *self.0.entry(ip).or_default() += 1;
+    }
+
+    /// "; 1 connection from 127.0.0.1 {what}", or nothing.
+    fn describe(&self, what: &str) -> String {
+        const SHOWN: usize = 3;
+        let mut parts: Vec<String> = self
+            .0
+            .iter()
+            .take(SHOWN)
+            .enumerate()
+            .map(|(i, (ip, n))| match (i, n) {
+                (0, 1) => format!("1 connection from {ip}"),
+                (0, n) => format!("{n} connections from {ip}"),
+                (_, n) => format!("{n} from {ip}"),
+            })
+            .collect();
+        if parts.is_empty() {
+            return String::new();
+        }
+        if self.0.len() > SHOWN {
+            let rest: u32 = self.0.values().skip(SHOWN).sum();
+            parts.push(format!(
+                "{rest} from {} other addresses",
+                self.0.len() - SHOWN
+            ));
+        }
+        format!("; {} {what}", parts.join(", "))
+    }
+}
+
+/// The serving side's accept loop (see the module docs).
+struct Acceptor<'a> {
+    key: &'a [u8; KEY_LEN],
+    kind: Kind,
+    poll: Poll,
+    pending: Slab<Pending>,
+    next_seq: u64,
+    control: Option<(Line, IpAddr)>,
+    data: Vec<Option<TcpStream>>,
+    bad_hello: Strangers,
+    bad_data: Strangers,
+}
+
+const LISTENER: Token = Token(usize::MAX);
+
+fn io_failed(e: io::Error) -> TestError {
+    TestError::new(ErrorCode::Io, format!("data port: {e}"))
 }
 
 /// Serving side: waits for the peer's control line, then its data connections.
@@ -89,114 +317,294 @@ pub fn accept(
     kind: Kind,
     streams: usize,
 ) -> Result<Connected, TestError> {
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| TestError::new("io", e.to_string()))?;
     let deadline = Instant::now() + ACCEPT_WINDOW;
-    let mut control: Option<(TcpStream, IpAddr)> = None;
-    let mut data: Vec<Option<TcpStream>> = (0..streams).map(|_| None).collect();
+    listener.set_nonblocking(true).map_err(io_failed)?;
+    let mut a = Acceptor {
+        key,
+        kind,
+        poll: Poll::new().map_err(io_failed)?,
+        pending: Slab::new(),
+        next_seq: 0,
+        control: None,
+        data: (0..streams).map(|_| None).collect(),
+        bad_hello: Strangers::default(),
+        bad_data: Strangers::default(),
+    };
+    a.poll
+        .registry()
+        .register(
+            &mut SourceFd(&listener.as_raw_fd()),
+            LISTENER,
+            Interest::READABLE,
+        )
+        .map_err(io_failed)?;
+    let mut events = Events::with_capacity(64);
     loop {
         if ctx.cancelled() {
-            return Err(TestError::new("cancelled", "test cancelled"));
+            return Err(TestError::cancelled());
         }
-        if Instant::now() > deadline {
-            let what = if control.is_none() {
-                "no peer agent connected"
-            } else {
-                "the peer agent did not open all data connections"
-            };
-            return Err(TestError::new(
-                "peer_timeout",
-                format!("{what} within {} s", ACCEPT_WINDOW.as_secs()),
-            ));
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(a.timed_out());
         }
-        let (mut s, addr) = match listener.accept() {
-            Ok(x) => x,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            }
-            Err(e) => return Err(TestError::new("io", format!("accept failed: {e}"))),
-        };
-        let _ = s.set_nonblocking(false);
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = s.set_write_timeout(Some(IO_TIMEOUT));
-        let mut first = [0u8; 1];
-        if s.peek(&mut first).unwrap_or(0) == 0 {
-            continue;
+        match a.poll.poll(&mut events, Some(TICK.min(deadline - now))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_failed(e)),
         }
-        if control.is_none() {
-            if first[0] != b'{' {
-                continue; // data before control: not our peer
-            }
-            let Ok(line) = read_line(&mut s) else {
-                continue;
-            };
-            let hello: Result<PeerHello, _> = serde_json::from_str(&line);
-            let good_key = hello
-                .as_ref()
-                .ok()
-                .and_then(|h| wire::parse_key(&h.key))
-                .is_some_and(|k| bool::from(k.ct_eq(key)));
-            let reply = match &hello {
-                Ok(h) if good_key && h.kind == kind => PeerReply {
-                    ok: true,
-                    code: None,
-                    message: None,
-                },
-                Ok(h) if good_key => PeerReply {
-                    ok: false,
-                    code: Some("kind_mismatch".into()),
-                    message: Some(format!(
-                        "this test was prepared as {}, not {}",
-                        kind.name(),
-                        h.kind.name()
-                    )),
-                },
-                _ => PeerReply {
-                    ok: false,
-                    code: Some("bad_key".into()),
-                    message: Some("unknown or spent session key".into()),
-                },
-            };
-            let ok = reply.ok;
-            let _ = write_line(&mut s, &reply);
-            if ok {
-                let _ = s.set_read_timeout(None);
-                if streams == 0 {
-                    // UDP tests: the control connection is all there is.
-                    return Ok(Connected {
-                        control: s,
-                        data: Vec::new(),
-                        peer_ip: addr.ip(),
-                    });
+        // The listener first, every time: a backlog left by a full loop
+        // is taken as soon as there is room.
+        if let Some(done) = a.accept_all(&listener)? {
+            return Ok(done);
+        }
+        for ev in events.iter() {
+            if ev.token() != LISTENER {
+                if let Some(done) = a.ready(ev.token().0) {
+                    return Ok(done);
                 }
-                control = Some((s, addr.ip()));
             }
-            continue;
         }
-        let mut pre = [0u8; PREAMBLE_LEN];
-        if s.read_exact(&mut pre).is_err()
-            || !bool::from(pre[..KEY_LEN].ct_eq(key))
-            || addr.ip() != control.as_ref().unwrap().1
+    }
+}
+
+impl Acceptor<'_> {
+    /// Takes every connection waiting on the listener and reads what each
+    /// has sent already.
+    fn accept_all(&mut self, listener: &TcpListener) -> Result<Option<Connected>, TestError> {
+        loop {
+            let (s, addr) = match listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue
+                }
+                // Out of descriptors: free the oldest slot, try again next round.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    self.drop_oldest();
+                    return Ok(None);
+                }
+                Err(e) => return Err(TestError::new(ErrorCode::Io, format!("accept failed: {e}"))),
+            };
+            let from = addr.ip();
+            if let Some((_, peer)) = &self.control {
+                if from != *peer {
+                    self.bad_data.add(from); // data only from the control peer
+                    continue;
+                }
+            }
+            if s.set_nonblocking(true).is_err() {
+                continue;
+            }
+            if self.pending.len() >= MAX_PENDING {
+                self.drop_oldest();
+            }
+            let what = match self.control {
+                None => Awaiting::Hello(Line::new(s)),
+                Some(_) => Awaiting::Preamble {
+                    s,
+                    pre: [0; PREAMBLE_LEN],
+                    got: 0,
+                },
+            };
+            self.next_seq += 1;
+            let p = Pending {
+                from,
+                seq: self.next_seq,
+                what,
+            };
+            let fd = p.fd();
+            let entry = self.pending.vacant_entry();
+            let i = entry.key();
+            entry.insert(p);
+            if self
+                .poll
+                .registry()
+                .register(&mut SourceFd(&fd), Token(i), Interest::READABLE)
+                .is_err()
+            {
+                self.pending.remove(i);
+                continue;
+            }
+            // What came with the connection is read now.
+            if let Some(done) = self.ready(i) {
+                return Ok(Some(done));
+            }
+        }
+    }
+
+    /// Closes pending connection `i`, counting it as a stranger's.
+    fn reject(&mut self, i: usize) {
+        let p = self.remove(i);
+        match p.what {
+            Awaiting::Hello(_) => self.bad_hello.add(p.from),
+            Awaiting::Preamble { .. } => self.bad_data.add(p.from),
+        }
+    }
+
+    fn remove(&mut self, i: usize) -> Pending {
+        let p = self.pending.remove(i);
+        let _ = self.poll.registry().deregister(&mut SourceFd(&p.fd()));
+        p
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some(i) = self
+            .pending
+            .iter()
+            .min_by_key(|(_, p)| p.seq)
+            .map(|(i, _)| i)
         {
-            continue;
+            self.reject(i);
         }
-        let idx = u32::from_le_bytes(pre[KEY_LEN..].try_into().unwrap()) as usize;
-        if idx >= streams || data[idx].is_some() {
-            continue;
+    }
+
+    /// Reads what pending connection `i` has; returns the connections once
+    /// the set-up is complete.
+    fn ready(&mut self, i: usize) -> Option<Connected> {
+        let Some(p) = self.pending.get_mut(i) else {
+            return None; // a stale event
+        };
+        match &mut p.what {
+            Awaiting::Hello(line) => match line.read_some() {
+                Ok(None) => None,
+                Ok(Some(bytes)) => self.hello(i, &bytes),
+                Err(_) => {
+                    self.reject(i);
+                    None
+                }
+            },
+            Awaiting::Preamble { s, pre, got } => {
+                while *got < PREAMBLE_LEN {
+                    match s.read(&mut pre[*got..]) {
+                        Ok(0) => break,
+                        Ok(n) => *got += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                        Err(_) => break,
+                    }
+                }
+                self.preamble(i)
+            }
         }
-        let _ = s.set_read_timeout(None);
-        let _ = s.set_write_timeout(None);
-        data[idx] = Some(s);
-        if data.iter().all(Option::is_some) {
-            let (control, peer_ip) = control.unwrap();
-            return Ok(Connected {
-                control,
-                data: data.into_iter().map(Option::unwrap).collect(),
-                peer_ip,
+    }
+
+    /// A whole hello line arrived on pending connection `i`.
+    fn hello(&mut self, i: usize, bytes: &[u8]) -> Option<Connected> {
+        let hello: Result<PeerHello, _> = serde_json::from_slice(bytes);
+        let good_key = hello
+            .as_ref()
+            .ok()
+            .and_then(|h| wire::parse_key(&h.key))
+            .is_some_and(|k| bool::from(k.ct_eq(self.key)));
+        let refusal = |code: ErrorCode, message: String| PeerReply {
+            ok: false,
+            code: Some(code),
+            message: Some(message),
+        };
+        let reply = match &hello {
+            Ok(h) if good_key && h.kind == self.kind => PeerReply {
+                ok: true,
+                code: None,
+                message: None,
+            },
+            Ok(h) if good_key => refusal(
+                ErrorCode::KindMismatch,
+                format!(
+                    "this test was prepared as {}, not {}",
+                    self.kind.name(),
+                    h.kind.name()
+                ),
+            ),
+            _ => refusal(ErrorCode::BadKey, "unknown or spent session key".into()),
+        };
+        let p = self.remove(i);
+        let Awaiting::Hello(mut line) = p.what else {
+            unreachable!("hello lines come only from connections awaiting one")
+        };
+        if line.send_now(&reply).is_err()
+            || !reply.ok
+            || line.stream().set_nonblocking(false).is_err()
+        {
+            self.bad_hello.add(p.from);
+            return None;
+        }
+        if self.data.is_empty() {
+            // UDP tests: the control connection is all there is.
+            return Some(Connected {
+                control: line,
+                data: Vec::new(),
+                peer_ip: p.from,
             });
         }
+        // The key is spent: whoever else is waiting with a hello goes.
+        let waiting: Vec<usize> = self.pending.iter().map(|(j, _)| j).collect();
+        for j in waiting {
+            self.reject(j);
+        }
+        self.control = Some((line, p.from));
+        None
+    }
+
+    /// Pending data connection `i` has sent its preamble (or gave up).
+    fn preamble(&mut self, i: usize) -> Option<Connected> {
+        let Awaiting::Preamble { pre, got, .. } = &self.pending[i].what else {
+            unreachable!("preambles come only from data connections")
+        };
+        let idx = u32::from_le_bytes(pre[KEY_LEN..].try_into().unwrap()) as usize;
+        if *got < PREAMBLE_LEN
+            || !bool::from(pre[..KEY_LEN].ct_eq(self.key))
+            || idx >= self.data.len()
+            || self.data[idx].is_some()
+        {
+            self.reject(i);
+            return None;
+        }
+        let Awaiting::Preamble { s, .. } = self.remove(i).what else {
+            unreachable!()
+        };
+        if s.set_nonblocking(false).is_err() {
+            return None;
+        }
+        self.data[idx] = Some(s);
+        if !self.data.iter().all(Option::is_some) {
+            return None;
+        }
+        let (control, peer_ip) = self.control.take().expect("data follow the control line");
+        Some(Connected {
+            control,
+            data: std::mem::take(&mut self.data)
+                .into_iter()
+                .map(Option::unwrap)
+                .collect(),
+            peer_ip,
+        })
+    }
+
+    /// The error at the end of the window: what arrived and what did not.
+    fn timed_out(mut self) -> TestError {
+        let waiting: Vec<usize> = self.pending.iter().map(|(j, _)| j).collect();
+        for j in waiting {
+            self.reject(j);
+        }
+        let secs = ACCEPT_WINDOW.as_secs();
+        let message = match &self.control {
+            None => format!(
+                "no peer presented the test's key within {secs} s{}",
+                self.bad_hello.describe("sent no valid hello")
+            ),
+            Some(_) => format!(
+                "the peer agent opened {} of {} data connections within {secs} s{}",
+                self.data.iter().filter(|d| d.is_some()).count(),
+                self.data.len(),
+                self.bad_data.describe("sent no valid preamble")
+            ),
+        };
+        TestError::new(ErrorCode::PeerTimeout, message)
     }
 }
 
@@ -205,57 +613,66 @@ pub fn connect(
     ctx: &TestCtx,
     peer: &PeerAddr,
     kind: Kind,
-    params: &serde_json::Value,
-    p: &StreamParams,
+    p: &TcpSocketParams,
     streams: usize,
 ) -> Result<Connected, TestError> {
     let key = wire::parse_key(&peer.key)
-        .ok_or_else(|| TestError::new("bad_request", "peer.key must be 32 hex digits"))?;
-    let host = super::bind::target_host(p, peer);
-    let addrs = (host.as_str(), peer.port)
-        .to_socket_addrs()
-        .map_err(|e| TestError::new("unreachable", format!("cannot resolve peer {host}: {e}")))?;
-    let addr = super::bind::pick(addrs, p.client_bind)
-        .ok_or_else(|| TestError::new("unreachable", format!("peer {host} has no address")))?;
+        .ok_or_else(|| TestError::new(ErrorCode::BadRequest, "peer.key must be 32 hex digits"))?;
+    let host = super::bind::target_host(p.server_bind, peer);
+    let addrs = (host.as_str(), peer.port).to_socket_addrs().map_err(|e| {
+        TestError::new(
+            ErrorCode::Unreachable,
+            format!("cannot resolve peer {host}: {e}"),
+        )
+    })?;
+    let addr = super::bind::pick(addrs, p.client_bind).ok_or_else(|| {
+        TestError::new(
+            ErrorCode::Unreachable,
+            format!("peer {host} has no address"),
+        )
+    })?;
     let unreachable = |e: io::Error| {
         TestError::new(
-            "unreachable",
+            ErrorCode::Unreachable,
             format!("cannot reach peer agent at {addr}: {e}"),
         )
     };
-    let mut control = dial(addr, p, false).map_err(unreachable)?;
+    let mut control = Line::new(dial(addr, p, false).map_err(unreachable)?);
     control
-        .set_read_timeout(Some(IO_TIMEOUT))
-        .map_err(unreachable)?;
-    control
-        .set_write_timeout(Some(IO_TIMEOUT))
-        .map_err(unreachable)?;
-    write_line(
-        &mut control,
-        &PeerHello {
+        .send(&PeerHello {
             key: peer.key.clone(),
             kind,
-            params: params.clone(),
-        },
-    )
-    .map_err(unreachable)?;
-    let line = read_line(&mut control).map_err(unreachable)?;
-    let reply: PeerReply = serde_json::from_str(&line)
-        .map_err(|e| TestError::new("protocol", format!("bad reply from peer agent: {e}")))?;
+        })
+        .map_err(unreachable)?;
+    let reply: PeerReply = match control.recv(IO_TIMEOUT) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            return Err(unreachable(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no answer within {} s", IO_TIMEOUT.as_secs()),
+            )))
+        }
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            return Err(TestError::new(
+                ErrorCode::Protocol,
+                format!("bad reply from peer agent: {e}"),
+            ))
+        }
+        Err(e) => return Err(unreachable(e)),
+    };
     if !reply.ok {
         return Err(TestError::new(
-            "peer_refused",
+            ErrorCode::PeerRefused,
             format!(
                 "peer agent refused the test: {}",
                 reply.message.unwrap_or_else(|| "no reason given".into())
             ),
         ));
     }
-    control.set_read_timeout(None).map_err(unreachable)?;
     let mut data = Vec::with_capacity(streams);
     for i in 0..streams {
         if ctx.cancelled() {
-            return Err(TestError::new("cancelled", "test cancelled"));
+            return Err(TestError::cancelled());
         }
         let mut s = dial(addr, p, true).map_err(unreachable)?;
         s.write_all(&wire::preamble(&key, i as u32))
@@ -271,10 +688,10 @@ pub fn connect(
 
 /// Opens a connection to `addr` from `client_bind` (if set); data sockets
 /// get their buffer sizes before connecting.
-fn dial(addr: SocketAddr, p: &StreamParams, data: bool) -> io::Result<TcpStream> {
+fn dial(addr: SocketAddr, p: &TcpSocketParams, data: bool) -> io::Result<TcpStream> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if data {
-        sockopt::pre_connect(&sock, p)?;
+        super::sockopt::pre_connect(&sock, p)?;
     }
     if let Some(ip) = p.client_bind {
         sock.bind(&SocketAddr::new(ip, 0).into())
@@ -286,18 +703,86 @@ fn dial(addr: SocketAddr, p: &StreamParams, data: bool) -> io::Result<TcpStream>
 
 /// End-of-test exchange: tells the peer how many bytes this side moved and
 /// reads the same from it.
-pub fn exchange_done(control: &mut TcpStream, bytes: u64) -> Result<PeerDone, TestError> {
-    let gone = |e: io::Error| {
-        TestError::new(
-            "peer_gone",
-            format!("the peer agent went away before the end of the test ({e})"),
-        )
-    };
+pub fn exchange_done(control: &mut Line, bytes: u64) -> Result<PeerDone, TestError> {
     control
-        .set_read_timeout(Some(Duration::from_secs(15)))
+        .send(&PeerDone { done: true, bytes })
         .map_err(gone)?;
-    write_line(control, &PeerDone { done: true, bytes }).map_err(gone)?;
-    let line = read_line(control).map_err(gone)?;
-    serde_json::from_str(&line)
-        .map_err(|e| TestError::new("protocol", format!("bad end line from peer agent: {e}")))
+    control.expect(
+        Duration::from_secs(15),
+        "the peer agent sent no end line within 15 s",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (a, l.accept().unwrap().0)
+    }
+
+    #[test]
+    fn lines_read_ahead_are_kept_for_the_next_read() {
+        let (mut w, r) = pair();
+        // Two lines and the start of a third in one write: the buffer reads
+        // past the first, and nothing after it may be lost.
+        w.write_all(b"{\"a\":1}\n{\"b\":2}\n{\"c\":").unwrap();
+        let mut line = Line::new(r);
+        let wait = Duration::from_secs(2);
+        assert_eq!(line.recv::<Value>(wait).unwrap(), Some(json!({"a": 1})));
+        assert_eq!(line.recv::<Value>(wait).unwrap(), Some(json!({"b": 2})));
+        assert_eq!(line.recv::<Value>(Duration::ZERO).unwrap(), None);
+        w.write_all(b"3}\n").unwrap();
+        assert_eq!(line.recv::<Value>(wait).unwrap(), Some(json!({"c": 3})));
+        drop(w);
+        let e = line.recv::<Value>(wait).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_refused() {
+        let (mut w, r) = pair();
+        let mut line = Line::new(r);
+        std::thread::spawn(move || {
+            let _ = w.write_all(&vec![b'x'; wire::MAX_LINE + 10]);
+            std::thread::sleep(Duration::from_secs(1));
+        });
+        let e = line.recv::<Value>(Duration::from_secs(2)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        // A whole line of exactly the cap is fine; bad JSON is InvalidData.
+        let (mut w, r) = pair();
+        let mut line = Line::new(r);
+        let mut max = vec![b' '; wire::MAX_LINE];
+        max[..2].copy_from_slice(b"{}");
+        max.push(b'\n');
+        w.write_all(&max).unwrap();
+        w.write_all(b"{oops\n").unwrap();
+        let wait = Duration::from_secs(2);
+        assert_eq!(line.recv::<Value>(wait).unwrap(), Some(json!({})));
+        let e = line.recv::<Value>(wait).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(gone(e).code, ErrorCode::Protocol);
+    }
+
+    #[test]
+    fn strangers_are_named_by_address_with_their_counts() {
+        let mut s = Strangers::default();
+        assert_eq!(s.describe("sent no valid hello"), "");
+        s.add("127.0.0.1".parse().unwrap());
+        assert_eq!(
+            s.describe("sent no valid hello"),
+            "; 1 connection from 127.0.0.1 sent no valid hello"
+        );
+        for ip in ["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.3", "::1"] {
+            s.add(ip.parse().unwrap());
+        }
+        assert_eq!(
+            s.describe("sent no valid preamble"),
+            "; 2 connections from 10.0.0.1, 1 from 10.0.0.2, 1 from 10.0.0.3, \
+             2 from 2 other addresses sent no valid preamble"
+        );
+    }
 }

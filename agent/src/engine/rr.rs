@@ -14,7 +14,7 @@ use super::buf::PageBuf;
 use super::watchdog::Watchdog;
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::Event;
+use meshperf_protocol::msg::{ErrorCode, Event};
 use meshperf_protocol::params::RrParams;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
@@ -57,7 +57,7 @@ pub struct ClientOut {
 }
 
 fn io_err(what: &str, e: io::Error) -> TestError {
-    TestError::new("stream_failed", format!("{what} failed: {e}"))
+    TestError::new(ErrorCode::StreamFailed, format!("{what} failed: {e}"))
 }
 
 /// Sets blocking mode with no read timeout, or non-blocking for busy-poll.
@@ -83,7 +83,7 @@ fn write_msg<S: RrSock>(s: &mut S, buf: &[u8], chunk: usize) -> Result<(), TestE
             match s.write(&part[off..]) {
                 Ok(0) => {
                     return Err(TestError::new(
-                        "peer_gone",
+                        ErrorCode::PeerGone,
                         "the peer closed the connection",
                     ))
                 }
@@ -112,7 +112,7 @@ fn read_msg<S: RrSock>(s: &mut S, buf: &mut [u8], ctx: &TestCtx) -> Result<bool,
             Ok(0) if off == 0 => return Ok(false),
             Ok(0) => {
                 return Err(TestError::new(
-                    "peer_gone",
+                    ErrorCode::PeerGone,
                     "the peer closed the connection mid-message",
                 ))
             }
@@ -128,7 +128,7 @@ fn read_msg<S: RrSock>(s: &mut S, buf: &mut [u8], ctx: &TestCtx) -> Result<bool,
                 // Busy-poll lands here on every empty read: keep that path short.
                 let since = *idle_since.get_or_insert_with(Instant::now);
                 if ctx.cancelled() {
-                    return Err(TestError::new("cancelled", "test cancelled"));
+                    return Err(TestError::cancelled());
                 }
                 let idle = since.elapsed();
                 if idle > SPIN {
@@ -136,7 +136,7 @@ fn read_msg<S: RrSock>(s: &mut S, buf: &mut [u8], ctx: &TestCtx) -> Result<bool,
                 }
                 if idle > STALL {
                     return Err(TestError::new(
-                        "stalled",
+                        ErrorCode::Stalled,
                         format!("the peer sent nothing for {} s", STALL.as_secs()),
                     ));
                 }
@@ -189,7 +189,7 @@ pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Clien
         write_msg(s, &req, chunk)?;
         if !read_msg(s, &mut resp, ctx)? {
             return Err(TestError::new(
-                "peer_gone",
+                ErrorCode::PeerGone,
                 "the peer closed the connection",
             ));
         }
@@ -198,7 +198,7 @@ pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Clien
         bad += (echo && resp[..8] != req[..8]) as u64;
         i += 1;
         if ctx.cancelled() {
-            return Err(TestError::new("cancelled", "test cancelled"));
+            return Err(TestError::cancelled());
         }
         if now >= next_report || end.is_some_and(|e| now >= e) {
             next_report = now + interval;

@@ -7,7 +7,7 @@
 use super::stream::{self, DataStream, Dir, LiveStream, Outcome, Plan};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::Event;
+use meshperf_protocol::msg::{ErrorCode, Event};
 use meshperf_protocol::params::{Payload, StreamParams};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -100,10 +100,10 @@ pub fn run<S: DataStream>(
         },
     );
     if ctx.cancelled() {
-        return Err(TestError::new("cancelled", "test cancelled"));
+        return Err(TestError::cancelled());
     }
     if let Some(e) = outcomes.iter().find_map(|o| o.error.clone()) {
-        return Err(TestError::new("stream_failed", e));
+        return Err(TestError::new(ErrorCode::StreamFailed, e));
     }
     for o in &outcomes {
         let i = o.index;

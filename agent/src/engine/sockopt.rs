@@ -1,7 +1,8 @@
 //! Socket options a plan asks for, and what the kernel actually gave (the Perl
 //! seed's point: the size you ask for is not the size you get).
 
-use meshperf_protocol::params::StreamParams;
+use meshperf_protocol::msg::ErrorCode;
+use meshperf_protocol::params::TcpSocketParams;
 use serde::Serialize;
 use socket2::SockRef;
 use std::io;
@@ -23,7 +24,7 @@ pub struct Applied {
 /// Options that must be set before connect/listen (buffer sizes, so the
 /// window scale is negotiated for them; the MSS, which the SYN announces and
 /// accepted sockets inherit from their listener).
-pub fn pre_connect(sock: &socket2::Socket, p: &StreamParams) -> io::Result<()> {
+pub fn pre_connect(sock: &socket2::Socket, p: &TcpSocketParams) -> io::Result<()> {
     if let Some(n) = p.sndbuf {
         sock.set_send_buffer_size(n as usize)?;
     }
@@ -59,7 +60,7 @@ pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
         return Ok(());
     }
     Err((
-        "bad_params",
+        ErrorCode::BadParams,
         format!(
             "congestion: {name:?} is not available on this host (choose one of: {})",
             list.trim()
@@ -68,7 +69,7 @@ pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
 }
 
 /// Sets the per-connection options and reads everything back.
-pub fn apply<S: AsFd>(s: &S, p: &StreamParams, ipv6: bool) -> Result<Applied, String> {
+pub fn apply<S: AsFd>(s: &S, p: &TcpSocketParams, ipv6: bool) -> Result<Applied, String> {
     let sock = SockRef::from(s);
     sock.set_tcp_nodelay(p.nodelay)
         .map_err(|e| format!("nodelay: cannot set TCP_NODELAY: {e}"))?;
@@ -91,7 +92,7 @@ pub fn apply<S: AsFd>(s: &S, p: &StreamParams, ipv6: bool) -> Result<Applied, St
             )
         })?;
     }
-    let lowat = p.rcvlowat().min(i32::MAX as u64) as libc::c_int;
+    let lowat = p.rcvlowat.min(i32::MAX as u64) as libc::c_int;
     set_int(&sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat)
         .map_err(|e| format!("rcvlowat: cannot set {lowat}: {e}"))?;
     read_back(&sock, ipv6).map_err(|e| format!("cannot read socket options: {e}"))

@@ -6,14 +6,15 @@
 use super::peer::{self, Connected};
 use super::rr::{self, ClientOut};
 use super::{bind, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
-use meshperf_protocol::msg::PeerAddr;
+use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, RrParams};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Map, Value};
 use std::net::TcpListener;
 
 fn parse(params: &Value, env: &EngineEnv) -> Result<RrParams, Refusal> {
-    let p = RrParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
+    let p =
+        RrParams::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     sockopt::check_congestion(p.congestion.as_deref())?;
     Ok(p)
 }
@@ -21,14 +22,14 @@ fn parse(params: &Value, env: &EngineEnv) -> Result<RrParams, Refusal> {
 /// Serving side set-up (see [`super::prepare`]).
 pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal> {
     let p = parse(params, env)?;
-    let sp = p.socket_params();
-    bind::check_server(&sp)?;
+    let sp = p.socket();
+    bind::check_server(sp.server_bind)?;
     let ip = sp.server_bind.unwrap_or(env.data_ip);
     let listener = bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &sp))
-        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
+        .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
         .port();
     let key = peer::new_key();
     Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
@@ -37,8 +38,8 @@ pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), 
 /// Driving side set-up (see [`super::start`]).
 pub fn start(params: Value, peer_addr: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
     let p = parse(&params, env)?;
-    bind::check_client(&p.socket_params(), &peer_addr)?;
-    Ok(Box::new(move |ctx| drive(ctx, p, params, peer_addr)))
+    bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
+    Ok(Box::new(move |ctx| drive(ctx, p, peer_addr)))
 }
 
 fn serve(ctx: TestCtx, p: RrParams, listener: TcpListener, key: [u8; 16]) {
@@ -47,18 +48,17 @@ fn serve(ctx: TestCtx, p: RrParams, listener: TcpListener, key: [u8; 16]) {
     ctx.finished();
 }
 
-fn drive(ctx: TestCtx, p: RrParams, params: Value, peer_addr: PeerAddr) {
-    let sp = p.socket_params();
-    let r = peer::connect(&ctx, &peer_addr, Kind::TcpRr, &params, &sp, 1)
-        .and_then(|c| run(&ctx, &p, c));
+fn drive(ctx: TestCtx, p: RrParams, peer_addr: PeerAddr) {
+    let sp = p.socket();
+    let r = peer::connect(&ctx, &peer_addr, Kind::TcpRr, &sp, 1).and_then(|c| run(&ctx, &p, c));
     ctx.report(r);
     ctx.finished();
 }
 
 fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestError> {
     let mut s = conn.data.pop().expect("one data connection");
-    let applied = sockopt::apply(&s, &p.socket_params(), conn.peer_ip.is_ipv6())
-        .map_err(|m| TestError::new("bad_params", m))?;
+    let applied = sockopt::apply(&s, &p.socket(), conn.peer_ip.is_ipv6())
+        .map_err(|m| TestError::new(ErrorCode::BadParams, m))?;
     let mut sum = if ctx.role == meshperf_protocol::msg::Role::Client {
         let out = rr::client(ctx, p, &mut s)?;
         let _ = s.shutdown(std::net::Shutdown::Write);
@@ -102,7 +102,10 @@ pub(super) fn client_summary(
 ) -> Result<Map<String, Value>, TestError> {
     let n = out.rtt_ns.len() as u64;
     if n == 0 {
-        return Err(TestError::new("no_samples", "no transaction completed"));
+        return Err(TestError::new(
+            ErrorCode::NoSamples,
+            "no transaction completed",
+        ));
     }
     let secs = out.elapsed.as_secs_f64();
     let frame_us = secs * 1e6 / n as f64;

@@ -6,7 +6,7 @@ use super::peer::{self, Connected};
 use super::sockopt::{self, Applied};
 use super::stream::{Dir, Outcome};
 use super::{TestCtx, TestError};
-use meshperf_protocol::msg::{PeerAddr, Role};
+use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Direction, Kind, StreamParams};
 use serde_json::{json, Value};
 use std::net::{IpAddr, TcpListener};
@@ -40,15 +40,17 @@ pub fn prepare(
     params: &Value,
     env: &super::EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
-    let p = StreamParams::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    super::bind::check_server(&p)?;
+    let p = StreamParams::parse(params, env.limits)
+        .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
+    super::bind::check_server(p.server_bind)?;
     super::sockopt::check_congestion(p.congestion.as_deref())?;
     let ip = p.server_bind.unwrap_or(env.data_ip);
-    let listener = super::bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &p))
-        .map_err(|e| ("io", format!("cannot open a data listener: {e}")))?;
+    let listener =
+        super::bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &p.socket()))
+            .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
         .port();
     let key = peer::new_key();
     Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
@@ -60,10 +62,11 @@ pub fn start(
     peer_addr: PeerAddr,
     env: &super::EngineEnv,
 ) -> Result<super::Job, super::Refusal> {
-    let p = StreamParams::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    super::bind::check_client(&p, &peer_addr)?;
+    let p = StreamParams::parse(&params, env.limits)
+        .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
+    super::bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
     super::sockopt::check_congestion(p.congestion.as_deref())?;
-    Ok(Box::new(move |ctx| drive(ctx, p, params, peer_addr)))
+    Ok(Box::new(move |ctx| drive(ctx, p, peer_addr)))
 }
 
 /// Serving side: accept the peer on `listener`, then run.
@@ -77,9 +80,9 @@ fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]) {
 }
 
 /// Driving side: connect to the prepared peer, then run.
-fn drive(ctx: TestCtx, p: StreamParams, params: Value, peer_addr: PeerAddr) {
+fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr) {
     let dirs = layout(&p, Role::Client);
-    match peer::connect(&ctx, &peer_addr, Kind::TcpStream, &params, &p, dirs.len()) {
+    match peer::connect(&ctx, &peer_addr, Kind::TcpStream, &p.socket(), dirs.len()) {
         Ok(conn) => ctx.report(run_side(&ctx, &p, conn, &dirs)),
         Err(e) => ctx.fail(e.code, e.message),
     }
@@ -94,8 +97,10 @@ fn run_side(
 ) -> Result<Value, TestError> {
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
+    let sock = p.socket();
     for s in &conn.data {
-        let a = sockopt::apply(s, p, ipv6).map_err(|m| TestError::new("bad_params", m))?;
+        let a =
+            sockopt::apply(s, &sock, ipv6).map_err(|m| TestError::new(ErrorCode::BadParams, m))?;
         applied.get_or_insert(a);
     }
     let streams: Vec<_> = std::mem::take(&mut conn.data)
@@ -109,7 +114,7 @@ fn run_side(
         for o in outcomes.iter().filter(|o| !o.send) {
             if o.bytes != per {
                 return Err(TestError::new(
-                    "short_transfer",
+                    ErrorCode::ShortTransfer,
                     format!(
                         "stream {} received {} of {} bytes: the peer closed early",
                         o.index, o.bytes, per

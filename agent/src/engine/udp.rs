@@ -3,10 +3,10 @@
 //! the UDP flow to the peer that completed the TCP handshake.
 //!
 //! Binding: after the control line is accepted the serving side sends
-//! `{"udp_port": P, "token": "<16 hex>"}`. The driving side opens a UDP socket
+//! `{"udp_port": P, "token": "<16 hex>"}` ([`UdpSetup`]). The driving side opens a UDP socket
 //! on the local address of its control connection, `connect()`s it to the
 //! serving agent and sends `H` (hello) datagrams carrying the token until the
-//! serving side answers `{"bound": "<ip:port>"}`. The serving side takes the
+//! serving side answers `{"bound": "<ip:port>"}` ([`UdpBound`]). The serving side takes the
 //! first hello with the right token *from the control peer's IP* and from then
 //! on talks only to that address and port. Its socket stays unconnected on
 //! purpose: a connected socket would make the kernel drop (and ICMP-answer)
@@ -22,16 +22,17 @@
 
 use super::sockopt::set_int;
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
-use meshperf_protocol::msg::{Event, PeerAddr};
-use meshperf_protocol::params::{Kind, Limits, ParamError, StreamParams, UdpSocketParams};
+use meshperf_protocol::msg::{ErrorCode, Event, PeerAddr};
+use meshperf_protocol::params::{Kind, Limits, ParamError, UdpSocketParams};
+use meshperf_protocol::peer::{UdpBound, UdpSetup};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
 
+pub use super::peer::{gone, is_timeout, Line};
 pub use meshperf_protocol::params::UDP_HEADER_LEN;
 const HDR: usize = UDP_HEADER_LEN as usize;
 /// How long binding may take.
@@ -146,92 +147,6 @@ impl Clock {
     }
 }
 
-/// JSON lines on the TCP control connection, with timeouts.
-pub struct Line {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Line {
-    /// The control connection's descriptor, to watch it from another thread.
-    pub fn fd(&self) -> std::os::fd::RawFd {
-        self.s.as_raw_fd()
-    }
-
-    pub fn new(s: TcpStream) -> Line {
-        Line { s, buf: Vec::new() }
-    }
-
-    pub fn send(&mut self, v: &Value) -> io::Result<()> {
-        let mut b = serde_json::to_vec(v).expect("serializes");
-        b.push(b'\n');
-        self.s.set_write_timeout(Some(Duration::from_secs(5)))?;
-        self.s.write_all(&b)
-    }
-
-    /// Waits up to `wait` for a line (zero: only what is there already);
-    /// `Ok(None)` if none came. End of stream and bad JSON are errors.
-    pub fn recv(&mut self, wait: Duration) -> io::Result<Option<Value>> {
-        let end = Instant::now() + wait;
-        loop {
-            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=i).collect();
-                return serde_json::from_slice(&line)
-                    .map(Some)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
-            }
-            if self.buf.len() > 1 << 20 {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
-            }
-            let left = end.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                self.s.set_nonblocking(true)?;
-            } else {
-                self.s.set_nonblocking(false)?;
-                self.s.set_read_timeout(Some(left))?;
-            }
-            let mut tmp = [0u8; 4096];
-            match self.s.read(&mut tmp) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    if Instant::now() >= end {
-                        return Ok(None);
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Waits for a line with `"op": op`, failing with `what` after `wait`.
-    pub fn expect(&mut self, op: &str, wait: Duration, what: &str) -> Result<Value, TestError> {
-        match self.recv(wait) {
-            Ok(Some(v)) if v["op"] == op => Ok(v),
-            Ok(Some(v)) => Err(TestError::new(
-                "protocol",
-                format!("expected {op} from the peer agent, got {v}"),
-            )),
-            Ok(None) => Err(TestError::new("peer_timeout", what.to_string())),
-            Err(e) => Err(gone(e)),
-        }
-    }
-}
-
-/// The peer agent's control connection failed.
-pub fn gone(e: io::Error) -> TestError {
-    TestError::new(
-        "peer_gone",
-        format!("the peer agent went away before the end of the test ({e})"),
-    )
-}
-
 /// Opens a UDP socket bound to `ip`, with buffers and TOS set. A `shared`
 /// port can take a [`twin`] later.
 pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSocket> {
@@ -287,26 +202,16 @@ pub fn drain(s: &UdpSocket) -> u64 {
     n
 }
 
-/// Connection parameters for [`peer`] and [`bind`]: defaults plus the test's
-/// `client_bind` and `server_bind`.
-pub fn bind_params(client: Option<IpAddr>, server: Option<IpAddr>) -> StreamParams {
-    let mut sp = StreamParams::parse(&Value::Null, &Limits::default()).expect("defaults parse");
-    sp.client_bind = client;
-    sp.server_bind = server;
-    sp
-}
-
 /// Serving side sockets: the TCP control listener and the UDP socket, both on
 /// `server_bind` (checked to be on this host) or else the agent's data address.
 pub fn serve_sockets(
     env: &EngineEnv,
-    sp: &StreamParams,
     o: &UdpSocketParams,
     shared: bool,
 ) -> Result<(TcpListener, UdpSocket), Refusal> {
-    bind::check_server(sp)?;
-    let ip = sp.server_bind.unwrap_or(env.data_ip);
-    let what = if sp.server_bind.is_some() {
+    bind::check_server(o.server_bind)?;
+    let ip = o.server_bind.unwrap_or(env.data_ip);
+    let what = if o.server_bind.is_some() {
         format!("server_bind {ip}: ")
     } else {
         String::new()
@@ -329,10 +234,13 @@ pub fn serve_sockets(
     match (r, udp_err) {
         (Ok(s), _) => Ok(s),
         (Err(_), Some(e)) => Err((
-            "bad_params",
+            ErrorCode::BadParams,
             format!("{what}cannot open the UDP socket: {e}"),
         )),
-        (Err(e), None) => Err(("io", format!("{what}cannot open a data listener: {e}"))),
+        (Err(e), None) => Err((
+            ErrorCode::Io,
+            format!("{what}cannot open a data listener: {e}"),
+        )),
     }
 }
 
@@ -391,8 +299,7 @@ fn serve_bind(
 ) -> Result<(u64, SocketAddr), TestError> {
     let token = random_token();
     let port = sock.local_addr().map_err(io_err)?.port();
-    line.send(&json!({"udp_port": port, "token": format!("{token:016x}")}))
-        .map_err(gone)?;
+    line.send(&UdpSetup::new(port, token)).map_err(gone)?;
     sock.set_read_timeout(Some(Duration::from_millis(20)))
         .map_err(io_err)?;
     let end = Instant::now() + BIND_WINDOW;
@@ -401,8 +308,7 @@ fn serve_bind(
         match sock.recv_from(&mut buf) {
             Ok((n, from)) => match Hdr::read(&buf[..n]) {
                 Some(h) if h.kind == HELLO && h.token == token && from.ip() == peer_ip => {
-                    line.send(&json!({"bound": from.to_string()}))
-                        .map_err(gone)?;
+                    line.send(&UdpBound { bound: from }).map_err(gone)?;
                     return Ok((token, from));
                 }
                 _ => *foreign += 1,
@@ -412,7 +318,7 @@ fn serve_bind(
         }
     }
     Err(TestError::new(
-        "peer_timeout",
+        ErrorCode::PeerTimeout,
         format!(
             "the peer agent's UDP hello did not arrive within {} s (is UDP blocked between the agents?)",
             BIND_WINDOW.as_secs()
@@ -429,17 +335,16 @@ fn client_bind(
     peer_ip: IpAddr,
     o: &UdpSocketParams,
 ) -> Result<(UdpSocket, u64), TestError> {
-    let v = line
-        .recv(BIND_WINDOW)
-        .map_err(gone)?
-        .ok_or_else(|| TestError::new("peer_timeout", "the peer agent sent no UDP port"))?;
-    let port = v["udp_port"].as_u64().unwrap_or(0) as u16;
-    let token = v["token"]
-        .as_str()
-        .and_then(|t| u64::from_str_radix(t, 16).ok())
-        .ok_or_else(|| TestError::new("protocol", format!("bad UDP set-up line: {v}")))?;
+    let setup: UdpSetup = line.expect(BIND_WINDOW, "the peer agent sent no UDP port")?;
+    let port = setup.udp_port;
+    let token = setup.token().ok_or_else(|| {
+        TestError::new(
+            ErrorCode::Protocol,
+            format!("bad UDP token from the peer agent: {:?}", setup.token),
+        )
+    })?;
     let sock = open(local_ip, 0, o, false)
-        .map_err(|e| TestError::new("bad_params", format!("udp socket: {e}")))?;
+        .map_err(|e| TestError::new(ErrorCode::BadParams, format!("udp socket: {e}")))?;
     sock.connect((peer_ip, port)).map_err(io_err)?;
     let mut hello = [0u8; HDR];
     Hdr {
@@ -452,18 +357,13 @@ fn client_bind(
     let end = Instant::now() + BIND_WINDOW;
     while Instant::now() < end && !ctx.cancelled() {
         let _ = sock.send(&hello);
-        if let Some(v) = line.recv(Duration::from_millis(20)).map_err(gone)? {
-            if v.get("bound").is_some() {
-                return Ok((sock, token));
-            }
-            return Err(TestError::new(
-                "protocol",
-                format!("expected bound, got {v}"),
-            ));
+        // Anything but `bound` fails to parse: a protocol error.
+        if let Some(UdpBound { .. }) = line.recv(Duration::from_millis(20)).map_err(gone)? {
+            return Ok((sock, token));
         }
     }
     Err(TestError::new(
-        "peer_timeout",
+        ErrorCode::PeerTimeout,
         "the peer agent did not confirm our UDP hello (is UDP blocked between the agents?)",
     ))
 }
@@ -490,7 +390,7 @@ pub fn serve_flow(
     sock: UdpSocket,
 ) -> Result<Flow, TestError> {
     let conn = peer::accept(ctx, listener, key, kind, 0)?;
-    let mut line = Line::new(conn.control);
+    let mut line = conn.control;
     let mut foreign = 0;
     let (token, peer) = serve_bind(ctx, &mut line, &sock, conn.peer_ip, &mut foreign)?;
     Ok(Flow {
@@ -508,13 +408,11 @@ pub fn drive_flow(
     ctx: &TestCtx,
     peer_addr: &PeerAddr,
     kind: Kind,
-    params: &Value,
     o: &UdpSocketParams,
-    sp: &StreamParams,
 ) -> Result<Flow, TestError> {
-    let conn = peer::connect(ctx, peer_addr, kind, params, sp, 0)?;
-    let local = conn.control.local_addr().map_err(io_err)?.ip();
-    let mut line = Line::new(conn.control);
+    let conn = peer::connect(ctx, peer_addr, kind, &o.control(), 0)?;
+    let local = conn.control.stream().local_addr().map_err(io_err)?.ip();
+    let mut line = conn.control;
     let (sock, token) = client_bind(ctx, &mut line, local, conn.peer_ip, o)?;
     let peer = sock.peer_addr().map_err(io_err)?;
     Ok(Flow {
@@ -553,15 +451,8 @@ pub fn progress(ctx: &TestCtx, start: Instant, bytes: u64, fraction: f64) {
     });
 }
 
-pub fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
-}
-
 pub fn io_err(e: io::Error) -> TestError {
-    TestError::new("io", format!("udp socket: {e}"))
+    TestError::new(ErrorCode::Io, format!("udp socket: {e}"))
 }
 
 /// What `udp_rr` and `udp_stream` plug into the set-up they share: the
@@ -581,20 +472,16 @@ pub trait UdpTest: Sized + Send + 'static {
     fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError>;
 }
 
-fn binds<T: UdpTest>(p: &T) -> StreamParams {
-    bind_params(p.sock().client_bind, p.sock().server_bind)
-}
-
 /// Serving side set-up of a UDP test (see [`super::prepare`]).
 pub fn prepare<T: UdpTest>(
     params: &Value,
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
-    let p = T::parse(params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    let (listener, sock) = serve_sockets(env, &binds(&p), p.sock(), T::SHARED_PORT)?;
+    let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
+    let (listener, sock) = serve_sockets(env, p.sock(), T::SHARED_PORT)?;
     let port = listener
         .local_addr()
-        .map_err(|e| ("io", e.to_string()))?
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
         .port();
     let key = peer::new_key();
     Ok((
@@ -614,11 +501,10 @@ pub fn start<T: UdpTest>(
     peer_addr: PeerAddr,
     env: &EngineEnv,
 ) -> Result<super::Job, Refusal> {
-    let p = T::parse(&params, env.limits).map_err(|e| ("bad_params", e.to_string()))?;
-    bind::check_client(&binds(&p), &peer_addr)?;
+    let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
+    bind::check_client(p.sock().client_bind, p.sock().server_bind, &peer_addr)?;
     Ok(Box::new(move |ctx| {
-        let r = drive_flow(&ctx, &peer_addr, T::KIND, &params, p.sock(), &binds(&p))
-            .and_then(|f| p.drive(&ctx, f));
+        let r = drive_flow(&ctx, &peer_addr, T::KIND, p.sock()).and_then(|f| p.drive(&ctx, f));
         ctx.report(r);
         ctx.finished();
     }))

@@ -10,6 +10,9 @@ use super::watchdog::{self, Watchdog};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams, UdpSocketParams};
+use meshperf_protocol::peer::{
+    UdpRrRequesterLine as RequesterLine, UdpRrResponderLine as ResponderLine, UdpRrServerCounts,
+};
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
 use std::io;
@@ -92,7 +95,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
             checked = Instant::now();
             f.foreign += udp::drain(&strangers);
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             // After END the line was sent first; on a network it may still
             // be on its way. After a watchdog wake it is already here.
@@ -103,8 +106,8 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
             };
             look = false;
             match f.line.recv(wait) {
-                Ok(Some(v)) if v["op"] == "done" => break,
-                Ok(_) => {}
+                Ok(Some(RequesterLine::Done { .. })) => break,
+                Ok(None) => {}
                 Err(e) => {
                     note = Some(format!("the driving agent went away ({e})"));
                     break;
@@ -113,10 +116,15 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
         }
     }
     f.foreign += udp::drain(&strangers);
-    let mut out =
-        json!({"received": received, "replied": replied, "bad": bad, "foreign": f.foreign});
+    let counts = UdpRrServerCounts {
+        received,
+        replied,
+        bad,
+        foreign: f.foreign,
+    };
+    let mut out = serde_json::to_value(counts).expect("counts serialize");
     if note.is_none() {
-        let _ = f.line.send(&json!({"op": "done", "server": out}));
+        let _ = f.line.send(&ResponderLine::Done { server: counts });
     }
     out["complete"] = json!(note.is_none());
     out["note"] = json!(note);
@@ -204,7 +212,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     if ctx.cancelled() {
-                        return Err(TestError::new("cancelled", "test cancelled"));
+                        return Err(TestError::cancelled());
                     }
                     if t0.elapsed() >= timeout {
                         break false;
@@ -236,7 +244,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
         if tick.elapsed() >= interval {
             tick = Instant::now();
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             let bytes = sent * p.req_bytes + rtt.len() as u64 * p.resp_bytes;
             let done = match p.duration_s {
@@ -247,7 +255,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
         }
     }
     let seconds = clock.start.elapsed().as_secs_f64();
-    let server = match f.line.send(&json!({"op": "done", "sent": sent})) {
+    let server = match f.line.send(&RequesterLine::Done { sent }) {
         Ok(()) => {
             // A hint on the UDP path, which the responder is reading: it
             // then reads the line at once. If the datagram is lost it finds
@@ -268,14 +276,14 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
     let server = match server {
         Ok(()) => f
             .line
-            .expect("done", Duration::from_secs(5), "no end line from the peer"),
+            .expect(Duration::from_secs(5), "no end line from the peer"),
         Err(e) => Err(udp::gone(e)),
     };
     let server = match server {
-        Ok(v) => v["server"].clone(),
+        Ok(ResponderLine::Done { server }) => Some(server),
         Err(e) => {
             note.get_or_insert(e.message);
-            Value::Null
+            None
         }
     };
     ctx.sink
@@ -299,7 +307,8 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
     );
     let mut out = json!({
         "count": sent, "answered": rtt.len(), "timeouts": timeouts, "bad": bad,
-        "foreign": server["foreign"], "server_bad": server["bad"], "server_received": server["received"],
+        "foreign": server.map(|s| s.foreign), "server_bad": server.map(|s| s.bad),
+        "server_received": server.map(|s| s.received),
         "rtt_us": udp::stats_json(stats.as_ref()),
         "req_bytes": p.req_bytes, "resp_bytes": p.resp_bytes, "timeout_ms": p.timeout_ms,
         "seconds": seconds, "time_per_frame_us": tpf, "mbytes_per_second": mbs,

@@ -9,12 +9,17 @@
 //! sender that fell behind catches up with slightly shorter gaps, never a
 //! burst, and after a stall of over 1 ms the schedule slips ([`Pacer`]).
 
+use super::peer::unexpected;
 use super::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
 use super::udp_batch::{RecvBatch, SendBatch};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{
     Direction, Kind, Limits, ParamError, UdpSocketParams, UdpStreamParams,
+};
+use meshperf_protocol::peer::{
+    UdpStreamReceiverLine as ReceiverLine, UdpStreamSenderLine as SenderLine,
 };
 use meshperf_wasm::stats::Summary;
 use serde_json::{json, Value};
@@ -69,12 +74,14 @@ fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Val
 
 /// The sender: zero, paced burst, stats.
 fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestError> {
-    f.line.send(&json!({"op": "zero"})).map_err(udp::gone)?;
-    f.line.expect(
-        "zeroed",
+    f.line.send(&SenderLine::Zero).map_err(udp::gone)?;
+    match f.line.expect(
         Duration::from_secs(5),
         "the receiving agent did not answer zero",
-    )?;
+    )? {
+        ReceiverLine::Zeroed => {}
+        other => return Err(unexpected("zeroed", &other)),
+    }
     let fd = f.sock.as_raw_fd();
     let mut batch = SendBatch::new(
         BATCH,
@@ -102,7 +109,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
                 // Long waits sleep in slices so a cancel is seen promptly.
                 std::thread::sleep((gap - SPIN).min(Duration::from_millis(50)));
                 if ctx.cancelled() {
-                    return Err(TestError::new("cancelled", "test cancelled"));
+                    return Err(TestError::cancelled());
                 }
             } else {
                 std::hint::spin_loop();
@@ -137,7 +144,7 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         if now.duration_since(tick) >= Duration::from_millis(100) {
             tick = now;
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             udp::progress(ctx, clock.start, k * p.pkt_bytes, k as f64 / p.count as f64);
         }
@@ -175,18 +182,20 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
     let wait = Duration::from_millis(p.timeout_ms) + Duration::from_secs(5);
     let reply = f
         .line
-        .send(&json!({"op": "stats", "send": snd}))
+        .send(&SenderLine::Stats { send: snd.clone() })
         .map_err(udp::gone)
         .and_then(|_| {
-            f.line.expect(
-                "stats",
-                wait,
-                "the receiving agent did not report its statistics",
-            )
+            match f
+                .line
+                .expect(wait, "the receiving agent did not report its statistics")?
+            {
+                ReceiverLine::Stats { summary, receive } => Ok((summary, receive)),
+                other => Err(unexpected("stats", &other)),
+            }
         });
     match reply {
-        Ok(v) if note.is_none() => Ok(v["summary"].clone()),
-        Ok(v) => Ok(summary(p, &snd, &v["receive"], note, 0)),
+        Ok((summary, _)) if note.is_none() => Ok(summary),
+        Ok((_, receive)) => Ok(summary(p, &snd, &receive, note, 0)),
         Err(e) => Ok(summary(p, &snd, &Value::Null, note.or(Some(e.message)), 1)),
     }
 }
@@ -302,11 +311,13 @@ fn rx_spin(wait_us: f64) -> Duration {
 /// The receiver: records every datagram until the burst is over.
 fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestError> {
     let kernel = udp::enable_timestamps(&f.sock);
-    f.line.expect(
-        "zero",
-        Duration::from_secs(10),
-        "the sending agent did not start",
-    )?;
+    match f
+        .line
+        .expect(Duration::from_secs(10), "the sending agent did not start")?
+    {
+        SenderLine::Zero => {}
+        other => return Err(unexpected("zero", &other)),
+    }
     f.sock
         .set_read_timeout(Some(Duration::from_millis(10)))
         .map_err(udp::io_err)?;
@@ -324,7 +335,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
     let mut stats: Option<(Value, Instant)> = None;
     let mut note = None;
     let clock = Clock::new();
-    f.line.send(&json!({"op": "zeroed"})).map_err(udp::gone)?;
+    f.line.send(&ReceiverLine::Zeroed).map_err(udp::gone)?;
     let (mut last, mut checked) = (Instant::now(), Instant::now());
     let spin = rx_spin(p.wait_us);
     let mut started = false;
@@ -374,10 +385,10 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
         {
             checked = now;
             if ctx.cancelled() {
-                return Err(TestError::new("cancelled", "test cancelled"));
+                return Err(TestError::cancelled());
             }
             match f.line.recv(Duration::ZERO) {
-                Ok(Some(v)) if v["op"] == "stats" => stats = Some((v, now)),
+                Ok(Some(SenderLine::Stats { send })) => stats = Some((send, now)),
                 Ok(_) => {}
                 Err(e) => {
                     note = Some(format!("the sending agent went away mid-burst ({e})"));
@@ -387,7 +398,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
         }
         match &stats {
             Some((v, at)) => {
-                let sent = v["send"]["sent"].as_u64().unwrap_or(0);
+                let sent = v["sent"].as_u64().unwrap_or(0);
                 let idle = now - last.max(*at);
                 if seq.len() as u64 >= sent || idle > timeout.min(Duration::from_millis(250)) {
                     break;
@@ -403,9 +414,9 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
             None => {}
         }
     }
-    let snd = stats.map_or(Value::Null, |(v, _)| v["send"].clone());
+    let snd = stats.map_or(Value::Null, |(v, _)| v);
     let a = meshperf_wasm::udp::analyze(&seq, &arr, snd["sent"].as_u64(), Some(&snt))
-        .map_err(|e| TestError::new("internal", format!("udp analysis: {e}")))?;
+        .map_err(|e| TestError::new(ErrorCode::Internal, format!("udp analysis: {e}")))?;
     let rcv = json!({
         "received": a.received, "lost": a.lost, "out_of_order": a.out_of_order,
         "duplicates": a.duplicates, "out_of_range": a.out_of_range, "packets": a.packets,
@@ -434,9 +445,10 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
     let timeouts = u64::from(snd.is_null());
     let out = summary(p, &snd, &rcv, note.clone(), timeouts);
     if note.is_none() {
-        let _ = f
-            .line
-            .send(&json!({"op": "stats", "summary": out, "receive": rcv}));
+        let _ = f.line.send(&ReceiverLine::Stats {
+            summary: out.clone(),
+            receive: rcv,
+        });
     }
     Ok(out)
 }

@@ -12,7 +12,7 @@
 use super::stream::Dir;
 use super::tcp_rr::{client_summary, server_summary};
 use super::{peer, rr, EngineEnv, Job, Refusal, TestCtx, TestError};
-use meshperf_protocol::msg::{PeerAddr, Role};
+use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
 use meshperf_protocol::peer::{parse_key, preamble, KEY_LEN, PREAMBLE_LEN};
 use serde_json::{json, Value};
@@ -56,10 +56,10 @@ impl Drop for DirGuard {
 }
 
 fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize), Refusal> {
-    let bad = |e: meshperf_protocol::params::ParamError| ("bad_params", e.to_string());
+    let bad = |e: meshperf_protocol::params::ParamError| (ErrorCode::BadParams, e.to_string());
     let not_unix = |name: &str| {
         (
-            "bad_params",
+            ErrorCode::BadParams,
             format!("{name}: not meaningful for {} (no IP socket)", kind.name()),
         )
     };
@@ -104,7 +104,7 @@ pub fn prepare(
 ) -> Result<(u16, [u8; 16], Job), Refusal> {
     let (p, n) = parse(kind, params, env)?;
     let key = peer::new_key();
-    let io = |e: io::Error| ("io", format!("cannot open a Unix socket: {e}"));
+    let io = |e: io::Error| (ErrorCode::Io, format!("cannot open a Unix socket: {e}"));
     let dir = std::env::temp_dir().join(format!(
         "meshperf-{}",
         meshperf_protocol::peer::key_hex(&peer::new_key())
@@ -140,19 +140,21 @@ pub fn start(
     env: &EngineEnv,
 ) -> Result<Job, Refusal> {
     let (p, n) = parse(kind, &params, env)?;
-    let key = parse_key(&peer_addr.key)
-        .ok_or(("bad_request", "peer.key must be 32 hex digits".to_string()))?;
+    let key = parse_key(&peer_addr.key).ok_or((
+        ErrorCode::BadRequest,
+        "peer.key must be 32 hex digits".to_string(),
+    ))?;
     let entry = {
         let mut reg = PREPARED.lock().unwrap();
         let i = reg.iter().position(|e| bool::from(e.key.ct_eq(&key))).ok_or((
-            "bad_key",
+            ErrorCode::BadKey,
             format!("peer.key: unknown or spent session key ({} runs inside one agent: prepare and start on the same agent)", kind.name()),
         ))?;
         reg.remove(i)
     };
     if entry.kind != kind {
         return Err((
-            "kind_mismatch",
+            ErrorCode::KindMismatch,
             format!(
                 "this test was prepared as {}, not {}",
                 entry.kind.name(),
@@ -161,8 +163,12 @@ pub fn start(
         ));
     }
     Ok(Box::new(move |ctx| {
-        let r = connect(&entry.path, &key, n)
-            .map_err(|e| TestError::new("io", format!("cannot connect the Unix socket: {e}")));
+        let r = connect(&entry.path, &key, n).map_err(|e| {
+            TestError::new(
+                ErrorCode::Io,
+                format!("cannot connect the Unix socket: {e}"),
+            )
+        });
         ctx.report(r.and_then(|socks| run(&ctx, &p, socks)));
         ctx.finished();
     }))
@@ -185,16 +191,16 @@ fn accept(
     n: usize,
 ) -> Result<Vec<UnixStream>, TestError> {
     l.set_nonblocking(true)
-        .map_err(|e| TestError::new("io", e.to_string()))?;
+        .map_err(|e| TestError::new(ErrorCode::Io, e.to_string()))?;
     let deadline = Instant::now() + peer::ACCEPT_WINDOW;
     let mut socks: Vec<Option<UnixStream>> = (0..n).map(|_| None).collect();
     while socks.iter().any(Option::is_none) {
         if ctx.cancelled() {
-            return Err(TestError::new("cancelled", "test cancelled"));
+            return Err(TestError::cancelled());
         }
         if Instant::now() > deadline {
             return Err(TestError::new(
-                "peer_timeout",
+                ErrorCode::PeerTimeout,
                 format!(
                     "nobody started this test within {} s",
                     peer::ACCEPT_WINDOW.as_secs()
@@ -207,7 +213,7 @@ fn accept(
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
-            Err(e) => return Err(TestError::new("io", format!("accept failed: {e}"))),
+            Err(e) => return Err(TestError::new(ErrorCode::Io, format!("accept failed: {e}"))),
         };
         let _ = s.set_nonblocking(false);
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
@@ -252,7 +258,7 @@ fn run_stream(ctx: &TestCtx, p: &StreamParams, socks: Vec<UnixStream>) -> Result
                 p.rcvbuf
                     .map_or(Ok(()), |n| r.set_recv_buffer_size(n as usize))
             });
-        set.map_err(|e| TestError::new("bad_params", format!("sndbuf/rcvbuf: {e}")))?;
+        set.map_err(|e| TestError::new(ErrorCode::BadParams, format!("sndbuf/rcvbuf: {e}")))?;
     }
     let dirs = super::tcp_stream::layout(p, ctx.role);
     let streams: Vec<(UnixStream, Dir)> = socks.into_iter().zip(dirs).collect();

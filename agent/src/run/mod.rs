@@ -7,11 +7,13 @@
 //! result in the fragment. With `--json -` or `--csv -` stdout carries that
 //! document alone and the text and the link go to stderr.
 //!
-//! Exit status: 0 success, 1 a test failed (or an agent was unreachable, or
-//! Ctrl-C), 2 a usage error (bad flags, unknown preset, unreadable plan, bad
-//! agent URL, wrong token).
+//! Exit status: 0 success, 1 a test failed (or an agent was unreachable), 2 a
+//! usage error (bad flags, unknown preset, unreadable plan, bad agent URL,
+//! wrong token, a parameter an agent would refuse), 130 interrupted (Ctrl-C
+//! or SIGTERM: what was measured is still printed, written and linked).
 
 mod client;
+mod discover;
 mod inline;
 mod matrix_out;
 mod output;
@@ -31,8 +33,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T). The
-    /// first serves, the second drives; one agent plays both ends.
+    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T), or
+    /// dns:NAME[:PORT][#token=T] for an agent at every address of NAME (port
+    /// 7800 and $MESHPERF_TOKEN by default). The first serves, the second
+    /// drives; one agent plays both ends; with --matrix, any number.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
     /// Run the step between every ordered pair of the agents given (three
@@ -182,9 +186,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.agent.len() > 2 && !a.matrix {
         return usage("give one or two --agent URLs, or --matrix to measure between every pair of more");
     }
-    if a.matrix && a.agent.len() < 2 {
-        return usage("--matrix needs two or more --agent URLs");
-    }
+
     let plan = match load_plan(&a) {
         Ok(p) => p,
         Err(e) => return usage(e),
@@ -210,11 +212,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             None => return usage(format!("--metric {m:?}: known: gbps, rtt_p50, rtt_p99, loss_pct")),
         },
     };
-    let urls: Vec<AgentUrl> = match a.agent.iter().map(|u| AgentUrl::parse(u)).collect() {
-        Ok(u) => u,
-        Err(CtlError::Usage(m)) => return usage(m),
-        Err(_) => unreachable!(),
-    };
+    let mut urls: Vec<AgentUrl> = Vec::new();
+    for arg in &a.agent {
+        match discover::agents(arg) {
+            Ok(u) => urls.extend(u),
+            Err(CtlError::Usage(m)) | Err(CtlError::Auth(m)) => return usage(m),
+            Err(CtlError::Io(m)) => {
+                eprintln!("meshperf run: {m}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    if a.matrix && urls.len() < 2 {
+        return usage("--matrix needs two or more agents (--agent URLs, or a dns: name with several addresses)");
+    }
+    if urls.len() > 2 && !a.matrix {
+        return usage(format!(
+            "{} agents given (a dns: name counts each address); measure between them with --matrix",
+            urls.len()
+        ));
+    }
     // A matrix goes on without an unreachable agent (its row and column
     // fail); a run between two agents needs both.
     let mut ctls = Vec::new();
@@ -313,6 +330,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         gone,
     };
     let mut failed = false;
+    let mut interrupted = 0;
     for round in &schedule {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -329,6 +347,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             })
             .collect();
         for mut sr in rounds::run_round(&mut agents, &jobs, &stop, &mut out) {
+            if stop.load(Ordering::Relaxed) && sr.error.is_some() {
+                // Cut short by Ctrl-C: not a measurement (udp_req_timo
+                // likewise reports what it had before the signal).
+                interrupted += 1;
+                continue;
+            }
             failed |= sr.error.is_some();
             if a.matrix {
                 out.cell(&sr, &agents.refs, metric);
@@ -363,9 +387,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             let _ = writeln!(text, "{l}");
         }
     }
-    if stop.load(Ordering::Relaxed) {
-        eprintln!("meshperf run: interrupted; the running test was cancelled on both agents");
-        failed = true;
+    let stopped = stop.load(Ordering::Relaxed);
+    if stopped {
+        let kept = [("--json", &a.json), ("--csv", &a.csv)]
+            .iter()
+            .filter_map(|(flag, p)| p.as_ref().map(|p| format!("{flag} {p}")))
+            .collect::<Vec<_>>();
+        eprintln!(
+            "meshperf run: interrupted after {} of {total} step{}{}; {}",
+            result.steps.len(),
+            if total == 1 { "" } else { "s" },
+            if interrupted > 0 {
+                format!(" ({interrupted} cut short and cancelled on its agents, left out)")
+            } else {
+                String::new()
+            },
+            if kept.is_empty() {
+                "the link below has what was measured".to_string()
+            } else {
+                format!("what was measured is in {} and the link below", kept.join(" and "))
+            }
+        );
     }
     let write = |path: &str, doc: Vec<u8>| -> anyhow::Result<()> {
         if path == "-" {
@@ -389,7 +431,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| format!("http://{}/", urls[0].hostport()));
     print_permalink(&web, &result, doc_on_stdout);
-    Ok(ExitCode::from(if failed { 1 } else { 0 }))
+    // 130 = 128 + SIGINT, as a shell reports a command Ctrl-C stopped.
+    Ok(ExitCode::from(if stopped {
+        130
+    } else if failed {
+        1
+    } else {
+        0
+    }))
 }
 
 /// Prints the permalink as the last line of stdout: `<web>#r=<link>`, the

@@ -127,9 +127,15 @@ impl Output {
                 }
             );
         }
+        // Each side's seed line, once: both sides of a udp_stream carry the
+        // same record (the receiver's figures reach the sender at the end).
+        let mut lines: Vec<&str> = Vec::new();
         for side in [&s.sides.client, &s.sides.server].into_iter().flatten() {
             if let Some(line) = side["line"].as_str().filter(|l| !l.is_empty()) {
-                let _ = writeln!(out, "{line}");
+                if !lines.contains(&line) {
+                    lines.push(line);
+                    let _ = writeln!(out, "{line}");
+                }
             }
         }
         if let Some(l) = rtt_line(&s.summary) {
@@ -148,7 +154,7 @@ impl Output {
             let _ = out.write_all(t.as_bytes());
         }
         if self.repeat > 1 {
-            if let Some((name, v, unit)) = crate::engine::headline(s.kind, &s.summary) {
+            if let Some((name, v, unit)) = meshperf_protocol::matrix::headline(s.kind, &s.summary) {
                 self.reps.push(v);
                 if s.repeat + 1 == self.repeat {
                     if let Ok(c) = meshperf_wasm::fit::confidence(&self.reps) {
@@ -171,7 +177,6 @@ impl Output {
         }
     }
 
-    /// Where the step text goes: stdout, or stderr (see `to_stderr`).
     /// One more step has ended (clears a progress bar).
     pub fn step_done(&mut self) {
         self.done += 1;
@@ -188,6 +193,7 @@ impl Output {
         self.total
     }
 
+    /// Where the step text goes: stdout, or stderr (see `to_stderr`).
     pub fn text(&self) -> Box<dyn Write> {
         if self.to_stderr {
             Box::new(std::io::stderr().lock())
@@ -475,10 +481,19 @@ pub fn histogram(s: &StepResult, o: &HistOpts) -> String {
         Err(e) => return format!("Hist {:>8} {what}: {e}\n", s.index),
     };
     let counted: u64 = h.counts.iter().map(|&c| c as u64).sum();
+    // Both means, each named (udp_req_timo's statistics are of the samples):
+    // of every sample, and of those in the bins (under/overflows left out).
     let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let high = h.low + h.counts.len() as f64 * h.bin_width;
+    let inside: Vec<f64> = v.iter().copied().filter(|&x| x >= h.low && x < high).collect();
+    let binned = if inside.is_empty() {
+        "-".to_string()
+    } else {
+        format!("{:.3}", inside.iter().sum::<f64>() / inside.len() as f64)
+    };
     let mut t = format!(
-        "Hist {:>8} {what}\n counts {counted} mean {mean:.3} underflows {} overflows {}\n",
-        s.index, h.underflow, h.overflow
+        "Hist {:>8} {what}\n counts {counted} mean {mean:.3} (all {} samples) binned_mean {binned} (the {counted} in the bins) underflows {} overflows {}\n",
+        s.index, v.len(), h.underflow, h.overflow
     );
     let last = h.counts.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
     for (i, c) in h.counts[..last].iter().enumerate() {

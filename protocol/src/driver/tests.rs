@@ -49,7 +49,7 @@ fn refused(message: &str) -> Event {
 
 fn test_error(message: &str) -> Event {
     serde_json::from_value(
-        json!({"type": "error", "test_id": 7, "code": "test_failed", "message": message}),
+        json!({"type": "error", "test_id": 7, "code": "cancelled", "message": message}),
     )
     .unwrap()
 }
@@ -277,4 +277,17 @@ fn steps_are_checked_against_both_agents_limits_before_any_traffic() {
     assert!(e.starts_with("agent A would refuse it: req_bytes:"), "{e}");
     let l = step(Kind::TcpRr, Transport::TcpLocal, json!({}));
     assert!(check_step(&l, 1, 0, &agents()).unwrap_err().contains("no non-loopback IPv4"));
+}
+
+#[test]
+fn an_error_with_a_code_this_build_does_not_know_still_fails_the_step() {
+    let mut run = running(Kind::TcpRr);
+    let e: Event = serde_json::from_value(
+        json!({"type": "error", "test_id": 7, "code": "brand_new_code", "message": "from a newer agent"}),
+    )
+    .unwrap();
+    assert!(!run.on_event(1, &e).is_empty(), "the other side is cancelled");
+    run.on_event(0, &test_error("test cancelled"));
+    assert!(run.is_done());
+    assert!(run.result(0.0).error.unwrap().starts_with("agent B: from a newer agent"));
 }

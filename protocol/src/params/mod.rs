@@ -12,12 +12,15 @@ mod rr;
 pub use rr::RrParams;
 mod spec;
 pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
+mod tcp;
+pub use tcp::TcpSocketParams;
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
 };
 
 /// The test kinds meshperf runs.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -69,8 +72,8 @@ impl Kind {
         Kind::UnixRr,
     ];
 
-    /// The kind whose [`Kind::name`] is `name` (what serde reads, without
-    /// serde: the wasm build keeps its generic deserialisers out).
+    /// The kind whose [`Kind::name`] is `name` (what serde reads), for
+    /// names that come as plain strings (command-line flags).
     pub fn from_name(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
@@ -96,6 +99,7 @@ impl ParamError {
 }
 
 /// Limits a serving agent enforces whatever the page asks.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Limits {
     pub max_msg_bytes: u64,

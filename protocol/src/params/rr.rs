@@ -3,13 +3,12 @@
 //! `resp_bytes`; one round-trip time per transaction.
 //!
 //! Socket options have the same names and limits as in `tcp_stream`;
-//! [`RrParams::socket_params`] hands them over in that shape so both kinds
-//! share one connection set-up.
+//! [`RrParams::socket`] hands them over as a `TcpSocketParams`, so both
+//! kinds share one connection set-up.
 
 use super::spec::rr::*;
 use super::spec::{CLIENT_BIND, CONGESTION, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
 use super::{bound, Limits, ParamError, Reader};
-use super::{Direction, StreamParams};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -125,31 +124,6 @@ impl RrParams {
             server_bind,
             interval_ms,
         })
-    }
-
-    /// The socket options in `tcp_stream`'s shape, for the shared set-up code.
-    pub fn socket_params(&self) -> StreamParams {
-        StreamParams {
-            msg_bytes: self.req_bytes,
-            read_bytes: self.resp_bytes,
-            count: self.count,
-            duration_s: self.duration_s,
-            streams: 1,
-            direction: Direction::Send,
-            wait_us: self.wait_us,
-            nodelay: self.nodelay,
-            sndbuf: self.sndbuf,
-            rcvbuf: self.rcvbuf,
-            tos: self.tos,
-            congestion: self.congestion.clone(),
-            interval_ms: self.interval_ms,
-            client_bind: self.client_bind,
-            server_bind: self.server_bind,
-            // Every response is awaited as it arrives.
-            rcvlowat: Some(1),
-            payload: Default::default(),
-            mss: self.mss,
-        }
     }
 }
 

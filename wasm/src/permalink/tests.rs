@@ -517,3 +517,206 @@ fn json_entry_points_write_and_read_what_the_typed_ones_do() {
         encode(&decode(FIXTURE_V1).unwrap()).unwrap()
     );
 }
+
+/// Link format 2 fixtures, written by the last build that shaped JSON by hand
+/// (wasm/src/json.rs and shape.rs, before the codec read results with
+/// serde): a request/response step whose summary is carried once (its
+/// client side's) with step times, and a link whose 200 000 RTTs became a
+/// histogram. Both must open in every later build.
+const FIXTURE_V2: &str = include_str!("../../tests/fixtures/permalink-v2.txt");
+
+#[test]
+fn link_format_2_fixtures_still_decode() {
+    let big = rr_result(200_000);
+    if std::env::var_os("MESHPERF_WRITE_FIXTURE").is_some() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/permalink-v2.txt"
+        );
+        let text = format!(
+            "{}\n{}\n",
+            encode(&rr_result(2000)).unwrap(),
+            encode(&big).unwrap()
+        );
+        std::fs::write(path, text).unwrap();
+        return;
+    }
+    let links: Vec<&str> = FIXTURE_V2.lines().collect();
+    assert_eq!(links.len(), 2);
+    let rr = decode(links[0]).unwrap();
+    assert_eq!(rr, rounded(&rr_result(2000)));
+    assert_eq!(rr.steps[0].started_unix, Some(1_763_800_000.125));
+    assert_eq!(
+        Some(&rr.steps[0].summary),
+        rr.steps[0].sides.client.as_ref()
+    );
+    let h = decode(links[1]).unwrap();
+    assert!(h.samples_replaced);
+    assert_eq!(h.steps[0].histograms[0].n, 200_000);
+    assert_eq!(h, decode(&encode(&big).unwrap()).unwrap());
+    // The JSON the page gets is what the typed result writes.
+    for link in links {
+        let typed = serde_json::to_string(&decode(link).unwrap()).unwrap();
+        assert_eq!(decode_json(link).unwrap(), typed);
+    }
+}
+
+/// The result `full_value` edits: every field set, fields the types do not
+/// know, and keys out of order.
+fn full_value() -> Value {
+    json!({"extra": 1, "steps": [
+        {"error": "boom", "histograms": [{"counts": [1, 2], "bin_width": 1000, "low": 5000,
+            "n": 3, "kind": "rtt_ns", "role": "client", "x": 0}],
+         "samples": [{"values": [1, 2, 3], "kind": "interval_bytes", "role": "server", "stream": 2}],
+         "sides": {"server": {"a": 1}, "client": null, "other": 3},
+         "summary": {"z": 1, "a": [1.5, null]}, "transport": "tcp_local", "repeat": 3,
+         "point": [["msg_bytes", 1024], ["transport", "tcp_local"]],
+         "params": {"b": 1, "a": 2}, "kind": "unix_rr", "index": 7,
+         "started_unix": 1795000000, "wall_seconds": 0.25},
+        {"index": 0, "kind": "tcp_rr", "error": null, "histograms": []}],
+      "agents": [{"hostname": "a"}], "plan": {"description": null, "name": "n", "repeat": 2,
+        "sweep": {"x": [1]}, "params": {}, "kind": "udp_stream", "y": 1,
+        "histogram": {"low_us": 100, "bin_us": 2.5, "x": 1}},
+      "created_unix": 1795000000, "version": 1, "format": "meshperf-result",
+      "samples_replaced": true})
+}
+
+/// `encode_json` takes what `result::load` takes (defaults filled in,
+/// unknown fields dropped, whole numbers read as floats where a float is
+/// due) and refuses what it refuses; what it takes comes back from
+/// `decode_json` as the typed result writes it, keys in struct order. (The
+/// cases the hand shaping of earlier builds was checked with.)
+fn same_as_load(v: &Value) {
+    let text = v.to_string();
+    match (result::load(&text), encode_json(&text)) {
+        (Ok(r), Ok(link)) => {
+            assert_eq!(
+                decode_json(&link).unwrap(),
+                serde_json::to_string(&r).unwrap(),
+                "{v}"
+            );
+        }
+        (Err(_), Err(e)) => assert!(!e.to_string().contains('\n'), "{e}"),
+        (a, b) => panic!("{v}: load {a:?}, encode_json {b:?}"),
+    }
+}
+
+#[test]
+fn json_entry_points_take_and_refuse_what_load_does() {
+    same_as_load(&full_value());
+    same_as_load(&json!({"format": "meshperf-result", "version": 1, "plan": {"kind": "tcp_rr"}}));
+    same_as_load(
+        &json!({"format": "meshperf-result", "version": 1, "created_unix": 2.5,
+        "plan": {"kind": "tcp_rr", "name": "x"}, "samples_replaced": false, "steps": []}),
+    );
+    let edits: Vec<(&str, Value)> = vec![
+        ("/format", json!(1)),
+        ("/version", json!(-1)),
+        ("/version", json!(1.0)),
+        ("/version", json!(1u64 << 33)),
+        ("/created_unix", json!("x")),
+        ("/created_unix", json!(null)),
+        ("/plan/kind", json!("teleport")),
+        ("/plan/repeat", json!(null)),
+        ("/plan/params", json!(null)),
+        ("/plan/sweep", json!([])),
+        ("/plan/name", json!(3)),
+        ("/plan/histogram", json!(3)),
+        ("/plan/histogram", json!({"low_us": 1})),
+        ("/plan/histogram", json!({"bin_us": "1"})),
+        ("/plan/histogram", json!({"bin_us": 1, "low_us": null})),
+        ("/agents", json!({})),
+        ("/steps", json!(null)),
+        ("/samples_replaced", json!(1)),
+        ("/steps/0/index", json!(-1)),
+        ("/steps/0/kind", json!(null)),
+        ("/steps/0/point", json!([["a"]])),
+        ("/steps/0/point", json!([["a", 1, 2]])),
+        ("/steps/0/point", json!([[1, 1]])),
+        ("/steps/0/point/0", json!(["a", null])),
+        ("/steps/0/repeat", json!(4294967296u64)),
+        ("/steps/0/transport", json!("carrier")),
+        ("/steps/0/transport", json!(null)),
+        ("/steps/0/summary", json!(null)),
+        ("/steps/0/sides", json!(null)),
+        ("/steps/0/sides", json!({})),
+        ("/steps/0/sides/client", json!(7)),
+        ("/steps/0/samples/0/role", json!("both")),
+        ("/steps/0/samples/0/kind", json!("rtt")),
+        ("/steps/0/samples/0/stream", json!(65536)),
+        ("/steps/0/samples/0/stream", json!(null)),
+        ("/steps/0/samples/0/values", json!([1, -2])),
+        ("/steps/0/samples/0/values", json!([1.5])),
+        ("/steps/0/samples/0/values", json!(null)),
+        ("/steps/0/histograms/0/n", json!(null)),
+        ("/steps/0/histograms/0/counts", json!([0.5])),
+        ("/steps/0/error", json!(false)),
+        ("/steps/1", json!([])),
+    ];
+    for (ptr, x) in edits {
+        let mut v = full_value();
+        *v.pointer_mut(ptr).unwrap_or_else(|| panic!("{ptr}")) = x;
+        same_as_load(&v);
+    }
+    let removed = |path: &str, keys: &[&str]| {
+        for key in keys {
+            let mut v = full_value();
+            v.pointer_mut(path)
+                .and_then(Value::as_object_mut)
+                .unwrap()
+                .remove(*key);
+            same_as_load(&v);
+        }
+    };
+    removed(
+        "",
+        &[
+            "format",
+            "version",
+            "plan",
+            "created_unix",
+            "agents",
+            "steps",
+        ],
+    );
+    removed(
+        "/steps/0",
+        &[
+            "index",
+            "kind",
+            "params",
+            "point",
+            "repeat",
+            "transport",
+            "summary",
+            "sides",
+            "samples",
+            "histograms",
+            "error",
+            "started_unix",
+            "wall_seconds",
+        ],
+    );
+    removed("/steps/0/samples/0", &["role", "kind", "stream", "values"]);
+    removed(
+        "/steps/0/histograms/0",
+        &["role", "kind", "stream", "n", "low", "bin_width", "counts"],
+    );
+    removed(
+        "/plan",
+        &["kind", "params", "sweep", "repeat", "name", "description"],
+    );
+    // Defaults, and whole numbers where floats are due, as the types write them.
+    let mut v = full_value();
+    v["steps"][0].as_object_mut().unwrap().remove("transport");
+    let back: Value =
+        serde_json::from_str(&decode_json(&encode_json(&v.to_string()).unwrap()).unwrap()).unwrap();
+    assert_eq!(back["steps"][0]["transport"], json!("tcp"));
+    assert_eq!(back["steps"][1]["repeat"], json!(0));
+    assert!(back["created_unix"].is_f64() && back["steps"][0]["started_unix"].is_f64());
+    assert_eq!(
+        back["plan"]["histogram"],
+        json!({"bin_us": 2.5, "low_us": 100.0})
+    );
+    assert!(back.get("extra").is_none() && back["plan"].get("y").is_none());
+}

@@ -8,25 +8,10 @@ export const PROTOCOL = 1;
 
 export type AgentState = 'idle' | 'connecting' | 'ready' | 'auth_failed' | 'error' | 'closed';
 
-export interface Limits {
-  max_msg_bytes: number;
-  max_duration_s: number;
-  max_bytes: number;
-  max_streams: number;
-  max_udp_bits_per_second?: number;
-  max_count: number;
-}
-
-export interface AgentInfo {
-  protocol: number;
-  version: string;
-  hostname: string;
-  addresses: string[];
-  cores: number;
-  kernel: string;
-  capabilities: string[];
-  limits: Limits;
-}
+// The agent's info and limits as the Rust types define them (protocol/src/msg.rs).
+import type { AgentInfo } from './generated/wire/AgentInfo';
+export type { AgentInfo };
+export type { Limits } from './generated/wire/Limits';
 
 /** A JSON event from an agent (`type` plus the fields msg.rs gives it). */
 export type AgentMsg = { type: string; id?: number; test_id?: number; [k: string]: any };

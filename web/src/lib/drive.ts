@@ -9,6 +9,8 @@
 
 import { AgentError, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
 import { hostOnly } from './fragment';
+import type { AgentRef } from './generated/wire/AgentRef';
+import type { Outgoing } from './generated/wire/Outgoing';
 import type { StepResult } from './result';
 import type { Codec, StepDriver } from './stats';
 
@@ -18,7 +20,7 @@ export type PlanStep = Pick<StepResult, 'index' | 'kind' | 'params' | 'point' | 
 const CANCEL_GRACE_MS = 15000;
 
 /** How the step driver names and reaches the agents, with their limits. */
-export const agentRefs = (list: Agent[]) =>
+export const agentRefs = (list: Agent[]): AgentRef[] =>
   list.map((a) => ({ label: a.label, host: hostOnly(a.host), addresses: a.info?.addresses ?? [], limits: a.info?.limits ?? null }));
 
 export function randomTestId(): number {
@@ -76,7 +78,7 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
   /** Sends the driver's requests; each reply goes back to it. */
   const send = (out: string) => {
     if (!live) return;
-    for (const o of JSON.parse(out) as { agent: number; request: { type: string } }[]) {
+    for (const o of JSON.parse(out) as Outgoing[]) {
       const asked = list[o.agent].request(o.request);
       if (o.request.type === 'cancel') {
         asked.catch(() => {});

@@ -3,52 +3,45 @@
 // result; series here convert them to the unit a reader expects.
 
 import type { PlanJson } from './plan.svelte';
+import type * as Wire from './generated/wire/RunResult';
+import type { Role } from './generated/wire/Role';
+import type { StepResult as WireStep } from './generated/wire/StepResult';
+import type { Series as WireSeries } from './generated/wire/Series';
+import type { Pair } from './generated/wire/Pair';
 
-export type Role = 'client' | 'server';
+// The shapes are the Rust ones (protocol/src/result.rs, exported by
+// protocol/examples/export_ts.rs into generated/wire/): a field renamed or
+// retyped there fails this build. The page reads summaries as loose objects
+// (their keys are per kind) and sample kinds by name.
+export type { Role };
+/** One ordered pair of a matrix: agent `server` served, agent `client` drove. */
+export type { Pair };
+type Summary = Record<string, any>;
 
-export interface Series {
-  role: Role;
+export type Series = Omit<WireSeries, 'kind' | 'values'> & {
   /** snake_case sample kind name: interval_bytes, rtt_ns, read_bytes, ... */
   kind: string;
-  stream: number;
   values: number[];
-}
+};
 
-export interface StepResult {
-  index: number;
+export type StepResult = Omit<WireStep, 'kind' | 'params' | 'point' | 'transport' | 'summary' | 'sides' | 'samples' | 'histograms'> & {
   kind: string;
   params: Record<string, unknown>;
   point: [string, unknown][];
-  repeat: number;
   transport: string;
-  summary: Record<string, any> | null;
-  sides: { client?: Record<string, any> | null; server?: Record<string, any> | null };
+  summary: Summary | null;
+  sides: { client?: Summary | null; server?: Summary | null };
   samples: Series[];
-  error?: string | null;
-  /** When the step was asked for (Unix seconds), and its whole time with set-up. */
-  started_unix?: number;
-  wall_seconds?: number;
-  /** In a matrix: the agents (indices into `agents`) that served and drove this step. */
-  pair?: Pair | null;
-}
+  histograms?: WireStep['histograms'];
+};
 
-/** One ordered pair of a matrix: agent `server` served, agent `client` drove. */
-export interface Pair {
-  server: number;
-  client: number;
-}
-
-export interface RunResult {
+export type RunResult = Omit<Wire.RunResult, 'format' | 'plan' | 'agents' | 'steps'> & {
   format: 'meshperf-result';
-  version: number;
-  created_unix: number;
   plan: PlanJson;
   agents: Record<string, any>[];
   steps: StepResult[];
-  /** Set by permalink_decode when raw samples were replaced by histograms. */
-  samples_replaced?: boolean;
   [k: string]: unknown;
-}
+};
 
 
 export function seriesOf(step: StepResult, kind: string, role?: Role): Series[] {

@@ -43,6 +43,8 @@ export interface Stats {
   histogram_bins(values: Float64Array, binWidth: number, low: number, bins: number): Histogram;
   cdf(values: Float64Array, maxPoints: number): { x: Float64Array; fraction: Float64Array };
   decimate(y: Float64Array, maxPoints: number): { x: Float64Array; min: Float64Array; max: Float64Array };
+  /** Bits/s per interval, the last scaled to the time it covered (wasm/src/series.rs). */
+  rate_series(bytes: Float64Array, intervalMs: number, seconds?: number): Float64Array;
   linfit(x: Float64Array, y: Float64Array): { n: number; slope: number; intercept: number; r2: number };
   confidence(values: Float64Array): { n: number; mean: number; sd: number; half_width: number; low: number; high: number };
   version(): string;

@@ -1,0 +1,79 @@
+//! Agents found by DNS: `--agent dns:NAME[:PORT][#token=T]` stands for an
+//! agent at every address NAME resolves to (A and AAAA records, through the
+//! system resolver: a Kubernetes headless Service lists its pods that way).
+//! The port defaults to 7800 and the token to `$MESHPERF_TOKEN` (agents of
+//! one deployment share it, e.g. from a Secret).
+
+use super::client::{AgentUrl, CtlError};
+use std::net::{IpAddr, ToSocketAddrs};
+
+/// The default control port of an agent.
+pub const DEFAULT_PORT: u16 = 7800;
+
+/// The agents `arg` names: one for a URL as an agent prints it, one per
+/// address for `dns:NAME[:PORT]`, in address order (IPv4 first).
+pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
+    let Some(rest) = arg.strip_prefix("dns:") else {
+        return AgentUrl::parse(arg).map(|u| vec![u]);
+    };
+    let usage = |m: String| CtlError::Usage(format!("--agent {arg}: {m}"));
+    let (name_port, frag) = rest.split_once('#').unwrap_or((rest, ""));
+    let token = frag
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("token="))
+        .map(str::to_string)
+        .or_else(|| std::env::var("MESHPERF_TOKEN").ok())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| usage("no token: add #token=T or set MESHPERF_TOKEN".into()))?;
+    let (name, port) = match name_port.rsplit_once(':') {
+        Some((n, p)) if !n.contains(':') || n.starts_with('[') => (
+            n.trim_start_matches('[').trim_end_matches(']'),
+            p.parse::<u16>()
+                .map_err(|_| usage(format!("{p:?} is not a port")))?,
+        ),
+        _ => (name_port, DEFAULT_PORT),
+    };
+    if name.is_empty() {
+        return Err(usage("expected dns:NAME[:PORT], e.g. dns:meshperf.monitoring.svc:7800".into()));
+    }
+    let mut ips: Vec<IpAddr> = (name, port)
+        .to_socket_addrs()
+        .map_err(|e| CtlError::Io(format!("--agent {arg}: cannot resolve {name}: {e}")))?
+        .map(|a| a.ip())
+        .collect();
+    ips.sort_by_key(|ip| (ip.is_ipv6(), *ip));
+    ips.dedup();
+    if ips.is_empty() {
+        return Err(CtlError::Io(format!("--agent {arg}: {name} has no addresses")));
+    }
+    Ok(ips
+        .into_iter()
+        .map(|ip| AgentUrl {
+            host: ip.to_string(),
+            port,
+            token: token.clone(),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_becomes_an_agent_per_address() {
+        let a = agents("dns:localhost:9#token=tok").unwrap();
+        assert!(a.iter().any(|u| u.host == "127.0.0.1"), "{a:?}");
+        assert!(a.iter().all(|u| u.port == 9 && u.token == "tok"));
+        let hosts: Vec<&str> = a.iter().map(|u| u.host.as_str()).collect();
+        let mut sorted = hosts.clone();
+        sorted.dedup();
+        assert_eq!(hosts, sorted, "each address once");
+        let d = agents("dns:127.0.0.1#token=t").unwrap();
+        assert_eq!((d[0].host.as_str(), d[0].port), ("127.0.0.1", DEFAULT_PORT));
+        assert!(matches!(agents("dns::80#token=t"), Err(CtlError::Usage(_))));
+        assert!(matches!(agents("dns:localhost:http#token=t"), Err(CtlError::Usage(_))));
+        assert!(matches!(agents("dns:no-such-host.invalid#token=t"), Err(CtlError::Io(_))));
+        assert_eq!(agents("http://h:1/#token=x").unwrap().len(), 1);
+    }
+}

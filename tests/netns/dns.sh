@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Discovery by DNS (root only): in a network namespace with its own resolver
+# (dnsmasq on 127.0.0.1:53, /etc/netns/NS/resolv.conf pointing at it), the
+# name mesh.test has three A records, 127.0.0.1 to 127.0.0.3, as a
+# Kubernetes headless Service lists its pods; an agent listens on each with
+# one shared token, and `meshperf run --agent dns:mesh.test --matrix` must
+# find all three and measure the six ordered pairs. Everything is removed on
+# exit, whether the checks pass or not. Exit 0 on success or when skipped.
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then
+  echo "dns discovery: skipped (needs root to create a network namespace; CI runs it as root)"
+  exit 0
+fi
+command -v dnsmasq >/dev/null || { echo "dns discovery: FAILED: dnsmasq is not installed (scripts/setup.sh --test installs dnsmasq-base)" >&2; exit 1; }
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+[ -x "$bin" ] || { echo "dns discovery: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
+ns=mpdns$$
+dir=/tmp/$ns
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  ip netns del "$ns" 2>/dev/null || true
+  rm -rf "/etc/netns/$ns" "$dir"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$dir" "/etc/netns/$ns"
+fail() { echo "dns discovery: FAILED: $*" >&2; exit 1; }
+
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+# A non-loopback address, as a node has: getaddrinfo's AI_ADDRCONFIG (getent
+# uses it) returns nothing where only loopback is configured.
+ip -n "$ns" link add "${ns}a" type veth peer name "${ns}b"
+ip -n "$ns" addr add 192.0.2.1/24 dev "${ns}a"
+ip -n "$ns" link set "${ns}a" up
+ip -n "$ns" link set "${ns}b" up
+# `ip netns exec` bind-mounts this over /etc/resolv.conf inside the namespace.
+echo "nameserver 127.0.0.1" >"/etc/netns/$ns/resolv.conf"
+ip netns exec "$ns" timeout 120 dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces \
+  --listen-address=127.0.0.1 --port=53 --local=/test/ --pid-file="$dir/dnsmasq.pid" \
+  --host-record=mesh.test,127.0.0.1 --host-record=mesh.test,127.0.0.2 --host-record=mesh.test,127.0.0.3 \
+  >"$dir/dnsmasq.log" 2>&1 &
+pids+=($!)
+for i in 1 2 3; do
+  MESHPERF_TOKEN=$token ip netns exec "$ns" timeout 120 "$bin" agent --listen "127.0.0.$i:7800" >"$dir/agent$i.out" 2>&1 &
+  pids+=($!)
+done
+for i in 1 2 3; do
+  for _ in $(seq 100); do grep -q ' ready: ' "$dir/agent$i.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q ' ready: ' "$dir/agent$i.out" || { cat "$dir/agent$i.out" >&2; fail "agent on 127.0.0.$i did not start"; }
+done
+for _ in $(seq 50); do
+  ip netns exec "$ns" getent ahostsv4 mesh.test >"$dir/getent" 2>/dev/null && break
+  sleep 0.1
+done
+[ -s "$dir/getent" ] || { cat "$dir/dnsmasq.log" >&2; fail "mesh.test does not resolve in the namespace"; }
+
+rc=0
+MESHPERF_TOKEN=$token ip netns exec "$ns" timeout 120 "$bin" run --agent dns:mesh.test --matrix \
+  --kind tcp_rr --set count=200 --json "$dir/matrix.json" >"$dir/out" 2>"$dir/err" || rc=$?
+cat "$dir/err" "$dir/out" | grep -v '#r=' || true
+[ $rc -eq 0 ] || fail "meshperf run exited $rc"
+grep -q 'matrix of 3 agents, tcp_rr: 6 pairs' "$dir/err" || fail "the matrix did not have the 3 agents of mesh.test"
+for i in 1 2 3; do grep -q "= agent 127.0.0.$i:7800" "$dir/out" || fail "127.0.0.$i missing from the table"; done
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const pairs = new Set(r.steps.map((s) => `${s.pair.client}>${s.pair.server}`));
+  if (r.steps.length !== 6 || pairs.size !== 6) throw new Error(`expected 6 distinct pairs, got ${[...pairs]}`);
+  for (const s of r.steps) if (s.error || !(s.summary.rtt_us.median > 0)) throw new Error(`pair ${JSON.stringify(s.pair)}: ${s.error}`);
+' "$dir/matrix.json" || fail "the result file is not a 6-pair matrix"
+echo "dns discovery: ok (dns:mesh.test found 3 agents, 6 pairs measured)"
