@@ -111,4 +111,34 @@ export const test = base.extend<{ agents: Pair }>({
   },
 });
 
+export interface Mesh {
+  /** The first serves the page; the others allow its origin. */
+  agents: Agent[];
+  /** The URL each agent prints when it is ready: http://HOST:PORT/#token=T. */
+  urls: string[];
+}
+
+/** `n` agents for a matrix, the first serving the page; stopped with `stopAll`. */
+export async function startMesh(n: number): Promise<Mesh> {
+  const list: Agent[] = [];
+  try {
+    list.push(await startAgent('A'));
+    for (let i = 1; i < n; i++) list.push(await startAgent(String.fromCharCode(65 + i), [list[0].origin]));
+  } catch (e) {
+    await Promise.all(list.map((a) => a.stop()));
+    throw e;
+  }
+  return { agents: list, urls: list.map((a) => `${a.origin}/#token=${a.token}`) };
+}
+
+/** `mesh`: three fresh agents A, B, C for every test that asks, stopped afterwards. */
+export const meshTest = base.extend<{ mesh: Mesh }>({
+  mesh: async ({}, use, testInfo) => {
+    const m = await startMesh(3);
+    await use(m);
+    await Promise.all(m.agents.map((a) => a.stop()));
+    for (const a of m.agents) await testInfo.attach(`agent-${a.name.toLowerCase()}.log`, { body: a.output(), contentType: 'text/plain' });
+  },
+});
+
 export { expect } from '@playwright/test';

@@ -87,6 +87,14 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// Every metric, in the order a chooser lists them.
+    pub const ALL: [Metric; 4] = [
+        Metric::Gbps,
+        Metric::RttP50,
+        Metric::RttP99,
+        Metric::LossPct,
+    ];
+
     /// The figure a kind's matrix shows unless asked for another.
     pub fn default_for(kind: Kind) -> Metric {
         match kind {
@@ -107,9 +115,7 @@ impl Metric {
 
     /// The metric whose [`Metric::name`] is `name`.
     pub fn from_name(name: &str) -> Option<Metric> {
-        [Metric::Gbps, Metric::RttP50, Metric::RttP99, Metric::LossPct]
-            .into_iter()
-            .find(|m| m.name() == name)
+        Metric::ALL.into_iter().find(|m| m.name() == name)
     }
 
     /// What the figure is, with its unit (a table's heading).

@@ -492,4 +492,62 @@ mod codec {
                 .unwrap_or_default()
         }
     }
+
+    /// The matrix schedule of `n` agents (protocol/src/matrix.rs): JSON
+    /// rounds `[[{server, client}]]`, every ordered pair once and no agent
+    /// twice in a round (circle method); with `serial`, one pair per round.
+    #[wasm_bindgen]
+    pub fn matrix_rounds(n: usize, serial: bool) -> String {
+        use meshperf_protocol::matrix;
+        let rounds = if serial {
+            matrix::serial(n)
+        } else {
+            matrix::rounds(n)
+        };
+        serde_json::to_value(rounds).map_or_else(|_| "[]".into(), |v| v.to_string())
+    }
+
+    /// The headline figure `metric_name` (gbps, rtt_p50, rtt_p99, loss_pct)
+    /// of one step result (JSON; `samples` may be empty): undefined when the
+    /// step failed or has no such figure. Throws on an unknown metric or a
+    /// step that is not a step result.
+    #[wasm_bindgen]
+    pub fn matrix_metric(step_json: &str, metric_name: &str) -> Result<Option<f64>, JsError> {
+        let metric = metric_named(metric_name)?;
+        let step: meshperf_protocol::result::StepResult = serde_json::from_str(step_json)
+            .and_then(serde_json::from_value)
+            .map_err(|e| JsError::new(&format!("not a step result: {e}")))?;
+        Ok(metric.of(&step))
+    }
+
+    /// The metric a `kind`'s matrix shows unless asked for another.
+    #[wasm_bindgen]
+    pub fn matrix_default_metric(kind: &str) -> Result<String, JsError> {
+        let k = meshperf_protocol::params::Kind::from_name(kind)
+            .ok_or_else(|| JsError::new(&format!("unknown test kind {kind:?}")))?;
+        Ok(meshperf_protocol::matrix::Metric::default_for(k)
+            .name()
+            .into())
+    }
+
+    /// Every metric as JSON `[{name, label}]` (label: what it is, with its unit).
+    #[wasm_bindgen]
+    pub fn matrix_metrics() -> String {
+        let list: Vec<serde_json::Value> = meshperf_protocol::matrix::Metric::ALL
+            .iter()
+            .map(|m| serde_json::json!({"name": m.name(), "label": m.label()}))
+            .collect();
+        serde_json::Value::from(list).to_string()
+    }
+
+    fn metric_named(name: &str) -> Result<meshperf_protocol::matrix::Metric, JsError> {
+        use meshperf_protocol::matrix::Metric;
+        Metric::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+            JsError::new(&format!(
+                "unknown metric {name:?}: known: {}",
+                known.join(", ")
+            ))
+        })
+    }
 }

@@ -46,7 +46,7 @@ export class Agent {
   #pending = new Map<number, Pending>();
   #tests = new Map<number, TestListener>();
 
-  constructor(readonly name: 'A' | 'B') {}
+  constructor(readonly name: string) {}
 
   /** "agent B (10.0.0.2:9000)": how messages name this agent. */
   get label(): string {

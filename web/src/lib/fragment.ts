@@ -1,4 +1,5 @@
-// The URL fragment: `#token=TA&agent2=HOST:PORT&token2=TB[&agent=HOST:PORT]`.
+// The URL fragment: `#token=TA&agent2=HOST:PORT&token2=TB[&agent=HOST:PORT]`
+// (a matrix's agents are `mesh=`: matrix/mesh.svelte.ts).
 // The fragment never reaches a server; tokens leave the page only in `auth`.
 
 export interface Endpoints {

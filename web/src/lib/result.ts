@@ -7,12 +7,15 @@ import type * as Wire from './generated/wire/RunResult';
 import type { Role } from './generated/wire/Role';
 import type { StepResult as WireStep } from './generated/wire/StepResult';
 import type { Series as WireSeries } from './generated/wire/Series';
+import type { Pair } from './generated/wire/Pair';
 
 // The shapes are the Rust ones (protocol/src/result.rs, exported by
 // protocol/examples/export_ts.rs into generated/wire/): a field renamed or
 // retyped there fails this build. The page reads summaries as loose objects
 // (their keys are per kind) and sample kinds by name.
 export type { Role };
+/** One ordered pair of a matrix: agent `server` served, agent `client` drove. */
+export type { Pair };
 type Summary = Record<string, any>;
 
 export type Series = Omit<WireSeries, 'kind' | 'values'> & {
@@ -120,7 +123,8 @@ export function pointLabel(step: StepResult, sizeText: (n: number) => string): s
 /** A short label for a stored or shown run. */
 export function runLabel(r: RunResult): string {
   const name = r.plan.name ?? r.plan.kind;
-  const hosts = r.agents.map((a) => a?.hostname ?? '?').join(' → ');
+  // A pair's agents in the order they serve and drive; a matrix's are every agent.
+  const hosts = r.agents.map((a) => a?.hostname ?? '?').join(r.steps.some((s) => s.pair) ? ', ' : ' → ');
   const when = new Date(r.created_unix * 1000).toLocaleString('sv-SE').slice(0, 16);
   return `${name} · ${hosts || 'no agents'} · ${when}`;
 }

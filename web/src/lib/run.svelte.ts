@@ -1,19 +1,14 @@
-// Runs a plan: the wasm module expands it into steps, and the step driver
-// (protocol/src/driver.rs, through the codec module's `StepDriver`: the one
-// `meshperf run` uses natively) decides which agent gets which request, the
-// data address, the primary side and the cancels after a failure. This
-// module only carries its requests to the agents and their replies, events,
-// sample frames and closed sockets back to it, step by step.
+// Runs a plan between agents A and B: the wasm module expands it into
+// steps, and each step goes through the step driver (drive.ts, the one
+// `meshperf run` uses natively), one after another.
 
-import { agents, AgentError, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
-import { hostOnly } from './fragment';
-import type { Outgoing } from './generated/wire/Outgoing';
+import { agents, type Agent } from './agents.svelte';
+import { agentRefs, driveStep, type Drive, type PlanStep } from './drive';
 import type { PlanJson } from './plan.svelte';
 import type { RunResult, StepResult } from './result';
-import { loadCodec, type Codec, type StepDriver } from './stats';
+import { loadCodec, type Codec } from './stats';
 
 export type Phase = 'idle' | 'preparing' | 'running' | 'done' | 'failed' | 'cancelled';
-type PlanStep = Pick<StepResult, 'index' | 'kind' | 'params' | 'point' | 'repeat' | 'transport'>;
 
 class RunState {
   phase = $state<Phase>('idle');
@@ -38,105 +33,33 @@ export const active = () => run.phase === 'preparing' || run.phase === 'running'
 let onFinished: (r: RunResult) => void = () => {};
 export const setOnFinished = (f: (r: RunResult) => void) => (onFinished = f);
 
-/** How long a cancelled step waits for its agents to confirm (agent/src/run: the same). */
-const CANCEL_GRACE_MS = 15000;
+/** The running step. */
+let live: Drive | null = null;
 
-/** The running step: its driver and what settles it. */
-let live: { driver: StepDriver; send: (out: string) => void } | null = null;
-
-function randomTestId(): number {
-  const v = new Uint32Array(1);
-  do crypto.getRandomValues(v);
-  while (v[0] === 0);
-  return v[0];
-}
-
-/** How the step driver names and reaches the agents, with their limits. */
-const agentRefs = () =>
-  [agents.a, agents.b].map((a) => ({ label: a.label, host: hostOnly(a.host), addresses: a.info?.addresses ?? [], limits: a.info?.limits ?? null }));
+const pair = (): Agent[] => [agents.a, agents.b];
 
 async function runOne(step: PlanStep, codec: Codec): Promise<StepResult> {
-  const list: Agent[] = [agents.a, agents.b];
-  const refs = agentRefs();
-  const testId = randomTestId();
-  run.testId = testId;
   run.progress = 0;
   run.stepStartedAt = performance.now();
-  const startedUnix = Date.now() / 1000;
   run.phase = 'preparing';
-  let driver: StepDriver;
-  try {
-    driver = new codec.StepDriver(JSON.stringify(step), testId, 0, 1, JSON.stringify(refs), startedUnix);
-  } catch (e) {
-    return { ...step, summary: null, sides: { client: null, server: null }, samples: [], error: (e as Error).message, started_unix: startedUnix, wall_seconds: 0 };
-  }
-  const d = driver;
-  let settle: () => void = () => {};
-  const done = new Promise<void>((resolve) => (settle = resolve));
-  let grace: ReturnType<typeof setTimeout> | undefined;
-  const check = () => {
-    if (d.cancelling() && grace === undefined) {
-      grace = setTimeout(() => {
-        d.abandon(`the agents did not confirm the cancel within ${CANCEL_GRACE_MS / 1000} s`);
-        settle();
-      }, CANCEL_GRACE_MS);
-    }
-    if (d.done()) settle();
-  };
-  /** Sends the driver's requests; each reply goes back to it. */
-  const send = (out: string) => {
-    for (const o of JSON.parse(out) as Outgoing[]) {
-      const a = list[o.agent];
-      const asked = a.request(o.request);
-      if (o.request.type === 'cancel') {
-        asked.catch(() => {});
-        continue;
-      }
-      if (o.request.type === 'start') run.phase = 'running';
-      asked.then(
-        (reply) => send(d.reply(o.agent, JSON.stringify(reply))),
-        (e: AgentError) => send(d.reply(o.agent, JSON.stringify({ type: 'error', id: 0, code: e.code ?? 'error', message: e.message }))),
-      );
-    }
-    check();
-  };
-  const listener: TestListener = {
-    frame: (_a, data) => {
-      try {
-        d.frame(new Uint8Array(data));
-      } catch (e) {
-        console.warn((e as Error).message);
-      }
-    },
-    event(a: Agent, msg: AgentMsg) {
-      if (live?.driver !== d) return;
-      send(d.event(list.indexOf(a), JSON.stringify(msg)));
-      run.progress = d.progress();
+  const drive = driveStep(codec, step, pair(), 0, 1, {
+    started: () => (run.phase = 'running'),
+    progress(f) {
+      run.progress = f;
       run.overall = (run.step + run.progress) / run.total;
     },
-    closed(a) {
-      if (live?.driver === d) {
-        send(d.closed(list.indexOf(a)));
-      } else if (run.phase === 'failed' && run.error && !run.error.includes('disconnected')) {
-        // The peer of an agent that died often reports first; the closed
-        // socket then names the right agent.
+    lateClose(a) {
+      // The peer of an agent that died often reports first; the closed
+      // socket then names the right agent.
+      if (run.phase === 'failed' && run.error && !run.error.includes('disconnected')) {
         run.error = `${a.label} disconnected during the test; ${run.error}`;
       }
     },
-  };
-  live = { driver: d, send };
-  list.forEach((a) => a.watch(testId, listener));
-  send(d.begin());
-  await done;
-  clearTimeout(grace);
+  });
+  run.testId = drive.testId;
+  live = drive;
+  const r = await drive.result;
   live = null;
-  const r = JSON.parse(d.result((performance.now() - run.stepStartedAt) / 1000)) as StepResult;
-  r.samples.forEach((s, i) => (s.values = Array.from(d.series_values(i))));
-  d.free();
-  // Keep listening a moment after a failure (see `closed`).
-  const unwatch = () => list.forEach((a) => a.unwatch(testId));
-  if (r.error) setTimeout(unwatch, 2000);
-  else unwatch();
   return r;
 }
 
@@ -152,7 +75,7 @@ export async function runPlan(plan: PlanJson): Promise<void> {
     codec = await loadCodec();
     const text = codec.expand_plan(JSON.stringify(plan));
     // Every limit the agents announced is checked before anything runs.
-    codec.check_steps(text, JSON.stringify(agentRefs()));
+    codec.check_steps(text, JSON.stringify(agentRefs(pair())));
     steps = JSON.parse(text);
   } catch (e) {
     run.phase = 'failed';
@@ -194,5 +117,5 @@ export async function runPlan(plan: PlanJson): Promise<void> {
 export function cancel(): void {
   if (!active() || !live) return;
   stopping = true;
-  live.send(live.driver.cancel());
+  live.cancel();
 }

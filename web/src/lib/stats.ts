@@ -80,6 +80,13 @@ export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_
   /** Throws with the first step the agents would refuse (protocol/src/driver.rs `check_step`). */
   check_steps: (steps: string, agents: string) => void;
   StepDriver: new (step: string, testId: number, server: number, client: number, agents: string, startedUnix: number) => StepDriver;
+  /** Rounds of `{server, client}` pairs over `n` agents (protocol/src/matrix.rs), JSON. */
+  matrix_rounds: (n: number, serial: boolean) => string;
+  /** A step result's headline figure (JSON in); undefined when it failed or has none. */
+  matrix_metric: (step: string, metric: string) => number | undefined;
+  matrix_default_metric: (kind: string) => string;
+  /** JSON `[{name, label}]`. */
+  matrix_metrics: () => string;
 };
 
 const STATS = './wasm-pkg/meshperf_stats.js';
@@ -125,6 +132,10 @@ export function loadCodec(): Promise<Stats & Codec> {
       result_csv: c.result_csv as Codec['result_csv'],
       check_steps: c.check_steps as Codec['check_steps'],
       StepDriver: c.StepDriver as Codec['StepDriver'],
+      matrix_rounds: c.matrix_rounds as Codec['matrix_rounds'],
+      matrix_metric: c.matrix_metric as Codec['matrix_metric'],
+      matrix_default_metric: c.matrix_default_metric as Codec['matrix_default_metric'],
+      matrix_metrics: c.matrix_metrics as Codec['matrix_metrics'],
     };
     const both = { ...s, ...codec };
     loaded = both;

@@ -1,0 +1,130 @@
+// Runs a matrix: one step between every ordered pair of the mesh's agents,
+// in the rounds protocol/src/matrix.rs schedules (through the codec's
+// `matrix_rounds`: no agent in two tests at once, the pairs of a round at
+// the same time), each pair through the step driver (../drive.ts). A dead
+// agent fails its own pairs (its requests are refused at once or its socket
+// closes mid-test) and the rest of the matrix goes on. The result is the
+// format `meshperf run --matrix --json` writes: every agent's info in
+// `agents`, one step per pair with `pair: {server, client}`.
+
+import type { Agent } from '../agents.svelte';
+import { agentRefs, driveStep, type Drive, type PlanStep } from '../drive';
+import type { PlanJson } from '../plan.svelte';
+import type { Pair, RunResult, StepResult } from '../result';
+import { loadCodec, type Codec } from '../stats';
+import { short } from './mesh.svelte';
+
+export type CellState = 'waiting' | 'running' | 'done' | 'failed';
+/** One cell of the heatmap. */
+export interface Cell {
+  /** Index of the pair's step in the result, if it has one. */
+  step: number | null;
+  value: number | null;
+  state: CellState | 'self' | 'none';
+  /** Why the pair failed. */
+  error?: string;
+}
+export type MatrixPhase = 'idle' | 'checking' | 'running' | 'done' | 'cancelled' | 'failed';
+
+/** A cell's key: row (the driving agent) and column (the serving agent). */
+export const cellKey = (p: Pair) => `${p.client}>${p.server}`;
+/** "B → A": the driving agent, then the serving one, as the CLI prints a pair. */
+export const pairName = (p: Pair) => `${short(p.client)} → ${short(p.server)}`;
+
+class MatrixRun {
+  phase = $state<MatrixPhase>('idle');
+  /** The state of every pair of the running (or last) matrix, by `cellKey`. */
+  cells = $state<Record<string, CellState>>({});
+  round = $state(0);
+  rounds = $state(0);
+  done = $state(0);
+  failed = $state(0);
+  total = $state(0);
+  error = $state('');
+  /** The figure the heatmap shows ('' = the kind's default). */
+  metric = $state('');
+  /** One pair at a time (links that share a bottleneck). */
+  serial = $state(false);
+  /** The result so far: a new object after every pair. */
+  result = $state.raw<RunResult | null>(null);
+}
+export const matrix = new MatrixRun();
+export const matrixActive = () => matrix.phase === 'checking' || matrix.phase === 'running';
+
+/** A matrix result: its steps carry `pair` (or it is the matrix running now). */
+export const isMatrix = (r: RunResult): boolean => r === matrix.result || r.steps.some((s) => s.pair);
+
+let running: Drive[] = [];
+let stopping = false;
+
+/** The plan's one step and the schedule, checked against every live agent's limits before any traffic. */
+function prepare(codec: Codec, plan: PlanJson, list: Agent[]): { step: PlanStep; rounds: Pair[][] } {
+  if (list.length < 2) throw new Error('a matrix needs two or more agents: add them above');
+  const text = codec.expand_plan(JSON.stringify(plan));
+  const steps = JSON.parse(text) as PlanStep[];
+  if (steps.length !== 1) throw new Error(`a matrix runs one step between every pair; this plan has ${steps.length}`);
+  const rounds = JSON.parse(codec.matrix_rounds(list.length, matrix.serial)) as Pair[][];
+  const refs = agentRefs(list);
+  for (const p of rounds.flat()) {
+    // A dead agent fails its pairs when they run; the live ones are checked now.
+    if (list[p.server].state !== 'ready' || list[p.client].state !== 'ready') continue;
+    try {
+      codec.check_steps(text, JSON.stringify([refs[p.server], refs[p.client]]));
+    } catch (e) {
+      throw new Error(`${pairName(p)}: ${(e as Error).message}; nothing was run`);
+    }
+  }
+  return { step: steps[0], rounds };
+}
+
+/** Runs `plan`'s one step between every ordered pair of `list`. */
+export async function runMatrix(plan: PlanJson, list: Agent[]): Promise<void> {
+  if (matrixActive()) return;
+  Object.assign(matrix, { phase: 'checking', error: '', done: 0, failed: 0 });
+  let codec: Codec;
+  let job: ReturnType<typeof prepare>;
+  try {
+    codec = await loadCodec();
+    job = prepare(codec, plan, list);
+  } catch (e) {
+    Object.assign(matrix, { phase: 'failed', error: (e as Error).message });
+    return;
+  }
+  const pairs = job.rounds.flat();
+  Object.assign(matrix, { phase: 'running', round: 0, rounds: job.rounds.length, total: pairs.length });
+  matrix.cells = Object.fromEntries(pairs.map((p) => [cellKey(p), 'waiting' as CellState]));
+  const agents = list.map((a) => a.info ?? null) as RunResult['agents'];
+  let result: RunResult = { format: 'meshperf-result', version: 1, created_unix: Date.now() / 1000, plan, agents, steps: [] };
+  matrix.result = result;
+  stopping = false;
+  const finish = (p: Pair, r: StepResult) => {
+    const failed = !!r.error;
+    matrix.cells[cellKey(p)] = failed ? 'failed' : 'done';
+    matrix.done += 1;
+    if (failed) matrix.failed += 1;
+    // `index` is the step's place in the result, as the CLI numbers it.
+    result = { ...result, steps: [...result.steps, { ...r, index: result.steps.length, pair: p }] };
+    matrix.result = result;
+  };
+  for (const [i, round] of job.rounds.entries()) {
+    if (stopping) break;
+    matrix.round = i;
+    const drives = round.map((p) => {
+      matrix.cells[cellKey(p)] = 'running';
+      return driveStep(codec, job.step, list, p.server, p.client);
+    });
+    running = drives;
+    await Promise.all(drives.map((d, k) => d.result.then((r) => finish(round[k], r))));
+  }
+  running = [];
+  // Pairs a cancel left out were not run: no state, no step.
+  for (const [k, st] of Object.entries(matrix.cells)) if (st === 'waiting') delete matrix.cells[k];
+  matrix.phase = stopping ? 'cancelled' : 'done';
+}
+
+/** Cancels every running pair and stops the matrix. */
+export function cancelMatrix(): void {
+  if (!matrixActive()) return;
+  stopping = true;
+  running.forEach((d) => d.cancel());
+}

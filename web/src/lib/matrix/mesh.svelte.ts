@@ -1,0 +1,88 @@
+// The agents of a matrix (any number; the pair form's A and B are separate):
+// added by the URL an agent prints (`http://HOST:PORT/#token=T`), a pasted
+// list of them, or the fragment's `mesh=HOST:PORT@TOKEN,...`. Each is an
+// `Agent` of its own (one WebSocket); they are named A, B, C... by position,
+// as `meshperf run --matrix` names them.
+
+import { Agent } from '../agents.svelte';
+
+class Mesh {
+  list = $state<Agent[]>([]);
+}
+export const mesh = new Mesh();
+
+/** The short name of agent `i`: A, B, ... Z, then A1, B1, ... (as the CLI's table). */
+export function short(i: number): string {
+  const letter = String.fromCharCode(65 + (i % 26));
+  return i < 26 ? letter : `${letter}${Math.floor(i / 26)}`;
+}
+
+export interface Endpoint {
+  host: string;
+  token: string;
+}
+
+/**
+ * One agent from what a user pastes: `http://HOST:PORT/#token=T` (the ready
+ * line's URL), `HOST:PORT@TOKEN` (the fragment's form) or `HOST:PORT`.
+ */
+export function parseEndpoint(text: string): Endpoint {
+  const t = text.trim();
+  const url = /^(?:https?|wss?):\/\/([^/?#\s]+)[^#\s]*(?:#(\S*))?$/i.exec(t);
+  if (url) return { host: url[1], token: new URLSearchParams(url[2] ?? '').get('token') ?? '' };
+  const bare = /^([^\s@/#?]+)(?:@([^\s@]*))?$/.exec(t);
+  if (bare) return { host: bare[1], token: bare[2] ?? '' };
+  throw new Error(`"${t}" is not an agent address: paste the URL the agent prints (http://HOST:PORT/#token=T)`);
+}
+
+/** Agents in a pasted text: one per line (or separated by commas or spaces). */
+export const parseEndpoints = (text: string): Endpoint[] => text.split(/[\s,]+/).filter(Boolean).map(parseEndpoint);
+
+const sameHost = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+/** Adds and connects the agents in `text`; throws (adding none) on a bad or duplicate address. */
+export function addAgents(text: string): void {
+  const eps = parseEndpoints(text);
+  if (!eps.length) throw new Error('paste the URL an agent prints (http://HOST:PORT/#token=T), one per line');
+  eps.forEach((e, i) => {
+    const before = mesh.list.findIndex((a) => sameHost(a.host, e.host));
+    if (before >= 0) throw new Error(`${e.host} is already agent ${short(before)}: each agent once`);
+    if (eps.findIndex((x) => sameHost(x.host, e.host)) < i) throw new Error(`${e.host} is listed twice: each agent once`);
+  });
+  for (const e of eps) {
+    const a = new Agent(short(mesh.list.length));
+    mesh.list.push(a);
+    a.connect(e.host, e.token);
+  }
+  writeMesh();
+}
+
+/** Removes agent `i`; the agents after it move up a letter (and reconnect under their new name). */
+export function removeAgent(i: number): void {
+  const [gone] = mesh.list.splice(i, 1);
+  gone?.close();
+  for (let j = i; j < mesh.list.length; j++) {
+    const old = mesh.list[j];
+    const a = new Agent(short(j));
+    old.close();
+    mesh.list[j] = a;
+    a.connect(old.host, old.token);
+  }
+  writeMesh();
+}
+
+/** The mesh's agents in a fragment value: `HOST:PORT@TOKEN,...`. */
+const meshValue = () => mesh.list.map((a) => (a.token ? `${a.host}@${a.token}` : a.host)).join(',');
+
+/** Keeps `mesh=` in the fragment in step with the list (other keys kept), so a reload reconnects. */
+function writeMesh(): void {
+  const p = new URLSearchParams(location.hash.replace(/^#/, ''));
+  p.delete('mesh');
+  const rest = p.toString();
+  const value = mesh.list.length ? `mesh=${meshValue()}` : '';
+  const hash = [rest, value].filter(Boolean).join('&');
+  history.replaceState(null, '', hash ? `#${hash}` : location.pathname + location.search);
+}
+
+/** The agents the fragment's `mesh=` names ('' when none). */
+export const meshInFragment = (hash: string): string => new URLSearchParams(hash.replace(/^#/, '')).get('mesh') ?? '';
