@@ -6,7 +6,7 @@
 #   scripts/setup.sh --test    the same plus Debian's chromium for Playwright,
 #                              kubernetes-validate (PyPI) in .tools/kv, and as
 #                              root the netns tests' Debian packages (dnsmasq,
-#                              umoci) and Rust's x86_64-unknown-linux-musl target
+#                              umoci, buildah) and Rust's x86_64-unknown-linux-musl target
 #
 # Works as root without a terminal (CI=true, no stdin) and as a normal user
 # (apt-get then goes through sudo).
@@ -98,7 +98,7 @@ if [ ! -f "$npm_marker" ] || [ "$ROOT/package-lock.json" -nt "$npm_marker" ]; th
 fi
 
 # --- Debian packages for the tests: chromium (Playwright), python3-venv, and
-# as root the network-namespace harness's iproute2, iptables, dnsmasq, umoci --
+# as root the netns harness's iproute2, iptables, dnsmasq, umoci, buildah ----
 missing=()
 if [ $want_test -eq 1 ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
@@ -108,8 +108,10 @@ if [ $want_test -eq 1 ]; then
         command -v iptables >/dev/null || missing+=(iptables)
         # A real DNS server for the discovery test (tests/netns/dns.sh).
         command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
-        # The OCI image test (tests/netns/image.sh): umoci builds and unpacks it.
+        # The OCI image test (tests/netns/image.sh): umoci builds and unpacks
+        # it; buildah builds deploy/Containerfile to compare (no daemon).
         command -v umoci >/dev/null || missing+=(umoci)
+        command -v buildah >/dev/null || missing+=(buildah)
     fi
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)

@@ -7,6 +7,7 @@
 # in network namespace A with nothing but MESHPERF_TOKEN in its environment.
 # An agent from the plain build (target/release/meshperf) runs in namespace B,
 # joined to A by a veth pair. Checked: the image's contents and config,
+# deploy/Containerfile built with buildah to the same rootfs and config,
 # GET /healthz from B as a kubelet probes, a tcp_stream and a tcp_rr matrix
 # (both directions: the image's agent serves and drives) by `meshperf run`
 # from B, and `kill -TERM 1` inside the agent's PID namespace stopping it
@@ -19,8 +20,8 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 fail() { echo "oci image: FAILED: $*" >&2; exit 1; }
-for tool in umoci ip unshare nsenter chroot node; do
-  command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs umoci as root)"
+for tool in umoci buildah ip unshare nsenter chroot node; do
+  command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs umoci and buildah as root)"
 done
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,15 +66,24 @@ node -e '
   if (c.args[0] !== "/meshperf" || c.args[1] !== "agent") throw new Error(`args ${c.args}`);
   for (const a of c.args) console.log(a);' "$dir/bundle/config.json" >"$dir/args" || fail "the image config is not user 65534, /meshperf agent"
 mapfile -t args <"$dir/args"
-# deploy/Containerfile builds the same: its COPY target, USER, ENTRYPOINT + CMD.
+# deploy/Containerfile builds the same image: built here with buildah (no
+# daemon; vfs storage and chroot isolation in $dir), unpacked, compared.
+mkdir -p "$dir/ctx/target/release-artifacts"
+cp "$dir/art/meshperf-linux-amd64" "$dir/ctx/target/release-artifacts/"
+buildah=(buildah --root "$dir/buildah/root" --runroot "$dir/buildah/run" --storage-driver vfs)
+"${buildah[@]}" bud --quiet --isolation chroot -f "$root/deploy/Containerfile" -t meshperf:containerfile "$dir/ctx" >/dev/null \
+  || fail "buildah could not build deploy/Containerfile"
+"${buildah[@]}" push --quiet meshperf:containerfile "oci:$dir/cf:cf" >/dev/null || fail "buildah push to an OCI layout failed"
+umoci unpack --image "$dir/cf:cf" "$dir/cf-bundle" >/dev/null || fail "umoci could not unpack the Containerfile's image"
+"${buildah[@]}" rmi -a -f >/dev/null 2>&1 || true
+[ "$(cd "$dir/cf-bundle/rootfs" && find . -mindepth 1 -printf '%p %U:%G %m\n' | sort)" = "./meshperf 0:0 755" ] \
+  || fail "the Containerfile's rootfs is not /meshperf alone, 0:0 755: $(cd "$dir/cf-bundle/rootfs" && find . -mindepth 1 -printf '%p %U:%G %m ')"
+cmp -s "$dir/cf-bundle/rootfs/meshperf" "$rootfs/meshperf" || fail "the Containerfile's /meshperf differs from the image's"
 node -e '
-  const [cf, args] = [require("fs").readFileSync(process.argv[1], "utf8"), process.argv.slice(2)];
-  const line = (k) => (cf.match(new RegExp(`^${k} (.*)$`, "m")) || [])[1];
-  const want = [...JSON.parse(line("ENTRYPOINT")), ...JSON.parse(line("CMD"))];
-  if (JSON.stringify(want) !== JSON.stringify(args)) throw new Error(`Containerfile runs ${want}, the image ${args}`);
-  if (line("USER") !== "65534:65534") throw new Error(`Containerfile USER ${line("USER")}`);
-  if (!/^COPY \S+ \/meshperf$/m.test(cf)) throw new Error("Containerfile does not COPY the binary to /meshperf");
-' "$root/deploy/Containerfile" "${args[@]}" || fail "deploy/Containerfile and the umoci image differ"
+  const p = (f) => { const c = JSON.parse(require("fs").readFileSync(f)).process; return JSON.stringify([c.user, c.args, c.cwd]); };
+  const [a, b] = [p(process.argv[1]), p(process.argv[2])];
+  if (a !== b) throw new Error(`Containerfile: ${a}; umoci: ${b}`);' "$dir/cf-bundle/config.json" "$dir/bundle/config.json" \
+  || fail "deploy/Containerfile and the umoci image run differently"
 echo "oci image: $tag, rootfs = /meshperf only ($(stat -c %s "$rootfs/meshperf") bytes, static), runs ${args[*]} as 65534"
 
 # 3. Two namespaces and a veth pair.
@@ -145,4 +155,4 @@ timeout 10 tail --pid="$upid" -f /dev/null || fail "the agent (PID 1) did not st
 wait "$upid" || rc=$?
 grep -q 'meshperf agent: stopped' "$dir/image-agent.out" || fail "no 'stopped' line after SIGTERM: $(tail -3 "$dir/image-agent.out")"
 [ $rc -eq 0 ] || fail "the agent exited $rc after SIGTERM"
-echo "oci image: ok (image built and unpacked, tcp_stream and tcp_rr both ways against the plain build, /healthz, SIGTERM as PID 1)"
+echo "oci image: ok (image built and unpacked, the Containerfile builds the same, tcp_stream and tcp_rr both ways against the plain build, /healthz, SIGTERM as PID 1)"
