@@ -23,6 +23,12 @@ mapfile -t files < <(find deploy/kubernetes -name '*.yaml' ! -name kustomization
 validate "${files[@]}"
 echo "deploy: ${#files[@]} files valid against Kubernetes $k8s_version: ${files[*]}"
 
+# The example Secret must not hold a token an agent would take (>= 8 characters).
+"$kv_dir/bin/python" -c 'import sys, yaml
+t = yaml.safe_load(open(sys.argv[1]))["stringData"]["token"]
+sys.exit(f"a usable token ({len(t)} characters) in {sys.argv[1]}" if len(t) >= 8 else 0)' deploy/kubernetes/secret.example.yaml \
+  || fail "deploy/kubernetes/secret.example.yaml must keep an unusable placeholder"
+
 kustomize=()
 if command -v kustomize >/dev/null; then kustomize=(kustomize build)
 elif command -v kubectl >/dev/null && kubectl kustomize --help >/dev/null 2>&1; then kustomize=(kubectl kustomize)
