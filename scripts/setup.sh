@@ -3,7 +3,10 @@
 # when everything is in place it only checks and returns within a second or two.
 #
 #   scripts/setup.sh           Rust wasm target, wasm-bindgen-cli, npm packages
-#   scripts/setup.sh --test    the same plus Debian's chromium for Playwright
+#   scripts/setup.sh --test    the same plus Debian's chromium for Playwright,
+#                              kubernetes-validate (PyPI) in .tools/kv, and as
+#                              root the netns tests' Debian packages (dnsmasq,
+#                              umoci, buildah) and Rust's x86_64-unknown-linux-musl target
 #
 # Works as root without a terminal (CI=true, no stdin) and as a normal user
 # (apt-get then goes through sudo).
@@ -94,8 +97,8 @@ if [ ! -f "$npm_marker" ] || [ "$ROOT/package-lock.json" -nt "$npm_marker" ]; th
     touch "$npm_marker"
 fi
 
-# --- Debian packages for the tests: chromium (Playwright), and as root the
-# network-namespace harness's iproute2, iptables and dnsmasq -----------------
+# --- Debian packages for the tests: chromium (Playwright), python3-venv, and
+# as root the netns harness's iproute2, iptables, dnsmasq, umoci, buildah ----
 missing=()
 if [ $want_test -eq 1 ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
@@ -105,7 +108,14 @@ if [ $want_test -eq 1 ]; then
         command -v iptables >/dev/null || missing+=(iptables)
         # A real DNS server for the discovery test (tests/netns/dns.sh).
         command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
+        # The OCI image test (tests/netns/image.sh): umoci builds and unpacks
+        # it; buildah builds deploy/Containerfile to compare (no daemon).
+        command -v umoci >/dev/null || missing+=(umoci)
+        command -v buildah >/dev/null || missing+=(buildah)
     fi
+    # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
+    command -v python3 >/dev/null || missing+=(python3)
+    python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     command -v apt-get >/dev/null || die "missing ${missing[*]} and apt-get is not available: install them, then re-run"
@@ -125,4 +135,23 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ $want_test -eq 0 ] || [ -x /usr/bin/chromium ] || die "chromium was installed but /usr/bin/chromium is missing"
 fi
 
-log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium'))"
+if [ $want_test -eq 1 ]; then
+    # --- kubernetes-validate (API schemas) for tests/deploy/validate.sh, in a
+    # venv in .tools/kv, pinned by tests/deploy/requirements.txt -------------
+    kv="$ROOT/.tools/kv"
+    kv_stamp="$kv/requirements.txt"
+    if [ ! -x "$kv/bin/kubernetes-validate" ] || ! cmp -s "$ROOT/tests/deploy/requirements.txt" "$kv_stamp"; then
+        rm -rf "$kv"
+        run_phase "python3 -m venv .tools/kv" python3 -m venv "$kv"
+        run_phase "pip install kubernetes-validate into .tools/kv" \
+            "$kv/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/deploy/requirements.txt"
+        cp "$ROOT/tests/deploy/requirements.txt" "$kv_stamp"
+    fi
+    # --- as root, the static (musl) target for the OCI image test ------------
+    if [ "$(id -u)" -eq 0 ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib" ]; then
+        command -v rustup >/dev/null || die "Rust target x86_64-unknown-linux-musl is missing and rustup is not installed: install it for your toolchain, then re-run"
+        run_phase "rustup target add x86_64-unknown-linux-musl" rustup target add x86_64-unknown-linux-musl
+    fi
+fi
+
+log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate'))"

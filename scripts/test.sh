@@ -51,6 +51,15 @@ passed=$((passed + p)); failed=$((failed + f))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not load, or crashed
 log "web unit: $p passed, $f failed"
 
+# deploy/: the Kubernetes manifests against the API schemas of a current
+# release (kubernetes-validate) as files and as kustomize builds them, and the
+# systemd unit. One test, counted from its exit status.
+if phase deploy timeout 120 bash "$ROOT/tests/deploy/validate.sh"; then
+    passed=$((passed + 1)); log "deploy: 1 passed"
+else
+    failed=$((failed + 1)); log "deploy: 1 failed"
+fi
+
 # Rust: count from the harness' "test result:" lines, one per test binary.
 rc=0
 phase cargo-test cargo test --workspace --release --no-fail-fast || rc=$?
@@ -89,6 +98,14 @@ if [ "$(id -u)" -eq 0 ]; then
         passed=$((passed + 1)); log "netns-dns: 1 passed"
     else
         failed=$((failed + 1)); log "netns-dns: 1 failed"
+    fi
+    # The OCI image: the static (musl) build, the image built and unpacked
+    # with umoci, its agent (chrooted, uid 65534, PID 1) against the plain
+    # build's over a veth pair. The musl build is most of its time.
+    if phase netns-image timeout 1200 bash "$ROOT/tests/netns/image.sh"; then
+        passed=$((passed + 1)); log "netns-image: 1 passed"
+    else
+        failed=$((failed + 1)); log "netns-image: 1 failed"
     fi
 else
     log "netns: skipped (needs root to create network namespaces; CI runs as root)"

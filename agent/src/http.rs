@@ -40,6 +40,10 @@ pub fn respond(method: &str, path: &str, accepts_gzip: bool) -> Vec<u8> {
             "only GET and HEAD are served here\n",
         );
     }
+    // For liveness/readiness probes (Kubernetes): no token, and says nothing.
+    if path.split('?').next() == Some("/healthz") {
+        return simple(200, "OK", "ok\n");
+    }
     let Some(asset) = lookup(path) else {
         return simple(404, "Not Found", "not found\n");
     };

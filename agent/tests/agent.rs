@@ -263,6 +263,24 @@ fn http_serves_the_app_and_nothing_else() {
 }
 
 #[test]
+fn healthz_answers_ok_without_a_token_and_says_nothing_else() {
+    // As a kubelet probes: Host is the pod's address and port, no token.
+    let a = AgentProc::start(&[]);
+    let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let host = format!("10.1.2.3:{}", a.port);
+    write!(s, "GET /healthz HTTP/1.1\r\nHost: {host}\r\nUser-Agent: kube-probe/1.32\r\nAccept: */*\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{out}");
+    assert_eq!(body, "ok\n", "the body reveals nothing: {out}");
+    for secret in [a.token.as_str(), "meshperf", "0.1"] {
+        assert!(!out.contains(secret), "{secret:?} in {out}");
+    }
+}
+
+#[test]
 fn port_in_use_is_one_clear_line() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();

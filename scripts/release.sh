@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# npm run release: the static release binaries, their checksums and the OCI
+# image, into target/release-artifacts/:
+#
+#   meshperf-linux-amd64        x86_64-unknown-linux-musl, static, web app embedded
+#   meshperf-linux-arm64        aarch64-unknown-linux-musl, when its linker works here
+#   meshperf-oci.tar            OCI image (oci-archive) of meshperf-linux-amd64 alone
+#                               (scripts/image.sh; only when umoci is installed)
+#   SHA256SUMS                  sha256sum -c SHA256SUMS checks them all
+#
+# The web app and wasm come from scripts/build.sh, run first (it also builds
+# the glibc agent, target/release/meshperf); --no-web skips it and embeds the
+# web/dist already there (tests/netns/image.sh, after npm test's build).
+# --arch amd64|arm64 (repeatable) builds only those (default: both);
+# --out DIR writes there instead.
+# Names carry the OCI architecture names so deploy/Containerfile's
+# TARGETARCH picks the right one.
+set -euo pipefail
+SCRIPT_NAME=release
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage="usage: scripts/release.sh [--no-web] [--arch amd64|arm64]... [--out DIR]"
+web=1
+archs=()
+out="$ROOT/target/release-artifacts"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-web) web=0 ;;
+        --arch) [ $# -ge 2 ] || die "$usage"; archs+=("$2"); shift ;;
+        --out) [ $# -ge 2 ] || die "$usage"; out="$(realpath -m "$2")"; shift ;;
+        *) die "unknown argument '$1' ($usage)" ;;
+    esac
+    shift
+done
+[ ${#archs[@]} -gt 0 ] || archs=(amd64 arm64)
+want() { [[ " ${archs[*]} " == *" $1 "* ]]; }
+
+t_all=$SECONDS
+if [ $web -eq 1 ]; then
+    bash "$ROOT/scripts/build.sh"
+else
+    [ -f "$ROOT/web/dist/index.html" ] || die "--no-web, but web/dist/index.html is missing: run scripts/build.sh first"
+fi
+
+target_installed() { [ -d "$(rustc --print sysroot)/lib/rustlib/$1/lib" ]; }
+add_target() {
+    target_installed "$1" && return 0
+    command -v rustup >/dev/null || { log "Rust target $1 is missing and rustup is not installed"; return 1; }
+    run_phase "rustup target add $1" rustup target add "$1"
+}
+
+# build_static TARGET ARCH: cargo build for TARGET, checked static, copied to
+# $out/meshperf-linux-ARCH. Returns non-zero (with the reason logged) if it
+# cannot be built here.
+build_static() {
+    local target=$1 arch=$2 bin="${CARGO_TARGET_DIR:-$ROOT/target}/$1/release/meshperf" t0=$SECONDS
+    log "cargo build --release -p meshperf-agent --target $target ..."
+    if ! cargo build --release -p meshperf-agent --target "$target"; then
+        log "cargo build --target $target failed after $((SECONDS - t0)) s"
+        return 1
+    fi
+    log "cargo build --target $target done in $((SECONDS - t0)) s"
+    # Static (rustc makes a static-pie for x86_64 musl): no interpreter, no NEEDED.
+    if readelf -lW "$bin" | grep -q 'INTERP' || readelf -dW "$bin" | grep -q '(NEEDED)'; then
+        die "$bin is not static: $(readelf -dW "$bin" | grep NEEDED | tr -s ' ' | tr '\n' ' ')"
+    fi
+    install -m 0755 "$bin" "$out/meshperf-linux-$arch"
+    log "meshperf-linux-$arch: $(wc -c <"$out/meshperf-linux-$arch") bytes, static"
+}
+
+mkdir -p "$out"
+rm -f "$out"/meshperf-linux-* "$out/meshperf-oci.tar" "$out/SHA256SUMS"
+for a in "${archs[@]}"; do case "$a" in amd64|arm64) ;; *) die "unknown --arch $a ($usage)" ;; esac; done
+if want amd64; then
+    add_target x86_64-unknown-linux-musl || die "cannot install the Rust target x86_64-unknown-linux-musl"
+    build_static x86_64-unknown-linux-musl amd64 || die "the x86_64 musl build failed (see above)"
+    # Its own `--version` from a directory holding nothing else, with an
+    # empty environment: no loader, no libc, no files besides itself.
+    bare="$(mktemp -d)"
+    trap 'rm -rf "$bare"' EXIT
+    cp "$out/meshperf-linux-amd64" "$bare/meshperf"
+    (cd "$bare" && env -i ./meshperf --version) || die "the static binary does not run from a bare directory"
+fi
+
+# aarch64: Rust ships musl's libc and crt objects for it (self-contained), so
+# only a linker for aarch64 is needed; rust-lld (in the toolchain) is tried
+# unless CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER names another. No
+# linker, no arm64 binary: said here, not faked.
+if ! want arm64; then
+    :
+elif add_target aarch64-unknown-linux-musl; then
+    lld="$(find "$(rustc --print sysroot)/lib/rustlib" -name rust-lld -type f 2>/dev/null | head -1)"
+    if [ -z "${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER:-}" ] && [ -n "$lld" ]; then
+        export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER="$lld"
+    fi
+    build_static aarch64-unknown-linux-musl arm64 || log "no arm64 binary: the aarch64-unknown-linux-musl build or link failed here (see above)"
+else
+    log "no arm64 binary: the Rust target aarch64-unknown-linux-musl is not installed"
+fi
+
+if ! want amd64; then
+    :
+elif command -v umoci >/dev/null; then
+    bash "$ROOT/scripts/image.sh" "$out/meshperf-linux-amd64" "$out/meshperf-oci.tar"
+else
+    log "no OCI image: umoci is not installed (apt-get install umoci)"
+fi
+
+(cd "$out" && sha256sum -- meshperf-* >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+log "$out in $((SECONDS - t_all)) s:"
+sed 's/^/    /' "$out/SHA256SUMS" >&2

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# deploy/: every Kubernetes manifest validated against the API schemas of a
+# current release (PyPI's kubernetes-validate, strict: unknown fields are
+# errors), on the files and on what kustomize builds of each variant (the
+# default, each component alone, overlays/node) when kubectl or kustomize is
+# installed; then tests/deploy/check.py on the built objects (restricted
+# profile, probes, Secret, ports); then the systemd unit (deploy/systemd/)
+# checked for what the README says it has.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+k8s_version=1.37.0
+kv_dir=.tools/kv
+fail() { echo "deploy: FAILED: $*" >&2; exit 1; }
+[ -x "$kv_dir/bin/kubernetes-validate" ] || fail "$kv_dir/bin/kubernetes-validate is missing: run scripts/setup.sh --test"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+validate() { "$kv_dir/bin/kubernetes-validate" --strict --quiet -k "$k8s_version" "$@" || fail "schema validation (Kubernetes $k8s_version): $*"; }
+
+# The API objects as files (kustomization and component files are not API
+# objects; kustomize itself reads those, below).
+mapfile -t files < <(find deploy/kubernetes -name '*.yaml' ! -name kustomization.yaml | sort)
+validate "${files[@]}"
+echo "deploy: ${#files[@]} files valid against Kubernetes $k8s_version: ${files[*]}"
+
+# The example Secret must not hold a token an agent would take (>= 8 characters).
+"$kv_dir/bin/python" -c 'import sys, yaml
+t = yaml.safe_load(open(sys.argv[1]))["stringData"]["token"]
+sys.exit(f"a usable token ({len(t)} characters) in {sys.argv[1]}" if len(t) >= 8 else 0)' deploy/kubernetes/secret.example.yaml \
+  || fail "deploy/kubernetes/secret.example.yaml must keep an unusable placeholder"
+
+kustomize=()
+if command -v kustomize >/dev/null; then kustomize=(kustomize build)
+elif command -v kubectl >/dev/null && kubectl kustomize --help >/dev/null 2>&1; then kustomize=(kubectl kustomize)
+fi
+if [ ${#kustomize[@]} -gt 0 ]; then
+  k=$root/deploy/kubernetes
+  build() { # NAME DIR
+    "${kustomize[@]}" "$2" >"$tmp/$1.yaml" || fail "${kustomize[*]} $2"
+    validate "$tmp/$1.yaml"
+  }
+  build default "$k"
+  build node "$k/overlays/node"
+  for c in "$k"/components/*/; do
+    name=$(basename "$c")
+    mkdir "$tmp/$name"
+    # (kustomize takes relative paths only)
+    printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n' \
+      "$(realpath --relative-to="$tmp/$name" "$k/base")" "$(realpath --relative-to="$tmp/$name" "$c")" >"$tmp/$name/kustomization.yaml"
+    build "component-$name" "$tmp/$name"
+  done
+  echo "deploy: built with ${kustomize[*]} and valid: default, overlays/node, components $(cd "$k/components" && echo *)"
+  "$kv_dir/bin/python" tests/deploy/check.py base "$tmp/default.yaml"
+  "$kv_dir/bin/python" tests/deploy/check.py node "$tmp/node.yaml"
+else
+  echo "deploy: kustomize and kubectl not installed: the kustomizations are not built; files validated and checked as they are"
+  "$kv_dir/bin/python" tests/deploy/check.py base deploy/kubernetes/base/*.yaml
+fi
+
+# The systemd unit: the README points to it; it must say what the README says.
+unit=deploy/systemd/meshperf-agent.service
+for line in 'EnvironmentFile=/etc/meshperf/agent.env' 'DynamicUser=yes' 'NoNewPrivileges=yes' \
+    'AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN' 'CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN'; do
+  grep -qxF "$line" "$unit" || fail "$unit lacks '$line'"
+done
+grep -qE '^ExecStart=/usr/local/bin/meshperf agent --listen 0\.0\.0\.0:7800 --data-ports 5201-5204( |$)' "$unit" || fail "$unit: ExecStart is not the agent on 7800 with --data-ports 5201-5204"
+grep -qF "($unit)" README.md || fail "README.md does not point to $unit"
+if command -v systemd-analyze >/dev/null; then
+  # Every key known to this systemd (it warns, exit 0, on unknown ones); the
+  # binary is not installed here, so /bin/true stands in for it.
+  sed 's#^ExecStart=/usr/local/bin/meshperf #ExecStart=/bin/true #' "$unit" >"$tmp/meshperf-agent.service"
+  out=$(systemd-analyze verify "$tmp/meshperf-agent.service" 2>&1) || fail "systemd-analyze verify $unit: $out"
+  [ -z "$out" ] || fail "systemd-analyze verify $unit: $out"
+  echo "deploy: $unit: systemd-analyze verify clean"
+else
+  echo "deploy: systemd-analyze not installed: $unit checked for its keys only"
+fi
+echo "deploy: ok"
