@@ -70,7 +70,7 @@ impl RecvBatch {
     fn recv_flags(&mut self, fd: RawFd, flags: libc::c_int) -> io::Result<usize> {
         for h in &mut self.hdrs {
             h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
-            h.msg_hdr.msg_controllen = CTRL_WORDS * 8;
+            h.msg_hdr.msg_controllen = (CTRL_WORDS * 8) as _;
             h.msg_len = 0;
         }
         loop {
@@ -80,7 +80,7 @@ impl RecvBatch {
                     fd,
                     self.hdrs.as_mut_ptr(),
                     self.hdrs.len() as u32,
-                    flags,
+                    flags as _,
                     std::ptr::null_mut(),
                 )
             };

@@ -53,7 +53,8 @@ impl Watchdog {
     pub fn start(period: Duration, wake: impl Fn() -> bool + Send + 'static) -> Watchdog {
         install();
         // SAFETY: pthread_self has no preconditions.
-        let target = unsafe { libc::pthread_self() };
+        // (as an integer: musl's pthread_t is a pointer, which is not Send)
+        let target = unsafe { libc::pthread_self() } as usize;
         let stop = Arc::new(AtomicBool::new(false));
         let halt = stop.clone();
         let handle = thread::Builder::new()
@@ -66,7 +67,7 @@ impl Watchdog {
                 if wake() {
                     // SAFETY: `target` is alive: it joins this thread before
                     // it can exit (Watchdog::drop).
-                    unsafe { libc::pthread_kill(target, signal()) };
+                    unsafe { libc::pthread_kill(target as libc::pthread_t, signal()) };
                 }
             })
             .expect("the OS starts a thread");
