@@ -72,6 +72,6 @@ start_agent "$B" "$ipb" url_b
 echo "netns harness: agents $url_a and $url_b, router $R"
 
 MESHPERF_NETNS_A=$url_a MESHPERF_NETNS_B=$url_b \
-MESHPERF_NETNS_DEV_A=${id}a1 MESHPERF_NETNS_DEV_B=${id}b1 \
+MESHPERF_NETNS_DEV_A=${id}a1 MESHPERF_NETNS_DEV_B=${id}b1 MESHPERF_NETNS_NS_B=$B \
   ip netns exec "$R" timeout 300 cargo test --release -q --offline -p meshperf-agent --test netns -- --nocapture
 echo "netns harness: ok"
