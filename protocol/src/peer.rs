@@ -127,7 +127,7 @@ pub enum UdpRrResponderLine {
 }
 
 /// What the responding agent of a `udp_rr` counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct UdpRrServerCounts {
     /// Requests of this test from the bound peer.
     pub received: u64,
