@@ -605,7 +605,11 @@ mod tests {
         ] {
             has_all(kind, &k, &rr);
             let rtt = stats_keys("rtt_us");
-            has_all(kind, &k, &rtt.iter().map(String::as_str).collect::<Vec<_>>());
+            has_all(
+                kind,
+                &k,
+                &rtt.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
         }
 
         let udp = keys(&UdpStreamSummary {
@@ -638,7 +642,11 @@ mod tests {
         );
         for of in ["send_gap_us", "interarrival_us"] {
             let k = stats_keys(of);
-            has_all("udp_stream", &udp, &k.iter().map(String::as_str).collect::<Vec<_>>());
+            has_all(
+                "udp_stream",
+                &udp,
+                &k.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
         }
     }
 
@@ -706,7 +714,15 @@ mod tests {
         };
         assert_eq!(
             keys(&rr),
-            ["count", "bytes", "req_bytes", "resp_bytes", "busy_poll", "line", "transport"]
+            [
+                "count",
+                "bytes",
+                "req_bytes",
+                "resp_bytes",
+                "busy_poll",
+                "line",
+                "transport"
+            ]
         );
         let back: RrSummary = serde_json::from_value(serde_json::to_value(&rr).unwrap()).unwrap();
         assert_eq!(back, rr);
