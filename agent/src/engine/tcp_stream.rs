@@ -135,6 +135,29 @@ fn run_side(
     ))
 }
 
+/// One connection's entry in `streams`; `tcp` adds the writes and the
+/// TCP_INFO figures (`unix_stream` has neither).
+pub(super) fn figures(o: &Outcome, tcp: bool) -> StreamFigures {
+    StreamFigures {
+        index: o.index as u64,
+        dir: if o.send {
+            StreamDir::Send
+        } else {
+            StreamDir::Recv
+        },
+        bytes: o.bytes,
+        reads: if o.send { 0 } else { o.ops },
+        writes: tcp.then_some(if o.send { o.ops } else { 0 }),
+        seconds: o.last.as_secs_f64(),
+        tcp: tcp.then(|| StreamTcpInfo {
+            first_seconds: o.first.as_secs_f64(),
+            rtt_us: o.info.map(|i| i.rtt_us),
+            cwnd: o.info.map(|i| i.snd_cwnd),
+            retransmits: o.info.map(|i| i.total_retrans),
+        }),
+    }
+}
+
 fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {
     let mbs = if secs > 0.0 {
         bytes as f64 / secs / 1e6
@@ -178,27 +201,7 @@ fn summary(
         .filter_map(|o| o.info)
         .map(|i| i.total_retrans as u64)
         .sum();
-    let streams = outs
-        .iter()
-        .map(|o| StreamFigures {
-            index: o.index as u64,
-            dir: if o.send {
-                StreamDir::Send
-            } else {
-                StreamDir::Recv
-            },
-            bytes: o.bytes,
-            reads: if o.send { 0 } else { o.ops },
-            writes: Some(if o.send { o.ops } else { 0 }),
-            seconds: o.last.as_secs_f64(),
-            tcp: Some(StreamTcpInfo {
-                first_seconds: o.first.as_secs_f64(),
-                rtt_us: o.info.map(|i| i.rtt_us),
-                cwnd: o.info.map(|i| i.snd_cwnd),
-                retransmits: o.info.map(|i| i.total_retrans),
-            }),
-        })
-        .collect();
+    let streams = outs.iter().map(|o| figures(o, true)).collect();
     StreamSummary {
         bytes,
         seconds,

@@ -16,7 +16,7 @@ use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
 use meshperf_protocol::peer::{parse_key, preamble, KEY_LEN, PREAMBLE_LEN};
 use meshperf_protocol::plan::Transport;
-use meshperf_protocol::summary::{RrSummary, StreamDir, StreamFigures, StreamSummary};
+use meshperf_protocol::summary::{RrSummary, StreamSummary};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{self, Read, Write};
@@ -298,19 +298,7 @@ fn run_stream(
     };
     let streams = outs
         .iter()
-        .map(|o| StreamFigures {
-            index: o.index as u64,
-            dir: if o.send {
-                StreamDir::Send
-            } else {
-                StreamDir::Recv
-            },
-            bytes: o.bytes,
-            reads: if o.send { 0 } else { o.ops },
-            writes: None,
-            seconds: o.last.as_secs_f64(),
-            tcp: None,
-        })
+        .map(|o| super::tcp_stream::figures(o, false))
         .collect();
     let line = format!(
         "{} {bytes} bytes in {seconds:.6} seconds over a Unix socket, {:.0} MByte/s",
