@@ -394,11 +394,11 @@ pub struct UdpStreamSend {
 pub struct UdpStreamReceive {
     /// Distinct datagrams of the test received.
     pub received: u64,
-    /// Sent but never received.
+    /// Sent (or, without the sender's count, below the highest sequence number) but never received.
     pub lost: u64,
-    /// Received after a higher sequence number.
+    /// First copies that arrived after a higher sequence number.
     pub out_of_order: u64,
-    /// Received more than once.
+    /// Extra copies of a datagram already received.
     pub duplicates: u64,
     /// Sequence numbers at or past `sent`.
     pub out_of_range: u64,
@@ -429,11 +429,11 @@ pub struct UdpStreamFigures {
     pub sent: Option<u64>,
     /// Distinct datagrams received.
     pub received: Option<u64>,
-    /// Sent but never received.
+    /// Sent (or, without the sender's count, below the highest sequence number) but never received.
     pub lost: Option<u64>,
-    /// Received after a higher sequence number.
+    /// First copies that arrived after a higher sequence number.
     pub out_of_order: Option<u64>,
-    /// Received more than once.
+    /// Extra copies of a datagram already received.
     pub duplicates: Option<u64>,
     /// Datagrams the receiver got from anyone else.
     pub foreign: Option<u64>,
