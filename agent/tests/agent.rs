@@ -764,3 +764,163 @@ fn a_test_id_reused_at_once_is_a_new_test_the_old_one_cannot_end() {
     );
     assert_eq!(r["type"], "prepared", "{r}");
 }
+
+/// The JSON type of every key path of `v`, in order (`.streams.0.bytes: int`).
+fn shape(v: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    fn walk(v: &Value, path: String, out: &mut Vec<String>) {
+        let t = match v {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(n) if n.is_f64() => "float",
+            Value::Number(_) => "int",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        out.push(format!("{path}: {t}"));
+        match v {
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| walk(x, format!("{path}.{i}"), out)),
+            Value::Object(o) => o
+                .iter()
+                .for_each(|(k, x)| walk(x, format!("{path}.{k}"), out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, String::new(), &mut out);
+    out
+}
+
+/// Reads `end`'s summary into `T` and writes it back: it must come out the
+/// same, key for key, in the same order, with the same JSON types. A key
+/// an engine writes that `T` lacks (dropped on the way back), a renamed or
+/// missing one (refused on the way in) or a changed type fails.
+fn strictly<T>(what: &str, end: &serde_json::Value) -> T
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    assert_eq!(end["type"], "result", "{what}: {end}");
+    let v = &end["summary"];
+    let typed: T = serde_json::from_value(v.clone())
+        .unwrap_or_else(|e| panic!("{what}: not its typed summary: {e}\n{v}"));
+    let back = serde_json::to_value(&typed).unwrap();
+    assert_eq!(shape(&back), shape(v), "{what}: keys or types differ\n{v}");
+    assert_eq!(&back, v, "{what}: values differ");
+    typed
+}
+
+/// The summary keys are a public interface, typed once in
+/// `meshperf_protocol::summary`: every kind and side, run between real
+/// agents, reports exactly its struct.
+#[test]
+fn every_kind_and_side_reports_exactly_its_typed_summary() {
+    use meshperf_protocol::plan::Transport;
+    use meshperf_protocol::summary::{
+        RrSummary, StreamSummary, UdpRrServerSummary, UdpRrSummary, UdpStreamSummary,
+    };
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut sa, mut ca, mut cb) = (a.connect(), a.connect(), b.connect());
+    let mut id = 900;
+    let mut pair = |kind: &str, params: serde_json::Value| {
+        id += 1;
+        // unix kinds run inside one agent; the others from b to a.
+        let driver = if kind.starts_with("unix") {
+            &mut ca
+        } else {
+            &mut cb
+        };
+        run_pair(driver, &mut sa, id, kind, params)
+    };
+    let opts = json!({"tos": 16, "sndbuf": 262144});
+    for direction in ["send", "receive", "both"] {
+        let mut p = json!({"count": 32, "msg_bytes": 65536, "direction": direction});
+        if direction == "receive" {
+            p["streams"] = json!(2);
+            p["mss"] = json!(1000);
+            p["tos"] = opts["tos"].clone();
+        }
+        let (cl, sv) = pair("tcp_stream", p);
+        for (role, end) in [("client", &cl), ("server", &sv)] {
+            let s: StreamSummary = strictly(&format!("tcp_stream {direction} {role}"), end);
+            assert!(s.tcp.is_some() && s.transport.is_none(), "{end}");
+            assert!(s.streams.iter().all(|x| x.tcp.is_some()), "{end}");
+        }
+    }
+    for direction in ["send", "both"] {
+        let (cl, sv) = pair(
+            "unix_stream",
+            json!({"count": 32, "msg_bytes": 65536, "direction": direction}),
+        );
+        for (role, end) in [("client", &cl), ("server", &sv)] {
+            let s: StreamSummary = strictly(&format!("unix_stream {direction} {role}"), end);
+            assert!(s.tcp.is_none() && s.transport == Some(Transport::Unix));
+            assert!(s
+                .streams
+                .iter()
+                .all(|x| x.tcp.is_none() && x.writes.is_none()));
+        }
+    }
+    // The check itself: a key the struct lacks, at the top or nested, and
+    // a renamed key are caught.
+    let (cl, _) = pair("tcp_rr", json!({"count": 10}));
+    let mut changed = Vec::new();
+    for (from, to) in [("", "extra"), ("rtt_us", "p42"), ("bytes", "byte")] {
+        let mut end = cl.clone();
+        let sum = end["summary"].as_object_mut().unwrap();
+        match (from, to) {
+            ("", k) => sum.insert(k.into(), json!(1)),
+            ("rtt_us", k) => sum["rtt_us"]
+                .as_object_mut()
+                .unwrap()
+                .insert(k.into(), json!(1.0)),
+            (k, new) => {
+                let v = sum.shift_remove(k).unwrap();
+                sum.insert(new.into(), v)
+            }
+        };
+        changed.push(end);
+    }
+    for end in changed {
+        let r = std::panic::catch_unwind(|| strictly::<RrSummary>("changed", &end));
+        assert!(r.is_err(), "not caught: {end}");
+    }
+    for (kind, p) in [
+        ("tcp_rr", json!({"count": 100})),
+        (
+            "tcp_rr",
+            json!({"count": 100, "mss": 1000, "busy_poll": true, "tos": 16}),
+        ),
+        ("unix_rr", json!({"count": 100})),
+    ] {
+        let (cl, sv) = pair(kind, p);
+        let c: RrSummary = strictly(&format!("{kind} client"), &cl);
+        let s: RrSummary = strictly(&format!("{kind} server"), &sv);
+        assert!(c.client.is_some() && s.client.is_none());
+        assert_eq!(c.tcp.is_some(), kind == "tcp_rr");
+        assert_eq!(c.peer_count.is_some(), kind == "tcp_rr");
+    }
+    for p in [json!({"count": 100}), {
+        let mut p = opts.clone();
+        p["count"] = json!(100);
+        p
+    }] {
+        let (cl, sv) = pair("udp_rr", p);
+        let c: UdpRrSummary = strictly("udp_rr client", &cl);
+        strictly::<UdpRrServerSummary>("udp_rr server", &sv);
+        assert_eq!(c.answered, 100);
+    }
+    for (direction, wait_us) in [("send", 20), ("receive", 0)] {
+        let (cl, sv) = pair(
+            "udp_stream",
+            json!({"count": 100, "wait_us": wait_us, "direction": direction, "rcvbuf": 262144}),
+        );
+        for (role, end) in [("client", &cl), ("server", &sv)] {
+            let s: UdpStreamSummary = strictly(&format!("udp_stream {direction} {role}"), end);
+            assert!(s.figures.complete, "{end}");
+        }
+    }
+}

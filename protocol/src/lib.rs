@@ -8,6 +8,7 @@
 //! * [`plan`]: plans and their expansion into steps; [`presets`]: the built-in plans.
 //! * [`result`]: the versioned result format (files, exports, permalinks).
 //! * [`driver`]: running one step between agents (the CLI's and the page's).
+//! * [`summary`]: the typed summary of each kind (the result's `summary` keys).
 //! * [`export`]: the CSV export of a result (the CLI's and the page's).
 //! * [`matrix`]: rounds of agent pairs and the headline figure of each cell.
 
@@ -21,6 +22,7 @@ pub mod peer;
 pub mod plan;
 pub mod presets;
 pub mod result;
+pub mod summary;
 
 /// Control protocol version; `hello` carries it and clients check it.
 pub const PROTOCOL_VERSION: u32 = 1;

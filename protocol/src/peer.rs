@@ -19,8 +19,8 @@
 
 use crate::msg::ErrorCode;
 use crate::params::Kind;
+use crate::summary::{UdpStreamFigures, UdpStreamReceive, UdpStreamSend};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::net::SocketAddr;
 
 /// Key length in bytes (128 bits).
@@ -93,23 +93,30 @@ pub struct UdpBound {
 /// `udp_stream`: lines from the sending agent to the receiving agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
+// One `stats` line per test: a large variant costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 pub enum UdpStreamSenderLine {
     /// The burst is about to start: the receiver starts its clock and
     /// answers [`UdpStreamReceiverLine::Zeroed`].
     Zero,
     /// The burst is over: the sender's figures (`sent` and the send-side
     /// summary keys).
-    Stats { send: Value },
+    Stats { send: UdpStreamSend },
 }
 
 /// `udp_stream`: lines from the receiving agent to the sending agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
+// One `stats` line per test: a large variant costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 pub enum UdpStreamReceiverLine {
     /// The receiver's clock runs; send.
     Zeroed,
     /// The receiver's figures and the summary it built from both sides'.
-    Stats { summary: Value, receive: Value },
+    Stats {
+        summary: UdpStreamFigures,
+        receive: UdpStreamReceive,
+    },
 }
 
 /// `udp_rr`: the requesting (driving) agent is done; `sent` requests went out.
@@ -127,7 +134,7 @@ pub enum UdpRrResponderLine {
 }
 
 /// What the responding agent of a `udp_rr` counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct UdpRrServerCounts {
     /// Requests of this test from the bound peer.
     pub received: u64,
@@ -212,10 +219,26 @@ mod tests {
             to_value(UdpStreamReceiverLine::Zeroed).unwrap(),
             json!({"op": "zeroed"})
         );
-        let send = json!({"sent": 10});
+        let send = crate::summary::UdpStreamSend {
+            sent: 10,
+            send_seconds: 0.5,
+            sender_nice: Some(-20),
+            to: "::1".into(),
+            ..Default::default()
+        };
+        let line = to_value(UdpStreamSenderLine::Stats { send: send.clone() }).unwrap();
         assert_eq!(
-            to_value(UdpStreamSenderLine::Stats { send: send.clone() }).unwrap(),
-            json!({"op": "stats", "send": send})
+            line.to_string(),
+            json!({"op": "stats", "send": {
+                "sent": 10, "send_seconds": 0.5, "send_gap_us": null,
+                "pacing_error_us": {"mean": null, "p99": null}, "sender_nice": -20,
+                "schedule_slips": 0, "schedule_slipped_us": 0.0, "from": null, "to": "::1"}})
+            .to_string(),
+            "keys, their order and number types as before"
+        );
+        assert_eq!(
+            serde_json::from_value::<UdpStreamSenderLine>(line).unwrap(),
+            UdpStreamSenderLine::Stats { send }
         );
         assert_eq!(
             to_value(UdpRrRequesterLine::Done { sent: 7 }).unwrap(),

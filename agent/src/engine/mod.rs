@@ -203,9 +203,13 @@ impl TestCtx {
         let _ = self.sink.waker.wake();
     }
 
-    /// Reports the outcome of this side: its summary or its failure.
-    pub fn report(&self, r: Result<serde_json::Value, TestError>) {
-        match r {
+    /// Reports the outcome of this side: its summary (one of the typed
+    /// summaries of `meshperf_protocol::summary`) or its failure.
+    pub fn report<S: serde::Serialize>(&self, r: Result<S, TestError>) {
+        match r.and_then(|s| {
+            serde_json::to_value(&s)
+                .map_err(|e| TestError::new(ErrorCode::Internal, format!("summary: {e}")))
+        }) {
             Ok(summary) => self.sink.event(&Event::Result {
                 test_id: self.test_id,
                 step: self.step,

@@ -8,8 +8,9 @@ use super::rr::{self, ClientOut};
 use super::{bind, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, RrParams};
+use meshperf_protocol::summary::{RrClient, RrSummary, Stats, TcpRrSocket};
 use meshperf_wasm::stats::Summary;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::net::TcpListener;
 
 fn parse(params: &Value, env: &EngineEnv) -> Result<RrParams, Refusal> {
@@ -55,7 +56,7 @@ fn drive(ctx: TestCtx, p: RrParams, peer_addr: PeerAddr) {
     ctx.finished();
 }
 
-fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestError> {
+fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<RrSummary, TestError> {
     let mut s = conn.data.pop().expect("one data connection");
     let applied = sockopt::apply(&s, &p.socket(), conn.peer_ip.is_ipv6())
         .map_err(|m| TestError::new(ErrorCode::BadParams, m))?;
@@ -64,42 +65,37 @@ fn run(ctx: &TestCtx, p: &RrParams, mut conn: Connected) -> Result<Value, TestEr
         let _ = s.shutdown(std::net::Shutdown::Write);
         let done = peer::exchange_done(&mut conn.control, out.rtt_ns.len() as u64)?;
         let mut sum = client_summary(p, &out)?;
-        sum.insert("peer_count".into(), json!(done.bytes));
+        sum.peer_count = Some(done.bytes);
         sum
     } else {
         let n = rr::server(ctx, p, &mut s)?;
         peer::exchange_done(&mut conn.control, n)?;
         server_summary(p, n)
     };
-    sum.insert("peer".into(), json!(conn.peer_ip.to_string()));
-    for (k, v) in [
-        ("nodelay", json!(applied.nodelay)),
-        ("tos", json!(applied.tos)),
-        ("congestion", json!(applied.congestion)),
-        ("mss_requested", json!(p.mss)),
-        ("mss", json!(applied.mss)),
-        ("sndbuf_actual", json!(applied.sndbuf_actual)),
-        ("rcvbuf_actual", json!(applied.rcvbuf_actual)),
-    ] {
-        sum.insert(k.into(), v);
-    }
-    Ok(Value::Object(sum))
+    sum.tcp = Some(TcpRrSocket {
+        peer: conn.peer_ip.to_string(),
+        nodelay: applied.nodelay,
+        tos: applied.tos,
+        congestion: applied.congestion,
+        mss_requested: p.mss,
+        mss: applied.mss,
+        sndbuf_actual: applied.sndbuf_actual,
+        rcvbuf_actual: applied.rcvbuf_actual,
+    });
+    Ok(sum)
 }
 
 /// The statistics object of DESIGN.md (`rtt_us` and friends) from ns samples.
-pub(super) fn stats_us(ns: &[u64]) -> Value {
+pub(super) fn stats_us(ns: &[u64]) -> Option<Stats> {
     let us: Vec<f64> = ns.iter().map(|&v| v as f64 / 1e3).collect();
-    // The same object udp_rr reports (`n` a whole number).
-    super::udp::stats_json(Summary::new(&us).ok().as_ref())
+    // The same object udp_rr reports.
+    Summary::new(&us).ok().as_ref().map(super::udp::stats)
 }
 
 /// Client summary: counts, `rtt_us`, rates and tcp_req's quiet-mode line
 /// ("resp_bytes; req_bytes; msg_count; loop_count; num_bad; time/frame us;
 /// Mbytes/s; ave time; min time; max time; num timeouts").
-pub(super) fn client_summary(
-    p: &RrParams,
-    out: &ClientOut,
-) -> Result<Map<String, Value>, TestError> {
+pub(super) fn client_summary(p: &RrParams, out: &ClientOut) -> Result<RrSummary, TestError> {
     let n = out.rtt_ns.len() as u64;
     if n == 0 {
         return Err(TestError::new(
@@ -120,23 +116,43 @@ pub(super) fn client_summary(
         "{}; {}; 1; {n}; {}; {frame_us:.3}; {mbs:.5}; {ave:.3}; {min:.2}; {max:.2}; 0",
         p.resp_bytes, p.req_bytes, out.bad
     );
-    let v = json!({
-        "count": n, "timeouts": 0, "bad": out.bad, "rtt_us": stats_us(&out.rtt_ns),
-        "seconds": secs, "transactions_per_second": n as f64 / secs,
-        "time_per_frame_us": frame_us, "mbytes_per_second": mbs,
-        "bytes": n * (p.req_bytes + p.resp_bytes),
-        "req_bytes": p.req_bytes, "resp_bytes": p.resp_bytes, "busy_poll": p.busy_poll,
-        "line": line,
-    });
-    Ok(v.as_object().cloned().unwrap_or_default())
+    Ok(RrSummary {
+        count: n,
+        client: Some(RrClient {
+            timeouts: 0,
+            bad: out.bad,
+            rtt_us: stats_us(&out.rtt_ns),
+            seconds: secs,
+            transactions_per_second: n as f64 / secs,
+            time_per_frame_us: frame_us,
+            mbytes_per_second: mbs,
+        }),
+        bytes: n * (p.req_bytes + p.resp_bytes),
+        req_bytes: p.req_bytes,
+        resp_bytes: p.resp_bytes,
+        busy_poll: p.busy_poll,
+        line,
+        peer_count: None,
+        transport: None,
+        tcp: None,
+    })
 }
 
 /// Server summary: transactions served and bytes moved.
-pub(super) fn server_summary(p: &RrParams, n: u64) -> Map<String, Value> {
-    let v = json!({
-        "count": n, "bytes": n * (p.req_bytes + p.resp_bytes),
-        "req_bytes": p.req_bytes, "resp_bytes": p.resp_bytes, "busy_poll": p.busy_poll,
-        "line": format!("answered {n} requests of {} bytes with {} bytes", p.req_bytes, p.resp_bytes),
-    });
-    v.as_object().cloned().unwrap_or_default()
+pub(super) fn server_summary(p: &RrParams, n: u64) -> RrSummary {
+    RrSummary {
+        count: n,
+        client: None,
+        bytes: n * (p.req_bytes + p.resp_bytes),
+        req_bytes: p.req_bytes,
+        resp_bytes: p.resp_bytes,
+        busy_poll: p.busy_poll,
+        line: format!(
+            "answered {n} requests of {} bytes with {} bytes",
+            p.req_bytes, p.resp_bytes
+        ),
+        peer_count: None,
+        transport: None,
+        tcp: None,
+    }
 }

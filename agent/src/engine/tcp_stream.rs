@@ -8,7 +8,10 @@ use super::stream::{Dir, Outcome};
 use super::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Direction, Kind, StreamParams};
-use serde_json::{json, Value};
+use meshperf_protocol::summary::{
+    StreamDir, StreamFigures, StreamSummary, StreamTcpInfo, TcpStreamSocket,
+};
+use serde_json::Value;
 use std::net::{IpAddr, TcpListener};
 
 /// Number of data connections and which of them this side sends on.
@@ -94,7 +97,7 @@ fn run_side(
     p: &StreamParams,
     mut conn: Connected,
     dirs: &[Dir],
-) -> Result<Value, TestError> {
+) -> Result<StreamSummary, TestError> {
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
     let sock = p.socket();
@@ -132,6 +135,29 @@ fn run_side(
     ))
 }
 
+/// One connection's entry in `streams`; `tcp` adds the writes and the
+/// TCP_INFO figures (`unix_stream` has neither).
+pub(super) fn figures(o: &Outcome, tcp: bool) -> StreamFigures {
+    StreamFigures {
+        index: o.index as u64,
+        dir: if o.send {
+            StreamDir::Send
+        } else {
+            StreamDir::Recv
+        },
+        bytes: o.bytes,
+        reads: if o.send { 0 } else { o.ops },
+        writes: tcp.then_some(if o.send { o.ops } else { 0 }),
+        seconds: o.last.as_secs_f64(),
+        tcp: tcp.then(|| StreamTcpInfo {
+            first_seconds: o.first.as_secs_f64(),
+            rtt_us: o.info.map(|i| i.rtt_us),
+            cwnd: o.info.map(|i| i.snd_cwnd),
+            retransmits: o.info.map(|i| i.total_retrans),
+        }),
+    }
+}
+
 fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {
     let mbs = if secs > 0.0 {
         bytes as f64 / secs / 1e6
@@ -141,14 +167,14 @@ fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> Str
     format!("{verb} {bytes} bytes in {secs:.6} seconds {prep} {peer}, {mbs:.0} MByte/s")
 }
 
-/// The summary object of one side (keys per DESIGN.md, more may be added).
+/// The summary of one side (keys per DESIGN.md, more may be added).
 fn summary(
     p: &StreamParams,
     outs: &[Outcome],
     applied: Applied,
     peer: IpAddr,
     peer_bytes: u64,
-) -> Value {
+) -> StreamSummary {
     let secs_of = |send: bool| {
         outs.iter()
             .filter(|o| o.send == send)
@@ -175,48 +201,52 @@ fn summary(
         .filter_map(|o| o.info)
         .map(|i| i.total_retrans as u64)
         .sum();
-    let streams: Vec<Value> = outs
-        .iter()
-        .map(|o| {
-            json!({
-                "index": o.index, "dir": if o.send { "send" } else { "recv" }, "bytes": o.bytes,
-                "reads": if o.send { 0 } else { o.ops }, "writes": if o.send { o.ops } else { 0 },
-                "seconds": o.last.as_secs_f64(), "first_seconds": o.first.as_secs_f64(),
-                "rtt_us": o.info.map(|i| i.rtt_us), "cwnd": o.info.map(|i| i.snd_cwnd),
-                "retransmits": o.info.map(|i| i.total_retrans),
-            })
-        })
-        .collect();
-    json!({
-        "bytes": bytes,
-        "seconds": seconds,
-        "bits_per_second": if seconds > 0.0 { bytes as f64 * 8.0 / seconds } else { 0.0 },
-        "sent_bytes": sent,
-        "received_bytes": recvd,
-        "send_seconds": send_s,
-        "recv_seconds": recv_s,
-        "writes": writes,
-        "reads": reads,
-        "avg_read_bytes": if reads > 0 { recvd as f64 / reads as f64 } else { 0.0 },
-        "ms_per_mib": if recvd > 0 { recv_s * 1e3 / (recvd as f64 / 1048576.0) } else { 0.0 },
-        "streams": streams,
-        "retransmits": retransmits,
-        "interval_ms": p.interval_ms,
-        "msg_bytes": p.msg_bytes,
-        "read_bytes": p.read_bytes,
-        "direction": p.direction,
-        "peer": peer.to_string(),
-        "peer_bytes": peer_bytes,
-        "sndbuf_requested": p.sndbuf,
-        "rcvbuf_requested": p.rcvbuf,
-        "sndbuf_actual": applied.sndbuf_actual,
-        "rcvbuf_actual": applied.rcvbuf_actual,
-        "nodelay": applied.nodelay,
-        "tos": applied.tos,
-        "congestion": applied.congestion,
-        "rcvlowat": applied.rcvlowat,
-        "mss_requested": p.mss,
-        "mss": applied.mss,
-        "line": lines.join("; "),
-    })
+    let streams = outs.iter().map(|o| figures(o, true)).collect();
+    StreamSummary {
+        bytes,
+        seconds,
+        bits_per_second: if seconds > 0.0 {
+            bytes as f64 * 8.0 / seconds
+        } else {
+            0.0
+        },
+        sent_bytes: sent,
+        received_bytes: recvd,
+        send_seconds: Some(send_s),
+        recv_seconds: Some(recv_s),
+        writes: Some(writes),
+        reads,
+        avg_read_bytes: if reads > 0 {
+            recvd as f64 / reads as f64
+        } else {
+            0.0
+        },
+        ms_per_mib: Some(if recvd > 0 {
+            recv_s * 1e3 / (recvd as f64 / 1048576.0)
+        } else {
+            0.0
+        }),
+        streams,
+        retransmits: Some(retransmits),
+        interval_ms: Some(p.interval_ms),
+        msg_bytes: p.msg_bytes,
+        transport: None,
+        tcp: Some(TcpStreamSocket {
+            read_bytes: p.read_bytes,
+            direction: p.direction,
+            peer: peer.to_string(),
+            peer_bytes,
+            sndbuf_requested: p.sndbuf,
+            rcvbuf_requested: p.rcvbuf,
+            sndbuf_actual: applied.sndbuf_actual,
+            rcvbuf_actual: applied.rcvbuf_actual,
+            nodelay: applied.nodelay,
+            tos: applied.tos,
+            congestion: applied.congestion,
+            rcvlowat: applied.rcvlowat,
+            mss_requested: p.mss,
+            mss: applied.mss,
+        }),
+        line: lines.join("; "),
+    }
 }

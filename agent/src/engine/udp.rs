@@ -25,8 +25,10 @@ use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, Event, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpSocketParams};
 use meshperf_protocol::peer::{UdpBound, UdpSetup};
+use meshperf_protocol::summary::{Stats, UdpSocketReport};
 use meshperf_wasm::stats::Summary;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
@@ -244,14 +246,16 @@ pub fn serve_sockets(
     }
 }
 
-/// Socket options as the kernel reports them, as summary keys.
-pub fn applied(s: &UdpSocket, o: &UdpSocketParams) -> Value {
+/// Socket options as asked for and as the kernel reports them.
+pub fn applied(s: &UdpSocket, o: &UdpSocketParams) -> UdpSocketReport {
     let r = SockRef::from(s);
-    json!({
-        "sndbuf_requested": o.sndbuf, "rcvbuf_requested": o.rcvbuf,
-        "sndbuf_actual": r.send_buffer_size().ok(), "rcvbuf_actual": r.recv_buffer_size().ok(),
-        "tos": o.tos.and_then(|_| tos_actual(s)),
-    })
+    UdpSocketReport {
+        sndbuf_requested: o.sndbuf,
+        rcvbuf_requested: o.rcvbuf,
+        sndbuf_actual: r.send_buffer_size().ok().map(|n| n as u64),
+        rcvbuf_actual: r.recv_buffer_size().ok().map(|n| n as u64),
+        tos: o.tos.and_then(|_| tos_actual(s)),
+    }
 }
 
 /// The TOS byte (IPv4) or traffic class (IPv6) the kernel has for `s`.
@@ -425,17 +429,24 @@ pub fn drive_flow(
     })
 }
 
-/// A statistics object (DESIGN.md keys), or null without samples.
-pub fn stats_json(s: Option<&Summary>) -> Value {
-    match s {
-        None => Value::Null,
-        Some(s) => {
-            let mut m = serde_json::Map::new();
-            for (k, v) in s.fields() {
-                m.insert(k.into(), if k == "n" { json!(v as u64) } else { json!(v) });
-            }
-            Value::Object(m)
-        }
+/// The statistics object of DESIGN.md (`rtt_us` and friends) of `s`.
+pub fn stats(s: &Summary) -> Stats {
+    Stats {
+        n: s.n as u64,
+        min: s.min,
+        max: s.max,
+        mean: s.mean,
+        sigma: s.sigma,
+        skew: s.skew,
+        kurtosis: s.kurtosis,
+        median: s.median,
+        iq25: s.iq25,
+        iq75: s.iq75,
+        p90: s.p90,
+        p99: s.p99,
+        p999: s.p999,
+        p9999: s.p9999,
+        mad: s.mad,
     }
 }
 
@@ -466,10 +477,14 @@ pub trait UdpTest: Sized + Send + 'static {
     fn sock(&self) -> &UdpSocketParams;
     /// The serving side's port may take a [`twin`] (udp_rr's connected replies).
     const SHARED_PORT: bool = false;
+    /// What the serving side reports.
+    type ServeSummary: Serialize;
+    /// What the driving side reports.
+    type DriveSummary: Serialize;
     /// The serving agent's part, once the flow is up.
-    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError>;
+    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Self::ServeSummary, TestError>;
     /// The driving agent's part, once the flow is up.
-    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError>;
+    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Self::DriveSummary, TestError>;
 }
 
 /// Serving side set-up of a UDP test (see [`super::prepare`]).
@@ -513,6 +528,25 @@ pub fn start<T: UdpTest>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `rtt_us` and friends carry every figure of the statistics crate's
+    /// `Summary`, in its order, `n` as a whole number and the rest as floats.
+    #[test]
+    fn stats_object_has_every_summary_field_in_order() {
+        let s = Summary::new(&[1.0, 2.0, 4.0, 8.0]).unwrap();
+        let v = serde_json::to_value(stats(&s)).unwrap();
+        let o = v.as_object().unwrap();
+        let names: Vec<&str> = s.fields().iter().map(|(k, _)| *k).collect();
+        assert_eq!(o.keys().map(String::as_str).collect::<Vec<_>>(), names);
+        for (k, x) in s.fields() {
+            if k == "n" {
+                assert_eq!(o[k].as_u64(), Some(x as u64));
+            } else {
+                assert!(o[k].is_f64(), "{k}: {}", o[k]);
+                assert_eq!(o[k].as_f64(), Some(x), "{k}");
+            }
+        }
+    }
 
     #[test]
     fn header_round_trip_and_rejects_strangers() {

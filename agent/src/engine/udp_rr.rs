@@ -13,8 +13,9 @@ use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams, UdpSocket
 use meshperf_protocol::peer::{
     UdpRrRequesterLine as RequesterLine, UdpRrResponderLine as ResponderLine, UdpRrServerCounts,
 };
+use meshperf_protocol::summary::{UdpRrServerSummary, UdpRrSummary};
 use meshperf_wasm::stats::Summary;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,16 +33,18 @@ impl UdpTest for UdpRrParams {
         &self.sock
     }
     const SHARED_PORT: bool = true;
-    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+    type ServeSummary = UdpRrServerSummary;
+    type DriveSummary = UdpRrSummary;
+    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<UdpRrServerSummary, TestError> {
         respond(ctx, self, f)
     }
-    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<UdpRrSummary, TestError> {
         drive(ctx, self, f)
     }
 }
 
 /// Serving side: answer requests from the bound peer until it says done.
-fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError> {
+fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSummary, TestError> {
     // No receive timeout (see `watchdog`): the watchdog interrupts the wait
     // every 20 ms while the control line has something for us (`done`, or
     // the peer gone) or the test is cancelled; END ends it at once.
@@ -122,22 +125,21 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestErr
         bad,
         foreign: f.foreign,
     };
-    let mut out = serde_json::to_value(counts).expect("counts serialize");
     if note.is_none() {
         let _ = f.line.send(&ResponderLine::Done { server: counts });
     }
-    out["complete"] = json!(note.is_none());
-    out["note"] = json!(note);
-    out["peer"] = json!(f.peer.to_string());
-    if let (Value::Object(o), Value::Object(a)) = (&mut out, udp::applied(&f.sock, &p.sock)) {
-        o.extend(a);
-    }
-    Ok(out)
+    Ok(UdpRrServerSummary {
+        counts,
+        complete: note.is_none(),
+        note,
+        peer: f.peer.to_string(),
+        socket: udp::applied(&f.sock, &p.sock),
+    })
 }
 
 /// Driving side: `count` requests (or as many as `duration_s` allows), one
 /// at a time, each with its own timeout.
-fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError> {
+fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, TestError> {
     let timeout = Duration::from_millis(p.timeout_ms);
     // No receive timeout (see `watchdog`): the watchdog interrupts the wait
     // once the request in flight is `timeout` old, or on cancel; it looks
@@ -305,17 +307,25 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<Value, TestError
         "{}; {}; 1; {}; {}; {:.3}; {:.5}; {:.3}; {:.3}; {:.3}; {}",
         p.resp_bytes, p.req_bytes, sent, bad, tpf, mbs, ave, min, max, timeouts
     );
-    let mut out = json!({
-        "count": sent, "answered": rtt.len(), "timeouts": timeouts, "bad": bad,
-        "foreign": server.map(|s| s.foreign), "server_bad": server.map(|s| s.bad),
-        "server_received": server.map(|s| s.received),
-        "rtt_us": udp::stats_json(stats.as_ref()),
-        "req_bytes": p.req_bytes, "resp_bytes": p.resp_bytes, "timeout_ms": p.timeout_ms,
-        "seconds": seconds, "time_per_frame_us": tpf, "mbytes_per_second": mbs,
-        "peer": f.peer.to_string(), "complete": note.is_none(), "note": note, "line": line,
-    });
-    if let (Value::Object(o), Value::Object(a)) = (&mut out, applied) {
-        o.extend(a);
-    }
-    Ok(out)
+    Ok(UdpRrSummary {
+        count: sent,
+        answered: rtt.len() as u64,
+        timeouts,
+        bad,
+        foreign: server.map(|s| s.foreign),
+        server_bad: server.map(|s| s.bad),
+        server_received: server.map(|s| s.received),
+        rtt_us: stats.as_ref().map(udp::stats),
+        req_bytes: p.req_bytes,
+        resp_bytes: p.resp_bytes,
+        timeout_ms: p.timeout_ms,
+        seconds,
+        time_per_frame_us: tpf,
+        mbytes_per_second: mbs,
+        peer: f.peer.to_string(),
+        complete: note.is_none(),
+        note,
+        line,
+        socket: applied,
+    })
 }

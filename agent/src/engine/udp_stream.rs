@@ -21,8 +21,11 @@ use meshperf_protocol::params::{
 use meshperf_protocol::peer::{
     UdpStreamReceiverLine as ReceiverLine, UdpStreamSenderLine as SenderLine,
 };
+use meshperf_protocol::summary::{
+    PacingError, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend, UdpStreamSummary,
+};
 use meshperf_wasm::stats::Summary;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -44,36 +47,43 @@ impl UdpTest for UdpStreamParams {
     fn sock(&self) -> &UdpSocketParams {
         &self.sock
     }
-    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+    type ServeSummary = UdpStreamSummary;
+    type DriveSummary = UdpStreamSummary;
+    fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<UdpStreamSummary, TestError> {
         run(ctx, self, f, self.direction == Direction::Receive)
     }
-    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<Value, TestError> {
+    fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<UdpStreamSummary, TestError> {
         run(ctx, self, f, self.direction == Direction::Send)
     }
 }
 
-fn run(ctx: &TestCtx, p: &UdpStreamParams, f: Flow, sending: bool) -> Result<Value, TestError> {
+fn run(
+    ctx: &TestCtx,
+    p: &UdpStreamParams,
+    f: Flow,
+    sending: bool,
+) -> Result<UdpStreamSummary, TestError> {
     if !sending && p.sock.rcvbuf.is_none() {
         // Before `applied`, so the summary's rcvbuf_actual is the real one.
         udp::grow_rcvbuf(&f.sock, 8 << 20);
     }
-    let applied = udp::applied(&f.sock, &p.sock);
+    let socket = udp::applied(&f.sock, &p.sock);
+    // This side's view: the address its UDP flow is bound to.
     let peer = f.peer.to_string();
-    let mut out = if sending {
+    let figures = if sending {
         send(ctx, p, f)?
     } else {
         receive(ctx, p, f)?
     };
-    if let (Value::Object(o), Value::Object(a)) = (&mut out, applied) {
-        o.extend(a);
-        // This side's view: the address its UDP flow is bound to.
-        o.insert("peer".into(), json!(peer));
-    }
-    Ok(out)
+    Ok(UdpStreamSummary {
+        figures,
+        socket,
+        peer,
+    })
 }
 
 /// The sender: zero, paced burst, stats.
-fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestError> {
+fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigures, TestError> {
     f.line.send(&SenderLine::Zero).map_err(udp::gone)?;
     match f.line.expect(
         Duration::from_secs(5),
@@ -160,17 +170,20 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         .collect();
     let gap = Summary::new(&gaps).ok();
     let errs: Vec<f64> = gaps.iter().map(|g| (g - p.wait_us).abs()).collect();
-    let snd = json!({
-        "sent": k, "send_seconds": send_seconds, "send_gap_us": udp::stats_json(gap.as_ref()),
-        "pacing_error_us": {
-            "mean": gap.map(|g| g.mean - p.wait_us),
-            "p99": Summary::new(&errs).ok().map(|s| s.p99),
+    let snd = UdpStreamSend {
+        sent: k,
+        send_seconds,
+        send_gap_us: gap.as_ref().map(udp::stats),
+        pacing_error_us: PacingError {
+            mean: gap.map(|g| g.mean - p.wait_us),
+            p99: Summary::new(&errs).ok().map(|s| s.p99),
         },
-        "sender_nice": sender_nice,
-        "schedule_slips": pacer.slips, "schedule_slipped_us": pacer.slip_ns / 1e3,
-        "from": f.sock.local_addr().map(|a| a.ip().to_string()).ok(),
-        "to": f.peer.ip().to_string(),
-    });
+        sender_nice,
+        schedule_slips: pacer.slips,
+        schedule_slipped_us: pacer.slip_ns / 1e3,
+        from: f.sock.local_addr().map(|a| a.ip().to_string()).ok(),
+        to: f.peer.ip().to_string(),
+    };
     ctx.sink.samples(
         SampleKind::SendTimeNs,
         ctx.role,
@@ -195,8 +208,8 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestEr
         });
     match reply {
         Ok((summary, _)) if note.is_none() => Ok(summary),
-        Ok((_, receive)) => Ok(summary(p, &snd, &receive, note, 0)),
-        Err(e) => Ok(summary(p, &snd, &Value::Null, note.or(Some(e.message)), 1)),
+        Ok((_, receive)) => Ok(summary(p, Some(&snd), Some(&receive), note, 0)),
+        Err(e) => Ok(summary(p, Some(&snd), None, note.or(Some(e.message)), 1)),
     }
 }
 
@@ -309,7 +322,7 @@ fn rx_spin(wait_us: f64) -> Duration {
 }
 
 /// The receiver: records every datagram until the burst is over.
-fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, TestError> {
+fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigures, TestError> {
     let kernel = udp::enable_timestamps(&f.sock);
     match f
         .line
@@ -332,7 +345,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
     let (mut user_ts, mut prev) = (0u64, 0u64);
     let timeout = Duration::from_millis(p.timeout_ms);
     let quiet = timeout + Duration::from_secs_f64(2.0 * p.wait_us / 1e6);
-    let mut stats: Option<(Value, Instant)> = None;
+    let mut stats: Option<(UdpStreamSend, Instant)> = None;
     let mut note = None;
     let clock = Clock::new();
     f.line.send(&ReceiverLine::Zeroed).map_err(udp::gone)?;
@@ -398,7 +411,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
         }
         match &stats {
             Some((v, at)) => {
-                let sent = v["sent"].as_u64().unwrap_or(0);
+                let sent = v.sent;
                 let idle = now - last.max(*at);
                 if seq.len() as u64 >= sent || idle > timeout.min(Duration::from_millis(250)) {
                     break;
@@ -414,18 +427,28 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
             None => {}
         }
     }
-    let snd = stats.map_or(Value::Null, |(v, _)| v);
-    let a = meshperf_wasm::udp::analyze(&seq, &arr, snd["sent"].as_u64(), Some(&snt))
+    let snd = stats.map(|(v, _)| v);
+    let a = meshperf_wasm::udp::analyze(&seq, &arr, snd.as_ref().map(|s| s.sent), Some(&snt))
         .map_err(|e| TestError::new(ErrorCode::Internal, format!("udp analysis: {e}")))?;
-    let rcv = json!({
-        "received": a.received, "lost": a.lost, "out_of_order": a.out_of_order,
-        "duplicates": a.duplicates, "out_of_range": a.out_of_range, "packets": a.packets,
-        "foreign": f.foreign, "recv_seconds": a.recv_seconds, "jitter_us": a.jitter_us,
-        "interarrival_us": udp::stats_json(a.interarrival_us.as_ref()),
-        "timestamps": if kernel && user_ts == 0 { "kernel" } else { "user" },
-        "from": f.peer.ip().to_string(),
-        "to": f.sock.local_addr().map(|a| a.ip().to_string()).ok(),
-    });
+    let rcv = UdpStreamReceive {
+        received: a.received,
+        lost: a.lost,
+        out_of_order: a.out_of_order,
+        duplicates: a.duplicates,
+        out_of_range: a.out_of_range,
+        packets: a.packets,
+        foreign: f.foreign,
+        recv_seconds: a.recv_seconds,
+        jitter_us: a.jitter_us,
+        interarrival_us: a.interarrival_us.as_ref().map(udp::stats),
+        timestamps: if kernel && user_ts == 0 {
+            Timestamps::Kernel
+        } else {
+            Timestamps::User
+        },
+        from: f.peer.ip().to_string(),
+        to: f.sock.local_addr().map(|a| a.ip().to_string()).ok(),
+    };
     ctx.sink.samples(
         SampleKind::Sequence,
         ctx.role,
@@ -442,8 +465,8 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
         0,
         &arr,
     );
-    let timeouts = u64::from(snd.is_null());
-    let out = summary(p, &snd, &rcv, note.clone(), timeouts);
+    let timeouts = u64::from(snd.is_none());
+    let out = summary(p, snd.as_ref(), Some(&rcv), note.clone(), timeouts);
     if note.is_none() {
         let _ = f.line.send(&ReceiverLine::Stats {
             summary: out.clone(),
@@ -453,17 +476,17 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<Value, Tes
     Ok(out)
 }
 
-/// Both sides' figures in one summary (DESIGN.md keys) with the seed's line.
+/// Both sides' figures in one summary (DESIGN.md keys) with the seed's
+/// line; a side whose figures never came (`None`) leaves its keys null.
 fn summary(
     p: &UdpStreamParams,
-    snd: &Value,
-    rcv: &Value,
+    snd: Option<&UdpStreamSend>,
+    rcv: Option<&UdpStreamReceive>,
     note: Option<String>,
     timeouts: u64,
-) -> Value {
-    let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
-    let (sent, send_s) = (num(snd, "sent"), num(snd, "send_seconds"));
-    let (received, recv_s) = (num(rcv, "received"), num(rcv, "recv_seconds"));
+) -> UdpStreamFigures {
+    let (sent, send_s) = snd.map_or((0.0, 0.0), |s| (s.sent as f64, s.send_seconds));
+    let (received, recv_s) = rcv.map_or((0.0, 0.0), |r| (r.received as f64, r.recv_seconds));
     let rate = |n: f64, bytes: u64, s: f64| {
         if s > 0.0 {
             n * bytes as f64 * 8.0 / s
@@ -475,21 +498,22 @@ fn summary(
     let recv_bps = rate(received, p.pkt_bytes, recv_s);
     let wire_bps = rate(received, p.pkt_bytes + p.overhead_bytes, recv_s);
     let per = |s: f64, n: f64| if n > 0.0 { s * 1e6 / n } else { 0.0 };
-    let ia = &rcv["interarrival_us"];
+    let ia = rcv.and_then(|r| r.interarrival_us);
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let ip = |k: &str| {
-        rcv[k]
-            .as_str()
-            .or(snd[k].as_str())
-            .unwrap_or("-")
-            .to_string()
-    };
+    // The receiver's view of the addresses, else the sender's.
+    let from = rcv
+        .map(|r| r.from.as_str())
+        .or(snd.and_then(|s| s.from.as_deref()));
+    let to = rcv
+        .and_then(|r| r.to.as_deref())
+        .or(snd.map(|s| s.to.as_str()));
+    let rcv_count = |f: fn(&UdpStreamReceive) -> u64| rcv.map_or(0.0, |r| f(r) as f64);
     let mut fields = vec![
         now.to_string(),
-        ip("from"),
-        ip("to"),
+        from.unwrap_or("-").to_string(),
+        to.unwrap_or("-").to_string(),
         p.pkt_bytes.to_string(),
         format!("{sent}"),
         "0".into(),
@@ -499,38 +523,53 @@ fn summary(
         format!("{:.0}", send_s * 1e6),
         format!("{:.4}", send_bps / 1e6),
         format!("{received}"),
-        format!("{}", num(rcv, "lost")),
-        format!("{}", num(rcv, "out_of_order")),
+        format!("{}", rcv_count(|r| r.lost)),
+        format!("{}", rcv_count(|r| r.out_of_order)),
         format!("{:.0}", recv_s * 1e6),
         format!("{:.4}", per(recv_s, received)),
         format!("{:.4}", recv_bps / 1e6),
         format!("{:.4}", wire_bps / 1e6),
     ];
-    for k in [
-        "n", "mean", "sigma", "skew", "kurtosis", "median", "iq25", "iq75",
-    ] {
-        fields.push(
-            format!("{:.4}", num(ia, k))
-                .trim_end_matches(".0000")
-                .to_string(),
-        );
+    let ia_fields = ia.map_or([0.0; 8], |s| {
+        [
+            s.n as f64, s.mean, s.sigma, s.skew, s.kurtosis, s.median, s.iq25, s.iq75,
+        ]
+    });
+    for v in ia_fields {
+        fields.push(format!("{v:.4}").trim_end_matches(".0000").to_string());
     }
-    json!({
-        "sent": snd["sent"], "received": rcv["received"], "lost": rcv["lost"],
-        "out_of_order": rcv["out_of_order"], "duplicates": rcv["duplicates"],
-        "foreign": rcv["foreign"], "out_of_range": rcv["out_of_range"],
-        "send_seconds": snd["send_seconds"], "recv_seconds": rcv["recv_seconds"],
-        "send_bits_per_second": send_bps, "recv_bits_per_second": recv_bps,
-        "wire_bits_per_second": wire_bps, "jitter_us": rcv["jitter_us"],
-        "send_gap_us": snd["send_gap_us"], "interarrival_us": rcv["interarrival_us"],
-        "pacing_error_us": snd["pacing_error_us"], "sender_nice": snd["sender_nice"],
-        "schedule_slips": snd["schedule_slips"], "schedule_slipped_us": snd["schedule_slipped_us"],
-        "timestamps": rcv["timestamps"],
-        "time_per_frame_us": per(send_s, sent), "recv_time_per_frame_us": per(recv_s, received),
-        "pkt_bytes": p.pkt_bytes, "wait_us": p.wait_us, "count": p.count,
-        "overhead_bytes": p.overhead_bytes, "direction": p.direction,
-        "complete": note.is_none(), "note": note, "line": fields.join("; "),
-    })
+    UdpStreamFigures {
+        sent: snd.map(|s| s.sent),
+        received: rcv.map(|r| r.received),
+        lost: rcv.map(|r| r.lost),
+        out_of_order: rcv.map(|r| r.out_of_order),
+        duplicates: rcv.map(|r| r.duplicates),
+        foreign: rcv.map(|r| r.foreign),
+        out_of_range: rcv.map(|r| r.out_of_range),
+        send_seconds: snd.map(|s| s.send_seconds),
+        recv_seconds: rcv.map(|r| r.recv_seconds),
+        send_bits_per_second: send_bps,
+        recv_bits_per_second: recv_bps,
+        wire_bits_per_second: wire_bps,
+        jitter_us: rcv.and_then(|r| r.jitter_us),
+        send_gap_us: snd.and_then(|s| s.send_gap_us),
+        interarrival_us: ia,
+        pacing_error_us: snd.map(|s| s.pacing_error_us),
+        sender_nice: snd.and_then(|s| s.sender_nice),
+        schedule_slips: snd.map(|s| s.schedule_slips),
+        schedule_slipped_us: snd.map(|s| s.schedule_slipped_us),
+        timestamps: rcv.map(|r| r.timestamps),
+        time_per_frame_us: per(send_s, sent),
+        recv_time_per_frame_us: per(recv_s, received),
+        pkt_bytes: p.pkt_bytes,
+        wait_us: p.wait_us,
+        count: p.count,
+        overhead_bytes: p.overhead_bytes,
+        direction: p.direction,
+        complete: note.is_none(),
+        note,
+        line: fields.join("; "),
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,10 @@ use super::{peer, rr, EngineEnv, Job, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
 use meshperf_protocol::peer::{parse_key, preamble, KEY_LEN, PREAMBLE_LEN};
-use serde_json::{json, Value};
+use meshperf_protocol::plan::Transport;
+use meshperf_protocol::summary::{RrSummary, StreamSummary};
+use serde::Serialize;
+use serde_json::Value;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -230,7 +233,15 @@ fn accept(
     Ok(socks.into_iter().map(Option::unwrap).collect())
 }
 
-fn run(ctx: &TestCtx, p: &Params, mut socks: Vec<UnixStream>) -> Result<Value, TestError> {
+/// The summary of either kind.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Summary {
+    Stream(StreamSummary),
+    Rr(RrSummary),
+}
+
+fn run(ctx: &TestCtx, p: &Params, mut socks: Vec<UnixStream>) -> Result<Summary, TestError> {
     match p {
         Params::Rr(p) => {
             let s = &mut socks[0];
@@ -241,14 +252,18 @@ fn run(ctx: &TestCtx, p: &Params, mut socks: Vec<UnixStream>) -> Result<Value, T
             } else {
                 server_summary(p, rr::server(ctx, p, s)?)
             };
-            sum.insert("transport".into(), json!("unix"));
-            Ok(Value::Object(sum))
+            sum.transport = Some(Transport::Unix);
+            Ok(Summary::Rr(sum))
         }
-        Params::Stream(p) => run_stream(ctx, p, socks),
+        Params::Stream(p) => run_stream(ctx, p, socks).map(Summary::Stream),
     }
 }
 
-fn run_stream(ctx: &TestCtx, p: &StreamParams, socks: Vec<UnixStream>) -> Result<Value, TestError> {
+fn run_stream(
+    ctx: &TestCtx,
+    p: &StreamParams,
+    socks: Vec<UnixStream>,
+) -> Result<StreamSummary, TestError> {
     for s in &socks {
         let r = socket2::SockRef::from(s);
         let set = p
@@ -281,18 +296,35 @@ fn run_stream(ctx: &TestCtx, p: &StreamParams, socks: Vec<UnixStream>) -> Result
     } else {
         0.0
     };
-    let streams: Vec<Value> = outs
+    let streams = outs
         .iter()
-        .map(|o| {
-            json!({"index": o.index, "dir": if o.send { "send" } else { "recv" },
-        "bytes": o.bytes, "reads": if o.send { 0 } else { o.ops }, "seconds": o.last.as_secs_f64()})
-        })
+        .map(|o| super::tcp_stream::figures(o, false))
         .collect();
-    Ok(json!({
-        "bytes": bytes, "seconds": seconds, "bits_per_second": bps, "sent_bytes": sent, "received_bytes": recvd,
-        "reads": reads, "avg_read_bytes": if reads > 0 { recvd as f64 / reads as f64 } else { 0.0 },
-        "streams": streams, "msg_bytes": p.msg_bytes, "transport": "unix",
-        "line": format!("{} {bytes} bytes in {seconds:.6} seconds over a Unix socket, {:.0} MByte/s",
-            if sent > 0 { "sent" } else { "received" }, if seconds > 0.0 { bytes as f64 / seconds / 1e6 } else { 0.0 }),
-    }))
+    let line = format!(
+        "{} {bytes} bytes in {seconds:.6} seconds over a Unix socket, {:.0} MByte/s",
+        if sent > 0 { "sent" } else { "received" },
+        if seconds > 0.0 {
+            bytes as f64 / seconds / 1e6
+        } else {
+            0.0
+        }
+    );
+    Ok(StreamSummary {
+        bytes,
+        seconds,
+        bits_per_second: bps,
+        sent_bytes: sent,
+        received_bytes: recvd,
+        reads,
+        avg_read_bytes: if reads > 0 {
+            recvd as f64 / reads as f64
+        } else {
+            0.0
+        },
+        streams,
+        msg_bytes: p.msg_bytes,
+        transport: Some(Transport::Unix),
+        line,
+        ..Default::default()
+    })
 }

@@ -9,10 +9,11 @@ use serde_json::Value;
 use std::net::IpAddr;
 
 /// Who sends in a stream test, seen from the driving (client) agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Client agent sends, serving agent receives (iperf3's default).
+    #[default]
     Send,
     /// Serving agent sends, client agent receives (socketsend/socketslurp).
     Receive,

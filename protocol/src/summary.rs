@@ -1,0 +1,730 @@
+//! The summary each side of a test reports in its `result` event: one typed
+//! struct per kind family, so the keys scripts and the page read (a stable
+//! public interface, DESIGN.md "Public interfaces") are written down once.
+//!
+//! The engines build these and the agent sends `serde_json::to_value` of
+//! them; the wire type (`msg::Event::Result`) and the result file keep a
+//! plain JSON `summary`, so results from older agents still open. Field
+//! order is key order (serde_json keeps it here), and key order is the
+//! order of the CSV columns (`export::scalars`): do not reorder fields.
+//!
+//! | kind | struct |
+//! |---|---|
+//! | `tcp_stream`, `unix_stream` (both sides) | [`StreamSummary`] |
+//! | `tcp_rr`, `unix_rr` (both sides) | [`RrSummary`] |
+//! | `udp_rr` requester (driving side) | [`UdpRrSummary`] |
+//! | `udp_rr` responder (serving side) | [`UdpRrServerSummary`] |
+//! | `udp_stream` (both sides) | [`UdpStreamSummary`] |
+//!
+//! `tcp_rr` and `udp_rr` keep separate structs because their keys come in
+//! different orders (and so do their CSV columns). Keys only one transport
+//! has sit in `#[serde(flatten)]` parts ([`TcpStreamSocket`], [`RrClient`],
+//! ...) or are left out when `None`, exactly where the engines leave them
+//! out; a field that is `null` on the wire is an `Option` without
+//! `skip_serializing_if`.
+
+use crate::params::Direction;
+use crate::peer::UdpRrServerCounts;
+use crate::plan::Transport;
+use serde::{Deserialize, Serialize};
+
+/// The statistics object of DESIGN.md (`rtt_us`, `send_gap_us`,
+/// `interarrival_us`): the fields of `meshperf_wasm::stats::Summary`, in
+/// its order, in the unit the key that holds it names (protocol cannot
+/// name the wasm crate's type: that crate depends on this one).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Stats {
+    /// Number of samples (a whole number).
+    pub n: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub sigma: f64,
+    /// m3 / m2^1.5 (udpmon's definition); 0 when all values are equal.
+    pub skew: f64,
+    /// m4 / m2^2 - 3; 0 when all values are equal.
+    pub kurtosis: f64,
+    /// 50th percentile.
+    pub median: f64,
+    /// 25th percentile.
+    pub iq25: f64,
+    /// 75th percentile.
+    pub iq75: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// 99.99th percentile.
+    pub p9999: f64,
+    /// Median absolute deviation from the median (unscaled).
+    pub mad: f64,
+}
+
+/// Which way one connection of a stream test moved data, from the
+/// reporting side's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamDir {
+    /// This side wrote.
+    #[default]
+    Send,
+    /// This side read.
+    Recv,
+}
+
+/// `tcp_stream` and `unix_stream`: one side's figures.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StreamSummary {
+    /// Bytes this side sent and received, all connections.
+    pub bytes: u64,
+    /// From the start to the last byte moved (EOF for a receiver), longest connection.
+    pub seconds: f64,
+    /// `bytes` * 8 / `seconds` (0 when `seconds` is 0).
+    pub bits_per_second: f64,
+    /// Bytes this side wrote.
+    pub sent_bytes: u64,
+    /// Bytes this side read.
+    pub received_bytes: u64,
+    /// TCP: seconds to the last write of the longest sending connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_seconds: Option<f64>,
+    /// TCP: seconds to EOF of the longest receiving connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_seconds: Option<f64>,
+    /// TCP: write calls that moved data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
+    /// Read calls that moved data.
+    pub reads: u64,
+    /// `received_bytes` / `reads` (0 without reads).
+    pub avg_read_bytes: f64,
+    /// TCP: milliseconds per MiB received (the Perl seed's figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms_per_mib: Option<f64>,
+    /// One entry per connection, in index order.
+    pub streams: Vec<StreamFigures>,
+    /// TCP: retransmitted segments, all connections (TCP_INFO at the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// TCP: the sample interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<u32>,
+    /// Bytes per write.
+    pub msg_bytes: u64,
+    /// `unix` for `unix_stream`; absent for TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// TCP: parameters, peer and socket options as the kernel has them.
+    #[serde(flatten)]
+    pub tcp: Option<TcpStreamSocket>,
+    /// One human line (sent/received bytes, seconds, MByte/s).
+    pub line: String,
+}
+
+/// One connection of a stream test.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StreamFigures {
+    /// Connection index (the preamble's).
+    pub index: u64,
+    /// Which way this side moved data on it.
+    pub dir: StreamDir,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Read calls that moved data (0 when sending).
+    pub reads: u64,
+    /// TCP: write calls that moved data (0 when receiving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
+    /// Seconds from the start to the last byte moved (EOF when receiving).
+    pub seconds: f64,
+    /// TCP: first byte and TCP_INFO at the end.
+    #[serde(flatten)]
+    pub tcp: Option<StreamTcpInfo>,
+}
+
+/// The TCP-only figures of one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct StreamTcpInfo {
+    /// Seconds from the start to the first byte moved.
+    pub first_seconds: f64,
+    /// Smoothed RTT from TCP_INFO at the end (null without TCP_INFO).
+    pub rtt_us: Option<u32>,
+    /// Congestion window in segments from TCP_INFO (null without).
+    pub cwnd: Option<u32>,
+    /// Retransmitted segments from TCP_INFO (null without).
+    pub retransmits: Option<u32>,
+}
+
+/// `tcp_stream`: parameters, peer and socket options (null where not set
+/// or not known).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TcpStreamSocket {
+    /// Bytes per read call.
+    pub read_bytes: u64,
+    /// Who sends, from the driving agent's point of view.
+    pub direction: Direction,
+    /// The other agent's IP address.
+    pub peer: String,
+    /// Bytes the other side says it moved (its `done` line).
+    pub peer_bytes: u64,
+    /// SO_SNDBUF asked for.
+    pub sndbuf_requested: Option<u64>,
+    /// SO_RCVBUF asked for.
+    pub rcvbuf_requested: Option<u64>,
+    /// SO_SNDBUF the kernel has.
+    pub sndbuf_actual: u64,
+    /// SO_RCVBUF the kernel has.
+    pub rcvbuf_actual: u64,
+    /// TCP_NODELAY the kernel has.
+    pub nodelay: bool,
+    /// TOS byte / traffic class the kernel has.
+    pub tos: Option<u32>,
+    /// Congestion control the kernel has.
+    pub congestion: Option<String>,
+    /// SO_RCVLOWAT the kernel has.
+    pub rcvlowat: u64,
+    /// TCP_MAXSEG asked for.
+    pub mss_requested: Option<u64>,
+    /// Segment size the connection uses (TCP_MAXSEG, less TCP options).
+    pub mss: Option<u32>,
+}
+
+/// `tcp_rr` and `unix_rr`: one side's figures. The driving side (the
+/// requester) has the [`RrClient`] figures; the serving side only counts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RrSummary {
+    /// Transactions completed (requester) or answered (responder).
+    pub count: u64,
+    /// Requester: timeouts, bad answers, round trips and rates.
+    #[serde(flatten)]
+    pub client: Option<RrClient>,
+    /// Request and response bytes moved, all transactions.
+    pub bytes: u64,
+    /// Bytes per request.
+    pub req_bytes: u64,
+    /// Bytes per response.
+    pub resp_bytes: u64,
+    /// Reads spun on instead of sleeping.
+    pub busy_poll: bool,
+    /// Requester: tcp_req's quiet-mode line ("resp_bytes; req_bytes;
+    /// msg_count; loop_count; num_bad; time/frame us; Mbytes/s; ave time;
+    /// min time; max time; num timeouts"); responder: one human line.
+    pub line: String,
+    /// `tcp_rr` requester: transactions the responder counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_count: Option<u64>,
+    /// `unix` for `unix_rr`; absent for TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// `tcp_rr`: peer and socket options as the kernel has them.
+    #[serde(flatten)]
+    pub tcp: Option<TcpRrSocket>,
+}
+
+/// The requester's figures of a `tcp_rr` or `unix_rr` test.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RrClient {
+    /// Requests that got no answer in time (always 0 on a stream socket).
+    pub timeouts: u64,
+    /// Answers that did not echo their request's sequence number.
+    pub bad: u64,
+    /// Round-trip times (null without samples).
+    pub rtt_us: Option<Stats>,
+    /// From the first request to the last answer.
+    pub seconds: f64,
+    /// `count` / `seconds`.
+    pub transactions_per_second: f64,
+    /// `seconds` / `count`, in microseconds.
+    pub time_per_frame_us: f64,
+    /// (`req_bytes` + `resp_bytes`) / `time_per_frame_us` (MB/s).
+    pub mbytes_per_second: f64,
+}
+
+/// `tcp_rr`: the other agent and the socket options as the kernel has them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TcpRrSocket {
+    /// The other agent's IP address.
+    pub peer: String,
+    /// TCP_NODELAY the kernel has.
+    pub nodelay: bool,
+    /// TOS byte / traffic class the kernel has.
+    pub tos: Option<u32>,
+    /// Congestion control the kernel has.
+    pub congestion: Option<String>,
+    /// TCP_MAXSEG asked for.
+    pub mss_requested: Option<u64>,
+    /// Segment size the connection uses.
+    pub mss: Option<u32>,
+    /// SO_SNDBUF the kernel has.
+    pub sndbuf_actual: u64,
+    /// SO_RCVBUF the kernel has.
+    pub rcvbuf_actual: u64,
+}
+
+/// UDP socket options: what was asked for and what the kernel has (null
+/// where not asked for or not known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UdpSocketReport {
+    /// SO_SNDBUF asked for.
+    pub sndbuf_requested: Option<u64>,
+    /// SO_RCVBUF asked for.
+    pub rcvbuf_requested: Option<u64>,
+    /// SO_SNDBUF the kernel has.
+    pub sndbuf_actual: Option<u64>,
+    /// SO_RCVBUF the kernel has.
+    pub rcvbuf_actual: Option<u64>,
+    /// TOS byte / traffic class the kernel has (null unless `tos` was asked for).
+    pub tos: Option<u32>,
+}
+
+/// `udp_rr`, the requester (driving side).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpRrSummary {
+    /// Requests sent.
+    pub count: u64,
+    /// Requests answered in time.
+    pub answered: u64,
+    /// Requests not answered within `timeout_ms`.
+    pub timeouts: u64,
+    /// Datagrams that were not the awaited reply (or came too late).
+    pub bad: u64,
+    /// Datagrams the responder got from anyone else (null: it did not say).
+    pub foreign: Option<u64>,
+    /// Datagrams from us the responder could not take as requests (null: it did not say).
+    pub server_bad: Option<u64>,
+    /// Requests the responder received (null: it did not say).
+    pub server_received: Option<u64>,
+    /// Round-trip times of the answered requests (null without any).
+    pub rtt_us: Option<Stats>,
+    /// Bytes per request.
+    pub req_bytes: u64,
+    /// Bytes per reply.
+    pub resp_bytes: u64,
+    /// Per-request timeout.
+    pub timeout_ms: u64,
+    /// From the start to the last request's end.
+    pub seconds: f64,
+    /// `seconds` / `count`, in microseconds.
+    pub time_per_frame_us: f64,
+    /// (`req_bytes` + `resp_bytes`) / `time_per_frame_us` (MB/s).
+    pub mbytes_per_second: f64,
+    /// The responder's UDP address.
+    pub peer: String,
+    /// The test ran to its end.
+    pub complete: bool,
+    /// Why it did not (null when complete).
+    pub note: Option<String>,
+    /// udp_req_timo's line ("resp_bytes; req_bytes; 1; sent; bad;
+    /// time/frame us; Mbytes/s; ave; min; max; timeouts").
+    pub line: String,
+    /// Socket options.
+    #[serde(flatten)]
+    pub socket: UdpSocketReport,
+}
+
+/// `udp_rr`, the responder (serving side).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpRrServerSummary {
+    /// What it counted (the same it sends the requester).
+    #[serde(flatten)]
+    pub counts: UdpRrServerCounts,
+    /// The test ran to its end.
+    pub complete: bool,
+    /// Why it did not (null when complete).
+    pub note: Option<String>,
+    /// The requester's UDP address.
+    pub peer: String,
+    /// Socket options.
+    #[serde(flatten)]
+    pub socket: UdpSocketReport,
+}
+
+/// How far the paced sender's gaps were from `wait_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct PacingError {
+    /// Mean gap less `wait_us` (null with fewer than two datagrams).
+    pub mean: Option<f64>,
+    /// 99th percentile of |gap - `wait_us`| (null with fewer than two datagrams).
+    pub p99: Option<f64>,
+}
+
+/// Where a `udp_stream` receiver's arrival times come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timestamps {
+    /// SO_TIMESTAMPNS: the kernel's receive time of every datagram.
+    Kernel,
+    /// The receiving thread's clock after the read.
+    #[default]
+    User,
+}
+
+/// `udp_stream`: the sender's own figures, sent to the receiver in its
+/// `stats` line (`peer::UdpStreamSenderLine::Stats`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpStreamSend {
+    /// Datagrams sent.
+    pub sent: u64,
+    /// From the first send to the end of the burst.
+    pub send_seconds: f64,
+    /// Gaps between send times (null with fewer than two datagrams).
+    pub send_gap_us: Option<Stats>,
+    /// Pacing error against `wait_us`.
+    pub pacing_error_us: PacingError,
+    /// The nice value the burst ran at (null: not raised).
+    pub sender_nice: Option<i32>,
+    /// Stalls the schedule slipped for.
+    pub schedule_slips: u64,
+    /// Time the schedule slipped by, all stalls.
+    pub schedule_slipped_us: f64,
+    /// The sender's IP address (null if unknown).
+    pub from: Option<String>,
+    /// The receiver's IP address.
+    pub to: String,
+}
+
+/// `udp_stream`: the receiver's own figures (`peer::UdpStreamReceiverLine::Stats`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpStreamReceive {
+    /// Distinct datagrams of the test received.
+    pub received: u64,
+    /// Sent (or, without the sender's count, below the highest sequence number) but never received.
+    pub lost: u64,
+    /// First copies that arrived after a higher sequence number.
+    pub out_of_order: u64,
+    /// Extra copies of a datagram already received.
+    pub duplicates: u64,
+    /// Sequence numbers at or past `sent`.
+    pub out_of_range: u64,
+    /// Datagrams of the test received, duplicates included.
+    pub packets: u64,
+    /// Datagrams from anyone else (never counted as the test's).
+    pub foreign: u64,
+    /// From the first to the last datagram received.
+    pub recv_seconds: f64,
+    /// RFC 3550 interarrival jitter (null with fewer than two datagrams).
+    pub jitter_us: Option<f64>,
+    /// Gaps between arrival times (null with fewer than two datagrams).
+    pub interarrival_us: Option<Stats>,
+    /// Where arrival times come from.
+    pub timestamps: Timestamps,
+    /// The sender's IP address.
+    pub from: String,
+    /// The receiver's IP address (null if unknown).
+    pub to: Option<String>,
+}
+
+/// `udp_stream`: the summary of both sides' figures, as the receiver builds
+/// it and sends it to the sender (`peer::UdpStreamReceiverLine::Stats`).
+/// A figure of a side whose `stats` never came is null.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpStreamFigures {
+    /// Datagrams sent.
+    pub sent: Option<u64>,
+    /// Distinct datagrams received.
+    pub received: Option<u64>,
+    /// Sent (or, without the sender's count, below the highest sequence number) but never received.
+    pub lost: Option<u64>,
+    /// First copies that arrived after a higher sequence number.
+    pub out_of_order: Option<u64>,
+    /// Extra copies of a datagram already received.
+    pub duplicates: Option<u64>,
+    /// Datagrams the receiver got from anyone else.
+    pub foreign: Option<u64>,
+    /// Sequence numbers at or past `sent`.
+    pub out_of_range: Option<u64>,
+    /// From the first send to the end of the burst.
+    pub send_seconds: Option<f64>,
+    /// From the first to the last datagram received.
+    pub recv_seconds: Option<f64>,
+    /// Payload rate the sender achieved.
+    pub send_bits_per_second: f64,
+    /// Payload rate received.
+    pub recv_bits_per_second: f64,
+    /// Received rate with `overhead_bytes` per frame.
+    pub wire_bits_per_second: f64,
+    /// RFC 3550 interarrival jitter.
+    pub jitter_us: Option<f64>,
+    /// Gaps between send times.
+    pub send_gap_us: Option<Stats>,
+    /// Gaps between arrival times.
+    pub interarrival_us: Option<Stats>,
+    /// Pacing error against `wait_us`.
+    pub pacing_error_us: Option<PacingError>,
+    /// The nice value the burst ran at (null: not raised).
+    pub sender_nice: Option<i32>,
+    /// Stalls the send schedule slipped for.
+    pub schedule_slips: Option<u64>,
+    /// Time the schedule slipped by, all stalls.
+    pub schedule_slipped_us: Option<f64>,
+    /// Where arrival times come from.
+    pub timestamps: Option<Timestamps>,
+    /// `send_seconds` / `sent`, in microseconds (0 without datagrams).
+    pub time_per_frame_us: f64,
+    /// `recv_seconds` / `received`, in microseconds (0 without datagrams).
+    pub recv_time_per_frame_us: f64,
+    /// Datagram length, header included.
+    pub pkt_bytes: u64,
+    /// Wait between datagrams asked for.
+    pub wait_us: f64,
+    /// Datagrams asked for.
+    pub count: u64,
+    /// Per-frame bytes on the wire beyond the payload.
+    pub overhead_bytes: u64,
+    /// Who sends, from the driving agent's point of view.
+    pub direction: Direction,
+    /// Both sides' figures arrived and the burst ended normally.
+    pub complete: bool,
+    /// Why not (null when complete).
+    pub note: Option<String>,
+    /// udp_bw_mon's line.
+    pub line: String,
+}
+
+/// `udp_stream`: one side's summary: both sides' figures, this side's
+/// socket options and its peer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpStreamSummary {
+    /// Both sides' figures (as the receiver built them).
+    #[serde(flatten)]
+    pub figures: UdpStreamFigures,
+    /// This side's socket options.
+    #[serde(flatten)]
+    pub socket: UdpSocketReport,
+    /// The address this side's UDP flow is bound to.
+    pub peer: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// Every key path of `v` (`a`, `a.b`, list entries by their keys).
+    fn keys(v: &impl Serialize) -> Vec<String> {
+        fn walk(v: &Value, at: &str, out: &mut Vec<String>) {
+            match v {
+                Value::Object(o) => o.iter().for_each(|(k, x)| {
+                    let name = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    out.push(name.clone());
+                    walk(x, &name, out);
+                }),
+                Value::Array(a) => a.iter().for_each(|x| walk(x, at, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(&serde_json::to_value(v).unwrap(), "", &mut out);
+        out
+    }
+
+    fn has_all(kind: &str, keys: &[String], documented: &[&str]) {
+        for k in documented {
+            assert!(keys.iter().any(|x| x == k), "{kind}: no `{k}` in {keys:?}");
+        }
+    }
+
+    const STATS: [&str; 13] = [
+        "n", "min", "max", "mean", "sigma", "skew", "kurtosis", "median", "iq25", "iq75", "p90",
+        "p99", "p999",
+    ];
+
+    fn stats_keys(of: &str) -> Vec<String> {
+        STATS.iter().map(|k| format!("{of}.{k}")).collect()
+    }
+
+    /// DESIGN.md "Public interfaces" (and docs/formats.md): the documented
+    /// summary keys of every kind are fields of its struct.
+    #[test]
+    fn every_documented_summary_key_is_a_field() {
+        let tcp = StreamSummary {
+            streams: vec![StreamFigures::default()],
+            retransmits: Some(0),
+            tcp: Some(TcpStreamSocket::default()),
+            ..Default::default()
+        };
+        let unix = StreamSummary {
+            streams: vec![StreamFigures::default()],
+            transport: Some(Transport::Unix),
+            ..Default::default()
+        };
+        let stream = [
+            "bytes",
+            "seconds",
+            "bits_per_second",
+            "reads",
+            "avg_read_bytes",
+            "streams",
+            "streams.bytes",
+            "streams.reads",
+        ];
+        has_all("tcp_stream", &keys(&tcp), &stream);
+        has_all("tcp_stream", &keys(&tcp), &["retransmits"]);
+        has_all("unix_stream", &keys(&unix), &stream);
+
+        let stats = Some(Stats::default());
+        let rr_client = Some(RrClient {
+            rtt_us: stats,
+            ..Default::default()
+        });
+        let rr = ["count", "timeouts", "bad", "rtt_us"];
+        for (kind, k) in [
+            (
+                "tcp_rr",
+                keys(&RrSummary {
+                    client: rr_client.clone(),
+                    tcp: Some(TcpRrSocket::default()),
+                    ..Default::default()
+                }),
+            ),
+            (
+                "unix_rr",
+                keys(&RrSummary {
+                    client: rr_client.clone(),
+                    transport: Some(Transport::Unix),
+                    ..Default::default()
+                }),
+            ),
+            (
+                "udp_rr",
+                keys(&UdpRrSummary {
+                    rtt_us: stats,
+                    ..Default::default()
+                }),
+            ),
+        ] {
+            has_all(kind, &k, &rr);
+            let rtt = stats_keys("rtt_us");
+            has_all(
+                kind,
+                &k,
+                &rtt.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
+        }
+
+        let udp = keys(&UdpStreamSummary {
+            figures: UdpStreamFigures {
+                send_gap_us: stats,
+                interarrival_us: stats,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        has_all(
+            "udp_stream",
+            &udp,
+            &[
+                "sent",
+                "received",
+                "lost",
+                "out_of_order",
+                "duplicates",
+                "foreign",
+                "send_seconds",
+                "recv_seconds",
+                "send_bits_per_second",
+                "recv_bits_per_second",
+                "wire_bits_per_second",
+                "jitter_us",
+                "send_gap_us",
+                "interarrival_us",
+            ],
+        );
+        for of in ["send_gap_us", "interarrival_us"] {
+            let k = stats_keys(of);
+            has_all(
+                "udp_stream",
+                &udp,
+                &k.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
+        }
+    }
+
+    /// The parts one transport lacks are left out, not written as null,
+    /// and a summary reads back as what was written.
+    #[test]
+    fn transport_only_parts_are_absent_elsewhere_and_round_trip() {
+        let unix = StreamSummary {
+            streams: vec![StreamFigures::default()],
+            transport: Some(Transport::Unix),
+            ..Default::default()
+        };
+        assert_eq!(
+            keys(&unix),
+            [
+                "bytes",
+                "seconds",
+                "bits_per_second",
+                "sent_bytes",
+                "received_bytes",
+                "reads",
+                "avg_read_bytes",
+                "streams",
+                "streams.index",
+                "streams.dir",
+                "streams.bytes",
+                "streams.reads",
+                "streams.seconds",
+                "msg_bytes",
+                "transport",
+                "line"
+            ]
+        );
+        let v = serde_json::to_value(&unix).unwrap();
+        assert_eq!(v["transport"], "unix");
+        let back: StreamSummary = serde_json::from_value(v).unwrap();
+        assert_eq!(back, unix);
+        let tcp = StreamSummary {
+            streams: vec![StreamFigures {
+                writes: Some(3),
+                tcp: Some(StreamTcpInfo {
+                    first_seconds: 0.5,
+                    rtt_us: None,
+                    cwnd: Some(10),
+                    retransmits: Some(0),
+                }),
+                ..Default::default()
+            }],
+            tcp: Some(TcpStreamSocket {
+                tos: None,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&tcp).unwrap();
+        assert_eq!(v["tos"], Value::Null, "null, not left out: {v}");
+        assert!(v.as_object().unwrap().contains_key("tos"));
+        assert_eq!(v["streams"][0]["rtt_us"], Value::Null);
+        let back: StreamSummary = serde_json::from_value(v).unwrap();
+        assert_eq!(back, tcp);
+        let rr = RrSummary {
+            count: 5,
+            transport: Some(Transport::Unix),
+            ..Default::default()
+        };
+        assert_eq!(
+            keys(&rr),
+            [
+                "count",
+                "bytes",
+                "req_bytes",
+                "resp_bytes",
+                "busy_poll",
+                "line",
+                "transport"
+            ]
+        );
+        let back: RrSummary = serde_json::from_value(serde_json::to_value(&rr).unwrap()).unwrap();
+        assert_eq!(back, rr);
+    }
+}
