@@ -1042,3 +1042,26 @@ fn histogram_heads_name_the_mean_of_all_samples_and_of_the_binned_ones() {
         }
     }
 }
+
+/// Issue 15 item 2: the Perl preset's slow case (1 KiB writes 5 ms apart)
+/// printed `0 MByte/s`; the seed lines keep three significant digits, and
+/// the rate is the line's own bytes over its own seconds.
+#[test]
+fn slow_transfers_print_their_rate_not_zero() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (out, _) = run_ok(
+        &a,
+        &b,
+        &["--kind", "tcp_stream", "--set", "msg_bytes=1K", "--set", "count=20", "--set", "wait_us=5000"],
+    );
+    let lines: Vec<&str> = out.lines().filter(|l| l.ends_with(" MByte/s")).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for l in lines {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let (bytes, secs): (f64, f64) = (w[1].parse().unwrap(), w[4].parse().unwrap());
+        let printed: f64 = w[w.len() - 2].parse().unwrap();
+        assert!(printed > 0.0, "{l}");
+        let want = bytes / secs / 1e6;
+        assert!((printed / want - 1.0).abs() < 0.01, "{l}: {want}");
+    }
+}

@@ -159,12 +159,24 @@ pub(super) fn figures(o: &Outcome, tcp: bool) -> StreamFigures {
 }
 
 fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {
-    let mbs = if secs > 0.0 {
+    let mbs = mbyte_per_s(bytes, secs);
+    format!("{verb} {bytes} bytes in {secs:.6} seconds {prep} {peer}, {mbs} MByte/s")
+}
+
+/// The seed lines' rate, 10^6 bytes per second, with at least three
+/// significant digits (whole numbers from 100 up, as socketsend prints its
+/// large rates): 894, 44.7, 0.195. A slow paced test no longer prints 0.
+pub fn mbyte_per_s(bytes: u64, secs: f64) -> String {
+    let v = if secs > 0.0 {
         bytes as f64 / secs / 1e6
     } else {
         0.0
     };
-    format!("{verb} {bytes} bytes in {secs:.6} seconds {prep} {peer}, {mbs:.0} MByte/s")
+    if v >= 100.0 || v <= 0.0 {
+        return format!("{v:.0}");
+    }
+    let decimals = (2 - v.log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// The summary of one side (keys per DESIGN.md, more may be added).
@@ -248,5 +260,19 @@ fn summary(
             mss: applied.mss,
         }),
         line: lines.join("; "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mbyte_per_s;
+
+    #[test]
+    fn seed_line_rates_keep_three_significant_digits() {
+        assert_eq!(mbyte_per_s(1_073_741_824, 1.2), "895");
+        assert_eq!(mbyte_per_s(44_700_000, 1.0), "44.7");
+        assert_eq!(mbyte_per_s(20_480, 0.105), "0.195");
+        assert_eq!(mbyte_per_s(1_000, 1.0), "0.00100");
+        assert_eq!(mbyte_per_s(5, 0.0), "0");
     }
 }

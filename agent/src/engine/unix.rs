@@ -301,13 +301,9 @@ fn run_stream(
         .map(|o| super::tcp_stream::figures(o, false))
         .collect();
     let line = format!(
-        "{} {bytes} bytes in {seconds:.6} seconds over a Unix socket, {:.0} MByte/s",
+        "{} {bytes} bytes in {seconds:.6} seconds over a Unix socket, {} MByte/s",
         if sent > 0 { "sent" } else { "received" },
-        if seconds > 0.0 {
-            bytes as f64 / seconds / 1e6
-        } else {
-            0.0
-        }
+        super::tcp_stream::mbyte_per_s(bytes, seconds)
     );
     Ok(StreamSummary {
         bytes,
