@@ -116,7 +116,10 @@ fn rcvbuf_errors(ns: &str) -> u64 {
         .filter(|l| l.starts_with("Udp:"))
         .map(|l| l.split_whitespace().collect())
         .collect();
-    let at = udp[0].iter().position(|h| *h == "RcvbufErrors").expect("RcvbufErrors in /proc/net/snmp");
+    let at = udp[0]
+        .iter()
+        .position(|h| *h == "RcvbufErrors")
+        .expect("RcvbufErrors in /proc/net/snmp");
     udp[1][at].parse().expect("a count")
 }
 

@@ -776,8 +776,15 @@ fn unix_steps_run_inside_the_first_agent_when_two_are_given() {
         &a,
         &b,
         &[
-            "--kind", "tcp_stream", "--set", "count=64", "--set", "msg_bytes=64K",
-            "--sweep", "transport=unix,tcp", "--quiet",
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "count=64",
+            "--set",
+            "msg_bytes=64K",
+            "--sweep",
+            "transport=unix,tcp",
+            "--quiet",
         ],
     );
     assert_eq!(r.steps.len(), 2);
@@ -809,7 +816,16 @@ fn a_refused_start_frees_the_prepared_agent_for_the_next_step() {
     let b = AgentProc::start(&[]);
     let ub = url(&b);
     let mut hog = Command::new(env!("CARGO_BIN_EXE_meshperf"))
-        .args(["run", "--agent", &ub, "--kind", "tcp_stream", "--set", "duration_s=4", "--quiet"])
+        .args([
+            "run",
+            "--agent",
+            &ub,
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "duration_s=4",
+            "--quiet",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -820,7 +836,17 @@ fn a_refused_start_frees_the_prepared_agent_for_the_next_step() {
     let o = run_ab(
         &a,
         &b,
-        &["--kind", "tcp_rr", "--set", "count=100", "--repeat", "3", "--quiet", "--json", json.to_str().unwrap()],
+        &[
+            "--kind",
+            "tcp_rr",
+            "--set",
+            "count=100",
+            "--repeat",
+            "3",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ],
     );
     let took = t0.elapsed();
     let _ = hog.wait();
@@ -830,13 +856,26 @@ fn a_refused_start_frees_the_prepared_agent_for_the_next_step() {
     for s in &r.steps {
         let e = s.error.as_deref().unwrap_or("");
         // B refused the start (busy); A was never busy and its prepared side was cancelled.
-        assert!(e.starts_with(&format!("agent {}: ", b.addr())) && e.contains("busy"), "{e}");
-        assert!(!e.contains(&format!("agent {}: this agent is busy", a.addr())), "{e}");
-        assert!(e.contains(&format!("agent {}: test cancelled", a.addr())), "{e}");
+        assert!(
+            e.starts_with(&format!("agent {}: ", b.addr())) && e.contains("busy"),
+            "{e}"
+        );
+        assert!(
+            !e.contains(&format!("agent {}: this agent is busy", a.addr())),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!("agent {}: test cancelled", a.addr())),
+            "{e}"
+        );
     }
     assert!(took.as_secs_f64() < 3.0, "3 refused steps took {took:?}");
     // A serves a real test right away.
-    let (_, ok) = run_ok(&a, &a, &["--kind", "tcp_rr", "--set", "count=100", "--quiet"]);
+    let (_, ok) = run_ok(
+        &a,
+        &a,
+        &["--kind", "tcp_rr", "--set", "count=100", "--quiet"],
+    );
     assert!(ok.steps[0].error.is_none());
 }
 
@@ -848,15 +887,37 @@ fn parameters_the_agents_would_refuse_are_a_usage_error_before_any_traffic() {
     let a = AgentProc::start_logged(&[]);
     let b = AgentProc::start_logged(&["--max-streams", "2"]);
     let (ua, ub) = (url(&a), url(&b));
-    let err = usage_error(&["--agent", &ua, "--agent", &ub, "--kind", "udp_rr", "--set", "req_bytes=1"]);
+    let err = usage_error(&[
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--kind",
+        "udp_rr",
+        "--set",
+        "req_bytes=1",
+    ]);
     assert!(err.starts_with("meshperf run: step 0: agent "), "{err}");
-    assert!(err.contains("would refuse it: req_bytes:") && err.contains("nothing was run"), "{err}");
+    assert!(
+        err.contains("would refuse it: req_bytes:") && err.contains("nothing was run"),
+        "{err}"
+    );
     // B's own limit, in the second step of a sweep.
     let err = usage_error(&[
-        "--agent", &ua, "--agent", &ub, "--kind", "tcp_stream", "--sweep", "streams=1,4",
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--kind",
+        "tcp_stream",
+        "--sweep",
+        "streams=1,4",
     ]);
     assert!(
-        err.starts_with(&format!("meshperf run: step 1 (streams=4): agent {} would refuse it: streams:", b.addr())),
+        err.starts_with(&format!(
+            "meshperf run: step 1 (streams=4): agent {} would refuse it: streams:",
+            b.addr()
+        )),
         "{err}"
     );
     // Neither agent saw a test.
@@ -878,12 +939,21 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
     let json = tmp("matrix.json");
     let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
     args.extend([
-        "--matrix", "--kind", "tcp_rr", "--set", "count=300", "--json", json.to_str().unwrap(),
+        "--matrix",
+        "--kind",
+        "tcp_rr",
+        "--set",
+        "count=300",
+        "--json",
+        json.to_str().unwrap(),
     ]);
     let o = run(&args);
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    assert!(err.contains("matrix of 4 agents, tcp_rr: 12 pairs in 6 rounds"), "{err}");
+    assert!(
+        err.contains("matrix of 4 agents, tcp_rr: 12 pairs in 6 rounds"),
+        "{err}"
+    );
     let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r.agents.len(), 4);
     let mut seen = std::collections::HashSet::new();
@@ -902,7 +972,12 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
             (t0, t0 + s.wall_seconds.unwrap())
         };
         let ((a0, a1), (b0, b1)) = (span(&round[0]), span(&round[1]));
-        assert!(a0 < b1 && b0 < a1, "{:?} and {:?} did not overlap", (a0, a1), (b0, b1));
+        assert!(
+            a0 < b1 && b0 < a1,
+            "{:?} and {:?} did not overlap",
+            (a0, a1),
+            (b0, b1)
+        );
         let busy: std::collections::HashSet<usize> = round
             .iter()
             .flat_map(|s| [s.pair.unwrap().server, s.pair.unwrap().client])
@@ -910,32 +985,63 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
         assert_eq!(busy.len(), 4, "no agent in two tests of a round");
     }
     // The table: a row per driving agent, the diagonal '-', a figure elsewhere.
-    let rows: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("matrix: tcp_rr")).collect();
-    assert!(rows[0].contains("median round-trip time, us; rows drive, columns serve"), "{out}");
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("matrix: tcp_rr"))
+        .collect();
+    assert!(
+        rows[0].contains("median round-trip time, us; rows drive, columns serve"),
+        "{out}"
+    );
     for (i, name) in ["A", "B", "C", "D"].iter().enumerate() {
-        assert!(rows[1 + i].trim_start().starts_with(&format!("{name} = agent {}", agents[i].addr())));
+        assert!(rows[1 + i]
+            .trim_start()
+            .starts_with(&format!("{name} = agent {}", agents[i].addr())));
         let cells: Vec<&str> = rows[6 + i].split_whitespace().collect();
         assert_eq!(cells[0], *name);
         for (j, c) in cells[1..].iter().enumerate() {
             if i == j {
                 assert_eq!(*c, "-");
             } else {
-                let want = r.steps.iter().find(|s| s.pair.unwrap().client == i && s.pair.unwrap().server == j).unwrap();
-                assert_eq!(*c, format!("{:.1}", want.summary["rtt_us"]["median"].as_f64().unwrap()), "row {name}");
+                let want = r
+                    .steps
+                    .iter()
+                    .find(|s| s.pair.unwrap().client == i && s.pair.unwrap().server == j)
+                    .unwrap();
+                assert_eq!(
+                    *c,
+                    format!("{:.1}", want.summary["rtt_us"]["median"].as_f64().unwrap()),
+                    "row {name}"
+                );
             }
         }
     }
     let link = out.lines().last().unwrap();
     let decoded = permalink::decode(link.split("#r=").nth(1).unwrap()).unwrap();
     assert_eq!(decoded.steps.len(), 12);
-    assert!(decoded.steps.iter().zip(&r.steps).all(|(d, s)| d.pair == s.pair));
+    assert!(decoded
+        .steps
+        .iter()
+        .zip(&r.steps)
+        .all(|(d, s)| d.pair == s.pair));
 
     // A fifth agent that is not running: its row and column fail, the rest runs.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    urls.push(format!("http://{}/#token=nobodyhome", dead.local_addr().unwrap()));
+    urls.push(format!(
+        "http://{}/#token=nobodyhome",
+        dead.local_addr().unwrap()
+    ));
     drop(dead);
     let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
-    args.extend(["--matrix", "--kind", "tcp_rr", "--set", "count=100", "--json", json.to_str().unwrap()]);
+    args.extend([
+        "--matrix",
+        "--kind",
+        "tcp_rr",
+        "--set",
+        "count=100",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     let o = run(&args);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -945,10 +1051,16 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
         let with_dead = p.server == 4 || p.client == 4;
         assert_eq!(s.error.is_some(), with_dead, "{p:?}: {:?}", s.error);
         if with_dead {
-            assert!(s.error.as_deref().unwrap().contains("is not connected"), "{:?}", s.error);
+            assert!(
+                s.error.as_deref().unwrap().contains("is not connected"),
+                "{:?}",
+                s.error
+            );
         }
     }
-    assert!(text(&o.stdout).lines().any(|l| l.trim_start().starts_with("E ") && l.contains("FAILED")));
+    assert!(text(&o.stdout)
+        .lines()
+        .any(|l| l.trim_start().starts_with("E ") && l.contains("FAILED")));
 }
 
 /// Ctrl-C (issue 15 item 5): the run stops at once, says where it stood,
@@ -961,7 +1073,15 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
     let json = tmp("interrupted.json");
     let (ua, ub) = (url(&a), url(&b));
     let child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
-        .args(["run", "--agent", &ua, "--agent", &ub, "--kind", "tcp_stream"])
+        .args([
+            "run",
+            "--agent",
+            &ua,
+            "--agent",
+            &ub,
+            "--kind",
+            "tcp_stream",
+        ])
         .args(["--set", "duration_s=0.4", "--repeat", "20", "--quiet"])
         .args(["--json", json.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
@@ -973,22 +1093,43 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t0 = std::time::Instant::now();
     let o = child.wait_with_output().unwrap();
-    assert!(t0.elapsed().as_secs_f64() < 2.0, "took {:?} to stop", t0.elapsed());
+    assert!(
+        t0.elapsed().as_secs_f64() < 2.0,
+        "took {:?} to stop",
+        t0.elapsed()
+    );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let n = r.steps.len();
     assert!((1..20).contains(&n), "{n} steps kept");
-    assert!(r.steps.iter().all(|s| s.error.is_none() && s.summary["bytes"].as_u64() > Some(0)));
-    assert!(err.contains(&format!("interrupted after {n} of 20 steps")), "{err}");
+    assert!(r
+        .steps
+        .iter()
+        .all(|s| s.error.is_none() && s.summary["bytes"].as_u64() > Some(0)));
+    assert!(
+        err.contains(&format!("interrupted after {n} of 20 steps")),
+        "{err}"
+    );
     assert!(err.contains("what was measured is in --json"), "{err}");
     assert!(!err.contains("test cancelled; test cancelled"), "{err}");
     // stdout: one record per measured step, then the link to them.
     let out = text(&o.stdout);
     assert_eq!(out.lines().count(), n + 1, "{out}");
-    let link = out.lines().last().unwrap().split("#r=").nth(1).unwrap().to_string();
+    let link = out
+        .lines()
+        .last()
+        .unwrap()
+        .split("#r=")
+        .nth(1)
+        .unwrap()
+        .to_string();
     assert_eq!(permalink::decode(&link).unwrap().steps.len(), n);
-    let (_, ok) = run_ok(&a, &b, &["--kind", "tcp_rr", "--set", "count=100", "--quiet"]);
+    let (_, ok) = run_ok(
+        &a,
+        &b,
+        &["--kind", "tcp_rr", "--set", "count=100", "--quiet"],
+    );
     assert!(ok.steps[0].error.is_none());
 }
 
@@ -998,9 +1139,23 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
 fn a_udp_stream_record_is_printed_once() {
     let a = AgentProc::start(&[]);
     let b = AgentProc::start(&[]);
-    let (out, r) = run_ok(&a, &b, &["--kind", "udp_stream", "--set", "count=500", "--set", "wait_us=20"]);
+    let (out, r) = run_ok(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "udp_stream",
+            "--set",
+            "count=500",
+            "--set",
+            "wait_us=20",
+        ],
+    );
     let line = r.steps[0].summary["line"].as_str().unwrap().to_string();
-    assert_eq!(r.steps[0].sides.client.as_ref().unwrap()["line"], r.steps[0].sides.server.as_ref().unwrap()["line"]);
+    assert_eq!(
+        r.steps[0].sides.client.as_ref().unwrap()["line"],
+        r.steps[0].sides.server.as_ref().unwrap()["line"]
+    );
     assert_eq!(out.lines().filter(|l| *l == line).count(), 1, "{out}");
 }
 
@@ -1013,7 +1168,19 @@ fn histogram_heads_name_the_mean_of_all_samples_and_of_the_binned_ones() {
     let (out, r) = run_ok(
         &a,
         &b,
-        &["--kind", "udp_rr", "--set", "count=500", "-H", "--bin-us", "1", "--low-us", "0", "--bins", "25"],
+        &[
+            "--kind",
+            "udp_rr",
+            "--set",
+            "count=500",
+            "-H",
+            "--bin-us",
+            "1",
+            "--low-us",
+            "0",
+            "--bins",
+            "25",
+        ],
     );
     let head: Vec<&str> = out
         .lines()
@@ -1025,11 +1192,17 @@ fn histogram_heads_name_the_mean_of_all_samples_and_of_the_binned_ones() {
     let after = |name: &str| head[head.iter().position(|w| *w == name).unwrap() + 1];
     let all: f64 = after("mean").parse().unwrap();
     let want = r.steps[0].summary["rtt_us"]["mean"].as_f64().unwrap();
-    assert!((all - want).abs() < 0.002, "{all} vs the summary's {want}: {head:?}");
+    assert!(
+        (all - want).abs() < 0.002,
+        "{all} vs the summary's {want}: {head:?}"
+    );
     assert_eq!(after("(all"), "500", "{head:?}");
     let counted: u64 = after("counts").parse().unwrap();
     let overflows: u64 = after("overflows").parse().unwrap();
-    assert_eq!(counted + overflows + after("underflows").parse::<u64>().unwrap(), 500);
+    assert_eq!(
+        counted + overflows + after("underflows").parse::<u64>().unwrap(),
+        500
+    );
     match after("binned_mean") {
         "-" => assert_eq!(counted, 0),
         m => {
@@ -1052,7 +1225,16 @@ fn slow_transfers_print_their_rate_not_zero() {
     let (out, _) = run_ok(
         &a,
         &b,
-        &["--kind", "tcp_stream", "--set", "msg_bytes=1K", "--set", "count=20", "--set", "wait_us=5000"],
+        &[
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "msg_bytes=1K",
+            "--set",
+            "count=20",
+            "--set",
+            "wait_us=5000",
+        ],
     );
     let lines: Vec<&str> = out.lines().filter(|l| l.ends_with(" MByte/s")).collect();
     assert_eq!(lines.len(), 2, "{out}");

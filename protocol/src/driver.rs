@@ -464,7 +464,10 @@ impl StepRun {
         if self.phase == Phase::Done || !self.place.agents().contains(&agent) {
             return Vec::new();
         }
-        self.fail(format!("{} disconnected during the test", self.label(agent)));
+        self.fail(format!(
+            "{} disconnected during the test",
+            self.label(agent)
+        ));
         self.phase = Phase::Done;
         let others: Vec<usize> = self
             .place

@@ -184,7 +184,10 @@ mod tests {
             for p in r {
                 assert_ne!(p.server, p.client);
                 assert!(p.server < n && p.client < n);
-                assert!(busy.insert(p.server) && busy.insert(p.client), "an agent twice in {r:?}");
+                assert!(
+                    busy.insert(p.server) && busy.insert(p.client),
+                    "an agent twice in {r:?}"
+                );
                 assert!(seen.insert(*p), "{p:?} twice");
             }
         }
@@ -229,7 +232,10 @@ mod tests {
         };
         let s = step(Kind::TcpStream, json!({"bits_per_second": 2.5e9}));
         assert_eq!(Metric::Gbps.of(&s), Some(2.5));
-        let r = step(Kind::UdpRr, json!({"rtt_us": {"median": 40.0, "p99": 90.0}}));
+        let r = step(
+            Kind::UdpRr,
+            json!({"rtt_us": {"median": 40.0, "p99": 90.0}}),
+        );
         assert_eq!(Metric::RttP50.of(&r), Some(40.0));
         assert_eq!(Metric::RttP99.of(&r), Some(90.0));
         let u = step(Kind::UdpStream, json!({"sent": 200, "lost": 3}));

@@ -144,7 +144,11 @@ pub fn decimate(y: &[f64], max_points: usize) -> Result<Object, JsError> {
 /// last one scaled to the time it covered when the side's `seconds` is given
 /// (`series::rate_series`); a Float64Array.
 #[wasm_bindgen]
-pub fn rate_series(bytes: &[f64], interval_ms: f64, seconds: Option<f64>) -> Result<Vec<f64>, JsError> {
+pub fn rate_series(
+    bytes: &[f64],
+    interval_ms: f64,
+    seconds: Option<f64>,
+) -> Result<Vec<f64>, JsError> {
     series::rate_series(bytes, interval_ms, seconds).map_err(js_err)
 }
 

@@ -98,7 +98,10 @@ impl Sink {
                 role: *role,
                 serial: self.serial,
                 text,
-                outcome: match (summary["note"].as_str(), meshperf_protocol::matrix::headline(*kind, summary)) {
+                outcome: match (
+                    summary["note"].as_str(),
+                    meshperf_protocol::matrix::headline(*kind, summary),
+                ) {
                     (Some(n), _) => format!("ended early: {n}"),
                     (None, Some((name, v, unit))) => format!("{name} {v:.3} {unit}"),
                     (None, None) => "done".into(),
@@ -174,7 +177,6 @@ pub struct TestCtx {
     /// rate limit).
     pub limits: Limits,
 }
-
 
 impl TestCtx {
     pub fn cancelled(&self) -> bool {

@@ -34,7 +34,9 @@ pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
         _ => (name_port, DEFAULT_PORT),
     };
     if name.is_empty() {
-        return Err(usage("expected dns:NAME[:PORT], e.g. dns:meshperf.monitoring.svc:7800".into()));
+        return Err(usage(
+            "expected dns:NAME[:PORT], e.g. dns:meshperf.monitoring.svc:7800".into(),
+        ));
     }
     let mut ips: Vec<IpAddr> = (name, port)
         .to_socket_addrs()
@@ -44,7 +46,9 @@ pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
     ips.sort_by_key(|ip| (ip.is_ipv6(), *ip));
     ips.dedup();
     if ips.is_empty() {
-        return Err(CtlError::Io(format!("--agent {arg}: {name} has no addresses")));
+        return Err(CtlError::Io(format!(
+            "--agent {arg}: {name} has no addresses"
+        )));
     }
     Ok(ips
         .into_iter()
@@ -72,8 +76,14 @@ mod tests {
         let d = agents("dns:127.0.0.1#token=t").unwrap();
         assert_eq!((d[0].host.as_str(), d[0].port), ("127.0.0.1", DEFAULT_PORT));
         assert!(matches!(agents("dns::80#token=t"), Err(CtlError::Usage(_))));
-        assert!(matches!(agents("dns:localhost:http#token=t"), Err(CtlError::Usage(_))));
-        assert!(matches!(agents("dns:no-such-host.invalid#token=t"), Err(CtlError::Io(_))));
+        assert!(matches!(
+            agents("dns:localhost:http#token=t"),
+            Err(CtlError::Usage(_))
+        ));
+        assert!(matches!(
+            agents("dns:no-such-host.invalid#token=t"),
+            Err(CtlError::Io(_))
+        ));
         assert_eq!(agents("http://h:1/#token=x").unwrap().len(), 1);
     }
 }

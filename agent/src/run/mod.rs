@@ -184,7 +184,9 @@ fn load_plan(a: &RunArgs) -> Result<Plan, String> {
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.agent.len() > 2 && !a.matrix {
-        return usage("give one or two --agent URLs, or --matrix to measure between every pair of more");
+        return usage(
+            "give one or two --agent URLs, or --matrix to measure between every pair of more",
+        );
     }
 
     let plan = match load_plan(&a) {
@@ -209,7 +211,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         None => Metric::default_for(plan.kind),
         Some(m) => match Metric::from_name(m) {
             Some(m) => m,
-            None => return usage(format!("--metric {m:?}: known: gbps, rtt_p50, rtt_p99, loss_pct")),
+            None => {
+                return usage(format!(
+                    "--metric {m:?}: known: gbps, rtt_p50, rtt_p99, loss_pct"
+                ))
+            }
         },
     };
     let mut urls: Vec<AgentUrl> = Vec::new();
@@ -265,7 +271,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut result = RunResult::new(
         plan.clone(),
         ctls.iter()
-            .map(|c| c.as_ref().map_or(serde_json::Value::Null, |c| c.hello.clone()))
+            .map(|c| {
+                c.as_ref()
+                    .map_or(serde_json::Value::Null, |c| c.hello.clone())
+            })
             .collect(),
         created,
     );
@@ -278,13 +287,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     // in rounds (one at a time with --serial).
     let n = urls.len();
     let schedule: Vec<Vec<(usize, Pair)>> = if a.matrix {
-        let pairs = if a.serial { matrix::serial(n) } else { matrix::rounds(n) };
+        let pairs = if a.serial {
+            matrix::serial(n)
+        } else {
+            matrix::rounds(n)
+        };
         pairs
             .into_iter()
             .map(|r| r.into_iter().map(|p| (0, p)).collect())
             .collect()
     } else {
-        let pair = Pair { server: 0, client: n - 1 };
+        let pair = Pair {
+            server: 0,
+            client: n - 1,
+        };
         (0..steps.len()).map(|i| vec![(i, pair)]).collect()
     };
     // Every limit known before the run is checked before the run: the
@@ -313,7 +329,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             plan.kind.name(),
             schedule.len(),
             if schedule.len() == 1 { "" } else { "s" },
-            if a.serial { ", one pair at a time" } else { ", pairs with no agent in common at once" }
+            if a.serial {
+                ", one pair at a time"
+            } else {
+                ", pairs with no agent in common at once"
+            }
         );
     }
     let mut out = output::Output::new(a.quiet || a.matrix, hist, &plan, total);
@@ -324,11 +344,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut seed = [0u8; 4];
     getrandom::fill(&mut seed).expect("the OS random source works");
     let mut next_id = u32::from_le_bytes(seed);
-    let mut agents = rounds::Agents {
-        ctls,
-        refs,
-        gone,
-    };
+    let mut agents = rounds::Agents { ctls, refs, gone };
     let mut failed = false;
     let mut interrupted = 0;
     for round in &schedule {
@@ -405,7 +421,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             if kept.is_empty() {
                 "the link below has what was measured".to_string()
             } else {
-                format!("what was measured is in {} and the link below", kept.join(" and "))
+                format!(
+                    "what was measured is in {} and the link below",
+                    kept.join(" and ")
+                )
             }
         );
     }

@@ -2,10 +2,10 @@
 //! `sent ... MByte/s` lines, udpmon-style `;` records), progress on stderr
 //! (a bar on a terminal, plain lines otherwise), and the CSV export.
 
+use meshperf_protocol::export::scalars;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::params::Kind;
-use meshperf_protocol::export::scalars;
 use meshperf_protocol::plan::Plan;
 use meshperf_protocol::result::{primary_role, RunResult, StepResult};
 use meshperf_wasm::hist::{Histogram, Upper};
@@ -485,7 +485,11 @@ pub fn histogram(s: &StepResult, o: &HistOpts) -> String {
     // of every sample, and of those in the bins (under/overflows left out).
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     let high = h.low + h.counts.len() as f64 * h.bin_width;
-    let inside: Vec<f64> = v.iter().copied().filter(|&x| x >= h.low && x < high).collect();
+    let inside: Vec<f64> = v
+        .iter()
+        .copied()
+        .filter(|&x| x >= h.low && x < high)
+        .collect();
     let binned = if inside.is_empty() {
         "-".to_string()
     } else {
@@ -509,7 +513,6 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-
 /// One `;`-separated record of a step: the primary side's seed record when
 /// it has one (udpmon's quiet mode), else its scalar figures.
 pub fn record(s: &StepResult) -> String {
@@ -522,7 +525,6 @@ pub fn record(s: &StepResult) -> String {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -100,7 +100,10 @@ pub fn run_round(
         let ends = run.placement().agents();
         if let Some(&i) = ends.iter().find(|&&i| agents.ctls[i].is_none()) {
             let why = agents.gone[i].clone().unwrap_or_default();
-            run.abandon(&format!("{} is not connected ({why})", agents.refs[i].label));
+            run.abandon(&format!(
+                "{} is not connected ({why})",
+                agents.refs[i].label
+            ));
         } else {
             ends.iter().for_each(|&i| owner[i] = Some(lives.len()));
             queue.push_back(first);

@@ -66,8 +66,15 @@ fn result(role: Role, bytes: u64) -> Event {
 
 /// A step of `kind` between agents 0 (serving) and 1, prepared and started.
 fn running(kind: Kind) -> StepRun {
-    let (mut run, _) =
-        StepRun::new(step(kind, Transport::Tcp, json!({})), 7, 0, 1, &agents(), 0.0).unwrap();
+    let (mut run, _) = StepRun::new(
+        step(kind, Transport::Tcp, json!({})),
+        7,
+        0,
+        1,
+        &agents(),
+        0.0,
+    )
+    .unwrap();
     run.on_reply(0, &prepared());
     run.on_reply(1, &Event::Started { id: 2, test_id: 7 });
     run
@@ -101,8 +108,7 @@ fn unix_kinds_run_inside_the_serving_agent_whatever_agents_are_given() {
         }
     );
     let s = step(Kind::UnixRr, Transport::Unix, json!({}));
-    let (mut run, first) =
-        StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    let (mut run, first) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
     assert_eq!(first.agent, 0);
     let start = run.on_reply(0, &prepared());
     assert_eq!(start.len(), 1);
@@ -111,9 +117,20 @@ fn unix_kinds_run_inside_the_serving_agent_whatever_agents_are_given() {
 
 #[test]
 fn a_full_step_prepares_starts_and_gathers_both_ends() {
-    let s = step(Kind::TcpStream, Transport::Tcp, json!({"direction": "receive"}));
+    let s = step(
+        Kind::TcpStream,
+        Transport::Tcp,
+        json!({"direction": "receive"}),
+    );
     let (mut run, first) = StepRun::new(s, 7, 0, 1, &agents(), 5.0).unwrap();
-    assert!(matches!(first.request, Request::Prepare { test_id: 7, step: 3, .. }));
+    assert!(matches!(
+        first.request,
+        Request::Prepare {
+            test_id: 7,
+            step: 3,
+            ..
+        }
+    ));
     let out = run.on_reply(0, &prepared());
     match &out[..] {
         [Outgoing {
@@ -125,7 +142,9 @@ fn a_full_step_prepares_starts_and_gathers_both_ends() {
         ),
         other => panic!("expected one start to agent 1, got {other:?}"),
     }
-    assert!(run.on_reply(1, &Event::Started { id: 2, test_id: 7 }).is_empty());
+    assert!(run
+        .on_reply(1, &Event::Started { id: 2, test_id: 7 })
+        .is_empty());
     // Frames out of order land at their sequence numbers; other tests' are ignored.
     let h = |first_seq, test_id| FrameHeader {
         kind: SampleKind::IntervalBytes,
@@ -152,7 +171,10 @@ fn a_full_step_prepares_starts_and_gathers_both_ends() {
     assert_eq!(r.summary, json!({"bytes": 11}));
     assert_eq!(r.sides.server, Some(json!({"bytes": 12})));
     assert_eq!(r.samples[0].values, vec![10, 20, 30, 40, 50, 60]);
-    assert_eq!((r.started_unix, r.wall_seconds, r.error), (Some(5.0), Some(1.5), None));
+    assert_eq!(
+        (r.started_unix, r.wall_seconds, r.error),
+        (Some(5.0), Some(1.5), None)
+    );
 }
 
 #[test]
@@ -179,7 +201,10 @@ fn a_refused_prepare_ends_the_step_without_traffic() {
     let (mut run, _) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
     assert!(run.on_reply(0, &refused("this agent is busy")).is_empty());
     assert!(run.is_done());
-    assert_eq!(run.result(0.0).error.as_deref(), Some("agent A: this agent is busy"));
+    assert_eq!(
+        run.result(0.0).error.as_deref(),
+        Some("agent A: this agent is busy")
+    );
 }
 
 #[test]
@@ -257,7 +282,10 @@ fn tcp_local_binds_and_connects_to_the_serving_agents_local_address() {
     assert!(run.result(0.0).params.get("server_bind").is_none());
     let s = step(Kind::TcpRr, Transport::TcpLocal, json!({}));
     let e = StepRun::new(s, 7, 1, 0, &agents(), 0.0).unwrap_err();
-    assert!(e.contains("agent B has no non-loopback IPv4 address"), "{e}");
+    assert!(
+        e.contains("agent B has no non-loopback IPv4 address"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -265,7 +293,10 @@ fn steps_are_checked_against_both_agents_limits_before_any_traffic() {
     let s = step(Kind::TcpStream, Transport::Tcp, json!({"streams": 4}));
     // Agent B allows 2 streams: refused whichever end it plays.
     let e = check_step(&s, 0, 1, &agents()).unwrap_err();
-    assert_eq!(e, "agent B would refuse it: streams: must be between 1 and 2 (the agent's limit), got 4");
+    assert_eq!(
+        e,
+        "agent B would refuse it: streams: must be between 1 and 2 (the agent's limit), got 4"
+    );
     assert!(check_step(&s, 1, 0, &agents()).is_err());
     // Agent A (default limits) takes it alone; a Unix step never reaches B.
     assert_eq!(check_step(&s, 0, 0, &agents()), Ok(()));
@@ -276,7 +307,9 @@ fn steps_are_checked_against_both_agents_limits_before_any_traffic() {
     let e = check_step(&r, 0, 0, &agents()).unwrap_err();
     assert!(e.starts_with("agent A would refuse it: req_bytes:"), "{e}");
     let l = step(Kind::TcpRr, Transport::TcpLocal, json!({}));
-    assert!(check_step(&l, 1, 0, &agents()).unwrap_err().contains("no non-loopback IPv4"));
+    assert!(check_step(&l, 1, 0, &agents())
+        .unwrap_err()
+        .contains("no non-loopback IPv4"));
 }
 
 #[test]
@@ -286,8 +319,15 @@ fn an_error_with_a_code_this_build_does_not_know_still_fails_the_step() {
         json!({"type": "error", "test_id": 7, "code": "brand_new_code", "message": "from a newer agent"}),
     )
     .unwrap();
-    assert!(!run.on_event(1, &e).is_empty(), "the other side is cancelled");
+    assert!(
+        !run.on_event(1, &e).is_empty(),
+        "the other side is cancelled"
+    );
     run.on_event(0, &test_error("test cancelled"));
     assert!(run.is_done());
-    assert!(run.result(0.0).error.unwrap().starts_with("agent B: from a newer agent"));
+    assert!(run
+        .result(0.0)
+        .error
+        .unwrap()
+        .starts_with("agent B: from a newer agent"));
 }
