@@ -93,7 +93,7 @@ test('a plan outside the ranges is refused before anything runs, naming the para
   refused('tcp_rr', { duration_s: '0' }, /^duration_s: must be above 0/, 'duration');
   // Above an agent's own limits (from its hello) is refused for every
   // expanded step by the step driver before the run (protocol/src/driver.rs
-  // `check_step`, tested there, in agent/tests/run.rs and in e2e), not here.
+  // `check_step`, tested there, in agent/tests/integration/run.rs and in e2e), not here.
   // A sweep's values too: every list item, and where a range starts.
   setKind('udp_rr');
   plan.bound = 'count';

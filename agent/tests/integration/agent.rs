@@ -1,13 +1,11 @@
 //! Integration tests: real agent processes, real sockets.
 
-mod util;
-
 use meshperf_protocol::frame::SampleKind;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use util::{logged, open, run_pair, AgentProc, Ctl};
+use crate::util::{logged, open, run_pair, AgentProc, Ctl};
 
 fn interval_sum(c: &Ctl, test_id: u32) -> u64 {
     c.samples(SampleKind::IntervalBytes)

@@ -5,15 +5,13 @@
 //! processes; strangers come from other loopback addresses (127.0.0.x) so
 //! the per-address caps can be told apart from the controller's.
 
-mod util;
-
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
-use util::{logged, open, AgentProc};
+use crate::util::{logged, open, AgentProc};
 
 /// A TCP connection to the agent from source address `src`.
 fn connect_from(src: [u8; 4], port: u16) -> TcpStream {
@@ -69,7 +67,7 @@ fn auth(ws: &mut WebSocket<TcpStream>, token: &str) -> Value {
     text(ws)
 }
 
-fn ping(c: &mut util::Ctl) {
+fn ping(c: &mut crate::util::Ctl) {
     assert_eq!(c.request(json!({"type": "ping"}))["type"], "pong");
 }
 

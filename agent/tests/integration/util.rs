@@ -1,7 +1,5 @@
 //! Test helpers: real agent processes and a blocking WebSocket controller.
 
-#![allow(dead_code)]
-
 use meshperf_protocol::frame;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};

@@ -2,14 +2,12 @@
 //! loopback, a stranger socket for the foreign-traffic guarantee, and a fake
 //! serving agent that sends late and mismatched replies.
 
-mod util;
-
 use meshperf_protocol::frame::SampleKind;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
-use util::{run_pair, run_pair_at, AgentProc, Ctl};
+use crate::util::{run_pair, run_pair_at, AgentProc, Ctl};
 
 fn sample_count(c: &Ctl, kind: SampleKind, test_id: u32) -> usize {
     let frames = c.samples(kind);

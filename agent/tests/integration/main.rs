@@ -1,0 +1,14 @@
+//! The agent's integration tests, in one binary (as ripgrep keeps its own):
+//! real `meshperf` processes moving real bytes over real sockets, driven
+//! through the control protocol (`util`) or through `meshperf run`. One
+//! binary builds and links once; `cargo test --test integration NAME`
+//! filters as before. The network-namespace ground truth (`../netns.rs`)
+//! is a binary of its own: it needs root and runs from tests/netns/run.sh.
+
+mod util;
+
+mod agent;
+mod run;
+mod safety;
+mod tcp;
+mod udp;
