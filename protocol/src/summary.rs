@@ -320,6 +320,9 @@ pub struct UdpRrSummary {
     pub complete: bool,
     /// Why it did not (null when complete).
     pub note: Option<String>,
+    /// Microseconds requests waited for this agent's `--max-udp-rate`
+    /// before their send time was taken (0 without a cap).
+    pub rate_capped_us: f64,
     /// udp_req_timo's line ("resp_bytes; req_bytes; 1; sent; bad;
     /// time/frame us; Mbytes/s; ave; min; max; timeouts").
     pub line: String,
@@ -340,6 +343,10 @@ pub struct UdpRrServerSummary {
     pub note: Option<String>,
     /// The requester's UDP address.
     pub peer: String,
+    /// Microseconds replies waited for this agent's `--max-udp-rate` (0
+    /// without a cap): the cap covers every UDP byte an agent sends, and a
+    /// reply larger than its request counts against it too.
+    pub rate_capped_us: f64,
     /// Socket options.
     #[serde(flatten)]
     pub socket: UdpSocketReport,

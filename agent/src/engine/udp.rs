@@ -181,6 +181,60 @@ pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Res
     Ok(s.into())
 }
 
+/// The agent's UDP rate cap (`--max-udp-rate`, bits per second of payload)
+/// on the datagrams a request/response test sends, both ends: a token
+/// bucket refilled at the cap and holding at most 64 KiB, so replies (which
+/// a plan may make far larger than their requests) never leave faster than
+/// the operator allowed, whatever the plan asked. A paced udp_stream keeps
+/// its own floor on the gap between datagrams (`udp_stream::floor_gap_ns`).
+pub struct RateCap {
+    bytes_per_s: f64,
+    tokens: f64,
+    last: Instant,
+    /// How long sends waited for the cap in all.
+    pub waited: Duration,
+}
+
+const RATE_CAP_BURST: f64 = 65536.0;
+
+impl RateCap {
+    /// The cap of `limits`, if the operator set one.
+    pub fn new(limits: &Limits) -> Option<RateCap> {
+        let bits = limits.max_udp_bits_per_second?;
+        Some(RateCap {
+            bytes_per_s: bits / 8.0,
+            tokens: RATE_CAP_BURST,
+            last: Instant::now(),
+            waited: Duration::ZERO,
+        })
+    }
+
+    fn refill(&mut self) {
+        let now = Instant::now();
+        let gained = now.duration_since(self.last).as_secs_f64() * self.bytes_per_s;
+        self.tokens = (self.tokens + gained).min(RATE_CAP_BURST);
+        self.last = now;
+    }
+
+    /// Waits until `bytes` more may leave, and takes them.
+    pub fn take(&mut self, bytes: usize) {
+        self.refill();
+        let need = bytes as f64 - self.tokens;
+        if need > 0.0 {
+            let wait = Duration::from_secs_f64(need / self.bytes_per_s);
+            std::thread::sleep(wait);
+            self.waited += wait;
+            self.refill();
+        }
+        self.tokens -= bytes as f64;
+    }
+}
+
+/// Microseconds a [`RateCap`] made sends wait (0 without a cap).
+pub fn capped_us(cap: &Option<RateCap>) -> f64 {
+    cap.as_ref().map_or(0.0, |c| c.waited.as_secs_f64() * 1e6)
+}
+
 /// A second, non-blocking socket on `sock`'s address (opened `shared`).
 /// Once `sock` is connected to its peer the kernel gives it only the peer's
 /// datagrams (a connected socket is the better match) and the twin

@@ -64,6 +64,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     let mut reply = vec![0u8; p.resp_bytes as usize];
     getrandom::fill(&mut reply).expect("the OS random source works");
     let (mut received, mut replied, mut bad) = (0u64, 0u64, 0u64);
+    let mut cap = udp::RateCap::new(&ctx.limits);
     let mut note = None;
     let mut checked = Instant::now();
     // Look at the control line now rather than at the next 20 ms check.
@@ -80,6 +81,9 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
                         ..h
                     }
                     .write(&mut reply);
+                    if let Some(c) = cap.as_mut() {
+                        c.take(reply.len());
+                    }
                     if f.sock.send(&reply).is_ok() {
                         replied += 1;
                     }
@@ -133,6 +137,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         complete: note.is_none(),
         note,
         peer: f.peer.to_string(),
+        rate_capped_us: udp::capped_us(&cap),
         socket: udp::applied(&f.sock, &p.sock),
     })
 }
@@ -172,7 +177,12 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     let mut note: Option<String> = None;
     let mut tick = Instant::now();
     let interval = Duration::from_millis(p.interval_ms);
+    let mut cap = udp::RateCap::new(&ctx.limits);
     for seq in 0..p.count {
+        // Before the send time is taken: the cap's wait is not round trip.
+        if let Some(c) = cap.as_mut() {
+            c.take(req.len());
+        }
         let t0 = Instant::now();
         if until.is_some_and(|u| t0 >= u) {
             break;
@@ -325,6 +335,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
         peer: f.peer.to_string(),
         complete: note.is_none(),
         note,
+        rate_capped_us: udp::capped_us(&cap),
         line,
         socket: applied,
     })

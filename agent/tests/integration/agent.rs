@@ -1,11 +1,11 @@
 //! Integration tests: real agent processes, real sockets.
 
+use crate::util::{logged, open, run_pair, AgentProc, Ctl};
 use meshperf_protocol::frame::SampleKind;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use crate::util::{logged, open, run_pair, AgentProc, Ctl};
 
 fn interval_sum(c: &Ctl, test_id: u32) -> u64 {
     c.samples(SampleKind::IntervalBytes)

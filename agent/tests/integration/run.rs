@@ -2,11 +2,11 @@
 //! its last line (decoded with the same codec the web app uses), and its
 //! usage errors and exit statuses.
 
+use crate::util::AgentProc;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::result::{self, RunResult};
 use meshperf_wasm::permalink;
 use std::process::{Command, Output};
-use crate::util::AgentProc;
 
 fn url(a: &AgentProc) -> String {
     format!("http://{}/#token={}", a.addr(), a.token)

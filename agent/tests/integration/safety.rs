@@ -5,13 +5,13 @@
 //! processes; strangers come from other loopback addresses (127.0.0.x) so
 //! the per-address caps can be told apart from the controller's.
 
+use crate::util::{logged, open, AgentProc};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
-use crate::util::{logged, open, AgentProc};
 
 /// A TCP connection to the agent from source address `src`.
 fn connect_from(src: [u8; 4], port: u16) -> TcpStream {

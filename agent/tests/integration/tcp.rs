@@ -2,9 +2,9 @@
 //! `agent.rs`: tcp_rr, unix_stream/unix_rr, bind addresses, IPv6, congestion
 //! control, the Nagle/delayed-ACK pathology and refused parameters.
 
+use crate::util::{run_pair, run_pair_at, AgentProc, Ctl};
 use meshperf_protocol::frame::SampleKind;
 use serde_json::{json, Value};
-use crate::util::{run_pair, run_pair_at, AgentProc, Ctl};
 
 /// All RTT samples of `test_id`, checking frames are contiguous batches.
 fn rtts(c: &Ctl, test_id: u32) -> (Vec<u64>, usize) {

@@ -2,12 +2,12 @@
 //! loopback, a stranger socket for the foreign-traffic guarantee, and a fake
 //! serving agent that sends late and mismatched replies.
 
+use crate::util::{run_pair, run_pair_at, AgentProc, Ctl};
 use meshperf_protocol::frame::SampleKind;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
-use crate::util::{run_pair, run_pair_at, AgentProc, Ctl};
 
 fn sample_count(c: &Ctl, kind: SampleKind, test_id: u32) -> usize {
     let frames = c.samples(kind);
@@ -717,4 +717,64 @@ fn a_sender_held_up_mid_burst_slips_its_schedule_instead_of_bursting() {
         return;
     }
     panic!("the SIGSTOP never fell inside a burst in 3 rounds");
+}
+
+/// Issue 10 finding 4: `--max-udp-rate` covers every UDP byte an agent
+/// sends, udp_rr replies included (a 64-byte request could fetch a reply up
+/// to 65 507 bytes: an agent capped at 200 Mbit/s sent 13 Gbit/s). Here the
+/// serving agent is capped at 20 Mbit/s and asked for 300 replies of 8000
+/// bytes (19.2 Mbit): they take about a second, not 30 ms; and a capped
+/// requester paces its requests before their send time is taken, so its
+/// round trips stay what the network does.
+#[test]
+fn the_udp_rate_cap_covers_udp_rr_replies_and_requests() {
+    let capped = AgentProc::start(&["--max-udp-rate", "20M"]);
+    let free = AgentProc::start(&[]);
+    let (mut cc, mut cf) = (capped.connect(), free.connect());
+    let (client, server) = run_pair(
+        &mut cf,
+        &mut cc,
+        41,
+        "udp_rr",
+        json!({"count": 300, "req_bytes": 64, "resp_bytes": 8000}),
+    );
+    let (client, server) = (&client["summary"], &server["summary"]);
+    assert_eq!(client["answered"], 300, "{client}");
+    let secs = client["seconds"].as_f64().unwrap();
+    // Beyond the 64 KiB the bucket starts with, at most 20 Mbit/s.
+    let rate = (300.0 * 8000.0 - 65536.0) * 8.0 / secs;
+    assert!(
+        rate <= 20e6 * 1.02,
+        "replies left at {rate} bit/s over {secs} s"
+    );
+    assert!(
+        server["rate_capped_us"].as_f64().unwrap() > 500_000.0,
+        "{server}"
+    );
+    assert_eq!(
+        client["rate_capped_us"], 0.0,
+        "the free requester waited: {client}"
+    );
+
+    // The capped agent driving: 100 requests of 1400 bytes at 1 Mbit/s.
+    drop(cc);
+    let capped = AgentProc::start(&["--max-udp-rate", "1M"]);
+    let mut cc = capped.connect();
+    let (client, _) = run_pair(
+        &mut cc,
+        &mut cf,
+        42,
+        "udp_rr",
+        json!({"count": 100, "req_bytes": 1400, "resp_bytes": 64}),
+    );
+    let client = &client["summary"];
+    assert_eq!(client["answered"], 100, "{client}");
+    let waited = client["rate_capped_us"].as_f64().unwrap();
+    assert!(waited > 400_000.0, "{client}");
+    let rate = (100.0 * 1400.0 - 65536.0) * 8.0 / client["seconds"].as_f64().unwrap();
+    assert!(rate <= 1e6 * 1.02, "requests left at {rate} bit/s");
+    assert!(
+        client["rtt_us"]["median"].as_f64().unwrap() < 5_000.0,
+        "the wait counted as round trip: {client}"
+    );
 }
