@@ -1245,3 +1245,44 @@ fn slow_transfers_print_their_rate_not_zero() {
         assert!((printed / want - 1.0).abs() < 0.01, "{l}: {want}");
     }
 }
+
+/// Issue 10 finding 3 (the part a controller can see): a paced tcp_rr or
+/// tcp_stream whose count x wait_us is longer than an agent's
+/// --max-duration is refused before any traffic (it ran 13 s on an agent
+/// with --max-duration 10), as udp_stream's already was.
+#[test]
+fn count_times_wait_beyond_the_duration_limit_is_refused_before_traffic() {
+    let a = AgentProc::start(&["--max-duration", "10"]);
+    let ua = url(&a);
+    for kind in ["tcp_rr", "tcp_stream"] {
+        let err = usage_error(&[
+            "--agent",
+            &ua,
+            "--kind",
+            kind,
+            "--set",
+            "count=14",
+            "--set",
+            "wait_us=1000000",
+        ]);
+        assert!(
+            err.contains("count: count x wait_us = 14.0 s is above the agent's limit of 10 s"),
+            "{kind}: {err}"
+        );
+    }
+    // Within the limit it runs.
+    let (_, r) = run_ok(
+        &a,
+        &a,
+        &[
+            "--kind",
+            "tcp_rr",
+            "--set",
+            "count=3",
+            "--set",
+            "wait_us=1000",
+            "--quiet",
+        ],
+    );
+    assert!(r.steps[0].error.is_none());
+}

@@ -106,6 +106,7 @@ impl RrParams {
             ),
             limits,
         )?;
+        super::paced_within(count, wait_us as f64, limits)?;
         Ok(RrParams {
             req_bytes,
             resp_bytes,

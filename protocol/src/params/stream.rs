@@ -151,6 +151,7 @@ impl StreamParams {
             ),
             limits,
         )?;
+        super::paced_within(count, wait_us as f64, limits)?;
         Ok(StreamParams {
             msg_bytes,
             read_bytes,

@@ -172,16 +172,7 @@ impl UdpStreamParams {
         let overhead_bytes = r.int(&OVERHEAD_BYTES)?;
         let timeout_ms = r.int(&STREAM_TIMEOUT_MS)?;
         r.finish()?;
-        let secs = count as f64 * wait_us / 1e6;
-        if secs > limits.max_duration_s {
-            return Err(ParamError::new(
-                "count",
-                format!(
-                    "count x wait_us = {secs:.1} s is above the agent's limit of {} s",
-                    limits.max_duration_s
-                ),
-            ));
-        }
+        super::paced_within(Some(count), wait_us, limits)?;
         if let Some(max) = limits.max_udp_bits_per_second {
             let min_wait = pkt_bytes as f64 * 8.0 / max * 1e6;
             if wait_us < min_wait {
