@@ -51,14 +51,19 @@ passed=$((passed + p)); failed=$((failed + f))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not load, or crashed
 log "web unit: $p passed, $f failed"
 
+# counted NAME SECONDS SCRIPT: one test, passed when SCRIPT exits 0.
+counted() {
+    if phase "$1" timeout "$2" bash "$3"; then
+        passed=$((passed + 1)); log "$1: 1 passed"
+    else
+        failed=$((failed + 1)); log "$1: 1 failed"
+    fi
+}
+
 # deploy/: the Kubernetes manifests against the API schemas of a current
 # release (kubernetes-validate) as files and as kustomize builds them, and the
-# systemd unit. One test, counted from its exit status.
-if phase deploy timeout 120 bash "$ROOT/tests/deploy/validate.sh"; then
-    passed=$((passed + 1)); log "deploy: 1 passed"
-else
-    failed=$((failed + 1)); log "deploy: 1 failed"
-fi
+# systemd unit.
+counted deploy 120 "$ROOT/tests/deploy/validate.sh"
 
 # Rust: count from the harness' "test result:" lines, one per test binary.
 rc=0
@@ -88,25 +93,13 @@ log "e2e: $p passed, $f failed"
 # Ground truth in network namespaces (root only; it says so and is not
 # counted when skipped): one test, counted from its exit status.
 if [ "$(id -u)" -eq 0 ]; then
-    if phase netns timeout 1200 bash "$ROOT/tests/netns/run.sh"; then
-        passed=$((passed + 1)); log "netns: 1 passed"
-    else
-        failed=$((failed + 1)); log "netns: 1 failed"
-    fi
+    counted netns 1200 "$ROOT/tests/netns/run.sh"
     # Discovery by DNS: a resolver with several A records for one name.
-    if phase netns-dns timeout 300 bash "$ROOT/tests/netns/dns.sh"; then
-        passed=$((passed + 1)); log "netns-dns: 1 passed"
-    else
-        failed=$((failed + 1)); log "netns-dns: 1 failed"
-    fi
+    counted netns-dns 300 "$ROOT/tests/netns/dns.sh"
     # The OCI image: the static (musl) build, the image built and unpacked
     # with umoci, its agent (chrooted, uid 65534, PID 1) against the plain
     # build's over a veth pair. The musl build is most of its time.
-    if phase netns-image timeout 1200 bash "$ROOT/tests/netns/image.sh"; then
-        passed=$((passed + 1)); log "netns-image: 1 passed"
-    else
-        failed=$((failed + 1)); log "netns-image: 1 failed"
-    fi
+    counted netns-image 1200 "$ROOT/tests/netns/image.sh"
 else
     log "netns: skipped (needs root to create network namespaces; CI runs as root)"
 fi
