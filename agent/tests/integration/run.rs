@@ -44,6 +44,13 @@ fn run_ok(a: &AgentProc, b: &AgentProc, args: &[&str]) -> (String, RunResult) {
     )
 }
 
+/// `a` serving and `b` driving run a test right away (neither is still
+/// busy with what came before).
+fn serves_at_once(a: &AgentProc, b: &AgentProc) {
+    let (_, ok) = run_ok(a, b, &["--kind", "tcp_rr", "--set", "count=100", "--quiet"]);
+    assert!(ok.steps[0].error.is_none());
+}
+
 /// `meshperf run` with `args` refused as a usage error: exit status 2, one
 /// line on stderr (returned), nothing on stdout.
 fn usage_error(args: &[&str]) -> String {
@@ -869,12 +876,7 @@ fn a_refused_start_frees_the_prepared_agent_for_the_next_step() {
     }
     assert!(took.as_secs_f64() < 3.0, "3 refused steps took {took:?}");
     // A serves a real test right away.
-    let (_, ok) = run_ok(
-        &a,
-        &a,
-        &["--kind", "tcp_rr", "--set", "count=100", "--quiet"],
-    );
-    assert!(ok.steps[0].error.is_none());
+    serves_at_once(&a, &a);
 }
 
 /// Every limit known before the run is checked before the run (issue 15,
@@ -1123,12 +1125,7 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
         .unwrap()
         .to_string();
     assert_eq!(permalink::decode(&link).unwrap().steps.len(), n);
-    let (_, ok) = run_ok(
-        &a,
-        &b,
-        &["--kind", "tcp_rr", "--set", "count=100", "--quiet"],
-    );
-    assert!(ok.steps[0].error.is_none());
+    serves_at_once(&a, &b);
 }
 
 /// Issue 15 item 3: a udp_stream step's seed record is printed once, not
