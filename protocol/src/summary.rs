@@ -347,6 +347,9 @@ pub struct UdpRrServerSummary {
     /// without a cap): the cap covers every UDP byte an agent sends, and a
     /// reply larger than its request counts against it too.
     pub rate_capped_us: f64,
+    /// Requests past the prepared `count`, left unanswered (a requester
+    /// that keeps asking gets no more than the test it prepared).
+    pub beyond_count: u64,
     /// Socket options.
     #[serde(flatten)]
     pub socket: UdpSocketReport,

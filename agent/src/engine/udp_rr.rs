@@ -64,6 +64,8 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     let mut reply = vec![0u8; p.resp_bytes as usize];
     getrandom::fill(&mut reply).expect("the OS random source works");
     let (mut received, mut replied, mut bad) = (0u64, 0u64, 0u64);
+    // Requests past the prepared count, left unanswered.
+    let mut beyond = 0u64;
     let mut cap = udp::RateCap::new(&ctx.limits);
     let mut note = None;
     let mut checked = Instant::now();
@@ -72,6 +74,12 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     loop {
         match f.sock.recv_from(&mut buf) {
             Ok((n, from)) if from == f.peer => match Hdr::read(&buf[..n]) {
+                // Past the prepared count: whatever the peer does, this side
+                // answers no more than the test it prepared.
+                Some(h) if h.is(REQUEST, f.token) && replied >= p.count => {
+                    received += 1;
+                    beyond += 1;
+                }
                 Some(h) if h.is(REQUEST, f.token) => {
                     received += 1;
                     // The whole token: a compact request may get a full reply.
@@ -138,6 +146,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         note,
         peer: f.peer.to_string(),
         rate_capped_us: udp::capped_us(&cap),
+        beyond_count: beyond,
         socket: udp::applied(&f.sock, &p.sock),
     })
 }

@@ -778,3 +778,70 @@ fn the_udp_rate_cap_covers_udp_rr_replies_and_requests() {
         "the wait counted as round trip: {client}"
     );
 }
+
+/// Issue 10 finding 3: a udp_rr responder answers no more than the count it
+/// prepared, whatever the peer does (a hand-written peer with the key got
+/// 693 answers to a udp_rr prepared with count 100), and says so. Here a
+/// hand-written requester holding the real key asks 150 times.
+#[test]
+fn a_responder_answers_no_more_than_its_prepared_count() {
+    let a = AgentProc::start(&[]);
+    let mut ca = a.connect();
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 77, "step": 0, "kind": "udp_rr",
+        "params": {"count": 100}}),
+    );
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let port = prep["port"].as_u64().unwrap() as u16;
+    let line = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut r = BufReader::new(line.try_clone().unwrap());
+    let mut w = line;
+    let mut read = || {
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        serde_json::from_str::<Value>(&l).unwrap()
+    };
+    writeln!(w, "{}", json!({"key": prep["key"], "kind": "udp_rr"})).unwrap();
+    assert_eq!(read()["ok"], true);
+    let setup = read();
+    let udp_port = setup["udp_port"].as_u64().unwrap() as u16;
+    let token = u64::from_str_radix(setup["token"].as_str().unwrap(), 16).unwrap();
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    let datagram = |kind: u8, seq: u64| {
+        let mut d = vec![0u8; 64];
+        d[..3].copy_from_slice(b"MPU");
+        d[3] = kind;
+        d[4..12].copy_from_slice(&token.to_le_bytes());
+        d[12..20].copy_from_slice(&seq.to_le_bytes());
+        d
+    };
+    u.send_to(&datagram(b'H', 0), ("127.0.0.1", udp_port))
+        .unwrap();
+    assert!(read()["bound"].is_string());
+    let mut buf = [0u8; 2048];
+    let mut answered = 0;
+    for seq in 0..150u64 {
+        u.send_to(&datagram(b'Q', seq), ("127.0.0.1", udp_port))
+            .unwrap();
+        if let Ok((n, _)) = u.recv_from(&mut buf) {
+            if n >= 28 && buf[3] == b'R' {
+                answered += 1;
+            }
+        }
+    }
+    assert_eq!(answered, 100, "answers past the prepared count");
+    writeln!(w, "{}", json!({"op": "done", "sent": 150})).unwrap();
+    let done = read();
+    assert_eq!(
+        (
+            done["server"]["received"].as_u64(),
+            done["server"]["replied"].as_u64()
+        ),
+        (Some(150), Some(100)),
+        "{done}"
+    );
+    let end = ca.wait_end(77);
+    assert_eq!(end["summary"]["beyond_count"], 50, "{end}");
+}
