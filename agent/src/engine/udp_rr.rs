@@ -57,9 +57,12 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     // keeps their route instead of looking it up per datagram (alone, this
     // measured 70.9 against 74.1 us over 6 interleaved rounds, but within
     // noise over 8 more; the timer above is the larger part). Its twin on
-    // the same port gets everyone else's datagrams, counted as foreign.
-    let strangers = udp::twin(&f.sock).map_err(udp::io_err)?;
+    // the same port gets everyone else's datagrams, counted as foreign. The
+    // twin is opened after the connect: opened before, a request that came
+    // in between (the peer sends its first one the moment it is bound) went
+    // to the twin and was lost (1 test run in many timed one request out).
     f.sock.connect(f.peer).map_err(udp::io_err)?;
+    let strangers = udp::twin(&f.sock).map_err(udp::io_err)?;
     let mut buf = vec![0u8; 65536];
     let mut reply = vec![0u8; p.resp_bytes as usize];
     getrandom::fill(&mut reply).expect("the OS random source works");
