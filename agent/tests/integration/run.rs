@@ -927,6 +927,17 @@ fn parameters_the_agents_would_refuse_are_a_usage_error_before_any_traffic() {
     }
 }
 
+/// `meshperf run --matrix` of tcp_rr (`count`, e.g. "count=300") over
+/// every agent URL in `urls`, writing the result to `json`.
+fn run_matrix(urls: &[String], count: &str, json: &std::path::Path) -> Output {
+    let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
+    let path = json.to_str().unwrap();
+    args.extend([
+        "--matrix", "--kind", "tcp_rr", "--set", count, "--json", path,
+    ]);
+    run(&args)
+}
+
 /// `--matrix` (issue 11): every ordered pair of four agents once, in 6
 /// rounds of 2 pairs with no agent in common that run at once; the table
 /// rows drive and columns serve; the JSON and the permalink carry each
@@ -937,17 +948,7 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
     let agents: Vec<AgentProc> = (0..4).map(|_| AgentProc::start(&[])).collect();
     let mut urls: Vec<String> = agents.iter().map(url).collect();
     let json = tmp("matrix.json");
-    let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
-    args.extend([
-        "--matrix",
-        "--kind",
-        "tcp_rr",
-        "--set",
-        "count=300",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let o = run(&args);
+    let o = run_matrix(&urls, "count=300", &json);
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(
@@ -1032,17 +1033,7 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
         dead.local_addr().unwrap()
     ));
     drop(dead);
-    let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
-    args.extend([
-        "--matrix",
-        "--kind",
-        "tcp_rr",
-        "--set",
-        "count=100",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let o = run(&args);
+    let o = run_matrix(&urls, "count=100", &json);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r.steps.len(), 20);
