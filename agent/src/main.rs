@@ -1,17 +1,8 @@
 //! `meshperf`: the agent (`meshperf agent`) that serves the web app and runs
 //! test engines, and (later) the headless runner (`meshperf run`).
 
-mod agent_cmd;
-mod auth;
-mod control;
-mod engine;
-mod http;
-mod log;
-mod run;
-mod server;
-mod sysinfo;
-
 use clap::{Parser, Subcommand};
+use meshperf_agent::{agent_cmd, run};
 use std::process::ExitCode;
 
 #[derive(Parser)]
