@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds meshperf in dependency order:
-#   1. the wasm crate -> wasm32 -> wasm-bindgen (--target web) -> web/src/lib/wasm-pkg/
+#   1. the wasm crate (wasm/: bindings over stats/ and the driver) -> wasm32 -> wasm-bindgen (--target web) -> web/src/lib/wasm-pkg/
 #      twice: meshperf_stats (statistics) and meshperf_codec (+ permalinks, plans)
 #   2. the kinds' parameter tables (protocol/src/params/spec.rs)
 #      as TypeScript                                 -> web/src/lib/generated/params.ts

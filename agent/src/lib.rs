@@ -1,14 +1,19 @@
-//! The `meshperf` binary's library: `serve` is `meshperf agent` (the mio
-//! server, HTTP, auth, control sessions), `engine` the test engines it runs,
-//! `run` the headless controller (`meshperf run`). `main.rs` only parses the
-//! command line; fuzz targets and tests reach the decoders through here.
+//! The `meshperf` binary's library, one folder per job:
+//! * [`serve`]: `meshperf agent`: the mio server, HTTP, auth, the control
+//!   sessions;
+//! * [`engine`]: the test engines an agent runs (`tcp/`, `udp/`, `unix/`
+//!   and the parts they share);
+//! * [`run`]: `meshperf run`, the headless controller (rounds of steps
+//!   through the protocol's step driver, the matrix, output);
+//! * [`log`] (the agent's record) and [`sysinfo`] (this host's cores,
+//!   addresses, kernel) serve all three.
+//!
+//! `main.rs` only parses the command line; fuzz targets and tests reach the
+//! decoders through here. Dependencies run one way: `serve` and `run` use
+//! `engine`; `engine` uses neither.
 
-pub mod agent_cmd;
-pub mod auth;
-pub mod control;
 pub mod engine;
-pub mod http;
 pub mod log;
 pub mod run;
-pub mod server;
+pub mod serve;
 pub mod sysinfo;

@@ -2,7 +2,7 @@
 //! test engines, and (later) the headless runner (`meshperf run`).
 
 use clap::{Parser, Subcommand};
-use meshperf_agent::{agent_cmd, run};
+use meshperf_agent::{run, serve};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -19,7 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve the web app and the control WebSocket, and run tests asked for.
-    Agent(agent_cmd::AgentArgs),
+    Agent(serve::AgentArgs),
     /// Run a plan headless against one or two agents.
     Run(run::RunArgs),
 }
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         }
     };
     let r = match cli.cmd {
-        Cmd::Agent(a) => agent_cmd::run(a),
+        Cmd::Agent(a) => serve::run(a),
         Cmd::Run(a) => run::run(a),
     };
     match r {

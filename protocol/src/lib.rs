@@ -1,5 +1,5 @@
 //! meshperf wire types, shared by the agent, the headless runner and (through
-//! the wasm crate) the web app. Pure data: serde types and codecs, no I/O.
+//! wasm/, the wasm-bindgen layer) the web app. Pure data: serde types and codecs, no I/O.
 //!
 //! * [`msg`]: control messages carried as WebSocket text frames (JSON).
 //! * [`params`]: test kinds, their parameters, validation against limits.

@@ -29,9 +29,9 @@ use crate::plan::Transport;
 use serde::{Deserialize, Serialize};
 
 /// The statistics object of DESIGN.md (`rtt_us`, `send_gap_us`,
-/// `interarrival_us`): the fields of `meshperf_wasm::stats::Summary`, in
+/// `interarrival_us`): the fields of `meshperf_stats::stats::Summary`, in
 /// its order, in the unit the key that holds it names (protocol cannot
-/// name the wasm crate's type: that crate depends on this one).
+/// name the stats crate's type: that crate depends on this one).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Stats {
     /// Number of samples (a whole number).

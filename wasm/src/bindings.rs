@@ -12,11 +12,11 @@
 use js_sys::{Float64Array, Object, Reflect, Uint32Array};
 use wasm_bindgen::prelude::*;
 
-use crate::error::{check_finite, StatsError};
-use crate::fit::{self, Confidence, LineFit};
-use crate::hist::{self, Histogram, Upper};
-use crate::series::{self, MinMax};
-use crate::stats::Summary;
+use meshperf_stats::error::{check_finite, StatsError};
+use meshperf_stats::fit::{self, Confidence, LineFit};
+use meshperf_stats::hist::{self, Histogram, Upper};
+use meshperf_stats::series::{self, MinMax};
+use meshperf_stats::stats::Summary;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
@@ -81,7 +81,7 @@ fn upper(high: Option<f64>) -> Upper {
 /// Crate version of the statistics core, e.g. "0.1.0".
 #[wasm_bindgen]
 pub fn version() -> String {
-    crate::VERSION.to_string()
+    meshperf_stats::VERSION.to_string()
 }
 
 /// Summary statistics of `values` (Float64Array, finite, at least one):
@@ -292,7 +292,8 @@ mod codec {
     /// `samples_replaced: true`). Throws with a one-line message.
     #[wasm_bindgen]
     pub fn permalink_encode(result_json: &str) -> Result<String, JsError> {
-        crate::permalink::encode_json(result_json).map_err(|e| JsError::new(&e.to_string()))
+        meshperf_stats::permalink::encode_json(result_json)
+            .map_err(|e| JsError::new(&e.to_string()))
     }
 
     /// The result JSON (current version) carried by permalink text (what follows
@@ -300,20 +301,20 @@ mod codec {
     /// truncated, damaged or newer link.
     #[wasm_bindgen]
     pub fn permalink_decode(text: &str) -> Result<String, JsError> {
-        crate::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
+        meshperf_stats::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
     }
 
     /// The steps (JSON array of {index, kind, params, point, repeat, transport})
     /// a plan (JSON) expands to, in run order. Throws on an invalid plan.
     #[wasm_bindgen]
     pub fn expand_plan(plan_json: &str) -> Result<String, JsError> {
-        crate::plans::expand_json(plan_json).map_err(|e| JsError::new(&e))
+        meshperf_stats::plans::expand_json(plan_json).map_err(|e| JsError::new(&e))
     }
 
     /// The built-in plans as JSON: `[{name, plan}]`, `plan` an object.
     #[wasm_bindgen]
     pub fn presets() -> String {
-        crate::plans::presets_json()
+        meshperf_stats::plans::presets_json()
     }
 
     /// The whole run as `;`-separated CSV, one row per step (the columns of

@@ -2,29 +2,32 @@
 //! control loop through a [`Sink`]: JSON events and binary sample frames for
 //! the WebSocket session that asked for the test, and a final `Finished`.
 //!
+//! One folder per transport, each holding its kinds:
+//! * [`tcp`]: `tcp_stream` ([`tcp::stream`]) and `tcp_rr` ([`tcp::rr`]), both roles.
+//! * [`udp`]: what the UDP kinds share (datagram header, peer binding,
+//!   sockets), batched I/O ([`udp::batch`]), `udp_rr` ([`udp::rr`]) and
+//!   `udp_stream` ([`udp::stream`]).
+//! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
+//!
+//! And the parts they share:
 //! * [`peer`]: the agent-to-agent control exchange and data-connection set-up.
 //! * [`sockopt`]: socket options requested by a plan, read back from the kernel.
-//! * [`stream`]: the bulk-transfer workers (one mio `Poll` per worker thread);
-//!   [`side`]: one stream-test side run with live progress and samples.
-//! * [`tcp_stream`]: the `tcp_stream` test, both roles.
-//! * [`rr`], [`tcp_rr`]: request/response latency (`tcp_rr`).
-//! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
-//! * [`bind`]: local addresses of data sockets.
-//! * [`udp`], [`udp_batch`], [`udp_rr`], [`udp_stream`]: the UDP tests.
+//! * [`bulk`]: the bulk-transfer workers (one mio `Poll` per worker thread),
+//!   generic over TCP and AF_UNIX; [`side`]: one stream-test side run with
+//!   live progress and samples.
+//! * [`rr_loop`]: the request/response loops of `tcp_rr` and `unix_rr`.
+//! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
+//!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
 
 pub mod bind;
 pub mod buf;
+pub mod bulk;
 pub mod peer;
-pub mod rr;
+pub mod rr_loop;
 pub mod side;
 pub mod sockopt;
-pub mod stream;
-pub mod tcp_rr;
-pub mod tcp_stream;
+pub mod tcp;
 pub mod udp;
-pub mod udp_batch;
-pub mod udp_rr;
-pub mod udp_stream;
 pub mod unix;
 pub mod watchdog;
 
@@ -294,8 +297,8 @@ pub fn prepare(
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], Job), Refusal> {
     match kind {
-        Kind::TcpStream => tcp_stream::prepare(params, env),
-        Kind::TcpRr => tcp_rr::prepare(params, env),
+        Kind::TcpStream => tcp::stream::prepare(params, env),
+        Kind::TcpRr => tcp::rr::prepare(params, env),
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
@@ -305,8 +308,8 @@ pub fn prepare(
 /// Driving side: validates `params` and returns the job that connects to `peer`.
 pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
     match kind {
-        Kind::TcpStream => tcp_stream::start(params, peer, env),
-        Kind::TcpRr => tcp_rr::start(params, peer, env),
+        Kind::TcpStream => tcp::stream::start(params, peer, env),
+        Kind::TcpRr => tcp::rr::start(params, peer, env),
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),

@@ -4,18 +4,19 @@
 //! interval as intervals complete (live plots); the rest, and TCP_INFO
 //! series, at the end.
 
-use super::stream::{self, DataStream, Dir, LiveStream, Outcome, Plan};
+use super::bulk::{self, DataStream, Flow, LiveStream, Outcome, Workload};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::{ErrorCode, Event};
-use meshperf_protocol::params::{Payload, StreamParams};
+use meshperf_protocol::msg::{ErrorCode, Event, Role};
+use meshperf_protocol::params::{Direction, Payload, StreamParams};
+use meshperf_protocol::summary::{StreamDir, StreamFigures, StreamTcpInfo};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-impl Plan {
+impl Workload {
     /// The worker plan of stream parameters.
-    pub fn from_params(p: &StreamParams) -> Plan {
-        Plan {
+    pub fn from_params(p: &StreamParams) -> Workload {
+        Workload {
             msg_bytes: p.msg_bytes as usize,
             read_bytes: p.read_bytes as usize,
             bytes_per_stream: p.bytes_per_stream(),
@@ -29,19 +30,19 @@ impl Plan {
 }
 
 /// Runs `streams` and reports as it goes; fails if any stream failed.
-pub fn run<S: DataStream>(
+pub fn run_streams<S: DataStream>(
     ctx: &TestCtx,
     p: &StreamParams,
-    streams: Vec<(S, Dir)>,
+    streams: Vec<(S, Flow)>,
 ) -> Result<Vec<Outcome>, TestError> {
-    let plan = Plan::from_params(p);
+    let plan = Workload::from_params(p);
     let n = streams.len();
     let live: Vec<LiveStream> = (0..n).map(|_| LiveStream::default()).collect();
     let mut sent = vec![0usize; n];
     let expected = p.bytes_per_stream().map(|b| {
         b * streams
             .iter()
-            .filter(|(_, d)| *d == Dir::Send)
+            .filter(|(_, d)| *d == Flow::Send)
             .count()
             .max(1) as u64
     });
@@ -58,7 +59,7 @@ pub fn run<S: DataStream>(
     };
     let start = Instant::now();
     let mut last_tick = start;
-    let outcomes = stream::run(
+    let outcomes = bulk::run_workers(
         streams,
         &plan,
         start,
@@ -122,4 +123,51 @@ pub fn run<S: DataStream>(
         }
     }
     Ok(outcomes)
+}
+
+/// Number of data connections and which of them this side sends on.
+pub fn layout(p: &StreamParams, role: Role) -> Vec<Flow> {
+    let n = p.streams as usize;
+    let client_sends = |i: usize| match p.direction {
+        Direction::Send => true,
+        Direction::Receive => false,
+        Direction::Both => i < n,
+    };
+    let total = if p.direction == Direction::Both {
+        2 * n
+    } else {
+        n
+    };
+    (0..total)
+        .map(|i| {
+            if client_sends(i) == (role == Role::Client) {
+                Flow::Send
+            } else {
+                Flow::Recv
+            }
+        })
+        .collect()
+}
+
+/// One connection's entry in `streams`; `tcp` adds the writes and the
+/// TCP_INFO figures (`unix_stream` has neither).
+pub fn figures(o: &Outcome, tcp: bool) -> StreamFigures {
+    StreamFigures {
+        index: o.index as u64,
+        dir: if o.send {
+            StreamDir::Send
+        } else {
+            StreamDir::Recv
+        },
+        bytes: o.bytes,
+        reads: if o.send { 0 } else { o.ops },
+        writes: tcp.then_some(if o.send { o.ops } else { 0 }),
+        seconds: o.last.as_secs_f64(),
+        tcp: tcp.then(|| StreamTcpInfo {
+            first_seconds: o.first.as_secs_f64(),
+            rtt_us: o.info.map(|i| i.rtt_us),
+            cwnd: o.info.map(|i| i.snd_cwnd),
+            retransmits: o.info.map(|i| i.total_retrans),
+        }),
+    }
 }

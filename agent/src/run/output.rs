@@ -8,7 +8,7 @@ use meshperf_protocol::msg::Role;
 use meshperf_protocol::params::Kind;
 use meshperf_protocol::plan::Plan;
 use meshperf_protocol::result::{primary_role, RunResult, StepResult};
-use meshperf_wasm::hist::{Histogram, Upper};
+use meshperf_stats::hist::{Histogram, Upper};
 use serde_json::Value;
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
@@ -157,7 +157,7 @@ impl Output {
             if let Some((name, v, unit)) = meshperf_protocol::matrix::headline(s.kind, &s.summary) {
                 self.reps.push(v);
                 if s.repeat + 1 == self.repeat {
-                    if let Ok(c) = meshperf_wasm::fit::confidence(&self.reps) {
+                    if let Ok(c) = meshperf_stats::fit::confidence(&self.reps) {
                         let _ = writeln!(
                             out,
                             "{name} over {} runs: mean {:.4} {unit}, 95% CI [{:.4}, {:.4}] (+/- {:.4})",
@@ -370,7 +370,7 @@ pub fn fits(r: &RunResult) -> Vec<String> {
             if distinct.len() < 3 {
                 return None;
             }
-            let f = meshperf_wasm::fit::linfit(xs, ys).ok()?;
+            let f = meshperf_stats::fit::linfit(xs, ys).ok()?;
             Some(format!(
                 "fit{}{label}: mean rtt = {:.3} us {:+.6} us/{unit} x {x} (r2 {:.4}, {} points)",
                 if label.is_empty() { "" } else { " " },

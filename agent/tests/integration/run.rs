@@ -5,7 +5,7 @@
 use crate::util::AgentProc;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::result::{self, RunResult};
-use meshperf_wasm::permalink;
+use meshperf_stats::permalink;
 use std::process::{Command, Output};
 
 fn url(a: &AgentProc) -> String {

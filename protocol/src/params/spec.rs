@@ -128,7 +128,7 @@ pub struct ParamSpec {
     pub advanced: bool,
     /// Means something on IP sockets only: the page hides it for the unix
     /// kinds, whose parsers (the tcp kinds') read it and whose engine
-    /// refuses it when set (`agent/src/engine/unix.rs`).
+    /// refuses it when set (`agent/src/engine/unix/mod.rs`).
     pub tcp_only: bool,
 }
 

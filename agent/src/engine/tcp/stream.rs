@@ -2,55 +2,31 @@
 //! bw_tcp, netperf TCP_STREAM, iperf3). Both roles share [`run_side`]; they
 //! differ only in how the connections are set up.
 
-use super::peer::{self, Connected};
-use super::sockopt::{self, Applied};
-use super::stream::{Dir, Outcome};
-use super::{TestCtx, TestError};
+use crate::engine::bulk::{Flow, Outcome};
+use crate::engine::peer::{self, Connected};
+use crate::engine::side::{figures, layout};
+use crate::engine::sockopt::{self, Applied};
+use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
-use meshperf_protocol::params::{Direction, Kind, StreamParams};
-use meshperf_protocol::summary::{
-    StreamDir, StreamFigures, StreamSummary, StreamTcpInfo, TcpStreamSocket,
-};
+use meshperf_protocol::params::{Kind, StreamParams};
+use meshperf_protocol::summary::{StreamSummary, TcpStreamSocket};
 use serde_json::Value;
 use std::net::{IpAddr, TcpListener};
 
-/// Number of data connections and which of them this side sends on.
-pub(super) fn layout(p: &StreamParams, role: Role) -> Vec<Dir> {
-    let n = p.streams as usize;
-    let client_sends = |i: usize| match p.direction {
-        Direction::Send => true,
-        Direction::Receive => false,
-        Direction::Both => i < n,
-    };
-    let total = if p.direction == Direction::Both {
-        2 * n
-    } else {
-        n
-    };
-    (0..total)
-        .map(|i| {
-            if client_sends(i) == (role == Role::Client) {
-                Dir::Send
-            } else {
-                Dir::Recv
-            }
-        })
-        .collect()
-}
-
-/// Serving side set-up (see [`super::prepare`]).
+/// Serving side set-up (see [`crate::engine::prepare`]).
 pub fn prepare(
     params: &Value,
-    env: &super::EngineEnv,
-) -> Result<(u16, [u8; 16], super::Job), super::Refusal> {
+    env: &crate::engine::EngineEnv,
+) -> Result<(u16, [u8; 16], crate::engine::Job), crate::engine::Refusal> {
     let p = StreamParams::parse(params, env.limits)
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
-    super::bind::check_server(p.server_bind)?;
-    super::sockopt::check_congestion(p.congestion.as_deref())?;
+    crate::engine::bind::check_server(p.server_bind)?;
+    crate::engine::sockopt::check_congestion(p.congestion.as_deref())?;
     let ip = p.server_bind.unwrap_or(env.data_ip);
-    let listener =
-        super::bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &p.socket()))
-            .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
+    let listener = crate::engine::bind::on_data_port(env.data_ports, |port| {
+        peer::listen(ip, port, &p.socket())
+    })
+    .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
     let port = listener
         .local_addr()
         .map_err(|e| (ErrorCode::Io, e.to_string()))?
@@ -59,16 +35,16 @@ pub fn prepare(
     Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
 }
 
-/// Driving side set-up (see [`super::start`]).
+/// Driving side set-up (see [`crate::engine::start`]).
 pub fn start(
     params: Value,
     peer_addr: PeerAddr,
-    env: &super::EngineEnv,
-) -> Result<super::Job, super::Refusal> {
+    env: &crate::engine::EngineEnv,
+) -> Result<crate::engine::Job, crate::engine::Refusal> {
     let p = StreamParams::parse(&params, env.limits)
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
-    super::bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
-    super::sockopt::check_congestion(p.congestion.as_deref())?;
+    crate::engine::bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
+    crate::engine::sockopt::check_congestion(p.congestion.as_deref())?;
     Ok(Box::new(move |ctx| drive(ctx, p, peer_addr)))
 }
 
@@ -96,7 +72,7 @@ fn run_side(
     ctx: &TestCtx,
     p: &StreamParams,
     mut conn: Connected,
-    dirs: &[Dir],
+    dirs: &[Flow],
 ) -> Result<StreamSummary, TestError> {
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
@@ -110,7 +86,7 @@ fn run_side(
         .into_iter()
         .zip(dirs.iter().copied())
         .collect();
-    let outcomes = super::side::run(ctx, p, streams)?;
+    let outcomes = crate::engine::side::run_streams(ctx, p, streams)?;
     let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let done = peer::exchange_done(&mut conn.control, moved)?;
     if let Some(per) = p.bytes_per_stream() {
@@ -133,29 +109,6 @@ fn run_side(
         conn.peer_ip,
         done.bytes,
     ))
-}
-
-/// One connection's entry in `streams`; `tcp` adds the writes and the
-/// TCP_INFO figures (`unix_stream` has neither).
-pub(super) fn figures(o: &Outcome, tcp: bool) -> StreamFigures {
-    StreamFigures {
-        index: o.index as u64,
-        dir: if o.send {
-            StreamDir::Send
-        } else {
-            StreamDir::Recv
-        },
-        bytes: o.bytes,
-        reads: if o.send { 0 } else { o.ops },
-        writes: tcp.then_some(if o.send { o.ops } else { 0 }),
-        seconds: o.last.as_secs_f64(),
-        tcp: tcp.then(|| StreamTcpInfo {
-            first_seconds: o.first.as_secs_f64(),
-            rtt_us: o.info.map(|i| i.rtt_us),
-            cwnd: o.info.map(|i| i.snd_cwnd),
-            retransmits: o.info.map(|i| i.total_retrans),
-        }),
-    }
 }
 
 fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {

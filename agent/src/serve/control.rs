@@ -3,10 +3,10 @@
 //! [`Session`]. Tests run on engine threads and are cancelled when the
 //! session that started them goes away (a closed browser stops the traffic).
 
-use crate::auth;
+use super::auth;
+use super::replay::Replay;
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::log::log;
-use crate::server::Replay;
 use meshperf_protocol::msg::{AgentInfo, ErrorCode, Event, PeerAddr, Request, Role};
 use meshperf_protocol::params::{Kind, Limits};
 use meshperf_protocol::peer as wire;

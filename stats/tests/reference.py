@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference values for the meshperf-wasm statistics tests.
+"""Independent reference values for the meshperf-stats statistics tests.
 
 Writes fixtures/reference.json, read by tests/reference.rs. Moments are exact
 (fractions.Fraction over the stored doubles), quantiles come from numpy's
@@ -7,7 +7,7 @@ default "linear" percentile method, t quantiles from scipy.stats, the line
 fit from numpy.polyfit, and the UDP counts from a plain set-based
 re-implementation of the definitions in src/udp.rs.
 
-Run from the repository root:  python3 wasm/tests/reference.py
+Run from the repository root:  python3 stats/tests/reference.py
 Needs numpy and scipy (pip install numpy scipy).
 """
 import json
@@ -181,7 +181,7 @@ def main():
     for d in datasets.values():
         del d["_xs"]
     out = {
-        "generator": "wasm/tests/reference.py (numpy %s, scipy)" % np.__version__,
+        "generator": "stats/tests/reference.py (numpy %s, scipy)" % np.__version__,
         "datasets": datasets, "histograms": hists, "cdf": cdf,
         "linfit": fits, "confidence": confs, "udp": [udp_case(3, 2000)],
     }

@@ -1,12 +1,12 @@
 //! Prints how long the statistics core takes on 10 M samples (native).
-//! Run: `cargo run -p meshperf-wasm --release --example bench_summary`.
+//! Run: `cargo run -p meshperf-stats --release --example bench_summary`.
 //! A benchmark, not a test: it prints figures and never fails.
 
 use std::time::Instant;
 
-use meshperf_wasm::hist::{Histogram, Upper};
-use meshperf_wasm::series::decimate_minmax;
-use meshperf_wasm::stats::Summary;
+use meshperf_stats::hist::{Histogram, Upper};
+use meshperf_stats::series::decimate_minmax;
+use meshperf_stats::stats::Summary;
 
 fn main() {
     let n = 10_000_000;

@@ -16,9 +16,10 @@
 //! fails (out of file descriptors) closes the oldest unauthenticated
 //! connection and pauses accepting for [`ACCEPT_PAUSE`] instead of spinning.
 
-use crate::control::{Agent, Session};
+use super::control::{Agent, Session};
+use super::http;
+use super::replay::Replay;
 use crate::engine::Outbound;
-use crate::http;
 use crate::log::log;
 use mio::net::{TcpListener, TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
@@ -38,35 +39,6 @@ const WAKER: Token = Token(usize::MAX - 2);
 const SIGNAL: Token = Token(usize::MAX - 3);
 /// Longest HTTP request head accepted.
 const MAX_HEAD: usize = 16 * 1024;
-
-/// A socket that first replays bytes already read (the HTTP request head we
-/// parsed to route the connection) and then reads from the socket.
-pub struct Replay {
-    pre: Vec<u8>,
-    pos: usize,
-    pub inner: TcpStream,
-}
-
-impl Read for Replay {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.pos < self.pre.len() {
-            let n = buf.len().min(self.pre.len() - self.pos);
-            buf[..n].copy_from_slice(&self.pre[self.pos..self.pos + n]);
-            self.pos += n;
-            return Ok(n);
-        }
-        self.inner.read(buf)
-    }
-}
-
-impl Write for Replay {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
 
 /// The operator's caps and deadlines on connections (`meshperf agent` flags).
 #[derive(Clone, Debug)]

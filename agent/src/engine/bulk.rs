@@ -68,14 +68,14 @@ pub struct LiveStream {
 
 /// Which way a stream moves data, from this side's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
+pub enum Flow {
     Send,
     Recv,
 }
 
 /// How the streams of one side run.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct Workload {
     pub msg_bytes: usize,
     pub read_bytes: usize,
     /// Bytes each sender writes (count-bounded tests).
@@ -114,7 +114,7 @@ pub struct Outcome {
 
 struct Slot<S: DataStream> {
     sock: S::Mio,
-    dir: Dir,
+    dir: Flow,
     out: Outcome,
     ready: bool,
     done: bool,
@@ -167,7 +167,7 @@ impl<S: DataStream> Slot<S> {
     fn finish(&mut self, error: Option<String>) {
         self.done = true;
         self.out.info = S::TCP.then(|| sockopt::tcp_info(&self.sock)).flatten();
-        if self.dir == Dir::Send && error.is_none() {
+        if self.dir == Flow::Send && error.is_none() {
             let _ = S::shutdown_write(&self.sock);
         }
         self.out.error = error;
@@ -177,9 +177,9 @@ impl<S: DataStream> Slot<S> {
 /// Runs `streams` (socket, direction) to completion and returns one outcome
 /// per stream, in input order. `live[i]` is updated as stream `i` moves bytes;
 /// `tick` is called about every 100 ms from this thread while workers run.
-pub fn run<S: DataStream>(
-    streams: Vec<(S, Dir)>,
-    plan: &Plan,
+pub fn run_workers<S: DataStream>(
+    streams: Vec<(S, Flow)>,
+    plan: &Workload,
     start: Instant,
     cancel: &AtomicBool,
     live: &[LiveStream],
@@ -188,7 +188,7 @@ pub fn run<S: DataStream>(
 ) -> Vec<Outcome> {
     let n = streams.len();
     let workers = workers.clamp(1, n.max(1));
-    let mut groups: Vec<Vec<(usize, S, Dir)>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut groups: Vec<Vec<(usize, S, Flow)>> = (0..workers).map(|_| Vec::new()).collect();
     for (i, (s, d)) in streams.into_iter().enumerate() {
         groups[i % workers].push((i, s, d));
     }
@@ -219,8 +219,8 @@ pub fn run<S: DataStream>(
 }
 
 fn worker<S: DataStream>(
-    group: Vec<(usize, S, Dir)>,
-    plan: &Plan,
+    group: Vec<(usize, S, Flow)>,
+    plan: &Workload,
     start: Instant,
     cancel: &AtomicBool,
     live: &[LiveStream],
@@ -234,7 +234,7 @@ fn worker<S: DataStream>(
                 .into_iter()
                 .map(|(i, _, d)| Outcome {
                     index: i,
-                    send: d == Dir::Send,
+                    send: d == Flow::Send,
                     error: Some(format!("poll: {e}")),
                     ..Default::default()
                 })
@@ -244,7 +244,7 @@ fn worker<S: DataStream>(
     let now = Instant::now();
     for (i, s, dir) in group {
         let mut sock = s.into_mio();
-        let interest = if dir == Dir::Send {
+        let interest = if dir == Flow::Send {
             Interest::WRITABLE
         } else {
             Interest::READABLE
@@ -257,7 +257,7 @@ fn worker<S: DataStream>(
             dir,
             out: Outcome {
                 index: i,
-                send: dir == Dir::Send,
+                send: dir == Flow::Send,
                 ..Default::default()
             },
             ready: true,
@@ -284,7 +284,7 @@ fn worker<S: DataStream>(
             slots[0].finish(Some(format!("socket mode: {e}")));
         }
     }
-    let wbuf = if plan.random && slots.iter().any(|s| s.dir == Dir::Send) {
+    let wbuf = if plan.random && slots.iter().any(|s| s.dir == Flow::Send) {
         PageBuf::random(plan.msg_bytes)
     } else {
         PageBuf::new(plan.msg_bytes, 0)
@@ -304,7 +304,7 @@ fn worker<S: DataStream>(
             let now = Instant::now();
             if s.ready {
                 match s.dir {
-                    Dir::Send => send(
+                    Flow::Send => send(
                         s,
                         plan,
                         start,
@@ -314,11 +314,11 @@ fn worker<S: DataStream>(
                         &live[s.out.index],
                         blocking,
                     ),
-                    Dir::Recv => recv(s, plan, start, &mut rbuf, &live[s.out.index], blocking),
+                    Flow::Recv => recv(s, plan, start, &mut rbuf, &live[s.out.index], blocking),
                 }
             }
             if !s.done && now.duration_since(s.last_move) > plan.stall {
-                let what = if s.dir == Dir::Send {
+                let what = if s.dir == Flow::Send {
                     "could not send"
                 } else {
                     "received nothing"
@@ -373,7 +373,7 @@ fn worker<S: DataStream>(
 #[allow(clippy::too_many_arguments)]
 fn send<S: DataStream>(
     s: &mut Slot<S>,
-    plan: &Plan,
+    plan: &Workload,
     start: Instant,
     limit: Option<u64>,
     buf: &[u8],
@@ -435,7 +435,7 @@ fn send<S: DataStream>(
 
 fn recv<S: DataStream>(
     s: &mut Slot<S>,
-    plan: &Plan,
+    plan: &Workload,
     start: Instant,
     buf: &mut [u8],
     live: &LiveStream,

@@ -20,13 +20,17 @@
 //! kernel picks for the control connection), so the UDP socket's family
 //! always follows the peer's address (IPv4 or IPv6).
 
+pub mod batch;
+pub mod rr;
+pub mod stream;
+
 use super::sockopt::set_int;
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, Event, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpSocketParams};
 use meshperf_protocol::peer::{UdpBound, UdpSetup};
 use meshperf_protocol::summary::{Stats, UdpSocketReport};
-use meshperf_wasm::stats::Summary;
+use meshperf_stats::stats::Summary;
 use serde::Serialize;
 use serde_json::Value;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -222,8 +226,12 @@ impl RateCap {
         let need = bytes as f64 - self.tokens;
         if need > 0.0 {
             let wait = Duration::from_secs_f64(need / self.bytes_per_s);
+            // What the send really waited: a sleep on a busy host ends
+            // late, and the tokens that lateness earns shorten the next
+            // wait, so a sum of the asked waits would come out short.
+            let t0 = Instant::now();
             std::thread::sleep(wait);
-            self.waited += wait;
+            self.waited += t0.elapsed();
             self.refill();
         }
         self.tokens -= bytes as f64;

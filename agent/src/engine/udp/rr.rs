@@ -3,18 +3,18 @@
 //! is matched to its request by sequence number and token, so a late reply
 //! is counted as `bad` and never taken for the answer to a later request.
 //! The serving side answers only the address bound during set-up (see
-//! [`super::udp`]); everything else is counted as `foreign` and dropped.
+//! [`crate::engine::udp`]); everything else is counted as `foreign` and dropped.
 
-use super::udp::{self, Clock, Flow, Hdr, UdpTest, END, REPLY, REQUEST};
-use super::watchdog::{self, Watchdog};
-use super::{TestCtx, TestError};
+use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, END, REPLY, REQUEST};
+use crate::engine::watchdog::{self, Watchdog};
+use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams, UdpSocketParams};
 use meshperf_protocol::peer::{
     UdpRrRequesterLine as RequesterLine, UdpRrResponderLine as ResponderLine, UdpRrServerCounts,
 };
 use meshperf_protocol::summary::{UdpRrServerSummary, UdpRrSummary};
-use meshperf_wasm::stats::Summary;
+use meshperf_stats::stats::Summary;
 use serde_json::Value;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,11 +1,11 @@
 //! Compares the statistics core with independently computed values in
 //! `fixtures/reference.json` (written by `reference.py`: exact fractions,
-//! numpy, scipy). Regenerate with `python3 wasm/tests/reference.py`.
+//! numpy, scipy). Regenerate with `python3 stats/tests/reference.py`.
 
-use meshperf_wasm::fit::{confidence, linfit};
-use meshperf_wasm::hist::{cdf, cdf_unsorted, Histogram, Upper};
-use meshperf_wasm::stats::Summary;
-use meshperf_wasm::udp::analyze;
+use meshperf_stats::fit::{confidence, linfit};
+use meshperf_stats::hist::{cdf, cdf_unsorted, Histogram, Upper};
+use meshperf_stats::stats::Summary;
+use meshperf_stats::udp::analyze;
 use serde_json::Value;
 
 /// Relative tolerance for everything computed in floating point.

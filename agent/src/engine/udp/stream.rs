@@ -3,16 +3,16 @@
 //! lost control datagram: the sender asks `zero`, the receiver answers
 //! `zeroed`, the burst follows, then the sender's `stats` (its own figures)
 //! is answered by the receiver's `stats` with the whole summary, computed with
-//! `meshperf_wasm::udp` so the page derives the same numbers from the raw
+//! `meshperf_stats::udp` so the page derives the same numbers from the raw
 //! samples. Pacing follows absolute deadlines `start + k * wait_us`; the last
 //! [`SPIN`] before a deadline spins because timer wake-ups arrive late, and a
 //! sender that fell behind catches up with slightly shorter gaps, never a
 //! burst, and after a stall of over 1 ms the schedule slips ([`Pacer`]).
 
-use super::peer::unexpected;
-use super::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
-use super::udp_batch::{RecvBatch, SendBatch};
-use super::{TestCtx, TestError};
+use crate::engine::peer::unexpected;
+use crate::engine::udp::batch::{RecvBatch, SendBatch};
+use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
+use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{
@@ -24,7 +24,7 @@ use meshperf_protocol::peer::{
 use meshperf_protocol::summary::{
     PacingError, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend, UdpStreamSummary,
 };
-use meshperf_wasm::stats::Summary;
+use meshperf_stats::stats::Summary;
 use serde_json::Value;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime};
@@ -50,14 +50,14 @@ impl UdpTest for UdpStreamParams {
     type ServeSummary = UdpStreamSummary;
     type DriveSummary = UdpStreamSummary;
     fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<UdpStreamSummary, TestError> {
-        run(ctx, self, f, self.direction == Direction::Receive)
+        run_flow(ctx, self, f, self.direction == Direction::Receive)
     }
     fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<UdpStreamSummary, TestError> {
-        run(ctx, self, f, self.direction == Direction::Send)
+        run_flow(ctx, self, f, self.direction == Direction::Send)
     }
 }
 
-fn run(
+fn run_flow(
     ctx: &TestCtx,
     p: &UdpStreamParams,
     f: Flow,
@@ -428,7 +428,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamF
         }
     }
     let snd = stats.map(|(v, _)| v);
-    let a = meshperf_wasm::udp::analyze(&seq, &arr, snd.as_ref().map(|s| s.sent), Some(&snt))
+    let a = meshperf_stats::udp::analyze(&seq, &arr, snd.as_ref().map(|s| s.sent), Some(&snt))
         .map_err(|e| TestError::new(ErrorCode::Internal, format!("udp analysis: {e}")))?;
     let rcv = UdpStreamReceive {
         received: a.received,

@@ -9,9 +9,9 @@
 //! Every data connection still opens with the key preamble, checked in
 //! constant time, so nothing else that can reach the path gets in.
 
-use super::stream::Dir;
-use super::tcp_rr::{client_summary, server_summary};
-use super::{peer, rr, EngineEnv, Job, Refusal, TestCtx, TestError};
+use super::bulk::Flow;
+use super::rr_loop::{client_summary, server_summary};
+use super::{peer, rr_loop, EngineEnv, Job, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
 use meshperf_protocol::peer::{parse_key, preamble, KEY_LEN, PREAMBLE_LEN};
@@ -95,7 +95,7 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
             return Err(not_unix(name));
         }
     }
-    let n = super::tcp_stream::layout(&p, Role::Client).len();
+    let n = super::side::layout(&p, Role::Client).len();
     Ok((Params::Stream(p), n))
 }
 
@@ -127,7 +127,7 @@ pub fn prepare(
         0,
         key,
         Box::new(move |ctx| {
-            let r = accept(&ctx, &listener, &key, n).and_then(|socks| run(&ctx, &p, socks));
+            let r = accept(&ctx, &listener, &key, n).and_then(|socks| run_sockets(&ctx, &p, socks));
             drop(guard);
             ctx.report(r);
             ctx.finished();
@@ -172,7 +172,7 @@ pub fn start(
                 format!("cannot connect the Unix socket: {e}"),
             )
         });
-        ctx.report(r.and_then(|socks| run(&ctx, &p, socks)));
+        ctx.report(r.and_then(|socks| run_sockets(&ctx, &p, socks)));
         ctx.finished();
     }))
 }
@@ -241,16 +241,20 @@ enum Summary {
     Rr(RrSummary),
 }
 
-fn run(ctx: &TestCtx, p: &Params, mut socks: Vec<UnixStream>) -> Result<Summary, TestError> {
+fn run_sockets(
+    ctx: &TestCtx,
+    p: &Params,
+    mut socks: Vec<UnixStream>,
+) -> Result<Summary, TestError> {
     match p {
         Params::Rr(p) => {
             let s = &mut socks[0];
             let mut sum = if ctx.role == Role::Client {
-                let out = rr::client(ctx, p, s)?;
+                let out = rr_loop::client(ctx, p, s)?;
                 let _ = s.shutdown(std::net::Shutdown::Write);
                 client_summary(p, &out)?
             } else {
-                server_summary(p, rr::server(ctx, p, s)?)
+                server_summary(p, rr_loop::server(ctx, p, s)?)
             };
             sum.transport = Some(Transport::Unix);
             Ok(Summary::Rr(sum))
@@ -275,9 +279,9 @@ fn run_stream(
             });
         set.map_err(|e| TestError::new(ErrorCode::BadParams, format!("sndbuf/rcvbuf: {e}")))?;
     }
-    let dirs = super::tcp_stream::layout(p, ctx.role);
-    let streams: Vec<(UnixStream, Dir)> = socks.into_iter().zip(dirs).collect();
-    let outs = super::side::run(ctx, p, streams)?;
+    let dirs = super::side::layout(p, ctx.role);
+    let streams: Vec<(UnixStream, Flow)> = socks.into_iter().zip(dirs).collect();
+    let outs = super::side::run_streams(ctx, p, streams)?;
     let total = |send: bool| {
         outs.iter()
             .filter(|o| o.send == send)
@@ -298,12 +302,12 @@ fn run_stream(
     };
     let streams = outs
         .iter()
-        .map(|o| super::tcp_stream::figures(o, false))
+        .map(|o| super::side::figures(o, false))
         .collect();
     let line = format!(
         "{} {bytes} bytes in {seconds:.6} seconds over a Unix socket, {} MByte/s",
         if sent > 0 { "sent" } else { "received" },
-        super::tcp_stream::mbyte_per_s(bytes, seconds)
+        super::tcp::stream::mbyte_per_s(bytes, seconds)
     );
     Ok(StreamSummary {
         bytes,

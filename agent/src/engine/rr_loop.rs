@@ -16,6 +16,8 @@ use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::{ErrorCode, Event};
 use meshperf_protocol::params::RrParams;
+use meshperf_protocol::summary::{RrClient, RrSummary, Stats};
+use meshperf_stats::stats::Summary;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -282,4 +284,79 @@ pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<u64, 
         n += 1;
     }
     Ok(n)
+}
+
+/// The statistics object of DESIGN.md (`rtt_us` and friends) from ns samples.
+pub fn stats_us(ns: &[u64]) -> Option<Stats> {
+    let us: Vec<f64> = ns.iter().map(|&v| v as f64 / 1e3).collect();
+    // The same object udp_rr reports.
+    Summary::new(&us)
+        .ok()
+        .as_ref()
+        .map(crate::engine::udp::stats)
+}
+
+/// Client summary: counts, `rtt_us`, rates and tcp_req's quiet-mode line
+/// ("resp_bytes; req_bytes; msg_count; loop_count; num_bad; time/frame us;
+/// Mbytes/s; ave time; min time; max time; num timeouts").
+pub fn client_summary(p: &RrParams, out: &ClientOut) -> Result<RrSummary, TestError> {
+    let n = out.rtt_ns.len() as u64;
+    if n == 0 {
+        return Err(TestError::new(
+            ErrorCode::NoSamples,
+            "no transaction completed",
+        ));
+    }
+    let secs = out.elapsed.as_secs_f64();
+    let frame_us = secs * 1e6 / n as f64;
+    let mbs = (p.req_bytes + p.resp_bytes) as f64 / frame_us;
+    let us = |v: u64| v as f64 / 1e3;
+    let ave = out.rtt_ns.iter().sum::<u64>() as f64 / n as f64 / 1e3;
+    let (min, max) = (
+        us(*out.rtt_ns.iter().min().unwrap()),
+        us(*out.rtt_ns.iter().max().unwrap()),
+    );
+    let line = format!(
+        "{}; {}; 1; {n}; {}; {frame_us:.3}; {mbs:.5}; {ave:.3}; {min:.2}; {max:.2}; 0",
+        p.resp_bytes, p.req_bytes, out.bad
+    );
+    Ok(RrSummary {
+        count: n,
+        client: Some(RrClient {
+            timeouts: 0,
+            bad: out.bad,
+            rtt_us: stats_us(&out.rtt_ns),
+            seconds: secs,
+            transactions_per_second: n as f64 / secs,
+            time_per_frame_us: frame_us,
+            mbytes_per_second: mbs,
+        }),
+        bytes: n * (p.req_bytes + p.resp_bytes),
+        req_bytes: p.req_bytes,
+        resp_bytes: p.resp_bytes,
+        busy_poll: p.busy_poll,
+        line,
+        peer_count: None,
+        transport: None,
+        tcp: None,
+    })
+}
+
+/// Server summary: transactions served and bytes moved.
+pub fn server_summary(p: &RrParams, n: u64) -> RrSummary {
+    RrSummary {
+        count: n,
+        client: None,
+        bytes: n * (p.req_bytes + p.resp_bytes),
+        req_bytes: p.req_bytes,
+        resp_bytes: p.resp_bytes,
+        busy_poll: p.busy_poll,
+        line: format!(
+            "answered {n} requests of {} bytes with {} bytes",
+            p.req_bytes, p.resp_bytes
+        ),
+        peer_count: None,
+        transport: None,
+        tcp: None,
+    }
 }

@@ -1,9 +1,24 @@
 //! `meshperf agent`: parses its flags, prints the ready-to-open URL and runs
 //! the event loop.
+//!
+//! * [`server`]: the mio event loop: listener, connection caps and
+//!   deadlines, HTTP heads, WebSocket handshakes ([`replay`]), `/healthz`
+//!   and the web app ([`http`]).
+//! * [`control`]: the control sessions (auth through [`auth`], requests,
+//!   replies, the tests this agent runs or serves).
+//!
+//! Dependencies run one way: `server` holds `control` sessions; `control`
+//! never reaches back into `server`.
 
-use crate::control::Agent;
-use crate::{server, sysinfo};
+pub mod auth;
+pub mod control;
+pub mod http;
+pub mod replay;
+pub mod server;
+
+use crate::sysinfo;
 use anyhow::{bail, Context};
+use control::Agent;
 use meshperf_protocol::msg::AgentInfo;
 use meshperf_protocol::params::Limits;
 use meshperf_protocol::PROTOCOL_VERSION;

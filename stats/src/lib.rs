@@ -1,0 +1,32 @@
+//! meshperf's statistics core, shared by the native tools and the browser.
+//!
+//! Everything a result view computes from raw samples lives here as plain
+//! Rust, tested natively (`cargo test -p meshperf-stats`): summaries
+//! ([`stats`]), histograms and CDFs ([`hist`]), least-squares fits and
+//! confidence intervals ([`fit`]), UDP receive analysis ([`udp`]), clock
+//! offset, drift and one-way delays from four-timestamp probes ([`clock`])
+//! and series helpers for plotting ([`series`]); with the default feature
+//! `codec`, the permalink codec (`permalink`) and plan expansion and presets
+//! (`plans`), which read and write the protocol's serde types.
+//!
+//! The agent links it natively; `wasm/` is the thin wasm-bindgen layer that
+//! puts it in the web app (built once without `codec`, for the first load,
+//! and once with it).
+
+pub mod clock;
+pub mod error;
+pub mod fit;
+pub mod hist;
+#[cfg(feature = "codec")]
+pub mod permalink;
+#[cfg(feature = "codec")]
+pub mod plans;
+mod select;
+pub mod series;
+pub mod stats;
+pub mod udp;
+
+pub use error::StatsError;
+
+/// Crate version, reported to JS by `version()`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
