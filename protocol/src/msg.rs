@@ -223,6 +223,10 @@ pub enum ErrorCode {
     NoSamples,
     /// The test was cancelled (by its controller or because it went away).
     Cancelled,
+    /// The test ran past this agent's `--max-duration` (counted from the
+    /// moment its peer connected) and the agent stopped it, whatever the
+    /// peer did.
+    DurationLimit,
     /// The session key belongs to a test of another kind.
     KindMismatch,
     /// Agent to agent: the session key is unknown or already spent.
@@ -237,7 +241,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::AuthFailed,
         ErrorCode::AuthBlocked,
         ErrorCode::AuthTimeout,
@@ -260,6 +264,7 @@ impl ErrorCode {
         ErrorCode::Stalled,
         ErrorCode::NoSamples,
         ErrorCode::Cancelled,
+        ErrorCode::DurationLimit,
         ErrorCode::KindMismatch,
         ErrorCode::BadKey,
         ErrorCode::Internal,
@@ -291,6 +296,7 @@ impl ErrorCode {
             Stalled => "stalled",
             NoSamples => "no_samples",
             Cancelled => "cancelled",
+            DurationLimit => "duration_limit",
             KindMismatch => "kind_mismatch",
             BadKey => "bad_key",
             Internal => "internal",
@@ -368,6 +374,7 @@ mod tests {
             "stalled",
             "no_samples",
             "cancelled",
+            "duration_limit",
             "kind_mismatch",
             "bad_key",
             "internal",

@@ -222,6 +222,11 @@ pub struct RrSummary {
     /// `unix` for `unix_rr`; absent for TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<Transport>,
+    /// Responder of a count-bounded test: 1 when the peer sent a request
+    /// past the prepared count (the responder answers none of it, stops and
+    /// closes), else 0. A real agent never does; absent on the requester.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beyond_count: Option<u64>,
     /// `tcp_rr`: peer and socket options as the kernel has them.
     #[serde(flatten)]
     pub tcp: Option<TcpRrSocket>,

@@ -39,9 +39,10 @@ use std::net::IpAddr;
 use meshperf_protocol::frame::{self, FrameHeader, SampleKind};
 use meshperf_protocol::msg::{ErrorCode, Event, Role};
 use meshperf_protocol::params::Kind;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// What engine threads hand to the control loop.
 pub enum Outbound {
@@ -167,6 +168,61 @@ impl Sink {
     }
 }
 
+/// Time allowed past `--max-duration` for a test's last exchange (the
+/// final lines, a receiver draining), before the agent stops it.
+pub const LIMIT_GRACE: Duration = Duration::from_secs(2);
+
+/// When a test side must end, whatever its peer does: `--max-duration` (plus
+/// [`LIMIT_GRACE`]) from the moment the side is connected to its peer
+/// ([`Limit::begin`]), or from its set-up plus the accept window until then.
+/// The control loop checks every running side's [`Limit::end`] and, once it
+/// has passed, marks it expired and cancels it; every engine loop already
+/// ends on cancel, and the side's failure then says it was the limit
+/// ([`TestCtx::fail`]).
+pub struct Limit {
+    base: Instant,
+    max: Duration,
+    /// `end` as nanoseconds after `base`.
+    end_ns: AtomicU64,
+    expired: AtomicBool,
+}
+
+impl Limit {
+    pub fn new(max: Duration) -> Limit {
+        let base = Instant::now();
+        let end = peer::ACCEPT_WINDOW + max + LIMIT_GRACE;
+        Limit {
+            base,
+            max,
+            end_ns: AtomicU64::new(end.as_nanos() as u64),
+            expired: AtomicBool::new(false),
+        }
+    }
+
+    /// The side is connected to its peer: it may run `max` from now.
+    pub fn begin(&self) {
+        let end = self.base.elapsed() + self.max + LIMIT_GRACE;
+        self.end_ns.store(end.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    pub fn end(&self) -> Instant {
+        self.base + Duration::from_nanos(self.end_ns.load(Ordering::Relaxed))
+    }
+
+    /// Marks the side stopped by the limit (the control loop, then cancels it).
+    pub fn expire(&self) {
+        self.expired.store(true, Ordering::Relaxed);
+    }
+
+    pub fn expired(&self) -> bool {
+        self.expired.load(Ordering::Relaxed)
+    }
+
+    pub fn max(&self) -> Duration {
+        self.max
+    }
+}
+
 /// Everything an engine thread needs to know about its test.
 #[derive(Clone)]
 pub struct TestCtx {
@@ -179,6 +235,8 @@ pub struct TestCtx {
     /// The agent's limits (a paced sender catching up stays under its UDP
     /// rate limit).
     pub limits: Limits,
+    /// When this side must end at the latest (`--max-duration`).
+    pub limit: Arc<Limit>,
 }
 
 impl TestCtx {
@@ -188,7 +246,18 @@ impl TestCtx {
 
     /// Reports a failure of this test side to its session (its final event).
     pub fn fail(&self, code: ErrorCode, message: impl Into<String>) {
-        let message = message.into();
+        let mut message = message.into();
+        let mut code = code;
+        if self.limit.expired() {
+            // Whatever the loop saw when it was stopped (cancel, a peer
+            // that went quiet), the reason is the limit.
+            message = format!(
+                "stopped at this agent's duration limit, {} s after the peer connected (--max-duration; {}s grace): {message}",
+                self.limit.max().as_secs_f64(),
+                LIMIT_GRACE.as_secs()
+            );
+            code = ErrorCode::DurationLimit;
+        }
         let outcome = format!("failed ({code}): {message}");
         let ev = Event::Error {
             id: None,

@@ -309,8 +309,21 @@ fn io_failed(e: io::Error) -> TestError {
     TestError::new(ErrorCode::Io, format!("data port: {e}"))
 }
 
-/// Serving side: waits for the peer's control line, then its data connections.
+/// Serving side: waits for the peer's control line, then its data
+/// connections. From then on the side has `--max-duration` to finish.
 pub fn accept(
+    ctx: &TestCtx,
+    listener: TcpListener,
+    key: &[u8; KEY_LEN],
+    kind: Kind,
+    streams: usize,
+) -> Result<Connected, TestError> {
+    let c = accept_peer(ctx, listener, key, kind, streams)?;
+    ctx.limit.begin();
+    Ok(c)
+}
+
+fn accept_peer(
     ctx: &TestCtx,
     listener: TcpListener,
     key: &[u8; KEY_LEN],
@@ -609,7 +622,20 @@ impl Acceptor<'_> {
 }
 
 /// Driving side: sends the control line, then opens the data connections.
+/// From then on the side has `--max-duration` to finish.
 pub fn connect(
+    ctx: &TestCtx,
+    peer: &PeerAddr,
+    kind: Kind,
+    p: &TcpSocketParams,
+    streams: usize,
+) -> Result<Connected, TestError> {
+    let c = connect_peer(ctx, peer, kind, p, streams)?;
+    ctx.limit.begin();
+    Ok(c)
+}
+
+fn connect_peer(
     ctx: &TestCtx,
     peer: &PeerAddr,
     kind: Kind,

@@ -270,20 +270,45 @@ fn progress(ctx: &TestCtx, elapsed_s: f64, bytes: u64, fraction: f64) {
 
 /// Server loop: answers requests until the client closes; returns the
 /// number of transactions served.
-pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<u64, TestError> {
+/// What a responder did: requests answered, and whether the peer asked
+/// past the prepared count.
+pub struct Served {
+    pub answered: u64,
+    pub beyond_count: u64,
+}
+
+pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Served, TestError> {
     let _dog = setup(s, p.busy_poll)?;
     let mut req = PageBuf::new(p.req_bytes as usize, 0);
     let mut resp = PageBuf::random(p.resp_bytes as usize);
     let (chunk, echo) = (chunk(p), p.req_bytes >= 8 && p.resp_bytes >= 8);
+    // A count-bounded test answers its count and no more, whatever the
+    // peer does; a time-bounded one ends at the agent's duration limit.
+    let cap = p.count.unwrap_or(u64::MAX);
     let mut n = 0u64;
     while read_msg(s, &mut req, ctx)? {
+        // A peer that keeps asking never leaves read_msg's idle path, where
+        // cancel is otherwise seen: look once a transaction (one relaxed
+        // load), so the duration limit and cancel stop it too.
+        if ctx.cancelled() {
+            return Err(TestError::cancelled());
+        }
+        if n == cap {
+            return Ok(Served {
+                answered: n,
+                beyond_count: 1,
+            });
+        }
         if echo {
             resp[..8].copy_from_slice(&req[..8]);
         }
         write_msg(s, &resp, chunk)?;
         n += 1;
     }
-    Ok(n)
+    Ok(Served {
+        answered: n,
+        beyond_count: 0,
+    })
 }
 
 /// The statistics object of DESIGN.md (`rtt_us` and friends) from ns samples.
@@ -337,22 +362,30 @@ pub fn client_summary(p: &RrParams, out: &ClientOut) -> Result<RrSummary, TestEr
         busy_poll: p.busy_poll,
         line,
         peer_count: None,
+        beyond_count: None,
         transport: None,
         tcp: None,
     })
 }
 
 /// Server summary: transactions served and bytes moved.
-pub fn server_summary(p: &RrParams, n: u64) -> RrSummary {
+pub fn server_summary(p: &RrParams, served: Served) -> RrSummary {
+    let n = served.answered;
+    let beyond = if served.beyond_count > 0 {
+        "; the peer asked past the prepared count: stopped"
+    } else {
+        ""
+    };
     RrSummary {
         count: n,
+        beyond_count: Some(served.beyond_count),
         client: None,
         bytes: n * (p.req_bytes + p.resp_bytes),
         req_bytes: p.req_bytes,
         resp_bytes: p.resp_bytes,
         busy_poll: p.busy_poll,
         line: format!(
-            "answered {n} requests of {} bytes with {} bytes",
+            "answered {n} requests of {} bytes with {} bytes{beyond}",
             p.req_bytes, p.resp_bytes
         ),
         peer_count: None,

@@ -78,6 +78,8 @@ struct TestHandle {
     /// "session 2 test 7 step 0 tcp_stream serving", for the agent's record.
     what: String,
     started: std::time::Instant,
+    /// When the side must end (`--max-duration`), and whether it was stopped so.
+    limit: Arc<engine::Limit>,
 }
 
 impl TestHandle {
@@ -267,6 +269,31 @@ impl Agent {
             return false;
         }
         true
+    }
+
+    /// Stops every test side past its duration limit (whatever its peer
+    /// does: a peer holding the key cannot keep a serving side busy), and
+    /// says when the next one is due.
+    pub fn reap(&mut self, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        for h in self.tests.values() {
+            if h.limit.expired() {
+                continue;
+            }
+            let end = h.limit.end();
+            if end <= now {
+                h.limit.expire();
+                h.cancel.store(true, Ordering::Relaxed);
+                log!(
+                    "{} stopped at the duration limit ({} s)",
+                    h.what,
+                    h.limit.max().as_secs_f64()
+                );
+            } else {
+                next = Some(next.map_or(end, |n: Instant| n.min(end)));
+            }
+        }
+        next
     }
 
     /// A session ended: cancel every test it owns.
@@ -489,6 +516,9 @@ impl Agent {
             role,
             kind,
             cancel: Arc::new(AtomicBool::new(false)),
+            limit: Arc::new(engine::Limit::new(std::time::Duration::from_secs_f64(
+                self.limits.max_duration_s,
+            ))),
             limits: self.limits.clone(),
             sink: Sink {
                 sid,
@@ -527,6 +557,7 @@ impl Agent {
             thread: Some(thread),
             what,
             started: std::time::Instant::now(),
+            limit: ctx.limit.clone(),
         };
         self.tests.insert((ctx.test_id, ctx.role), handle);
         Ok(())

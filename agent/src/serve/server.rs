@@ -405,7 +405,12 @@ impl Server {
             }
             self.remove(key);
         }
-        self.conns.iter().filter_map(|(_, s)| s.deadline).min()
+        let tests = self.agent.reap(now);
+        self.conns
+            .iter()
+            .filter_map(|(_, s)| s.deadline)
+            .chain(tests)
+            .min()
     }
 
     /// Forgets a connection (a session's tests are cancelled) and closes it.

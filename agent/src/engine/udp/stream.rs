@@ -12,7 +12,7 @@
 use crate::engine::peer::unexpected;
 use crate::engine::udp::batch::{RecvBatch, SendBatch};
 use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
-use crate::engine::{TestCtx, TestError};
+use crate::engine::{watchdog, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{
@@ -155,6 +155,15 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigu
             tick = now;
             if ctx.cancelled() {
                 return Err(TestError::cancelled());
+            }
+            // The receiving agent says nothing until our stats line: the
+            // control connection turning readable means it went away (its
+            // limit, a crash), and nobody is counting what we send.
+            if watchdog::readable(f.line.fd()) {
+                note = Some(format!(
+                    "sending stopped after {k} datagrams: the receiving agent closed the test's control connection"
+                ));
+                break;
             }
             udp::progress(ctx, clock.start, k * p.pkt_bytes, k as f64 / p.count as f64);
         }

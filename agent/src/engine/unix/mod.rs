@@ -193,6 +193,17 @@ fn accept(
     key: &[u8; KEY_LEN],
     n: usize,
 ) -> Result<Vec<UnixStream>, TestError> {
+    let socks = accept_peer(ctx, l, key, n)?;
+    ctx.limit.begin();
+    Ok(socks)
+}
+
+fn accept_peer(
+    ctx: &TestCtx,
+    l: &UnixListener,
+    key: &[u8; KEY_LEN],
+    n: usize,
+) -> Result<Vec<UnixStream>, TestError> {
     l.set_nonblocking(true)
         .map_err(|e| TestError::new(ErrorCode::Io, e.to_string()))?;
     let deadline = Instant::now() + peer::ACCEPT_WINDOW;
