@@ -11,5 +11,6 @@ mod agent;
 mod limits;
 mod run;
 mod safety;
+mod soak;
 mod tcp;
 mod udp;

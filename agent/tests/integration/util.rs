@@ -53,6 +53,23 @@ impl AgentProc {
             .unwrap_or_else(|| panic!("no {field} in /proc/PID/status"))
     }
 
+    /// Open file descriptors of the agent (/proc/PID/fd).
+    pub fn fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .unwrap()
+            .count()
+    }
+
+    /// Threads of the agent (/proc/PID/status `Threads`).
+    pub fn threads(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("Threads in /proc/PID/status")
+    }
+
     /// The agent's stderr lines so far.
     pub fn log(&self) -> Vec<String> {
         self.log

@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 
 /// Consecutive timeouts after which the peer is taken to have stopped answering.
 const GIVE_UP: u64 = 10;
+/// A responder ends when its requester has sent nothing for this long
+/// (plus the test's per-request timeout), as a TCP responder does.
+const STALL: Duration = Duration::from_secs(10);
 
 impl UdpTest for UdpRrParams {
     const KIND: Kind = Kind::UdpRr;
@@ -50,8 +53,22 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     // the peer gone) or the test is cancelled; END ends it at once.
     f.sock.set_read_timeout(None).map_err(udp::io_err)?;
     let (line, cancel) = (f.line.fd(), ctx.cancel.clone());
+    // A requester that goes quiet with its control connection still open
+    // (frozen, or a hostile peer holding the key) must not hold this side
+    // until the duration limit: no request for `quiet` ends it. The loop
+    // stamps each request (one clock read); the watchdog wakes it once the
+    // quiet time has passed.
+    let quiet = STALL + Duration::from_millis(p.timeout_ms);
+    let base = Instant::now();
+    let last_request = Arc::new(AtomicU64::new(0));
+    let stamp = last_request.clone();
+    let silent = move || {
+        let now = base.elapsed().as_nanos() as u64;
+        now.saturating_sub(stamp.load(Ordering::Relaxed)) > quiet.as_nanos() as u64
+    };
+    let silent_dog = silent.clone();
     let _dog = Watchdog::start(Duration::from_millis(20), move || {
-        cancel.load(Ordering::Relaxed) || watchdog::readable(line)
+        cancel.load(Ordering::Relaxed) || watchdog::readable(line) || silent_dog()
     });
     // Replies leave through a socket connected to the peer, so the kernel
     // keeps their route instead of looking it up per datagram (alone, this
@@ -85,6 +102,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
                 }
                 Some(h) if h.is(REQUEST, f.token) => {
                     received += 1;
+                    last_request.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     // The whole token: a compact request may get a full reply.
                     Hdr {
                         kind: REPLY,
@@ -115,6 +133,13 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
             if ctx.cancelled() {
                 return Err(TestError::cancelled());
             }
+            if silent() {
+                note = Some(format!(
+                    "the requester sent nothing for {} s",
+                    quiet.as_secs_f64()
+                ));
+                break;
+            }
             // After END the line was sent first; on a network it may still
             // be on its way. After a watchdog wake it is already here.
             let wait = if look {
@@ -124,7 +149,23 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
             };
             look = false;
             match f.line.recv(wait) {
-                Ok(Some(RequesterLine::Done { .. })) => break,
+                Ok(Some(RequesterLine::Done { .. })) => {
+                    // Requests the requester sent before its `done` may
+                    // still be queued here (this side ran late on a busy
+                    // host): count them, answer none (it stopped waiting).
+                    let _ = f.sock.set_nonblocking(true);
+                    while let Ok((n, from)) = f.sock.recv_from(&mut buf) {
+                        match Hdr::read(&buf[..n]) {
+                            Some(h) if from == f.peer && h.is(REQUEST, f.token) => {
+                                received += 1;
+                                beyond += u64::from(replied >= p.count);
+                            }
+                            _ if from == f.peer => {}
+                            _ => f.foreign += 1,
+                        }
+                    }
+                    break;
+                }
                 Ok(None) => {}
                 Err(e) => {
                     note = Some(format!("the driving agent went away ({e})"));
