@@ -2,9 +2,9 @@
 // (the numeric swept parameter), one curve per value of the other axis, the
 // mean over repetitions with its 95% interval (wasm `confidence`).
 
-import { isRr } from './kinds';
-import type { RunResult, StepResult } from './result';
-import type { Stats } from './stats';
+import { isRr } from '../plan/kinds';
+import type { RunResult, StepResult } from '../result/result';
+import type { Stats } from '../wasm';
 
 export interface Metric {
   id: string;

@@ -2,11 +2,11 @@
 // steps, and each step goes through the step driver (drive.ts, the one
 // `meshperf run` uses natively), one after another.
 
-import { agents, type Agent } from './agents.svelte';
+import { agents, type Agent } from '../agents/agents.svelte';
 import { agentRefs, driveStep, type Drive, type PlanStep } from './drive';
-import type { PlanJson } from './plan.svelte';
-import type { RunResult, StepResult } from './result';
-import { loadCodec, type Codec } from './stats';
+import type { PlanJson } from '../plan/plan.svelte';
+import type { RunResult, StepResult } from '../result/result';
+import { loadCodec, type Codec } from '../wasm';
 
 export type Phase = 'idle' | 'preparing' | 'running' | 'done' | 'failed' | 'cancelled';
 

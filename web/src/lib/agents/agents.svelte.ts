@@ -9,9 +9,9 @@ export const PROTOCOL = 1;
 export type AgentState = 'idle' | 'connecting' | 'ready' | 'auth_failed' | 'error' | 'closed';
 
 // The agent's info and limits as the Rust types define them (protocol/src/msg.rs).
-import type { AgentInfo } from './generated/wire/AgentInfo';
+import type { AgentInfo } from '../generated/wire/AgentInfo';
 export type { AgentInfo };
-export type { Limits } from './generated/wire/Limits';
+export type { Limits } from '../generated/wire/Limits';
 
 /** A JSON event from an agent (`type` plus the fields msg.rs gives it). */
 export type AgentMsg = { type: string; id?: number; test_id?: number; [k: string]: any };

@@ -4,7 +4,7 @@
 // any plot as PNG.
 
 import type { RunResult, StepResult } from './result';
-import { loadCodec } from './stats';
+import { loadCodec } from '../wasm';
 
 /** A file name stem for a run: meshperf-<plan>-<yyyymmdd-hhmmss>. */
 export function stem(r: RunResult): string {

@@ -2,9 +2,9 @@
 // build has it, else the same plans/*.json files the agent compiles in.
 
 import type { PlanJson } from './plan.svelte';
-import type { Stats } from './stats';
+import type { Stats } from '../wasm';
 
-const files = import.meta.glob<PlanJson>('../../../plans/*.json', { eager: true, import: 'default' });
+const files = import.meta.glob<PlanJson>('../../../../plans/*.json', { eager: true, import: 'default' });
 
 export interface Preset {
   name: string;

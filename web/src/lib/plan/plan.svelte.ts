@@ -3,7 +3,7 @@
 // steps is the wasm module's job (`expand_plan`), never done here.
 
 import { KINDS, rangeError, type ParamSpec } from './kinds';
-import { parseSize, sizeText } from './units';
+import { parseSize, sizeText } from '../units';
 
 export type Direction = 'send' | 'receive' | 'both';
 export type AxisForm = 'list' | 'range' | 'pow2';
@@ -115,7 +115,7 @@ function axisJson(kind: string, a: AxisEdit): unknown | Error {
 /**
  * The plan in the plan file format, or the reason it cannot be built. The
  * agents' limits are checked on every expanded step before the run, by the
- * step driver (run.svelte.ts: `check_steps`), not here.
+ * step driver (run/run.svelte.ts: `check_steps`), not here.
  */
 export function buildPlan(p: typeof plan): { plan: PlanJson } | { error: string } {
   const swept = new Set(p.axes.map((a) => a.param));

@@ -2,12 +2,12 @@
 // sample series a step offers for analysis. Values stay raw (ns, bytes) in the
 // result; series here convert them to the unit a reader expects.
 
-import type { PlanJson } from './plan.svelte';
-import type * as Wire from './generated/wire/RunResult';
-import type { Role } from './generated/wire/Role';
-import type { StepResult as WireStep } from './generated/wire/StepResult';
-import type { Series as WireSeries } from './generated/wire/Series';
-import type { Pair } from './generated/wire/Pair';
+import type { PlanJson } from '../plan/plan.svelte';
+import type * as Wire from '../generated/wire/RunResult';
+import type { Role } from '../generated/wire/Role';
+import type { StepResult as WireStep } from '../generated/wire/StepResult';
+import type { Series as WireSeries } from '../generated/wire/Series';
+import type { Pair } from '../generated/wire/Pair';
 
 // The shapes are the Rust ones (protocol/src/result.rs, exported by
 // protocol/examples/export_ts.rs into generated/wire/): a field renamed or

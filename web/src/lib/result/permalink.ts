@@ -3,7 +3,7 @@
 // message on a truncated or corrupt link.
 
 import { parseResult, type RunResult } from './result';
-import { loadCodec } from './stats';
+import { loadCodec } from '../wasm';
 
 export async function openPermalink(text: string): Promise<RunResult> {
   const wasm = await loadCodec().catch((e: Error) => {

@@ -3,8 +3,8 @@
 // inside `$derived` are rebuilt when the theme changes.
 
 import uPlot from 'uplot';
-import { theme } from './theme.svelte';
-import { fmt } from './units';
+import { theme } from '../theme.svelte';
+import { fmt } from '../units';
 
 export function css(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';

@@ -1,7 +1,7 @@
 // The runs kept in IndexedDB, which of them are overlaid, and the result the
 // page is showing: a live run, an imported file, a permalink or a stored run.
 
-import { runLabel, type RunResult } from './result';
+import { runLabel, type RunResult } from '../result/result';
 import { deleteRun, listRuns, saveRun, type StoredRun } from './store';
 
 export type Source = 'run' | 'import' | 'link' | 'stored';

@@ -5,14 +5,14 @@
 // failure; this only carries its requests to the agents and their replies,
 // events, sample frames and closed sockets back to it. A plan between two
 // agents (run.svelte.ts) drives one step at a time; a matrix
-// (matrix/matrix.svelte.ts) several at once over many agents.
+// (../matrix/matrix.svelte.ts) several at once over many agents.
 
-import { AgentError, type Agent, type AgentMsg, type TestListener } from './agents.svelte';
-import { hostOnly } from './fragment';
-import type { AgentRef } from './generated/wire/AgentRef';
-import type { Outgoing } from './generated/wire/Outgoing';
-import type { StepResult } from './result';
-import type { Codec, StepDriver } from './stats';
+import { AgentError, type Agent, type AgentMsg, type TestListener } from '../agents/agents.svelte';
+import { hostOnly } from '../agents/fragment';
+import type { AgentRef } from '../generated/wire/AgentRef';
+import type { Outgoing } from '../generated/wire/Outgoing';
+import type { StepResult } from '../result/result';
+import type { Codec, StepDriver } from '../wasm';
 
 export type PlanStep = Pick<StepResult, 'index' | 'kind' | 'params' | 'point' | 'repeat' | 'transport'>;
 

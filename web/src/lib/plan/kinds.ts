@@ -4,10 +4,10 @@
 // generated/params.ts at build time; this module adds how the form shows
 // them and helpers about kinds.
 
-import { TABLE, type ParamSpec as TableSpec } from './generated/params';
-import { sizeText } from './units';
+import { TABLE, type ParamSpec as TableSpec } from '../generated/params';
+import { sizeText } from '../units';
 
-export type { LimitName, ParamType } from './generated/params';
+export type { LimitName, ParamType } from '../generated/params';
 
 export interface ParamSpec extends TableSpec {
   /** The agent's default as the form shows it ('' = none). */

@@ -1,7 +1,7 @@
 // Finished runs kept in the browser: one IndexedDB object store, plain API.
 // Each record is {id, label, saved, result}; results are stored whole.
 
-import type { RunResult } from './result';
+import type { RunResult } from '../result/result';
 
 export interface StoredRun {
   id: number;
