@@ -66,8 +66,11 @@ export async function samples(agents) {
 // histogram and CDF of the inter-arrival times on screen. That covers the
 // step driver decoding the frames (wasm), the result reaching the result
 // view, its quantities, and every summary, histogram, CDF and decimation the
-// view asks wasm for. A fresh browser context per round (an empty run store,
-// so no earlier run is overlaid). Agent B is started here, allowing A's origin.
+// view asks wasm for. Besides the wall time (mostly the test itself) it
+// prints the page's main-thread time over the same span (Chromium's
+// TaskDuration), the part the page's own work costs. A fresh browser
+// context per round (an empty run store, so no earlier run is overlaid).
+// Agent B is started here, allowing A's origin.
 async function throughPage(browser, agents) {
   const count = Number(process.env.BENCH_PAGE_COUNT || 1000000);
   // Agent B must accept the page that agent A serves.
@@ -76,6 +79,7 @@ async function throughPage(browser, agents) {
   const token = (u) => new URLSearchParams(u.hash.slice(1)).get('token');
   const url = `${a.origin}/#token=${token(a)}&agent2=${b.host}&token2=${token(b)}`;
   const times = [];
+  const busy = [];
   let n = 0;
   for (let round = 0; round < ROUNDS; round++) {
     const ctx = await browser.newContext();
@@ -87,6 +91,10 @@ async function throughPage(browser, agents) {
       await page.getByTestId('pkt-bytes').fill('64');
       await page.getByTestId('count').fill(String(count));
       await page.getByTestId('wait-us').fill('0');
+      const cdp = await ctx.newCDPSession(page);
+      await cdp.send('Performance.enable');
+      const taskSeconds = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration').value;
+      const task0 = await taskSeconds();
       const t0 = Date.now();
       await page.getByTestId('run').click();
       const shown = await page.waitForFunction(() => {
@@ -101,11 +109,12 @@ async function throughPage(browser, agents) {
       const r = await shown.jsonValue();
       if (r.error) throw new Error(r.error);
       times.push(Date.now() - t0);
+      busy.push((await taskSeconds() - task0) * 1e3);
       n = r.n;
     } finally {
       await ctx.close();
     }
   }
   const ms = median(times);
-  console.log(`through the page (${count} datagrams of 64 B, wait_us 0): Run to statistics, histogram and CDF of ${n} inter-arrival times on screen, median of ${ROUNDS}: ${fmt(ms, 0)} ms (rounds ${times.join(', ')} ms)`);
+  console.log(`through the page (${count} datagrams of 64 B, wait_us 0): Run to statistics, histogram and CDF of ${n} inter-arrival times on screen, median of ${ROUNDS}: ${fmt(ms, 0)} ms (rounds ${times.join(', ')} ms), the page's main thread busy ${fmt(median(busy), 0)} ms of it (rounds ${busy.map((x) => fmt(x, 0)).join(', ')} ms)`);
 }

@@ -256,6 +256,14 @@ impl SampleSet {
             .map_err(js_err)
     }
 
+    /// Histogram with `bins` bins (same result as the free `histogram_bins`).
+    #[wasm_bindgen(unchecked_return_type = "HistogramResult")]
+    pub fn histogram_bins(&self, bin_width: f64, low: f64, bins: u32) -> Result<Object, JsError> {
+        Histogram::new(&self.values, bin_width, low, Upper::Bins(bins as usize))
+            .map(|h| histogram_obj(&h))
+            .map_err(js_err)
+    }
+
     /// CDF, at most `max_points` (2..=65534) points: {x, fraction}.
     #[wasm_bindgen(unchecked_return_type = "CdfResult")]
     pub fn cdf(&self, max_points: usize) -> Result<Object, JsError> {

@@ -3,7 +3,7 @@
 // as a result JSON file, one step's raw samples (CSV) or result (JSON), and
 // any plot as PNG.
 
-import type { RunResult, StepResult } from './result';
+import { resultJson, type RunResult, type StepResult } from './result';
 import { loadCodec } from '../wasm';
 
 /** A file name stem for a run: meshperf-<plan>-<yyyymmdd-hhmmss>. */
@@ -27,8 +27,8 @@ export function download(name: string, data: Blob | string, type = 'text/plain')
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-export const exportCsv = async (r: RunResult) => download(`${stem(r)}.csv`, (await loadCodec()).result_csv(JSON.stringify(r)), 'text/csv');
-export const exportJson = (r: RunResult) => download(`${stem(r)}.json`, JSON.stringify(r), 'application/json');
+export const exportCsv = async (r: RunResult) => download(`${stem(r)}.csv`, (await loadCodec()).result_csv(resultJson(r)), 'text/csv');
+export const exportJson = (r: RunResult) => download(`${stem(r)}.json`, resultJson(r), 'application/json');
 
 /** One step's raw samples as `;`-separated columns (`n` then one column per
  * series, named role_kind_stream), for a spreadsheet. */
@@ -44,7 +44,7 @@ export function stepCsv(step: StepResult): string {
 const oneStep = (r: RunResult, step: StepResult): RunResult => ({ ...r, steps: [step] });
 export const exportStepCsv = (r: RunResult, step: StepResult) => download(`${stem(r)}-step${step.index}.csv`, stepCsv(step), 'text/csv');
 export const exportStepJson = (r: RunResult, step: StepResult) =>
-  download(`${stem(r)}-step${step.index}.json`, JSON.stringify(oneStep(r, step)), 'application/json');
+  download(`${stem(r)}-step${step.index}.json`, resultJson(oneStep(r, step)), 'application/json');
 
 /**
  * Saves the chart inside `el` (a uPlot canvas) as PNG on the page's

@@ -1,6 +1,12 @@
 // The result format (protocol/src/result.rs), as the page holds it, and the
 // sample series a step offers for analysis. Values stay raw (ns, bytes) in the
 // result; series here convert them to the unit a reader expects.
+//
+// A series' values are a Float64Array from the moment they are decoded (the
+// step driver's `series_values`, or once from a result file or permalink's
+// JSON) to every summary, histogram and CDF: nothing copies them into plain
+// arrays. The result JSON is written by `resultJson`, which writes them as
+// the JSON arrays they always were.
 
 import type { PlanJson } from '../plan/plan.svelte';
 import type * as Wire from '../generated/wire/RunResult';
@@ -21,7 +27,7 @@ type Summary = Record<string, any>;
 export type Series = Omit<WireSeries, 'kind' | 'values'> & {
   /** snake_case sample kind name: interval_bytes, rtt_ns, read_bytes, ... */
   kind: string;
-  values: number[];
+  values: Float64Array;
 };
 
 export type StepResult = Omit<WireStep, 'kind' | 'params' | 'point' | 'transport' | 'summary' | 'sides' | 'samples' | 'histograms'> & {
@@ -56,10 +62,27 @@ export interface Quantity {
   values: Float64Array;
 }
 
-const scaled = (v: number[], f: number) => Float64Array.from(v, (x) => x * f);
+/** `v` times `f`: a new array in the reader's unit. */
+function scaled(v: Float64Array, f: number): Float64Array {
+  const out = new Float64Array(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = v[i] * f;
+  return out;
+}
+
+/** The values of `series` one after another: the one series itself when there is one (no copy). */
+function joined(series: Series[]): Float64Array {
+  if (series.length === 1) return series[0].values;
+  const out = new Float64Array(series.reduce((n, s) => n + s.values.length, 0));
+  let at = 0;
+  for (const s of series) {
+    out.set(s.values, at);
+    at += s.values.length;
+  }
+  return out;
+}
 
 /** Adds per-stream interval byte counts into one series. */
-export function sumStreams(streams: number[][]): Float64Array {
+export function sumStreams(streams: Float64Array[]): Float64Array {
   const n = Math.max(0, ...streams.map((s) => s.length));
   const out = new Float64Array(n);
   for (const s of streams) for (let i = 0; i < s.length; i++) out[i] += s[i] ?? 0;
@@ -80,11 +103,20 @@ export function primarySide(step: StepResult): Role {
   return 'client';
 }
 
+/** Each step's quantities, worked out once: every view of the step shares them (and their wasm sample sets). */
+const derived = new WeakMap<StepResult, Quantity[]>();
+
 /** The quantities a step's samples support, the most telling first. */
 export function quantities(step: StepResult): Quantity[] {
+  let qs = derived.get(step);
+  if (!qs) derived.set(step, (qs = derive(step)));
+  return qs;
+}
+
+function derive(step: StepResult): Quantity[] {
   const out: Quantity[] = [];
   const primary = primarySide(step);
-  const rtt = seriesOf(step, 'rtt_ns').flatMap((s) => s.values);
+  const rtt = joined(seriesOf(step, 'rtt_ns'));
   if (rtt.length) out.push({ id: 'rtt', label: 'round-trip time', unit: 'us', values: scaled(rtt, 1e-3) });
   for (const role of [primary, primary === 'client' ? 'server' : 'client'] as Role[]) {
     const iv = seriesOf(step, 'interval_bytes', role);
@@ -93,21 +125,21 @@ export function quantities(step: StepResult): Quantity[] {
     const sum = sumStreams(iv.map((s) => s.values));
     const full = sum.length > 1 ? sum.subarray(0, sum.length - 1) : sum;
     const f = 8 / (intervalMs(step) / 1000) / 1e9;
-    out.push({ id: `tput-${role}`, label: `throughput per interval (${role})`, unit: 'Gbit/s', values: Float64Array.from(full, (x) => x * f) });
+    out.push({ id: `tput-${role}`, label: `throughput per interval (${role})`, unit: 'Gbit/s', values: scaled(full, f) });
   }
-  const reads = seriesOf(step, 'read_bytes').flatMap((s) => s.values);
-  if (reads.length) out.push({ id: 'reads', label: 'read size', unit: 'bytes', values: Float64Array.from(reads) });
-  const arr = seriesOf(step, 'arrival_ns').flatMap((s) => s.values);
+  const reads = joined(seriesOf(step, 'read_bytes'));
+  if (reads.length) out.push({ id: 'reads', label: 'read size', unit: 'bytes', values: reads });
+  const arr = joined(seriesOf(step, 'arrival_ns'));
   if (arr.length > 1) out.push({ id: 'gap-recv', label: 'inter-arrival time', unit: 'us', values: diffs(arr) });
-  const send = seriesOf(step, 'send_time_ns').flatMap((s) => s.values);
+  const send = joined(seriesOf(step, 'send_time_ns'));
   if (send.length > 1) out.push({ id: 'gap-send', label: 'send gap', unit: 'us', values: diffs(send) });
-  const trtt = seriesOf(step, 'tcp_rtt_us', primary === 'client' ? 'client' : undefined).flatMap((s) => s.values);
-  if (trtt.length) out.push({ id: 'tcp-rtt', label: 'TCP smoothed RTT (TCP_INFO)', unit: 'us', values: Float64Array.from(trtt) });
+  const trtt = joined(seriesOf(step, 'tcp_rtt_us', primary === 'client' ? 'client' : undefined));
+  if (trtt.length) out.push({ id: 'tcp-rtt', label: 'TCP smoothed RTT (TCP_INFO)', unit: 'us', values: trtt });
   return out;
 }
 
 /** Differences of consecutive times, ns in, us out. */
-function diffs(ns: number[]): Float64Array {
+function diffs(ns: Float64Array): Float64Array {
   const out = new Float64Array(ns.length - 1);
   for (let i = 1; i < ns.length; i++) out[i - 1] = (ns[i] - ns[i - 1]) / 1e3;
   return out;
@@ -127,6 +159,24 @@ export function runLabel(r: RunResult): string {
   const hosts = r.agents.map((a) => a?.hostname ?? '?').join(r.steps.some((s) => s.pair) ? ', ' : ' → ');
   const when = new Date(r.created_unix * 1000).toLocaleString('sv-SE').slice(0, 16);
   return `${name} · ${hosts || 'no agents'} · ${when}`;
+}
+
+/**
+ * The result file's text, as it always was: series values as JSON arrays
+ * (JSON.stringify would write a Float64Array as an object keyed "0", "1", ...).
+ * Keys keep their order.
+ */
+export const resultJson = (r: RunResult): string =>
+  JSON.stringify({ ...r, steps: r.steps.map((s) => ({ ...s, samples: s.samples.map((x) => ({ ...x, values: Array.from(x.values) })) })) });
+
+/**
+ * Makes every series' values of a result read from JSON (a file, a
+ * permalink, an older stored run) a Float64Array, in place, once; values
+ * already typed are kept as they are.
+ */
+export function typedSamples(r: RunResult): RunResult {
+  for (const s of r.steps) for (const x of s.samples) if (!(x.values instanceof Float64Array)) x.values = Float64Array.from((x.values ?? []) as ArrayLike<number>);
+  return r;
 }
 
 /** Parses and checks a result file's text; throws with a clear message. */
@@ -150,5 +200,5 @@ export function parseResult(text: string): RunResult {
   }
   v.agents ??= [];
   v.created_unix ??= 0;
-  return v as RunResult;
+  return typedSamples(v as RunResult);
 }

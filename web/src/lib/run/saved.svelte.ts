@@ -1,7 +1,7 @@
 // The runs kept in IndexedDB, which of them are overlaid, and the result the
 // page is showing: a live run, an imported file, a permalink or a stored run.
 
-import { runLabel, type RunResult } from '../result/result';
+import { runLabel, typedSamples, type RunResult } from '../result/result';
 import { deleteRun, listRuns, saveRun, type StoredRun } from './store';
 
 export type Source = 'run' | 'import' | 'link' | 'stored';
@@ -32,7 +32,8 @@ export function show(r: RunResult, source: Source, storedId: number | null = nul
 
 export async function refresh(): Promise<void> {
   try {
-    runs.list = (await listRuns()).sort((a, b) => b.saved - a.saved);
+    // Runs stored before samples were kept typed hold plain arrays.
+    runs.list = (await listRuns()).map((s) => (typedSamples(s.result), s)).sort((a, b) => b.saved - a.saved);
     runs.error = '';
   } catch (e) {
     runs.error = (e as Error).message;
@@ -42,7 +43,9 @@ export async function refresh(): Promise<void> {
 /** Stores a result and selects it for the overlay; resolves with its id. */
 export async function keep(r: RunResult): Promise<number | null> {
   try {
-    const id = await saveRun(runLabel(r), $state.snapshot(r) as RunResult);
+    // Results are never reactive proxies ($state.raw everywhere), so the
+    // store clones `r` itself; a snapshot would copy every sample once more.
+    const id = await saveRun(runLabel(r), r);
     await refresh();
     if (!runs.selected.includes(id)) runs.selected.push(id);
     if (view.result === r) view.storedId = id;
