@@ -40,8 +40,9 @@ export interface Histogram {
 /**
  * Samples held in wasm memory (wasm/src/bindings.rs `SampleSet`): copied in
  * once, then summarised (cached), binned, and drawn as a CDF or decimated
- * series as often as a view asks, without crossing into wasm again. Freed by
- * `free()`, or by the module's finalizer once unreachable.
+ * series as often as a view asks, without crossing into wasm again (the
+ * page's sets: samplesets.ts). Freed by `free()`, or by the module's
+ * finalizer once unreachable.
  */
 export interface SampleSet {
   push(values: Float64Array): void;
@@ -165,29 +166,6 @@ export function loadCodec(): Promise<Stats & Codec> {
 
 /** The loaded module if any (for synchronous re-binning); has the codec functions once loaded. */
 export const statsNow = (): Stats | null => loaded;
-
-/** One wasm sample set per array of samples, made on first use. */
-const sets = new WeakMap<Float64Array, SampleSet>();
-
-/**
- * `values` held in wasm memory: the first call copies them in, every later
- * call for the same array (a step's quantity, shared by the statistics
- * table, histogram, CDF and time series) returns the same set.
- */
-export function held(wasm: Stats, values: Float64Array): SampleSet {
-  let set = sets.get(values);
-  if (!set) {
-    set = new wasm.SampleSet();
-    try {
-      set.push(values);
-    } catch (e) {
-      set.free();
-      throw e;
-    }
-    sets.set(values, set);
-  }
-  return set;
-}
 
 /** Names and labels of the figures shown in a statistics table, in order. */
 export const SUMMARY_ROWS: [keyof Summary, string][] = [
