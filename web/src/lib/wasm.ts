@@ -56,12 +56,13 @@ export interface SampleSet {
 }
 
 export interface Stats {
+  /**
+   * Samples are summarised, binned, drawn as a CDF and decimated through a
+   * set (samplesets.ts `held`); the module's one-shot `summary`,
+   * `histogram`, `cdf` and `decimate` copy them into wasm on every call, so
+   * they are left out here.
+   */
   SampleSet: new () => SampleSet;
-  summary(values: Float64Array): Summary;
-  histogram(values: Float64Array, binWidth: number, low: number, high?: number): Histogram;
-  histogram_bins(values: Float64Array, binWidth: number, low: number, bins: number): Histogram;
-  cdf(values: Float64Array, maxPoints: number): { x: Float64Array; fraction: Float64Array };
-  decimate(y: Float64Array, maxPoints: number): { x: Float64Array; min: Float64Array; max: Float64Array };
   /** Bits/s per interval, the last scaled to the time it covered (wasm/src/series.rs). */
   rate_series(bytes: Float64Array, intervalMs: number, seconds?: number): Float64Array;
   linfit(x: Float64Array, y: Float64Array): { n: number; slope: number; intercept: number; r2: number };
