@@ -71,3 +71,45 @@ test('a permalink printed by meshperf run opens with no agent running and shows 
     site.server.close();
   }
 });
+
+// The fixtures the codec's own tests decode (wasm/tests/fixtures): links of
+// format 1 and 2, made by earlier builds, open in today's page.
+const fixture = (name: string) =>
+  readFileSync(fileURLToPath(new URL(`../../wasm/tests/fixtures/${name}`, import.meta.url)), 'utf8').trim().split('\n');
+
+test('links of every older format open in the page with the statistics of their samples', async ({ browser }) => {
+  const site = await staticSite();
+  try {
+    const [v1] = fixture('permalink-v1.txt');
+    const [rr, histograms] = fixture('permalink-v2.txt');
+    const context = await browser.newContext();
+    const page = await context.newPage();
+
+    // Format 2, a request/response step of 2000 round trips.
+    await page.goto(`${site.base}#r=${rr}`);
+    const rtt = page.getByTestId('stats').locator('td[data-stat=n][data-quantity=rtt]');
+    await expect(rtt).toHaveText('2000', { timeout: 20_000 });
+    await expect(page.getByTestId('histogram')).toHaveAttribute('data-total', '2000');
+
+    // Format 1, a stream step: every quantity's n is the number of samples
+    // the page writes back to a result file.
+    await page.goto(`${site.base}#r=${v1}`);
+    await page.reload();
+    const reads = page.getByTestId('stats').locator('td[data-stat=n][data-quantity=reads]');
+    await expect(reads).toHaveText(/^\d+$/, { timeout: 20_000 });
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+    const step = JSON.parse(readFileSync(await file.path(), 'utf8')).steps[0];
+    const sent = step.samples.filter((s: { kind: string }) => s.kind === 'read_bytes').reduce((n: number, s: { values: number[] }) => n + s.values.length, 0);
+    expect(sent).toBeGreaterThan(0);
+    await expect(reads).toHaveText(String(sent));
+
+    // Format 2 with histograms in place of 200 000 samples: said so, no blank page.
+    await page.goto(`${site.base}#r=${histograms}`);
+    await page.reload();
+    await expect(page.getByTestId('samples-replaced')).toBeVisible({ timeout: 20_000 });
+    await expect(page.getByTestId('error')).toBeHidden();
+    await context.close();
+  } finally {
+    site.server.close();
+  }
+});

@@ -4,7 +4,7 @@
 //! copied into wasm memory once. Errors throw a JS `Error` whose message is
 //! the [`StatsError`] text. Object keys are the JS contract (snake_case, the
 //! DESIGN.md summary keys) and never change meaning. Only what JS calls is
-//! bound (the page through web/src/lib/stats.ts; `SampleSet` also by the
+//! bound (the page through web/src/lib/wasm.ts; `SampleSet` also by the
 //! wasm benchmark, bench/wasm/): UDP analysis, rate series, x/y decimation
 //! and `check_times` serve native callers and tests, and every binding is
 //! code each page load pays for.
@@ -252,6 +252,14 @@ impl SampleSet {
         high: Option<f64>,
     ) -> Result<Object, JsError> {
         Histogram::new(&self.values, bin_width, low, upper(high))
+            .map(|h| histogram_obj(&h))
+            .map_err(js_err)
+    }
+
+    /// Histogram with `bins` bins (same result as the free `histogram_bins`).
+    #[wasm_bindgen(unchecked_return_type = "HistogramResult")]
+    pub fn histogram_bins(&self, bin_width: f64, low: f64, bins: u32) -> Result<Object, JsError> {
+        Histogram::new(&self.values, bin_width, low, Upper::Bins(bins as usize))
             .map(|h| histogram_obj(&h))
             .map_err(js_err)
     }

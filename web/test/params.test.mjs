@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TABLE } from '../src/lib/generated/params.ts';
-import { KINDS, rangeError, sweepable } from '../src/lib/kinds.ts';
+import { KINDS, rangeError, sweepable } from '../src/lib/plan/kinds.ts';
 import { parseSize } from '../src/lib/units.ts';
 
 // plan.svelte.ts holds its state in a Svelte rune; outside Svelte it is plain data.
 globalThis.$state = (v) => v;
-const { buildPlan, plan, setKind } = await import('../src/lib/plan.svelte.ts');
+const { buildPlan, plan, setKind } = await import('../src/lib/plan/plan.svelte.ts');
 
 const spec = (kind, name) => KINDS[kind].params.find((p) => p.name === name);
 

@@ -1,17 +1,17 @@
 // Runs a matrix: one step between every ordered pair of the mesh's agents,
 // in the rounds protocol/src/matrix.rs schedules (through the codec's
 // `matrix_rounds`: no agent in two tests at once, the pairs of a round at
-// the same time), each pair through the step driver (../drive.ts). A dead
+// the same time), each pair through the step driver (../run/drive.ts). A dead
 // agent fails its own pairs (its requests are refused at once or its socket
 // closes mid-test) and the rest of the matrix goes on. The result is the
 // format `meshperf run --matrix --json` writes: every agent's info in
 // `agents`, one step per pair with `pair: {server, client}`.
 
-import type { Agent } from '../agents.svelte';
-import { agentRefs, driveStep, type Drive, type PlanStep } from '../drive';
-import type { PlanJson } from '../plan.svelte';
-import type { Pair, RunResult, StepResult } from '../result';
-import { loadCodec, type Codec } from '../stats';
+import type { Agent } from '../agents/agents.svelte';
+import { agentRefs, driveStep, type Drive, type PlanStep } from '../run/drive';
+import type { PlanJson } from '../plan/plan.svelte';
+import type { Pair, RunResult, StepResult } from '../result/result';
+import { loadCodec, type Codec } from '../wasm';
 import { short } from './mesh.svelte';
 
 export type CellState = 'waiting' | 'running' | 'done' | 'failed';

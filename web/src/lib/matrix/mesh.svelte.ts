@@ -4,7 +4,7 @@
 // `Agent` of its own (one WebSocket); they are named A, B, C... by position,
 // as `meshperf run --matrix` names them.
 
-import { Agent } from '../agents.svelte';
+import { Agent } from '../agents/agents.svelte';
 
 class Mesh {
   list = $state<Agent[]>([]);

@@ -1,0 +1,189 @@
+// Owns the agent WebSockets: connection, hello/auth handshake, request ids and
+// replies, and routing of test events and sample frames to whoever runs the
+// test. Components read the reactive fields and call methods; they never touch
+// a socket.
+
+
+export const PROTOCOL = 1;
+
+export type AgentState = 'idle' | 'connecting' | 'ready' | 'auth_failed' | 'error' | 'closed';
+
+// The agent's info and limits as the Rust types define them (protocol/src/msg.rs).
+import type { AgentInfo } from '../generated/wire/AgentInfo';
+export type { AgentInfo };
+export type { Limits } from '../generated/wire/Limits';
+
+/** A JSON event from an agent (`type` plus the fields msg.rs gives it). */
+export type AgentMsg = { type: string; id?: number; test_id?: number; [k: string]: any };
+
+/** Receives what an agent says about one test. */
+export interface TestListener {
+  event(agent: Agent, msg: AgentMsg): void;
+  /** A binary sample frame (protocol/src/frame.rs), decoded by the step driver. */
+  frame(agent: Agent, frame: ArrayBuffer): void;
+  /** The agent's socket closed while the test was registered. */
+  closed(agent: Agent): void;
+}
+
+/** An error reply to a request, with the agent's code and message verbatim. */
+export class AgentError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+type Pending = { resolve: (m: AgentMsg) => void; reject: (e: Error) => void };
+
+export class Agent {
+  host = $state('');
+  token = $state('');
+  state = $state<AgentState>('idle');
+  info = $state.raw<AgentInfo | null>(null);
+  error = $state('');
+
+  #ws: WebSocket | null = null;
+  #nextId = 1;
+  #pending = new Map<number, Pending>();
+  #tests = new Map<number, TestListener>();
+
+  constructor(readonly name: string) {}
+
+  /** "agent B (10.0.0.2:9000)": how messages name this agent. */
+  get label(): string {
+    return `agent ${this.name} (${this.host || 'no address'})`;
+  }
+
+  connect(host = this.host, token = this.token): void {
+    this.close();
+    this.host = host.trim();
+    this.token = token;
+    this.info = null;
+    this.error = '';
+    if (!this.host) {
+      this.state = 'idle';
+      return;
+    }
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(`${scheme}://${this.host}/ws`);
+    } catch (e) {
+      this.#fail('error', `${this.label}: not a valid address (${(e as Error).message})`);
+      return;
+    }
+    ws.binaryType = 'arraybuffer';
+    this.#ws = ws;
+    this.state = 'connecting';
+    ws.onmessage = (ev) => this.#receive(ev.data);
+    ws.onclose = (ev) => {
+      if (this.#ws !== ws) return;
+      this.#ws = null;
+      const was = this.state;
+      if (was === 'connecting') {
+        const why = ev.reason ? `: ${ev.reason}` : ' (is it running, and does it allow this page\'s origin?)';
+        this.#fail('error', `${this.label}: cannot connect${why}`);
+      } else if (was === 'ready') {
+        this.#fail('closed', `${this.label} disconnected`);
+      }
+      this.#dropAll();
+    };
+  }
+
+  /** Closes the socket on purpose (no error shown). */
+  close(): void {
+    const ws = this.#ws;
+    this.#ws = null;
+    if (ws) ws.close();
+    this.#dropAll();
+    if (this.state !== 'auth_failed' && this.state !== 'error') this.state = 'closed';
+  }
+
+  /** Sends a request with a fresh id; resolves with the reply, rejects with an AgentError. */
+  request(msg: { type: string; [k: string]: unknown }): Promise<AgentMsg> {
+    return new Promise((resolve, reject) => {
+      if (!this.#ws || this.state !== 'ready') {
+        reject(new AgentError('not_connected', `${this.label} is not connected`));
+        return;
+      }
+      const id = this.#nextId++;
+      this.#pending.set(id, { resolve, reject });
+      this.#ws.send(JSON.stringify({ ...msg, id }));
+    });
+  }
+
+  /** Routes events and frames of `testId` to `l` until `unwatch`. */
+  watch(testId: number, l: TestListener): void {
+    this.#tests.set(testId, l);
+  }
+
+  unwatch(testId: number): void {
+    this.#tests.delete(testId);
+  }
+
+  #fail(state: AgentState, message: string): void {
+    this.state = state;
+    this.error = message;
+  }
+
+  #dropAll(): void {
+    for (const p of this.#pending.values()) p.reject(new AgentError('closed', `${this.label} disconnected`));
+    this.#pending.clear();
+    const tests = [...this.#tests.values()];
+    this.#tests.clear();
+    for (const t of tests) t.closed(this);
+  }
+
+  #receive(data: unknown): void {
+    if (data instanceof ArrayBuffer) {
+      // Routed by the test id at bytes 8..12 of the header; the step
+      // driver (wasm) decodes and checks the whole frame.
+      if (data.byteLength >= 12) this.#tests.get(new DataView(data).getUint32(8, true))?.frame(this, data);
+      return;
+    }
+    let msg: AgentMsg;
+    try {
+      msg = JSON.parse(String(data));
+    } catch {
+      console.warn(`${this.label}: a control message that is not JSON`);
+      return;
+    }
+    switch (msg.type) {
+      case 'hello':
+        return this.#hello(msg.protocol);
+      case 'auth_ok':
+        // The agent describes itself only after the token was accepted.
+        this.info = msg.info as AgentInfo;
+        this.state = 'ready';
+        return;
+      case 'error':
+        if (this.state === 'connecting') {
+          const text = msg.code === 'auth_failed' ? 'authentication failed' : `${msg.message} (${msg.code})`;
+          this.#fail(msg.code === 'auth_failed' ? 'auth_failed' : 'error', `${this.label}: ${text}`);
+          this.#ws?.close();
+          return;
+        }
+        break;
+    }
+    if (msg.id != null && this.#pending.has(msg.id)) {
+      const p = this.#pending.get(msg.id)!;
+      this.#pending.delete(msg.id);
+      if (msg.type === 'error') p.reject(new AgentError(msg.code, msg.message));
+      else p.resolve(msg);
+    } else if (msg.test_id != null) {
+      this.#tests.get(msg.test_id)?.event(this, msg);
+    }
+  }
+
+  /** `hello` carries only the protocol version; `info` comes with `auth_ok`. */
+  #hello(protocol: unknown): void {
+    if (protocol !== PROTOCOL) {
+      this.#fail('error', `${this.label} speaks protocol ${protocol}; this page speaks ${PROTOCOL}: use a matching version`);
+      this.#ws?.close();
+      return;
+    }
+    this.#ws!.send(JSON.stringify({ type: 'auth', id: this.#nextId++, token: this.token }));
+  }
+}
+
+/** The two agents of the walking skeleton: A serves, B drives. */
+export const agents = { a: new Agent('A'), b: new Agent('B') };

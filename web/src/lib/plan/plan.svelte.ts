@@ -1,0 +1,178 @@
+// The plan being edited (kind, parameter texts, sweep axes, repetitions) and
+// its conversion to the plan format of protocol/src/plan.rs. Expansion into
+// steps is the wasm module's job (`expand_plan`), never done here.
+
+import { KINDS, rangeError, type ParamSpec } from './kinds';
+import { parseSize, sizeText } from '../units';
+
+export type Direction = 'send' | 'receive' | 'both';
+export type AxisForm = 'list' | 'range' | 'pow2';
+export interface AxisEdit {
+  param: string;
+  form: AxisForm;
+  list: string;
+  from: string;
+  to: string;
+  step: string;
+  lo: string;
+  hi: string;
+  perOctave: string;
+}
+export type Params = Record<string, number | string | boolean>;
+/** Histogram bins a plan asks for (udp_req_timo -b/-m), in us. */
+export interface HistSpec {
+  bin_us: number;
+  low_us?: number;
+}
+export interface PlanJson {
+  name?: string;
+  description?: string;
+  histogram?: HistSpec;
+  kind: string;
+  params: Params;
+  sweep: Record<string, unknown>;
+  repeat: number;
+}
+
+const initialValues = (kind: string) =>
+  Object.fromEntries(KINDS[kind].params.map((p) => [p.name, p.initial ?? '']));
+
+export const plan = $state({
+  name: '',
+  description: '',
+  kind: 'tcp_stream',
+  values: initialValues('tcp_stream') as Record<string, string>,
+  bound: 'count' as 'count' | 'duration',
+  axes: [] as AxisEdit[],
+  repeat: 1,
+  /** Kept from a loaded plan (a preset's histogram bins); dropped with the kind. */
+  histogram: null as HistSpec | null,
+});
+
+export function setKind(kind: string): void {
+  plan.kind = kind;
+  plan.values = initialValues(kind);
+  plan.axes = [];
+  plan.name = plan.description = '';
+  plan.histogram = null;
+}
+
+export const newAxis = (param: string): AxisEdit => ({
+  param, form: param === 'transport' ? 'list' : 'pow2',
+  list: param === 'transport' ? 'unix, tcp, tcp_local' : '', from: '', to: '', step: '', lo: '1K', hi: '64K', perOctave: '1',
+});
+
+const specOf = (kind: string, name: string): ParamSpec | undefined => KINDS[kind]?.params.find((p) => p.name === name);
+
+/** One typed value from its text, or an error naming the parameter. */
+function value(spec: ParamSpec | undefined, name: string, text: string): number | string | boolean | Error {
+  const t = text.trim();
+  const type = spec?.type ?? 'text';
+  if (type === 'size') {
+    const n = parseSize(t);
+    return Number.isNaN(n) ? new Error(`${name}: "${t}" is not a size: use bytes or a suffix K, M, G (1K = 1024)`) : n;
+  }
+  if (type === 'int' || type === 'float') {
+    const n = Number(t);
+    if (t === '' || !Number.isFinite(n)) return new Error(`${name}: "${t}" is not a number`);
+    if (type === 'int' && !Number.isInteger(n)) return new Error(`${name}: must be a whole number, got ${t}`);
+    if (n < 0) return new Error(`${name}: must not be negative, got ${t}`);
+    return n;
+  }
+  if (type === 'bool') {
+    if (t === 'true' || t === 'false') return t === 'true';
+    return new Error(`${name}: must be true or false, got "${t}"`);
+  }
+  if (spec?.options && !spec.options.includes(t)) return new Error(`${name}: must be one of ${spec.options.join(', ')}, got "${t}"`);
+  return t;
+}
+
+function axisJson(kind: string, a: AxisEdit): unknown | Error {
+  const spec = specOf(kind, a.param);
+  const one = (text: string, what: string) => value(spec, `${a.param} ${what}`, text);
+  /** A value every expansion runs (a list item, the first of a range): also within the agents' range. */
+  const taken = (text: string, what: string) => {
+    const v = one(text, what);
+    const outside = spec && typeof v === 'number' ? rangeError({ ...spec, name: `${a.param} ${what}` }, v, text) : null;
+    return outside ? new Error(outside) : v;
+  };
+  if (a.param === 'transport' || spec?.type === 'enum' || spec?.type === 'bool' || spec?.type === 'text' || a.form === 'list') {
+    const items = a.list.split(/[\s,;]+/).filter(Boolean);
+    if (!items.length) return new Error(`sweep ${a.param}: the list is empty`);
+    const vals = items.map((t) => (a.param === 'transport' ? t : taken(t, 'list item')));
+    return vals.find((v) => v instanceof Error) ?? vals;
+  }
+  if (a.form === 'range') {
+    const [from, to, step] = [taken(a.from, 'from'), one(a.to, 'to'), one(a.step, 'step')];
+    return [from, to, step].find((v) => v instanceof Error) ?? { from, to, step };
+  }
+  const [lo, hi, per] = [taken(a.lo, 'low'), one(a.hi, 'high'), Number(a.perOctave || '1')];
+  if (lo instanceof Error) return lo;
+  if (hi instanceof Error) return hi;
+  return per > 1 ? { pow2: [lo, hi], per_octave: per } : { pow2: [lo, hi] };
+}
+
+/**
+ * The plan in the plan file format, or the reason it cannot be built. The
+ * agents' limits are checked on every expanded step before the run, by the
+ * step driver (run/run.svelte.ts: `check_steps`), not here.
+ */
+export function buildPlan(p: typeof plan): { plan: PlanJson } | { error: string } {
+  const swept = new Set(p.axes.map((a) => a.param));
+  const params: Params = {};
+  const specs = KINDS[p.kind].params;
+  const hasBound = specs.some((s) => s.name === 'duration_s');
+  let bound = p.bound;
+  if (swept.has('duration_s')) bound = 'duration';
+  if (swept.has('count')) bound = 'count';
+  for (const s of specs) {
+    const text = (p.values[s.name] ?? '').trim();
+    if (swept.has(s.name) || text === '') continue;
+    if (hasBound && s.name === (bound === 'count' ? 'duration_s' : 'count')) continue;
+    const v = value(s, s.name, text);
+    if (v instanceof Error) return { error: v.message };
+    const outside = typeof v === 'number' ? rangeError(s, v, text) : null;
+    if (outside) return { error: outside };
+    params[s.name] = v;
+  }
+  if (hasBound && bound === 'duration' && params.duration_s == null && !swept.has('duration_s'))
+    return { error: 'duration_s: give the test duration in seconds (or choose count)' };
+  const sweep: Record<string, unknown> = {};
+  for (const a of p.axes) {
+    const j = axisJson(p.kind, a);
+    if (j instanceof Error) return { error: j.message };
+    sweep[a.param] = j;
+  }
+  const repeat = Number(p.repeat);
+  if (!Number.isInteger(repeat) || repeat < 1 || repeat > 1000) return { error: `repetitions must be a whole number from 1 to 1000, got ${p.repeat}` };
+  const out: PlanJson = { kind: p.kind, params, sweep, repeat };
+  if (p.name) out.name = p.name;
+  if (p.description) out.description = p.description;
+  if (p.histogram) out.histogram = { ...p.histogram };
+  return { plan: out };
+}
+
+/** Loads a plan (a preset or an imported one) into the builder. */
+export function loadPlan(j: PlanJson): void {
+  setKind(KINDS[j.kind] ? j.kind : 'tcp_stream');
+  const text = (name: string, v: unknown) => (specOf(plan.kind, name)?.type === 'size' ? sizeText(Number(v)) : String(v));
+  // Only what the plan says: the agent's defaults fill the rest.
+  const values: Record<string, string> = Object.fromEntries(Object.keys(plan.values).map((k) => [k, '']));
+  for (const [k, v] of Object.entries(j.params ?? {})) values[k] = text(k, v);
+  plan.values = values;
+  plan.bound = j.params?.duration_s != null || (j.sweep && 'duration_s' in j.sweep) ? 'duration' : 'count';
+  plan.axes = Object.entries(j.sweep ?? {}).map(([param, s]) => {
+    const a = newAxis(param);
+    const spec = s as Record<string, unknown>;
+    if (Array.isArray(s)) Object.assign(a, { form: 'list', list: s.map((v) => text(param, v)).join(', ') });
+    else if (spec.pow2) {
+      const [lo, hi] = spec.pow2 as number[];
+      Object.assign(a, { form: 'pow2', lo: text(param, lo), hi: text(param, hi), perOctave: String(spec.per_octave ?? 1) });
+    } else Object.assign(a, { form: 'range', from: text(param, spec.from), to: text(param, spec.to), step: text(param, spec.step) });
+    return a;
+  });
+  plan.repeat = j.repeat ?? 1;
+  plan.name = j.name ?? '';
+  plan.description = j.description ?? '';
+  plan.histogram = j.histogram ? { ...j.histogram } : null;
+}

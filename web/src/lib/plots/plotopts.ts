@@ -1,0 +1,69 @@
+// Shared uPlot options: themed axes with unit labels, series colours from the
+// CSS palette, log scales where asked. Reads `theme.resolved` so options built
+// inside `$derived` are rebuilt when the theme changes.
+
+import uPlot from 'uplot';
+import { theme } from '../theme.svelte';
+import { fmt } from '../units';
+
+export function css(name: string): string {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+}
+
+export const color = (i: number) => css(`--series-${(i % 6) + 1}`);
+
+export interface SeriesSpec {
+  label: string;
+  color?: string;
+  /** Unit shown after values in the legend. */
+  unit?: string;
+  dash?: number[];
+  points?: boolean;
+  line?: boolean;
+  bars?: boolean;
+  width?: number;
+}
+
+export interface PlotSpec {
+  x: string;
+  y: string;
+  xLog?: boolean;
+  yLog?: boolean;
+  /** Start the y axis at 0 (linear scales). */
+  yZero?: boolean;
+  series: SeriesSpec[];
+  xValue?: (v: number) => string;
+}
+
+export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
+  void theme.resolved;
+  const fg = css('--muted');
+  const grid = { stroke: css('--line'), width: 1 };
+  const axis = { stroke: fg, grid, ticks: grid };
+  const yRange: uPlot.Scale.Range | undefined = p.yZero && !p.yLog ? (_u, _min, max) => [0, max > 0 ? max * 1.05 : 1] : undefined;
+  return {
+    scales: {
+      x: { time: false, distr: p.xLog ? 3 : 1 },
+      y: { distr: p.yLog ? 3 : 1, ...(yRange ? { range: yRange } : {}) },
+    },
+    axes: [
+      { ...axis, label: p.x },
+      { ...axis, label: p.y, size: 64 },
+    ],
+    series: [
+      { label: p.x, value: (_u, v) => (v == null ? '–' : p.xValue ? p.xValue(v) : fmt(v, 6)) },
+      ...p.series.map((s, i) => ({
+        label: s.label,
+        stroke: s.color ?? color(i),
+        fill: s.bars ? (s.color ?? color(i)) + '99' : undefined,
+        width: s.width ?? 1.5,
+        dash: s.dash,
+        spanGaps: true,
+        paths: s.bars ? uPlot.paths.bars!({ size: [0.7, 60] }) : s.line === false ? () => null : undefined,
+        points: { show: s.points ?? false, size: 5, fill: s.color ?? color(i) },
+        value: (_u: uPlot, v: number | null) => (v == null ? '–' : `${fmt(v)}${s.unit ? ' ' + s.unit : ''}`),
+      })),
+    ],
+    cursor: { drag: { x: true, y: false } },
+  };
+}

@@ -1,0 +1,189 @@
+// The one door to the WebAssembly modules (wasm/, built by scripts/build.sh
+// with wasm-bindgen `--target web` into ./wasm-pkg/, git-ignored): one crate,
+// two builds. `meshperf_stats` holds the statistics (all a result view
+// needs); it is loaded on first use, after the first paint. `meshperf_codec`
+// (the whole crate: + permalink codec, plan expansion, presets) is three
+// times larger and loaded only by `loadCodec()`: opening a `#r=` link, Share,
+// a plan with sweeps or repetitions, the preset picker. Every statistic,
+// histogram, fit, plan expansion and permalink comes from them; nothing here
+// recomputes them. The codec functions are optional on `Stats`: present once
+// the codec module has loaded (`loadStats()` and `statsNow()` then return
+// them too), so callers check them.
+
+export interface Summary {
+  n: number;
+  min: number;
+  max: number;
+  mean: number;
+  sigma: number;
+  skew: number;
+  kurtosis: number;
+  median: number;
+  iq25: number;
+  iq75: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  p9999: number;
+  mad: number;
+}
+
+export interface Histogram {
+  low: number;
+  bin_width: number;
+  high: number;
+  counts: Uint32Array;
+  underflow: number;
+  overflow: number;
+}
+
+/**
+ * Samples held in wasm memory (wasm/src/bindings.rs `SampleSet`): copied in
+ * once, then summarised (cached), binned, and drawn as a CDF or decimated
+ * series as often as a view asks, without crossing into wasm again (the
+ * page's sets: samplesets.ts). Freed by `free()`, or by the module's
+ * finalizer once unreachable.
+ */
+export interface SampleSet {
+  push(values: Float64Array): void;
+  len(): number;
+  summary(): Summary;
+  histogram(binWidth: number, low: number, high?: number): Histogram;
+  histogram_bins(binWidth: number, low: number, bins: number): Histogram;
+  cdf(maxPoints: number): { x: Float64Array; fraction: Float64Array };
+  decimate(maxPoints: number): { x: Float64Array; min: Float64Array; max: Float64Array };
+  free(): void;
+}
+
+export interface Stats {
+  /**
+   * Samples are summarised, binned, drawn as a CDF and decimated through a
+   * set (samplesets.ts `held`); the module's one-shot `summary`,
+   * `histogram`, `cdf` and `decimate` copy them into wasm on every call, so
+   * they are left out here.
+   */
+  SampleSet: new () => SampleSet;
+  /** Bits/s per interval, the last scaled to the time it covered (wasm/src/series.rs). */
+  rate_series(bytes: Float64Array, intervalMs: number, seconds?: number): Float64Array;
+  linfit(x: Float64Array, y: Float64Array): { n: number; slope: number; intercept: number; r2: number };
+  confidence(values: Float64Array): { n: number; mean: number; sd: number; half_width: number; low: number; high: number };
+  version(): string;
+  /** Plan JSON -> steps JSON (protocol plan.rs `Step` list). Not in older builds. */
+  expand_plan?: (plan: string) => string;
+  /** JSON list of {name, plan}. Not in older builds. */
+  presets?: () => string;
+  permalink_encode?: (result: string) => string;
+  permalink_decode?: (text: string) => string;
+}
+
+/** One step run between agents: protocol/src/driver.rs through wasm/src/bindings.rs. */
+export interface StepDriver {
+  begin(): string;
+  reply(agent: number, msg: string): string;
+  event(agent: number, msg: string): string;
+  frame(bytes: Uint8Array): boolean;
+  closed(agent: number): string;
+  cancel(): string;
+  abandon(why: string): void;
+  done(): boolean;
+  cancelling(): boolean;
+  progress(): number;
+  result(wallSeconds: number): string;
+  series_values(i: number): Float64Array;
+  free(): void;
+}
+
+/** The functions only the codec module has (`loadCodec()`). */
+export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_encode' | 'permalink_decode'>> & {
+  /** The run as `;`-separated CSV (protocol/src/export.rs, as `meshperf run --csv`). */
+  result_csv: (result: string) => string;
+  /** Throws with the first step the agents would refuse (protocol/src/driver.rs `check_step`). */
+  check_steps: (steps: string, agents: string) => void;
+  StepDriver: new (step: string, testId: number, server: number, client: number, agents: string, startedUnix: number) => StepDriver;
+  /** Rounds of `{server, client}` pairs over `n` agents (protocol/src/matrix.rs), JSON. */
+  matrix_rounds: (n: number, serial: boolean) => string;
+  /** A step result's headline figure (JSON in); undefined when it failed or has none. */
+  matrix_metric: (step: string, metric: string) => number | undefined;
+  matrix_default_metric: (kind: string) => string;
+  /** JSON `[{name, label}]`. */
+  matrix_metrics: () => string;
+};
+
+const STATS = './wasm-pkg/meshperf_stats.js';
+const CODEC = './wasm-pkg/meshperf_codec.js';
+const found = import.meta.glob<Record<string, unknown>>(['./wasm-pkg/meshperf_stats.js', './wasm-pkg/meshperf_codec.js']);
+
+/** Fetches and instantiates one wasm-bindgen module; `what` names it in errors. */
+async function instantiate(path: string, what: string): Promise<Record<string, unknown>> {
+  const load = found[path];
+  if (!load) throw new Error(`${what} not built (${path.slice(2)} is missing: run scripts/build.sh)`);
+  try {
+    const m = await load();
+    await (m.default as () => Promise<unknown>)();
+    return m;
+  } catch (e) {
+    throw new Error(`${what} did not load: ${(e as Error).message || e}`);
+  }
+}
+
+let loading: Promise<Stats> | null = null;
+let codecLoading: Promise<Stats & Codec> | null = null;
+/** The statistics module, with the codec functions once they are loaded too. */
+let loaded: Stats | null = null;
+
+/** Loads and instantiates the statistics module once (the codec only if already loaded). */
+export function loadStats(): Promise<Stats> {
+  loading ??= instantiate(STATS, 'the statistics module (wasm)').then((m) => (loaded ??= { ...m } as unknown as Stats));
+  loading.catch(() => (loading = null));
+  return loading.then(() => loaded!);
+}
+
+/**
+ * Loads the codec module once (and the statistics module): statistics from
+ * the statistics module, permalinks, plan expansion and presets from the codec.
+ */
+export function loadCodec(): Promise<Stats & Codec> {
+  codecLoading ??= Promise.all([loadStats(), instantiate(CODEC, 'the permalink and plan module (wasm)')]).then(([s, c]) => {
+    const codec: Codec = {
+      expand_plan: c.expand_plan as Codec['expand_plan'],
+      presets: c.presets as Codec['presets'],
+      permalink_encode: c.permalink_encode as Codec['permalink_encode'],
+      permalink_decode: c.permalink_decode as Codec['permalink_decode'],
+      result_csv: c.result_csv as Codec['result_csv'],
+      check_steps: c.check_steps as Codec['check_steps'],
+      StepDriver: c.StepDriver as Codec['StepDriver'],
+      matrix_rounds: c.matrix_rounds as Codec['matrix_rounds'],
+      matrix_metric: c.matrix_metric as Codec['matrix_metric'],
+      matrix_default_metric: c.matrix_default_metric as Codec['matrix_default_metric'],
+      matrix_metrics: c.matrix_metrics as Codec['matrix_metrics'],
+    };
+    const both = { ...s, ...codec };
+    loaded = both;
+    return both;
+  });
+  codecLoading.catch(() => (codecLoading = null));
+  return codecLoading;
+}
+
+/** The loaded module if any (for synchronous re-binning); has the codec functions once loaded. */
+export const statsNow = (): Stats | null => loaded;
+
+/** Names and labels of the figures shown in a statistics table, in order. */
+export const SUMMARY_ROWS: [keyof Summary, string][] = [
+  ['n', 'n'],
+  ['min', 'min'],
+  ['max', 'max'],
+  ['mean', 'mean'],
+  ['sigma', 'σ'],
+  ['skew', 'skew'],
+  ['kurtosis', 'kurtosis'],
+  ['median', 'median'],
+  ['iq25', 'iq25'],
+  ['iq75', 'iq75'],
+  ['p90', 'p90'],
+  ['p99', 'p99'],
+  ['p999', 'p99.9'],
+];
+
+/** Keys of SUMMARY_ROWS that carry the sample unit (the rest are counts or shape). */
+export const UNITLESS = new Set<keyof Summary>(['n', 'skew', 'kurtosis']);
