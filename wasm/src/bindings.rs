@@ -84,62 +84,6 @@ pub fn version() -> String {
     meshperf_stats::VERSION.to_string()
 }
 
-/// Summary statistics of `values` (Float64Array, finite, at least one):
-/// {n, min, max, mean, sigma, skew, kurtosis, median, iq25, iq75, p90, p99,
-/// p999, p9999, mad}. Throws on an empty array or NaN/Infinity.
-#[wasm_bindgen(unchecked_return_type = "Summary")]
-pub fn summary(values: &[f64]) -> Result<Object, JsError> {
-    Summary::new(values)
-        .map(|s| summary_obj(&s))
-        .map_err(js_err)
-}
-
-/// Histogram of `values` with `bin_width` > 0 starting at `low`, up to `high`
-/// (bins = ceil((high-low)/bin_width)) or, if `high` is undefined, up to the
-/// largest value. Returns {low, bin_width, high, counts: Uint32Array,
-/// underflow, overflow}; sum(counts) + underflow + overflow == values.length.
-#[wasm_bindgen(unchecked_return_type = "HistogramResult")]
-pub fn histogram(
-    values: &[f64],
-    bin_width: f64,
-    low: f64,
-    high: Option<f64>,
-) -> Result<Object, JsError> {
-    Histogram::new(values, bin_width, low, upper(high))
-        .map(|h| histogram_obj(&h))
-        .map_err(js_err)
-}
-
-/// Like `histogram` but with an explicit bin count instead of a high limit.
-#[wasm_bindgen(unchecked_return_type = "HistogramResult")]
-pub fn histogram_bins(
-    values: &[f64],
-    bin_width: f64,
-    low: f64,
-    bins: u32,
-) -> Result<Object, JsError> {
-    Histogram::new(values, bin_width, low, Upper::Bins(bins as usize))
-        .map(|h| histogram_obj(&h))
-        .map_err(js_err)
-}
-
-/// Empirical CDF of `values` (any order), at most `max_points` (2..=65534)
-/// points, found by selection (no sort); point i is (x_(k), (k+1)/n):
-#[wasm_bindgen(unchecked_return_type = "CdfResult")]
-pub fn cdf(values: &[f64], max_points: usize) -> Result<Object, JsError> {
-    let (x, f) = hist::cdf_unsorted(values, max_points).map_err(js_err)?;
-    Ok(columns(&[("x", &x), ("fraction", &f)]))
-}
-
-/// Min/max decimation of the series `y` into at most `max_points` buckets:
-/// {x: first sample index of each bucket, min, max} (Float64Arrays).
-#[wasm_bindgen(unchecked_return_type = "MinMaxResult")]
-pub fn decimate(y: &[f64], max_points: usize) -> Result<Object, JsError> {
-    series::decimate_minmax(None, y, max_points)
-        .map(|m| minmax_obj(&m))
-        .map_err(js_err)
-}
-
 /// Bits per second per interval from bytes per `interval_ms` interval, the
 /// last one scaled to the time it covered when the side's `seconds` is given
 /// (`series::rate_series`); a Float64Array.

@@ -63,7 +63,7 @@ export interface Stats {
    * they are left out here.
    */
   SampleSet: new () => SampleSet;
-  /** Bits/s per interval, the last scaled to the time it covered (wasm/src/series.rs). */
+  /** Bits/s per interval, the last scaled to the time it covered (stats/src/series.rs). */
   rate_series(bytes: Float64Array, intervalMs: number, seconds?: number): Float64Array;
   linfit(x: Float64Array, y: Float64Array): { n: number; slope: number; intercept: number; r2: number };
   confidence(values: Float64Array): { n: number; mean: number; sd: number; half_width: number; low: number; high: number };
