@@ -6,6 +6,8 @@
 //!    accepts data connections for this test until the test ends.
 //! 3. Each data connection starts with a 20-byte preamble: the 16-byte key
 //!    followed by the stream index (u32 LE). Anything else is dropped.
+//!    A `tcp_stream` side then sends [`PeerGo`] and starts its streams when
+//!    the other side's arrives.
 //! 4. When the driving side is done it sends [`PeerDone`] on the control
 //!    connection; the serving side answers its own `PeerDone` after its side
 //!    has finished, then both close.
@@ -49,6 +51,17 @@ pub struct PeerReply {
     pub code: Option<ErrorCode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+/// `tcp_stream`: each side sends it once its data connections are set up,
+/// and starts its clock and its streams when the other's arrives. A sender
+/// therefore writes nothing before the receiver's clock runs, so a receiver
+/// can never report a transfer faster than the sender made it (without
+/// it the serving side started its clock after data had already queued in
+/// its socket buffers, and reported 505 MByte/s for a 16 ms send of 6 MB).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PeerGo {
+    pub go: bool,
 }
 
 /// End-of-test line; `bytes` is what this side moved in total.

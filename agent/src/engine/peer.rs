@@ -729,6 +729,26 @@ fn dial(addr: SocketAddr, p: &TcpSocketParams, data: bool) -> io::Result<TcpStre
 
 /// End-of-test exchange: tells the peer how many bytes this side moved and
 /// reads the same from it.
+/// The start of a stream test's transfer, both sides at once: sends
+/// [`wire::PeerGo`], then waits for the peer's (see there why). Returns
+/// when ours left: no byte of the peer's can have been sent before that,
+/// so a receiver's clock started then can only run long, never short.
+pub fn exchange_go(control: &mut Line) -> Result<Instant, TestError> {
+    let sent = Instant::now();
+    control.send(&wire::PeerGo { go: true }).map_err(gone)?;
+    let go: wire::PeerGo = control.expect(
+        IO_TIMEOUT,
+        "the peer agent did not start the transfer within 5 s",
+    )?;
+    if !go.go {
+        return Err(TestError::new(
+            ErrorCode::Protocol,
+            "the peer agent would not start the transfer",
+        ));
+    }
+    Ok(sent)
+}
+
 pub fn exchange_done(control: &mut Line, bytes: u64) -> Result<PeerDone, TestError> {
     control
         .send(&PeerDone { done: true, bytes })

@@ -30,10 +30,12 @@ impl Workload {
 }
 
 /// Runs `streams` and reports as it goes; fails if any stream failed.
+/// Stream times count from `start`.
 pub fn run_streams<S: DataStream>(
     ctx: &TestCtx,
     p: &StreamParams,
     streams: Vec<(S, Flow)>,
+    start: Instant,
 ) -> Result<Vec<Outcome>, TestError> {
     let plan = Workload::from_params(p);
     let n = streams.len();
@@ -57,8 +59,7 @@ pub fn run_streams<S: DataStream>(
             values,
         );
     };
-    let start = Instant::now();
-    let mut last_tick = start;
+    let mut last_tick = Instant::now();
     let outcomes = bulk::run_workers(
         streams,
         &plan,

@@ -86,7 +86,17 @@ fn run_side(
         .into_iter()
         .zip(dirs.iter().copied())
         .collect();
-    let outcomes = crate::engine::side::run_streams(ctx, p, streams)?;
+    // A side that receives counts from when its go left (the peer cannot
+    // have sent anything before: a late wake-up of this thread cannot make
+    // its transfer look faster than it was); one that only sends counts
+    // from when it may start.
+    let go_sent = peer::exchange_go(&mut conn.control)?;
+    let start = if dirs.contains(&Flow::Recv) {
+        go_sent
+    } else {
+        std::time::Instant::now()
+    };
+    let outcomes = crate::engine::side::run_streams(ctx, p, streams, start)?;
     let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let done = peer::exchange_done(&mut conn.control, moved)?;
     if let Some(per) = p.bytes_per_stream() {

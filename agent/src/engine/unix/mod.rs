@@ -292,7 +292,7 @@ fn run_stream(
     }
     let dirs = super::side::layout(p, ctx.role);
     let streams: Vec<(UnixStream, Flow)> = socks.into_iter().zip(dirs).collect();
-    let outs = super::side::run_streams(ctx, p, streams)?;
+    let outs = super::side::run_streams(ctx, p, streams, std::time::Instant::now())?;
     let total = |send: bool| {
         outs.iter()
             .filter(|o| o.send == send)
