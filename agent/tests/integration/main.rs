@@ -11,4 +11,5 @@ mod agent;
 mod run;
 mod safety;
 mod tcp;
+mod tls;
 mod udp;
