@@ -602,36 +602,32 @@ fn http_step(
             }
         }
     }
-    while sent < out.len() {
-        match sock.write(&out[sent..]) {
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                return Some(Conn::Http {
-                    sock,
-                    head,
-                    out,
-                    sent,
-                })
-            }
+    match send(&mut sock, &out, &mut sent) {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Some(Conn::Http {
+            sock,
+            head,
+            out,
+            sent,
+        }),
+        Err(_) => None,
+        Ok(()) => {
+            sock.shutdown_write();
+            None
+        }
+    }
+}
+
+/// Writes what is left of a response, then flushes: TLS records of it may
+/// still wait in the session.
+fn send(sock: &mut Stream, out: &[u8], sent: &mut usize) -> io::Result<()> {
+    while *sent < out.len() {
+        match sock.write(&out[*sent..]) {
+            Ok(n) => *sent += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
+            Err(e) => return Err(e),
         }
     }
-    // TLS records of the response may still wait in the session.
-    match sock.flush() {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            return Some(Conn::Http {
-                sock,
-                head,
-                out,
-                sent,
-            })
-        }
-        Err(_) => return None,
-        Ok(()) => {}
-    }
-    sock.shutdown_write();
-    None
+    sock.flush()
 }
 
 fn too_large() -> Vec<u8> {

@@ -3,6 +3,7 @@
 //! lines: `meshperf run` pinned by `fp`, what a wrong `fp`, a plain client
 //! and a staller meet, and a hand-written peer that alters its hello.
 
+use crate::run::{run, text};
 use crate::util::{self, peer_hello, peer_reply_ok, AgentProc};
 use meshperf_agent::run::pin::{self, CtlStream};
 use meshperf_protocol::result;
@@ -10,21 +11,9 @@ use serde_json::{json, Value};
 use sha2::Digest;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meshperf"))
-        .arg("run")
-        .args(args)
-        .output()
-        .expect("spawn meshperf run")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// A wss control connection pinned to `fp`, authenticated with `token`;
 /// returns the `auth` reply too.
