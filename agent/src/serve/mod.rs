@@ -227,6 +227,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         _ if a.tls_self_signed => {
             let mut names = own_names(local_ip, &a.allow_host);
             names.extend(shown_ip(local_ip).map(|ip| ip.to_string()));
+            // A certificate names hosts in ASCII (IDNs as punycode).
+            names.retain(|n| n.is_ascii() && !n.is_empty());
             names.sort();
             names.dedup();
             Some(tls::self_signed(names)?)
