@@ -2,6 +2,7 @@
 // random tokens (through the environment, as a user would), killed after
 // each test. The port comes from the ready line the agent prints:
 //   meshperf agent <version> ready: http://ADDR:PORT/#token=T
+// (with TLS: https://ADDR:PORT/#token=T&fp=HEX).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -17,6 +18,8 @@ export interface Agent {
   port: number;
   token: string;
   origin: string;
+  /** With TLS: the certificate's SHA-256 from the ready URL. */
+  fp?: string;
   proc: ChildProcess;
   /** Everything the agent printed so far (stdout and stderr). */
   output(): string;
@@ -24,15 +27,17 @@ export interface Agent {
   stop(hard?: boolean): Promise<void>;
 }
 
-const READY = / ready: (http:\/\/[^\s]+)/;
+const READY = / ready: (https?:\/\/[^\s]+)/;
 
-export async function startAgent(name: string, allowOrigins: string[] = []): Promise<Agent> {
+/** `extra`: more `meshperf agent` flags, e.g. `--tls-self-signed`. */
+export async function startAgent(name: string, allowOrigins: string[] = [], extra: string[] = []): Promise<Agent> {
   if (!existsSync(AGENT_BIN)) {
     throw new Error(`${AGENT_BIN} not found: run npm run build first`);
   }
   const token = randomBytes(16).toString('hex');
   const args = ['agent', '--listen', '127.0.0.1:0'];
   for (const o of allowOrigins) args.push('--allow-origin', o);
+  args.push(...extra);
   const proc = spawn(AGENT_BIN, args, {
     env: { ...process.env, MESHPERF_TOKEN: token },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -59,7 +64,8 @@ export async function startAgent(name: string, allowOrigins: string[] = []): Pro
       reject(new Error(`agent ${name} exited (${code ?? signal}) before it was ready:\n${out}`));
     });
   });
-  if (url.hash !== `#token=${token}`) {
+  const fp = /&fp=([0-9a-f]{64})$/.exec(url.hash)?.[1];
+  if (url.hash !== `#token=${token}` + (fp ? `&fp=${fp}` : '') || (url.protocol === 'https:') !== !!fp) {
     throw new Error(`agent ${name} printed ${url.href}, expected the token from MESHPERF_TOKEN in its fragment`);
   }
   return {
@@ -68,6 +74,7 @@ export async function startAgent(name: string, allowOrigins: string[] = []): Pro
     port: Number(url.port),
     token,
     origin: url.origin,
+    fp,
     proc,
     output: () => out,
     async stop(hard = false) {

@@ -112,6 +112,9 @@ if [ $want_test -eq 1 ]; then
         # it; buildah builds deploy/Containerfile to compare (no daemon).
         command -v umoci >/dev/null || missing+=(umoci)
         command -v buildah >/dev/null || missing+=(buildah)
+        # The static build's C compiler: ring (TLS) builds its C and
+        # assembly with musl-gcc for x86_64-unknown-linux-musl.
+        command -v musl-gcc >/dev/null || missing+=(musl-tools)
     fi
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)

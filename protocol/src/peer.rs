@@ -1,9 +1,11 @@
 //! The agent-to-agent exchange on a serving agent's data port.
 //!
 //! 1. The driving agent opens a TCP *control* connection and sends one JSON
-//!    line, [`PeerHello`], with the one-time session key and the test kind.
-//! 2. The serving agent answers one JSON line, [`PeerReply`]; on `ok` it
-//!    accepts data connections for this test until the test ends.
+//!    line, [`PeerHello`]: the test kind and a tag proving it holds the
+//!    one-time session key (the key itself does not travel in this line).
+//! 2. The serving agent answers one JSON line, [`PeerReply`], tagged with
+//!    the same key; on `ok` it accepts data connections for this test until
+//!    the test ends.
 //! 3. Each data connection starts with a 20-byte preamble: the 16-byte key
 //!    followed by the stream index (u32 LE). Anything else is dropped.
 //!    A `tcp_stream` side then sends [`PeerGo`] and starts its streams when
@@ -37,10 +39,25 @@ pub const MAX_LINE: usize = 64 * 1024;
 /// validated in `prepare`, whatever the driving agent thinks they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeerHello {
-    /// The one-time session key from `prepared` (32 hex digits).
-    pub key: String,
     /// The kind the driving agent was asked to start (must be the prepared one).
     pub kind: Kind,
+    /// HMAC-SHA256 with the one-time session key over [`PeerHello::signed`],
+    /// 64 hex digits. The key never travels beside it: whoever reads the
+    /// line cannot make a tag for an altered one. Missing (a peer of an
+    /// older release) is refused like a wrong tag.
+    #[serde(default)]
+    pub mac: String,
+}
+
+impl PeerHello {
+    /// The bytes the tag covers: a label, then the line without its tag.
+    pub fn signed(&self) -> Vec<u8> {
+        let bare = PeerHello {
+            mac: String::new(),
+            ..self.clone()
+        };
+        signed("meshperf peer hello", "", &bare)
+    }
 }
 
 /// The serving agent's answer to [`PeerHello`].
@@ -51,6 +68,28 @@ pub struct PeerReply {
     pub code: Option<ErrorCode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// HMAC-SHA256 with the session key over [`PeerReply::signed`] (the
+    /// hello's tag included, so a reply answers exactly one hello).
+    #[serde(default)]
+    pub mac: String,
+}
+
+impl PeerReply {
+    /// The bytes the tag covers: a label, the tag of the hello answered,
+    /// then the line without its own tag.
+    pub fn signed(&self, hello_mac: &str) -> Vec<u8> {
+        let bare = PeerReply {
+            mac: String::new(),
+            ..self.clone()
+        };
+        signed("meshperf peer reply", hello_mac, &bare)
+    }
+}
+
+fn signed<T: Serialize>(label: &str, bound_to: &str, bare: &T) -> Vec<u8> {
+    let mut b = format!("{label}\n{bound_to}\n").into_bytes();
+    b.extend(serde_json::to_vec(bare).expect("a peer line serializes"));
+    b
 }
 
 /// `tcp_stream`: each side sends it once its data connections are set up,
@@ -201,19 +240,25 @@ mod tests {
     fn agent_to_agent_lines_keep_their_wire_shape() {
         use serde_json::{json, to_value};
         let hello = PeerHello {
-            key: "ab".repeat(16),
             kind: Kind::UdpRr,
+            mac: "cd".repeat(32),
         };
         assert_eq!(
             to_value(&hello).unwrap(),
-            json!({"key": "ab".repeat(16), "kind": "udp_rr"})
+            json!({"kind": "udp_rr", "mac": "cd".repeat(32)})
         );
-        // An older driving agent still sends its parameters: ignored.
+        // The tag covers the line without the tag, after a label.
+        assert_eq!(
+            hello.signed(),
+            b"meshperf peer hello\n\n{\"kind\":\"udp_rr\",\"mac\":\"\"}".to_vec()
+        );
+        // An older driving agent sends its key and no tag: it parses with
+        // an empty tag, which the serving agent refuses.
         let old: PeerHello = serde_json::from_value(
             json!({"key": "ab".repeat(16), "kind": "udp_rr", "params": {"count": 5}}),
         )
         .unwrap();
-        assert_eq!(old, hello);
+        assert_eq!(old.mac, "");
         let setup = UdpSetup::new(5201, 0x0123_4567_89ab_cdef);
         assert_eq!(
             to_value(&setup).unwrap(),
@@ -271,10 +316,17 @@ mod tests {
             ok: false,
             code: Some(ErrorCode::BadKey),
             message: Some("unknown or spent session key".into()),
+            mac: "ef".repeat(32),
         };
         assert_eq!(
             to_value(&reply).unwrap(),
-            json!({"ok": false, "code": "bad_key", "message": "unknown or spent session key"})
+            json!({"ok": false, "code": "bad_key", "message": "unknown or spent session key",
+                   "mac": "ef".repeat(32)})
         );
+        // A reply's tag is bound to the hello it answers.
+        assert_ne!(reply.signed("aa"), reply.signed("bb"));
+        assert!(reply
+            .signed("aa")
+            .starts_with(b"meshperf peer reply\naa\n{"));
     }
 }

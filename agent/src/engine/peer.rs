@@ -10,6 +10,7 @@
 //! is a hard bound and cancel is seen within [`TICK`].
 
 use super::{TestCtx, TestError};
+use hmac::{Hmac, Mac};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, TcpSocketParams};
 use meshperf_protocol::peer::{
@@ -27,6 +28,36 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
+
+type HmacSha256 = Hmac<sha2::Sha256>;
+
+/// The HMAC-SHA256 tag of `signed` with a session key, in hex (the `mac`
+/// of [`PeerHello`] and [`PeerReply`]).
+pub fn tag(key: &[u8; KEY_LEN], signed: &[u8]) -> String {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(signed);
+    m.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `mac` (hex) is the tag of `signed` with `key`, compared in
+/// constant time.
+pub fn tag_ok(key: &[u8; KEY_LEN], signed: &[u8], mac: &str) -> bool {
+    let bytes: Option<Vec<u8>> = (mac.len() == 64)
+        .then(|| {
+            (0..32)
+                .map(|i| u8::from_str_radix(mac.get(2 * i..2 * i + 2)?, 16).ok())
+                .collect()
+        })
+        .flatten();
+    let Some(bytes) = bytes else { return false };
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(signed);
+    m.verify_slice(&bytes).is_ok()
+}
 
 /// How long a prepared test waits for its peer.
 pub const ACCEPT_WINDOW: Duration = Duration::from_secs(10);
@@ -511,19 +542,19 @@ impl Acceptor<'_> {
         let hello: Result<PeerHello, _> = serde_json::from_slice(bytes);
         let good_key = hello
             .as_ref()
-            .ok()
-            .and_then(|h| wire::parse_key(&h.key))
-            .is_some_and(|k| bool::from(k.ct_eq(self.key)));
+            .is_ok_and(|h| tag_ok(self.key, &h.signed(), &h.mac));
         let refusal = |code: ErrorCode, message: String| PeerReply {
             ok: false,
             code: Some(code),
             message: Some(message),
+            mac: String::new(),
         };
-        let reply = match &hello {
+        let mut reply = match &hello {
             Ok(h) if good_key && h.kind == self.kind => PeerReply {
                 ok: true,
                 code: None,
                 message: None,
+                mac: String::new(),
             },
             Ok(h) if good_key => refusal(
                 ErrorCode::KindMismatch,
@@ -533,8 +564,18 @@ impl Acceptor<'_> {
                     h.kind.name()
                 ),
             ),
-            _ => refusal(ErrorCode::BadKey, "unknown or spent session key".into()),
+            Ok(h) if h.mac.is_empty() => refusal(
+                ErrorCode::BadKey,
+                "the hello has no tag (mac): the peer agent is of an older release; run the same meshperf on both".into(),
+            ),
+            Ok(_) => refusal(
+                ErrorCode::BadKey,
+                "the hello's tag (HMAC-SHA256 with the session key) is wrong: another test's or a spent key, or a line altered on the way".into(),
+            ),
+            Err(e) => refusal(ErrorCode::BadKey, format!("not a hello line: {e}")),
         };
+        let hello_mac = hello.as_ref().map(|h| h.mac.as_str()).unwrap_or("");
+        reply.mac = tag(self.key, &reply.signed(hello_mac));
         let p = self.remove(i);
         let Awaiting::Hello(mut line) = p.what else {
             unreachable!("hello lines come only from connections awaiting one")
@@ -664,12 +705,12 @@ fn connect_peer(
         )
     };
     let mut control = Line::new(dial(addr, p, false).map_err(unreachable)?);
-    control
-        .send(&PeerHello {
-            key: peer.key.clone(),
-            kind,
-        })
-        .map_err(unreachable)?;
+    let mut hello = PeerHello {
+        kind,
+        mac: String::new(),
+    };
+    hello.mac = tag(&key, &hello.signed());
+    control.send(&hello).map_err(unreachable)?;
     let reply: PeerReply = match control.recv(IO_TIMEOUT) {
         Ok(Some(r)) => r,
         Ok(None) => {
@@ -687,12 +728,20 @@ fn connect_peer(
         Err(e) => return Err(unreachable(e)),
     };
     if !reply.ok {
+        // A refusal is reported as told (untagged or not: whoever can
+        // forge one could as well cut the connection).
         return Err(TestError::new(
             ErrorCode::PeerRefused,
             format!(
                 "peer agent refused the test: {}",
                 reply.message.unwrap_or_else(|| "no reason given".into())
             ),
+        ));
+    }
+    if !tag_ok(&key, &reply.signed(&hello.mac), &reply.mac) {
+        return Err(TestError::new(
+            ErrorCode::Protocol,
+            "the peer agent's reply has a wrong tag (HMAC-SHA256 with the session key):              it was altered on the way or comes from another release",
         ));
     }
     let mut data = Vec::with_capacity(streams);

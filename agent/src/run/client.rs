@@ -3,6 +3,7 @@
 //! drains a connection without waiting and [`wait_any`] sleeps until either
 //! has more (a request's own reply is read with a short socket timeout).
 
+use super::pin::{self, CtlStream};
 use meshperf_protocol::frame::{self, FrameHeader};
 use serde_json::{json, Value};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -27,15 +28,21 @@ pub struct AgentUrl {
     pub host: String,
     pub port: u16,
     pub token: String,
+    /// For an https URL: the SHA-256 of the agent's certificate (`fp=`),
+    /// the one certificate trusted.
+    pub fp: Option<[u8; 32]>,
 }
 
 impl AgentUrl {
-    /// Parses `http://HOST:PORT/#token=T`.
+    /// Parses `http://HOST:PORT/#token=T` or `https://HOST:PORT/#token=T&fp=HEX`.
     pub fn parse(url: &str) -> Result<AgentUrl, CtlError> {
         let bad = || {
-            CtlError::Usage(format!("--agent {url}: expected the URL the agent printed, like http://127.0.0.1:7800/#token=..."))
+            CtlError::Usage(format!("--agent {url}: expected the URL the agent printed, like http://127.0.0.1:7800/#token=... or https://127.0.0.1:7800/#token=...&fp=..."))
         };
-        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+        let (tls, rest) = match url.strip_prefix("https://") {
+            Some(rest) => (true, rest),
+            None => (false, url.strip_prefix("http://").ok_or_else(bad)?),
+        };
         let (hostport, frag) = rest.split_once('#').ok_or_else(bad)?;
         let hostport = hostport.trim_end_matches('/');
         let (host, port) = hostport.rsplit_once(':').ok_or_else(bad)?;
@@ -50,7 +57,24 @@ impl AgentUrl {
             .filter(|t| !t.is_empty())
             .ok_or_else(bad)?
             .to_string();
-        Ok(AgentUrl { host, port, token })
+        let fp = match frag.split('&').find_map(|kv| kv.strip_prefix("fp=")) {
+            None if tls => return Err(CtlError::Usage(format!(
+                "--agent {url}: an https URL needs the certificate's fingerprint, &fp=HEX (64 hex digits of SHA-256), as the agent prints it"
+            ))),
+            Some(_) if !tls => return Err(CtlError::Usage(format!(
+                "--agent {url}: fp= pins a certificate, which only an https URL has"
+            ))),
+            None => None,
+            Some(f) => Some(pin::parse_fp(f).ok_or_else(|| CtlError::Usage(format!(
+                "--agent {url}: fp={f} is not a SHA-256 fingerprint (64 hex digits)"
+            )))?),
+        };
+        Ok(AgentUrl {
+            host,
+            port,
+            token,
+            fp,
+        })
     }
 
     pub fn hostport(&self) -> String {
@@ -70,7 +94,7 @@ pub enum Incoming {
 
 /// An authenticated connection to one agent.
 pub struct Ctl {
-    ws: WebSocket<TcpStream>,
+    ws: WebSocket<CtlStream>,
     /// The agent's info, from `auth_ok` (before auth `hello` has only `protocol`).
     pub hello: Value,
     pub addr: AgentUrl,
@@ -96,9 +120,40 @@ impl Ctl {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .map_err(|e| io(addr, e))?;
         let _ = stream.set_nodelay(true);
-        let url = format!("ws://{}/ws", addr.hostport());
-        let (ws, _) = tungstenite::client(url.as_str(), stream)
-            .map_err(|e| io(addr, format!("WebSocket handshake failed: {e}")))?;
+        let (stream, url) = match addr.fp {
+            None => (
+                CtlStream::Plain(stream),
+                format!("ws://{}/ws", addr.hostport()),
+            ),
+            Some(fp) => {
+                let tls = pin::handshake(pin::client_config(fp), &addr.host, stream)
+                    .map_err(|e| io(addr, format!("TLS handshake failed: {e}")))?;
+                (
+                    CtlStream::Tls(Box::new(tls)),
+                    format!("wss://{}/ws", addr.hostport()),
+                )
+            }
+        };
+        let (ws, _) = tungstenite::client(url.as_str(), stream).map_err(|e| {
+            // The agent says in the body why it refused (e.g. that it
+            // speaks TLS only): that is the line worth showing.
+            let why = match &e {
+                tungstenite::HandshakeError::Failure(tungstenite::Error::Http(r)) => r
+                    .body()
+                    .as_deref()
+                    .map(|b| String::from_utf8_lossy(b).trim().to_string())
+                    .filter(|b| !b.is_empty())
+                    .map(|b| format!("{}: {b}", r.status())),
+                _ => None,
+            };
+            io(
+                addr,
+                format!(
+                    "WebSocket handshake failed: {}",
+                    why.unwrap_or(e.to_string())
+                ),
+            )
+        })?;
         let mut c = Ctl {
             ws,
             hello: Value::Null,
@@ -134,7 +189,8 @@ impl Ctl {
         }
         // The agent describes itself only to a controller with the token.
         c.hello = r["info"].clone();
-        c.ws.get_mut()
+        c.ws.get_ref()
+            .tcp()
             .set_read_timeout(Some(Duration::from_millis(10)))
             .map_err(|e| io(addr, e))?;
         Ok(c)
@@ -211,7 +267,8 @@ impl Ctl {
 
     fn nonblocking(&mut self, on: bool) -> Result<(), CtlError> {
         self.ws
-            .get_mut()
+            .get_ref()
+            .tcp()
             .set_nonblocking(on)
             .map_err(|e| io(&self.addr, e))
     }
@@ -231,7 +288,7 @@ pub fn wait_any(ctls: &[&Ctl], wait: Duration) {
     let mut fds: Vec<libc::pollfd> = ctls
         .iter()
         .map(|c| libc::pollfd {
-            fd: c.ws.get_ref().as_raw_fd(),
+            fd: c.ws.get_ref().tcp().as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         })

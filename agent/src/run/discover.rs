@@ -56,6 +56,7 @@ pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
             host: ip.to_string(),
             port,
             token: token.clone(),
+            fp: None,
         })
         .collect())
 }

@@ -17,6 +17,7 @@ mod discover;
 mod inline;
 mod matrix_out;
 mod output;
+pub mod pin;
 mod rounds;
 
 use client::{AgentUrl, Ctl, CtlError};
@@ -33,7 +34,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T), or
+    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T, or
+    /// https://HOST:PORT/#token=T&fp=HEX with TLS: the certificate is pinned), or
     /// dns:NAME[:PORT][#token=T] for an agent at every address of NAME (port
     /// 7800 and $MESHPERF_TOKEN by default). The first serves, the second
     /// drives; one agent plays both ends; with --matrix, any number.
@@ -445,10 +447,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &a.csv {
         write(path, meshperf_protocol::export::csv(&result).into_bytes())?;
     }
-    let web = a
-        .web
-        .clone()
-        .unwrap_or_else(|| format!("http://{}/", urls[0].hostport()));
+    let web = a.web.clone().unwrap_or_else(|| {
+        let scheme = if urls[0].fp.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}/", urls[0].hostport())
+    });
     print_permalink(&web, &result, doc_on_stdout);
     // 130 = 128 + SIGINT, as a shell reports a command Ctrl-C stopped.
     Ok(ExitCode::from(if stopped {

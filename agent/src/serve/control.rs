@@ -46,7 +46,7 @@ pub struct Session {
 
 impl Session {
     pub fn new(ws: WebSocket<Replay>) -> Self {
-        let peer = ws.get_ref().inner.peer_addr().ok();
+        let peer = ws.get_ref().inner.tcp().peer_addr().ok();
         Session {
             from: peer.map_or_else(|| "an unknown address".into(), |a| a.to_string()),
             ip: peer.map(|a| a.ip().to_canonical()),

@@ -4,6 +4,8 @@
 //! * [`server`]: the mio event loop: listener, connection caps and
 //!   deadlines, HTTP heads, WebSocket handshakes ([`replay`]), `/healthz`
 //!   and the web app ([`http`]).
+//! * [`tls`]: https and wss on the same port, with the operator's
+//!   certificate or one made at start.
 //! * [`control`]: the control sessions (auth through [`auth`], requests,
 //!   replies, the tests this agent runs or serves).
 //!
@@ -15,6 +17,7 @@ pub mod control;
 pub mod http;
 pub mod replay;
 pub mod server;
+pub mod tls;
 
 use crate::sysinfo;
 use anyhow::{bail, Context};
@@ -75,6 +78,22 @@ pub struct AgentArgs {
     /// a few ports are enough.
     #[arg(long, value_name = "LO-HI", value_parser = port_range)]
     data_ports: Option<(u16, u16)>,
+    /// Serve https and wss with this PEM certificate chain (e.g. an ACME
+    /// client's fullchain.pem); needs --tls-key.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert (e.g. privkey.pem).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Serve https and wss with a certificate made at start (never stored);
+    /// its SHA-256 goes into the printed URL (fp=) for meshperf run to pin.
+    #[arg(long)]
+    tls_self_signed: bool,
     /// Print no record of sessions and tests on stderr (by default one
     /// timestamped line each: who connected, what ran, how it ended).
     #[arg(long, short)]
@@ -157,6 +176,18 @@ fn own_names(listen: IpAddr, extra: &[String]) -> Vec<String> {
     names.iter().map(|n| server::host_key(n)).collect()
 }
 
+/// The address the ready URL shows for an agent bound to any address: the
+/// first non-loopback IPv4 one, else 127.0.0.1; `None` when bound to one.
+fn shown_ip(bound: IpAddr) -> Option<IpAddr> {
+    bound.is_unspecified().then(|| {
+        sysinfo::addresses()
+            .into_iter()
+            .map(|(_, ip)| ip)
+            .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+            .unwrap_or([127, 0, 0, 1].into())
+    })
+}
+
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     crate::log::set_quiet(a.quiet);
     let token = match a.token.or_else(|| std::env::var("MESHPERF_TOKEN").ok()) {
@@ -187,6 +218,23 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let listener = server::bind(a.listen)?;
+    let local_ip = listener
+        .local_addr()
+        .context("reading the bound address")?
+        .ip();
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::from_pem(cert, key)?),
+        _ if a.tls_self_signed => {
+            let mut names = own_names(local_ip, &a.allow_host);
+            names.extend(shown_ip(local_ip).map(|ip| ip.to_string()));
+            // A certificate names hosts in ASCII (IDNs as punycode).
+            names.retain(|n| n.is_ascii() && !n.is_empty());
+            names.sort();
+            names.dedup();
+            Some(tls::self_signed(names)?)
+        }
+        _ => None,
+    };
     let local = listener.local_addr().context("reading the bound address")?;
     let (poll, waker) = server::poll_and_waker().context("creating the event loop")?;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -211,20 +259,12 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     };
     let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
     agent.data_ports = a.data_ports;
-    let shown: IpAddr = if local.ip().is_unspecified() {
-        sysinfo::addresses()
-            .into_iter()
-            .map(|(_, ip)| ip)
-            .find(|ip| ip.is_ipv4() && !ip.is_loopback())
-            .unwrap_or([127, 0, 0, 1].into())
-    } else {
-        local.ip()
+    let host = SocketAddr::new(shown_ip(local.ip()).unwrap_or(local.ip()), local.port());
+    let url = match &tls {
+        Some(id) => format!("https://{host}/#token={token}&fp={}", id.fingerprint),
+        None => format!("http://{host}/#token={token}"),
     };
-    let host = SocketAddr::new(shown, local.port());
-    println!(
-        "meshperf agent {} ready: http://{host}/#token={token}",
-        env!("CARGO_PKG_VERSION")
-    );
+    println!("meshperf agent {} ready: {url}", env!("CARGO_PKG_VERSION"));
     std::io::stdout().flush().ok();
     let guard = server::Guard {
         max_connections: a.max_connections as usize,
@@ -233,6 +273,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         auth_timeout: Duration::from_secs_f64(a.auth_timeout),
         hosts: own_names(local.ip(), &a.allow_host),
         origins: a.allow_origin,
+        tls: tls.map(|id| id.config),
     };
     server::serve(listener, agent, guard, rx, poll).context("event loop failed")?;
     eprintln!("meshperf agent: stopped");

@@ -4,15 +4,16 @@
 //! (`server`) and the sessions it holds (`control`) both name it without
 //! importing each other.
 
-use mio::net::TcpStream;
+use super::tls::Stream;
 use std::io::{self, Read, Write};
 
 /// A socket that first replays bytes already read (the HTTP request head we
-/// parsed to route the connection) and then reads from the socket.
+/// parsed to route the connection) and then reads from the connection
+/// (plain or TLS).
 pub struct Replay {
     pub pre: Vec<u8>,
     pub pos: usize,
-    pub inner: TcpStream,
+    pub inner: Stream,
 }
 
 impl Read for Replay {

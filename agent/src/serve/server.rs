@@ -19,10 +19,12 @@
 use super::control::{Agent, Session};
 use super::http;
 use super::replay::Replay;
+use super::tls::{Stream, TlsStream};
 use crate::engine::Outbound;
 use crate::log::log;
 use mio::net::{TcpListener, TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use rustls::ServerConfig;
 use slab::Slab;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -56,6 +58,9 @@ pub struct Guard {
     pub hosts: Vec<String>,
     /// Web origins besides the agent's own that may open the WebSocket.
     pub origins: Vec<String>,
+    /// TLS on the port (`--tls-cert`, `--tls-self-signed`): https and wss
+    /// only, and the handshake within `head_timeout` like the head.
+    pub tls: Option<Arc<ServerConfig>>,
 }
 
 /// How long accepting pauses after an accept failed (EMFILE and the like).
@@ -101,7 +106,12 @@ impl Callback for OriginCheck {
             .get("host")
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
-        let same = !host.is_empty() && origin == format!("http://{host}");
+        let scheme = if self.guard.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let same = !host.is_empty() && origin == format!("{scheme}://{host}");
         if same || self.guard.origins.iter().any(|a| a == origin) {
             return Ok(resp);
         }
@@ -115,7 +125,7 @@ impl Callback for OriginCheck {
 
 enum Conn {
     Http {
-        sock: TcpStream,
+        sock: Stream,
         head: Vec<u8>,
         out: Vec<u8>,
         sent: usize,
@@ -342,6 +352,13 @@ impl Server {
         {
             return;
         }
+        let sock = match &self.guard.tls {
+            None => Stream::Plain(sock),
+            Some(cfg) => match TlsStream::new(cfg, sock) {
+                Ok(t) => Stream::Tls(Box::new(t)),
+                Err(_) => return,
+            },
+        };
         let now = Instant::now();
         entry.insert(Slot {
             conn: Conn::Http {
@@ -360,11 +377,15 @@ impl Server {
 
     /// Answers 503 (as far as the socket takes it at once) and closes.
     fn refuse(&mut self, mut sock: TcpStream, why: String) {
-        let _ = sock.write(&http::simple(
-            503,
-            "Service Unavailable",
-            "this agent holds too many connections (from your address); try again later\n",
-        ));
+        // On a TLS port the client could not read a plain answer: it sees
+        // the connection closed.
+        if self.guard.tls.is_none() {
+            let _ = sock.write(&http::simple(
+                503,
+                "Service Unavailable",
+                "this agent holds too many connections (from your address); try again later\n",
+            ));
+        }
         self.refusals.note(why);
     }
 
@@ -503,7 +524,7 @@ fn handshake(
 }
 
 fn http_step(
-    mut sock: TcpStream,
+    mut sock: Stream,
     mut head: Vec<u8>,
     mut out: Vec<u8>,
     mut sent: usize,
@@ -586,23 +607,32 @@ fn http_step(
             }
         }
     }
-    while sent < out.len() {
-        match sock.write(&out[sent..]) {
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                return Some(Conn::Http {
-                    sock,
-                    head,
-                    out,
-                    sent,
-                })
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
+    match send(&mut sock, &out, &mut sent) {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Some(Conn::Http {
+            sock,
+            head,
+            out,
+            sent,
+        }),
+        Err(_) => None,
+        Ok(()) => {
+            sock.shutdown_write();
+            None
         }
     }
-    let _ = sock.shutdown(std::net::Shutdown::Write);
-    None
+}
+
+/// Writes what is left of a response, then flushes: TLS records of it may
+/// still wait in the session.
+fn send(sock: &mut Stream, out: &[u8], sent: &mut usize) -> io::Result<()> {
+    while *sent < out.len() {
+        match sock.write(&out[*sent..]) {
+            Ok(n) => *sent += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    sock.flush()
 }
 
 fn too_large() -> Vec<u8> {

@@ -13,4 +13,5 @@ mod run;
 mod safety;
 mod soak;
 mod tcp;
+mod tls;
 mod udp;

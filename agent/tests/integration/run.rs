@@ -12,7 +12,7 @@ fn url(a: &AgentProc) -> String {
     format!("http://{}/#token={}", a.addr(), a.token)
 }
 
-fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_meshperf"))
         .arg("run")
         .args(args)
@@ -62,7 +62,7 @@ fn usage_error(args: &[&str]) -> String {
     err
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 

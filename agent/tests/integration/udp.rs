@@ -225,8 +225,8 @@ fn bad_input_is_refused_before_traffic_naming_the_parameter() {
     }
 }
 
-/// A fake serving agent: answers the set-up, then replies per `script`
-/// (seq -> list of (delay ms, reply seq)).
+/// A fake serving agent with the session key `ab` x 16: answers the
+/// set-up, then replies per `script` (seq -> list of (delay ms, reply seq)).
 fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
@@ -238,7 +238,9 @@ fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHan
         r.read_line(&mut line).unwrap();
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
         let token = 0x1234u64;
-        writeln!(w, "{}", json!({"ok": true})).unwrap();
+        let hello: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let reply = crate::util::peer_reply_ok(&"ab".repeat(16), hello["mac"].as_str().unwrap());
+        writeln!(w, "{reply}").unwrap();
         writeln!(
             w,
             "{}",
@@ -802,7 +804,8 @@ fn a_responder_answers_no_more_than_its_prepared_count() {
         r.read_line(&mut l).unwrap();
         serde_json::from_str::<Value>(&l).unwrap()
     };
-    writeln!(w, "{}", json!({"key": prep["key"], "kind": "udp_rr"})).unwrap();
+    let key = prep["key"].as_str().unwrap();
+    writeln!(w, "{}", crate::util::peer_hello(key, "udp_rr")).unwrap();
     assert_eq!(read()["ok"], true);
     let setup = read();
     let udp_port = setup["udp_port"].as_u64().unwrap() as u16;

@@ -16,6 +16,10 @@ pub struct AgentProc {
     pub token: String,
     /// The host of the agent's ready URL.
     pub host: IpAddr,
+    /// The ready URL as printed.
+    pub url: String,
+    /// With TLS: the certificate's SHA-256 from the URL (`fp=`).
+    pub fp: Option<String>,
     /// The agent's stderr record, line by line, if started with
     /// [`AgentProc::start_logged`] (others run with `--quiet`).
     log: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
@@ -136,12 +140,24 @@ impl AgentProc {
             .unwrap();
         let url = line
             .split_whitespace()
-            .find(|w| w.starts_with("http://"))
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .expect("ready line has a URL")
             .to_string();
-        assert!(url.ends_with(&format!("#token={token}")), "{url}");
-        let at: SocketAddr = url
-            .trim_start_matches("http://")
+        let (base, frag) = url.split_once('#').expect("a fragment");
+        let fp = frag
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("fp="))
+            .map(String::from);
+        assert_eq!(
+            frag.split('&').next(),
+            Some(&*format!("token={token}")),
+            "{url}"
+        );
+        assert_eq!(fp.is_some(), base.starts_with("https://"), "{url}");
+        let at: SocketAddr = base
+            .split("://")
+            .nth(1)
+            .unwrap()
             .split('/')
             .next()
             .unwrap()
@@ -152,6 +168,8 @@ impl AgentProc {
             port: at.port(),
             token,
             host: at.ip(),
+            url,
+            fp,
             log,
         }
     }
@@ -352,4 +370,34 @@ pub fn logged(a: &AgentProc, parts: &[&str]) -> String {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The HMAC-SHA256 tag (hex) of `signed` with a session key given in hex,
+/// computed here from the crates, not through the agent's code.
+pub fn hmac_hex(key_hex: &str, signed: &[u8]) -> String {
+    use hmac::Mac;
+    let key = meshperf_protocol::peer::parse_key(key_hex).expect("32 hex digits");
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    m.update(signed);
+    m.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A driving agent's first line on a data port: `kind` tagged with the
+/// session key (docs/protocol.md, "Agent to agent").
+pub fn peer_hello(key_hex: &str, kind: &str) -> Value {
+    let bare = json!({"kind": kind, "mac": ""});
+    let signed = format!("meshperf peer hello\n\n{bare}");
+    json!({"kind": kind, "mac": hmac_hex(key_hex, signed.as_bytes())})
+}
+
+/// A serving agent's `ok` answer to the hello tagged `hello_mac`, tagged
+/// with the session key.
+pub fn peer_reply_ok(key_hex: &str, hello_mac: &str) -> Value {
+    let bare = json!({"ok": true, "mac": ""});
+    let signed = format!("meshperf peer reply\n{hello_mac}\n{bare}");
+    json!({"ok": true, "mac": hmac_hex(key_hex, signed.as_bytes())})
 }

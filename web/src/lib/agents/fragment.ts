@@ -1,10 +1,20 @@
 // The URL fragment: `#token=TA&agent2=HOST:PORT&token2=TB[&agent=HOST:PORT]`
-// (a matrix's agents are `mesh=`: matrix/mesh.svelte.ts).
+// (a matrix's agents are `mesh=`: matrix/mesh.svelte.ts). Agents with TLS add
+// `fp=HEX` (agent A) and `fp2=HEX` (agent B), their certificates' SHA-256: the
+// browser does not use them (it trusts certificates its own way) but keeps
+// them, so the address bar stays a URL `meshperf run --agent` can pin by.
 // The fragment never reaches a server; tokens leave the page only in `auth`.
 
+export interface Endpoint {
+  host: string;
+  token: string;
+  /** The certificate's SHA-256 (hex) an https agent printed, if any. */
+  fp?: string;
+}
+
 export interface Endpoints {
-  a: { host: string; token: string };
-  b: { host: string; token: string };
+  a: Endpoint;
+  b: Endpoint;
   /** True when the fragment named anything, so the page may connect at once. */
   given: boolean;
 }
@@ -13,8 +23,8 @@ export function readFragment(hash: string, ownHost: string): Endpoints {
   const p = new URLSearchParams(hash.replace(/^#/, ''));
   const get = (k: string) => (p.get(k) ?? '').trim();
   return {
-    a: { host: get('agent') || ownHost, token: get('token') },
-    b: { host: get('agent2'), token: get('token2') },
+    a: { host: get('agent') || ownHost, token: get('token'), fp: get('fp') || undefined },
+    b: { host: get('agent2'), token: get('token2'), fp: get('fp2') || undefined },
     given: ['token', 'agent', 'agent2', 'token2'].some((k) => p.has(k)),
   };
 }
@@ -24,8 +34,10 @@ export function writeFragment(e: Omit<Endpoints, 'given'>, ownHost: string): str
   const p = new URLSearchParams();
   if (e.a.host && e.a.host !== ownHost) p.set('agent', e.a.host);
   if (e.a.token) p.set('token', e.a.token);
+  if (e.a.fp) p.set('fp', e.a.fp);
   if (e.b.host) p.set('agent2', e.b.host);
   if (e.b.token) p.set('token2', e.b.token);
+  if (e.b.fp) p.set('fp2', e.b.fp);
   return '#' + p.toString().replace(/%3A/gi, ':');
 }
 

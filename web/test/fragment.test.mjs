@@ -1,0 +1,25 @@
+// The pair's fragment: tokens and, for agents with TLS, the certificates'
+// fingerprints (fp, fp2) kept through a rewrite so the address bar stays a
+// URL meshperf run can pin by.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+const { readFragment, writeFragment } = await import('../src/lib/fragment.ts');
+
+const FA = 'ab'.repeat(32);
+const FB = 'cd'.repeat(32);
+
+test('fp and fp2 are read and written back with their agents', () => {
+  const hash = `#token=ta&fp=${FA}&agent2=10.0.0.2:7800&token2=tb&fp2=${FB}`;
+  const e = readFragment(hash, '10.0.0.1:7800');
+  assert.deepEqual(e.a, { host: '10.0.0.1:7800', token: 'ta', fp: FA });
+  assert.deepEqual(e.b, { host: '10.0.0.2:7800', token: 'tb', fp: FB });
+  assert.equal(writeFragment(e, '10.0.0.1:7800'), hash);
+});
+
+test('plain agents have no fp, and none is written', () => {
+  const e = readFragment('#token=ta&agent2=h:1&token2=tb', 'own:1');
+  assert.equal(e.a.fp, undefined);
+  assert.equal(e.b.fp, undefined);
+  assert.equal(writeFragment(e, 'own:1'), '#token=ta&agent2=h:1&token2=tb');
+});
