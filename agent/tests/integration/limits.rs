@@ -4,7 +4,7 @@
 //! serves the next test. The peers here are a real agent with looser limits
 //! and a hand-written one holding the real session key.
 
-use crate::util::{logged, run_pair, AgentProc};
+use crate::util::{logged, peer_hello, run_pair, AgentProc};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -97,7 +97,7 @@ fn a_tcp_rr_responder_answers_no_more_than_its_prepared_count() {
     line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut r = BufReader::new(line.try_clone().unwrap());
     let mut w = line;
-    writeln!(w, "{}", json!({"key": key_hex, "kind": "tcp_rr"})).unwrap();
+    writeln!(w, "{}", peer_hello(key_hex, "tcp_rr")).unwrap();
     let mut l = String::new();
     r.read_line(&mut l).unwrap();
     assert_eq!(
