@@ -11,9 +11,11 @@
 //! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
 //! * [`bind`]: local addresses of data sockets.
 //! * [`udp`], [`udp_batch`], [`udp_rr`], [`udp_stream`]: the UDP tests.
+//! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
 
 pub mod bind;
 pub mod buf;
+pub mod lul;
 pub mod peer;
 pub mod rr;
 pub mod side;
@@ -284,6 +286,7 @@ pub const KINDS: &[Kind] = &[
     Kind::UnixRr,
     Kind::UdpRr,
     Kind::UdpStream,
+    Kind::LatencyUnderLoad,
 ];
 
 /// Serving side: validates `params`, opens what the peer will connect to and
@@ -299,6 +302,7 @@ pub fn prepare(
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
+        Kind::LatencyUnderLoad => lul::prepare(params, env),
     }
 }
 
@@ -310,5 +314,6 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
+        Kind::LatencyUnderLoad => lul::start(params, peer, env),
     }
 }

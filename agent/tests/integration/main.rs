@@ -8,6 +8,7 @@
 mod util;
 
 mod agent;
+mod lul;
 mod run;
 mod safety;
 mod tcp;
