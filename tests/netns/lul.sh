@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Latency under load against the kernel's ground truth (root only). Two end
+# namespaces A (serving agent) and B (driving agent) joined through a router
+# namespace R, as run.sh builds them; `meshperf run` runs in R.
+#
+# 1. tc tbf at 20 Mbit/s with a queue limit of L bytes on R's way to B only
+#    (the download direction): in the download phase the round trip grows
+#    by L x 8 / rate within 20%, and the other direction's one-way delay
+#    (up, estimated clocks) by no more than 1 ms.
+# 2. iptables in R dropping 3% of the probes on their way up (-m statistic,
+#    matched on the serving agent's data port and the probe's length): the
+#    up probe loss equals the rule's DROP counter exactly, the down loss is 0.
+#
+# Names are unique per run; everything is removed on exit, whether the checks
+# pass or not; every run is bounded by `timeout`. Exit 0 on success or when
+# skipped.
+set -euo pipefail
+
+name="latency under load"
+if [ "$(id -u)" != 0 ]; then
+  echo "$name: skipped (needs root to create network namespaces; CI runs it as root)"
+  exit 0
+fi
+for tool in ip tc iptables node; do
+  command -v "$tool" >/dev/null || { echo "$name: FAILED: $tool is not installed" >&2; exit 1; }
+done
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+[ -x "$bin" ] || { echo "$name: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
+id=mpl$$
+A=${id}a B=${id}b R=${id}r
+net=$((16 + $$ % 200))
+ipa=10.$net.1.2 ipb=10.$net.2.2
+port=5299                        # the serving agent's data port (TCP and UDP)
+dir=/tmp/$id
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for n in "$A" "$B" "$R"; do ip netns del "$n" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$dir"
+fail() { echo "$name: FAILED: $*" >&2; exit 1; }
+
+for n in "$A" "$B" "$R"; do ip netns add "$n"; ip -n "$n" link set lo up; done
+ip link add "${id}a0" type veth peer name "${id}a1"
+ip link add "${id}b0" type veth peer name "${id}b1"
+ip link set "${id}a0" netns "$A"; ip link set "${id}a1" netns "$R"
+ip link set "${id}b0" netns "$B"; ip link set "${id}b1" netns "$R"
+ip -n "$A" addr add "$ipa/24" dev "${id}a0"; ip -n "$A" link set "${id}a0" up
+ip -n "$B" addr add "$ipb/24" dev "${id}b0"; ip -n "$B" link set "${id}b0" up
+ip -n "$R" addr add "10.$net.1.1/24" dev "${id}a1"; ip -n "$R" link set "${id}a1" up
+ip -n "$R" addr add "10.$net.2.1/24" dev "${id}b1"; ip -n "$R" link set "${id}b1" up
+ip -n "$A" route add default via "10.$net.1.1"
+ip -n "$B" route add default via "10.$net.2.1"
+ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+# No segmentation offloads on the veths: tbf then queues wire-sized packets.
+for d in "$A:${id}a0" "$R:${id}a1" "$R:${id}b1" "$B:${id}b0"; do
+  ip netns exec "${d%%:*}" ethtool -K "${d#*:}" tso off gso off gro off >/dev/null 2>&1 || true
+done
+
+start_agent() { # namespace, address, variable for its URL, extra flags
+  local out="$dir/$1.out" found
+  # shellcheck disable=SC2086
+  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 300 "$bin" agent --listen "$2:0" $4 >"$out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    found=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$3" '%s' "$found"; return; fi
+    sleep 0.1
+  done
+  cat "$out" >&2; fail "the agent in $1 did not start"
+}
+start_agent "$A" "$ipa" url_a "--data-ports $port-$port"
+start_agent "$B" "$ipb" url_b ""
+
+run() { # result file, then --set NAME=VALUE...
+  local out=$1; shift
+  local sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  ip netns exec "$R" timeout 90 "$bin" run --agent "$url_a" --agent "$url_b" \
+    --kind latency_under_load "${sets[@]}" --json "$out" >"$out.txt" 2>&1 \
+    || { cat "$out.txt" >&2; fail "meshperf run exited $?"; }
+  grep -v '#r=' "$out.txt" | grep -v '^progress' || true
+}
+
+# 1. A queue of L bytes at 20 Mbit/s on the way down.
+limit=50000
+ip netns exec "$R" tc qdisc add dev "${id}b1" root tbf rate 20mbit burst 4k limit "$limit"
+run "$dir/tbf.json" idle_s=2 download_s=4 upload_s=1 both_s=1 gap_s=1 streams=4 probe_ms=5
+ip netns exec "$R" tc -s qdisc show dev "${id}b1" | head -3
+ip netns exec "$R" tc qdisc del dev "${id}b1" root
+node -e '
+  const [file, limit] = [process.argv[1], Number(process.argv[2])];
+  const s = JSON.parse(require("fs").readFileSync(file, "utf8")).steps[0].summary;
+  const d = s.phases.find((p) => p.phase === "download");
+  if (!d) throw new Error(`no download phase: ${s.note}`);
+  const expect = (limit * 8) / 20e6 * 1e6; // us
+  const added = d.added_rtt_us.median, up = d.added_up_us.median, down = d.added_down_us.median;
+  console.log(`tbf 20 Mbit/s, limit ${limit} B: queue ${expect.toFixed(0)} us; download phase added RTT p50 ${added.toFixed(0)} us, ` +
+    `one-way up ${up.toFixed(0)} us, down ${down.toFixed(0)} us (clock ${s.clock.basis}, offset ${s.clock.offset_us.toFixed(1)} us, ` +
+    `drift ${s.clock.drift_ppm.toFixed(2)} ppm); download ${(d.down_bits_per_second / 1e6).toFixed(2)} Mbit/s`);
+  if (Math.abs(added - expect) > 0.2 * expect) throw new Error(`added RTT ${added} us is not ${expect} us within 20%`);
+  if (Math.abs(up) > 1000) throw new Error(`the unshaped direction rose by ${up} us`);
+  if (d.down_bits_per_second < 15e6 || d.down_bits_per_second > 21e6) throw new Error(`download ${d.down_bits_per_second} bit/s, shaped to 20 Mbit/s`);
+' "$dir/tbf.json" "$limit" || fail "the tbf queue is not where the probes put it"
+
+# 2. 3% of the probes dropped on the way up (B to A), counted by the rule.
+probe=64
+ip netns exec "$R" iptables -A FORWARD -p udp -d "$ipa" --dport "$port" -m length --length $((probe + 28)) \
+  -m statistic --mode random --probability 0.03 -j DROP
+run "$dir/loss.json" idle_s=1 download_s=1 upload_s=1 both_s=1 gap_s=0.5 streams=1 probe_ms=2 probe_bytes=$probe clocks=synced
+dropped=$(ip netns exec "$R" iptables -L FORWARD -v -x -n | awk '/DROP/ {print $1}')
+node -e '
+  const [file, dropped] = [process.argv[1], Number(process.argv[2])];
+  const s = JSON.parse(require("fs").readFileSync(file, "utf8")).steps[0].summary;
+  console.log(`iptables dropped ${dropped} probes going up; summary: up lost ${s.probes_up.lost} of ${s.probes_up.sent}, down lost ${s.probes_down.lost} of ${s.probes_down.sent}`);
+  if (!s.complete) throw new Error(`incomplete: ${s.note}`);
+  if (dropped < 5) throw new Error(`the rule dropped only ${dropped}: no test`);
+  if (s.probes_up.lost !== dropped) throw new Error(`up loss ${s.probes_up.lost} != DROP counter ${dropped}`);
+  if (s.probes_down.lost !== 0) throw new Error(`down loss ${s.probes_down.lost}, expected 0`);
+' "$dir/loss.json" "$dropped" || fail "probe loss is not the DROP counter"
+echo "$name: ok"
