@@ -119,7 +119,7 @@ mod tests {
             "clock": {"basis": "estimated", "offset_us": 1.0, "drift_ppm": 0.5,
                 "uncertainty_us": 30.0, "min_rtt_us": 60.0, "residual_us": 1.0, "probes_used": 5},
             "probes_up": flow, "probes_down": flow, "probes_skipped": 0, "probe_ms": 5.0,
-            "probe_bytes": 64, "streams": 1, "seconds": 1.0, "foreign": 0, "peer": "x",
+            "probe_bytes": 64, "streams_per_direction": 1, "seconds": 1.0, "foreign": 0, "peer": "x",
             "complete": true, "note": null, "rate_capped_us": 0.0, "base_ns": 1, "peer_base_ns": 2
         });
         let t = table(&s).unwrap();

@@ -131,7 +131,9 @@ pub struct LulSummary {
     pub probes_skipped: u64,
     pub probe_ms: f64,
     pub probe_bytes: u64,
-    pub streams: u32,
+    /// TCP streams each way (`streams` in the parameters; in a summary
+    /// `streams` is a stream test's list of connections).
+    pub streams_per_direction: u32,
     /// From the first probe to the end.
     pub seconds: f64,
     /// Datagrams the serving agent got from anyone else (null: it did not say).

@@ -198,7 +198,7 @@ pub fn build(
         probes_skipped: r.skipped.iter().sum(),
         probe_ms: p.probe_ms,
         probe_bytes: p.probe_bytes,
-        streams: p.streams,
+        streams_per_direction: p.streams,
         seconds: r.seconds,
         foreign: server.map(|s| s.foreign),
         peer,
