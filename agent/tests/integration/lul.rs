@@ -154,3 +154,47 @@ fn latency_under_load_refuses_bad_parameters_in_one_line_each() {
         "kind": "latency_under_load", "params": {"idle_s": 1, "download_s": 2, "upload_s": 2, "both_s": 2}}));
     assert_eq!(r["type"], "prepared", "{r}");
 }
+
+#[test]
+fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let params = json!({"idle_s": 1, "download_s": 5, "upload_s": 1, "both_s": 1,
+        "gap_s": 0.3, "streams": 1, "probe_ms": 5});
+    let prep = ca.request(json!({"type": "prepare", "test_id": 9, "step": 0,
+        "kind": "latency_under_load", "params": params}));
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let start = cb.request(json!({"type": "start", "test_id": 9, "step": 0,
+        "kind": "latency_under_load", "params": params,
+        "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
+    assert_eq!(start["type"], "started", "{start}");
+    // Into the download phase, then the serving agent freezes: no answer,
+    // no byte, no close.
+    std::thread::sleep(std::time::Duration::from_millis(1800));
+    let pid = a.child.id().to_string();
+    let signal = |s: &str| {
+        let ok = std::process::Command::new("kill").args([s, &pid]).status().unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    let t0 = std::time::Instant::now();
+    let end = cb.wait_end(9);
+    let took = t0.elapsed().as_secs_f64();
+    signal("-CONT");
+    assert_eq!(end["type"], "result", "{end}");
+    let s = &end["summary"];
+    assert_eq!(s["complete"], false, "{s}");
+    let note = s["note"].as_str().unwrap();
+    assert!(note.contains("stopped answering probes"), "{note}");
+    assert!(!note.contains('\n'), "{note}");
+    let names: Vec<&str> = s["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["idle"], "{s}");
+    assert!(s["phases"][0]["rtt_us"]["n"].as_u64().unwrap_or(0) > 100, "{s}");
+    // Silence for 2 s, then at most 5 s for the serving agent's end line.
+    assert!(took < 9.0, "{took} s");
+}

@@ -75,7 +75,9 @@ pub struct LulPhaseSummary {
     pub added_rtt_us: Option<AddedLatency>,
     pub added_up_us: Option<AddedLatency>,
     pub added_down_us: Option<AddedLatency>,
-    /// The probe flow each way.
+    /// The probe flow each way. Up counts are the serving agent's; when it
+    /// did not send them (see `note`), up `received` and down `sent` count
+    /// the probes that were answered.
     pub probes_up: ProbeFlow,
     pub probes_down: ProbeFlow,
     /// Slots of the probe schedule left out: the prober woke more than

@@ -107,7 +107,9 @@ pub fn build(
         f(|a| a.t4, 0.0),
     );
     let synced = p.clocks == Clocks::Synced;
-    let analysis = if server.is_some() {
+    // Without the serving side's clock start only an estimate can place
+    // its times (the fit absorbs any offset).
+    let analysis = if server.is_some() || !synced {
         let probes = Probes {
             phase: &phase,
             t1: &t1,
@@ -126,17 +128,18 @@ pub fn build(
         None
     };
     let up_of = |code: usize| -> ProbeFlow {
-        let t = server
-            .and_then(|s| s.probes.get(code))
-            .copied()
-            .unwrap_or_default();
-        ProbeFlow::new(r.sent[code], t.received, t.duplicates, t.reordered)
+        match server.and_then(|s| s.probes.get(code)) {
+            Some(t) => ProbeFlow::new(r.sent[code], t.received, t.duplicates, t.reordered),
+            // The serving side did not say: every answered probe arrived.
+            None => ProbeFlow::new(r.sent[code], down_tally[code].received, 0, 0),
+        }
     };
     let down_of = |code: usize| -> ProbeFlow {
+        let t = down_tally[code];
+        // Without the serving side's count, what arrived is all we know of.
         let answered = server
             .and_then(|s| s.probes.get(code))
-            .map_or(0, |t| t.answered);
-        let t = down_tally[code];
+            .map_or(t.received, |t| t.answered);
         ProbeFlow::new(answered, t.received, t.duplicates, t.reordered)
     };
     let sum = |flows: Vec<ProbeFlow>| {
