@@ -10,6 +10,12 @@
 # 2. iptables in R dropping 3% of the probes on their way up (-m statistic,
 #    matched on the serving agent's data port and the probe's length): the
 #    up probe loss equals the rule's DROP counter exactly, the down loss is 0.
+# 3. A delay line (NFQUEUE to tests/netns/delay.py, NetfilterQueue from PyPI
+#    in .tools/nfq, installed by scripts/setup.sh --test as root) holding
+#    the probes on their way up D ms: with clocks=synced (the namespaces
+#    share one clock) the up one-way delay is D +/- 0.5 ms above the down
+#    one; switched on in the middle of a test with estimated clocks, the up
+#    delay rises by D +/- 0.5 ms and the down one does not.
 #
 # Names are unique per run; everything is removed on exit, whether the checks
 # pass or not; every run is bounded by `timeout`. Exit 0 on success or when
@@ -124,4 +130,43 @@ node -e '
   if (s.probes_up.lost !== dropped) throw new Error(`up loss ${s.probes_up.lost} != DROP counter ${dropped}`);
   if (s.probes_down.lost !== 0) throw new Error(`down loss ${s.probes_down.lost}, expected 0`);
 ' "$dir/loss.json" "$dropped" || fail "probe loss is not the DROP counter"
+
+# 3. A delay line of D ms on the way up.
+nfq_python=${MESHPERF_NFQ_PYTHON:-$root/.tools/nfq/bin/python}
+"$nfq_python" -c 'import netfilterqueue' 2>/dev/null \
+  || fail "$nfq_python cannot import netfilterqueue (scripts/setup.sh --test installs it as root into .tools/nfq)"
+ip netns exec "$R" iptables -F FORWARD
+delay_ms=10
+ip netns exec "$R" timeout 120 "$nfq_python" "$root/tests/netns/delay.py" 7 "$delay_ms" >"$dir/delay.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$dir/delay.out" 2>/dev/null && break; sleep 0.1; done
+grep -q ready "$dir/delay.out" || { cat "$dir/delay.out" >&2; fail "the delay line did not start"; }
+delay_rule=(FORWARD -p udp -d "$ipa" --dport "$port" -m length --length $((probe + 28)) -j NFQUEUE --queue-num 7)
+ip netns exec "$R" iptables -A "${delay_rule[@]}"
+run "$dir/synced.json" idle_s=2 download_s=0.5 upload_s=0.5 both_s=0.5 gap_s=0.2 streams=1 probe_ms=5 clocks=synced
+ip netns exec "$R" iptables -D "${delay_rule[@]}"
+# Switched on 1 s into the upload phase's start (idle 2.5 s, gap, download
+# 1 s, gap: the upload phase starts near 4.4 s): the upload and both
+# phases carry it, idle does not.
+( sleep 4.6; ip netns exec "$R" iptables -A "${delay_rule[@]}" ) &
+pids+=($!)
+run "$dir/switched.json" idle_s=2.5 download_s=1 upload_s=3 both_s=2 gap_s=0.2 streams=1 probe_ms=5
+node -e '
+  const fs = require("fs");
+  const [synced, switched, d] = [process.argv[1], process.argv[2], Number(process.argv[3]) * 1e3];
+  const a = JSON.parse(fs.readFileSync(synced, "utf8")).steps[0].summary;
+  const idle = a.phases[0];
+  const diff = idle.up_us.median - idle.down_us.median;
+  console.log(`delay line ${d} us up, clocks synced: idle one-way up ${idle.up_us.median.toFixed(1)} us, down ${idle.down_us.median.toFixed(1)} us, difference ${diff.toFixed(1)} us`);
+  if (a.clock.basis !== "synced") throw new Error(`clock basis ${a.clock.basis}`);
+  if (Math.abs(diff - d) > 500) throw new Error(`up - down = ${diff} us, not ${d} +/- 500`);
+  const b = JSON.parse(fs.readFileSync(switched, "utf8")).steps[0].summary;
+  const both = b.phases.find((p) => p.phase === "both");
+  if (!both) throw new Error(`no both phase: ${b.note}`);
+  const [up, down] = [both.added_up_us.median, both.added_down_us.median];
+  console.log(`switched on mid-test, clocks ${b.clock.basis} (offset ${b.clock.offset_us.toFixed(1)} us, drift ${b.clock.drift_ppm.toFixed(2)} ppm): both phase added one-way up ${up.toFixed(1)} us, down ${down.toFixed(1)} us`);
+  if (b.clock.basis !== "estimated") throw new Error(`clock basis ${b.clock.basis}`);
+  if (Math.abs(up - d) > 500) throw new Error(`added up ${up} us, not ${d} +/- 500`);
+  if (Math.abs(down) > 500) throw new Error(`added down ${down} us, not 0 +/- 500`);
+' "$dir/synced.json" "$dir/switched.json" "$delay_ms" || fail "the delay line is not where the one-way delays put it"
 echo "$name: ok"
