@@ -52,18 +52,8 @@ trap cleanup EXIT INT TERM
 mkdir -p "$dir"
 fail() { echo "$name: FAILED: $*" >&2; exit 1; }
 
-for n in "$A" "$B" "$R"; do ip netns add "$n"; ip -n "$n" link set lo up; done
-ip link add "${id}a0" type veth peer name "${id}a1"
-ip link add "${id}b0" type veth peer name "${id}b1"
-ip link set "${id}a0" netns "$A"; ip link set "${id}a1" netns "$R"
-ip link set "${id}b0" netns "$B"; ip link set "${id}b1" netns "$R"
-ip -n "$A" addr add "$ipa/24" dev "${id}a0"; ip -n "$A" link set "${id}a0" up
-ip -n "$B" addr add "$ipb/24" dev "${id}b0"; ip -n "$B" link set "${id}b0" up
-ip -n "$R" addr add "10.$net.1.1/24" dev "${id}a1"; ip -n "$R" link set "${id}a1" up
-ip -n "$R" addr add "10.$net.2.1/24" dev "${id}b1"; ip -n "$R" link set "${id}b1" up
-ip -n "$A" route add default via "10.$net.1.1"
-ip -n "$B" route add default via "10.$net.2.1"
-ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+# A - R - B (topology.sh).
+. "$root/tests/netns/topology.sh"
 # No segmentation offloads on the veths: tbf then queues wire-sized packets.
 for d in "$A:${id}a0" "$R:${id}a1" "$R:${id}b1" "$B:${id}b0"; do
   ip netns exec "${d%%:*}" ethtool -K "${d#*:}" tso off gso off gro off >/dev/null 2>&1 || true
@@ -137,7 +127,9 @@ nfq_python=${MESHPERF_NFQ_PYTHON:-$root/.tools/nfq/bin/python}
   || fail "$nfq_python cannot import netfilterqueue (scripts/setup.sh --test installs it as root into .tools/nfq)"
 ip netns exec "$R" iptables -F FORWARD
 delay_ms=10
-ip netns exec "$R" timeout 120 "$nfq_python" "$root/tests/netns/delay.py" 7 "$delay_ms" >"$dir/delay.out" 2>&1 &
+# Real-time priority: the line holds each probe D, not D plus a wake-up
+# delayed by the TCP load on the same two cores.
+ip netns exec "$R" timeout 120 chrt -f 50 "$nfq_python" "$root/tests/netns/delay.py" 7 "$delay_ms" >"$dir/delay.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q ready "$dir/delay.out" 2>/dev/null && break; sleep 0.1; done
 grep -q ready "$dir/delay.out" || { cat "$dir/delay.out" >&2; fail "the delay line did not start"; }

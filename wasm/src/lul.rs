@@ -254,17 +254,20 @@ mod tests {
         (phase, t)
     }
 
+    fn of<'a>(phase: &'a [u8], t: &'a [Vec<f64>; 4]) -> Probes<'a> {
+        Probes {
+            phase,
+            t1: &t[0],
+            t2: &t[1],
+            t3: &t[2],
+            t4: &t[3],
+        }
+    }
+
     #[test]
     fn a_queue_on_the_way_up_shows_up_only_and_in_the_round_trip() {
-        let (phase, [t1, t2, t3, t4]) = probes(5.5e6, 30.0, 10e6);
-        let p = Probes {
-            phase: &phase,
-            t1: &t1,
-            t2: &t2,
-            t3: &t3,
-            t4: &t4,
-        };
-        let a = analyze(&p, false).unwrap();
+        let (phase, t) = probes(5.5e6, 30.0, 10e6);
+        let a = analyze(&of(&phase, &t), false).unwrap();
         assert!((a.clock.fit.drift_ppm - 30.0).abs() < 1.5, "{:?}", a.clock);
         let up = a.phases[2].added_up.unwrap();
         let down = a.phases[2].added_down.unwrap();
@@ -287,19 +290,11 @@ mod tests {
     #[test]
     fn synced_clocks_are_taken_as_they_are() {
         // 2 ms more up than down: synced clocks show it, no estimate can.
-        let (phase, [t1, mut t2, mut t3, t4]) = probes(0.0, 0.0, 0.0);
-        for x in t2.iter_mut().chain(t3.iter_mut()) {
+        let (phase, mut t) = probes(0.0, 0.0, 0.0);
+        for x in t[1..].iter_mut().flatten() {
             *x += 2e6;
         }
-        let t4: Vec<f64> = t4.iter().map(|x| x + 2e6).collect();
-        let p = Probes {
-            phase: &phase,
-            t1: &t1,
-            t2: &t2,
-            t3: &t3,
-            t4: &t4,
-        };
-        let a = analyze(&p, true).unwrap();
+        let a = analyze(&of(&phase, &t), true).unwrap();
         assert_eq!((a.clock.fit.offset, a.clock.uncertainty_us), (0.0, 0.0));
         let up = a.phases[0].up.as_ref().unwrap();
         let down = a.phases[0].down.as_ref().unwrap();

@@ -173,7 +173,10 @@ fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured()
     std::thread::sleep(std::time::Duration::from_millis(1800));
     let pid = a.child.id().to_string();
     let signal = |s: &str| {
-        let ok = std::process::Command::new("kill").args([s, &pid]).status().unwrap();
+        let ok = std::process::Command::new("kill")
+            .args([s, &pid])
+            .status()
+            .unwrap();
         assert!(ok.success());
     };
     signal("-STOP");
@@ -194,7 +197,84 @@ fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured()
         .map(|p| p["phase"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["idle"], "{s}");
-    assert!(s["phases"][0]["rtt_us"]["n"].as_u64().unwrap_or(0) > 100, "{s}");
+    assert!(
+        s["phases"][0]["rtt_us"]["n"].as_u64().unwrap_or(0) > 100,
+        "{s}"
+    );
     // Silence for 2 s, then at most 5 s for the serving agent's end line.
     assert!(took < 9.0, "{took} s");
+}
+
+#[test]
+fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json_and_csv() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let url = |x: &AgentProc| format!("http://{}/#token={}", x.addr(), x.token);
+    let dir = std::env::temp_dir().join(format!("mp-lul-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("r.csv");
+    let (ua, ub) = (url(&a), url(&b));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args([
+            "run",
+            "--agent",
+            &ua,
+            "--agent",
+            &ub,
+            "--preset",
+            "bufferbloat",
+        ])
+        .args([
+            "--set",
+            "idle_s=0.5",
+            "--set",
+            "download_s=0.5",
+            "--set",
+            "upload_s=0.5",
+        ])
+        .args([
+            "--set",
+            "both_s=0.5",
+            "--set",
+            "gap_s=0.1",
+            "--set",
+            "streams=1",
+        ])
+        .args(["--json", "-", "--csv", csv.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The table goes to stderr when stdout carries the JSON document.
+    let rows: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("phase "))
+        .collect();
+    assert!(rows.len() > 5, "{err}");
+    for (row, name) in rows[1..5]
+        .iter()
+        .zip(["idle", "download", "upload", "both"])
+    {
+        assert!(row.starts_with(name), "{row}");
+    }
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &r["steps"][0]["summary"];
+    assert_eq!(r["steps"][0]["kind"], "latency_under_load");
+    assert_eq!(s["phases"].as_array().unwrap().len(), 4, "{s}");
+    // The table's figures are the JSON's: the both phase's RTT p50, in ms.
+    let p50 = f(&s["phases"][3]["rtt_us"]["median"]) / 1e3;
+    assert!(
+        rows[4].contains(&format!("{p50:.3}")),
+        "{} vs {p50}",
+        rows[4]
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(';').collect();
+    let row: Vec<&str> = text.lines().nth(1).unwrap().split(';').collect();
+    let col = head
+        .iter()
+        .position(|h| *h == "phases.3.added_rtt_us.median")
+        .unwrap_or_else(|| panic!("{head:?}"));
+    let v: f64 = row[col].parse().unwrap();
+    assert_eq!(v, f(&s["phases"][3]["added_rtt_us"]["median"]));
+    let _ = std::fs::remove_dir_all(&dir);
 }
