@@ -57,7 +57,8 @@ pub struct AddedLatency {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LulPhaseSummary {
     pub phase: LulPhase,
-    /// How long the phase was planned to run.
+    /// How long the phase ran on the driving side: its planned length, and
+    /// for a loaded phase the wait for the last bytes of its streams.
     pub seconds: f64,
     /// TCP payload the driving agent received (download load), and its rate
     /// over the receiver's time from the phase's start to its last byte.

@@ -265,7 +265,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
             phase_now.store(phase.code(), Ordering::Relaxed);
             let mut down_bytes = (0, 0.0);
             if phase == LulPhase::Idle {
-                sleep_unless(Duration::from_secs_f64(p.idle_s), &halt);
+                sleep_unless(ctx, p, start, Duration::from_secs_f64(p.idle_s), &halt);
             } else {
                 if let Err(e) = line.send(&LulDriverLine::Phase { phase }) {
                     note = Some(format!("the serving agent went away ({e})"));
@@ -288,7 +288,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
             });
             if k + 1 < LulPhase::ALL.len() {
                 phase_now.store(GAP_PHASE, Ordering::Relaxed);
-                sleep_unless(Duration::from_secs_f64(p.gap_s), &halt);
+                sleep_unless(ctx, p, start, Duration::from_secs_f64(p.gap_s), &halt);
             }
         }
         stop.store(true, Ordering::Relaxed);
@@ -345,13 +345,25 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
     })
 }
 
-/// Sleeps `d`, waking every 20 ms to see whether to stop.
-fn sleep_unless(d: Duration, halt: &dyn Fn() -> bool) {
+/// Sleeps `d`, waking every 20 ms to see whether to stop and every 100 ms
+/// to report progress (the idle phase and the gaps move no bytes).
+fn sleep_unless(
+    ctx: &TestCtx,
+    p: &LulParams,
+    start: Instant,
+    d: Duration,
+    halt: &dyn Fn() -> bool,
+) {
     let end = Instant::now() + d;
+    let mut tick = Instant::now();
     while !halt() {
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return;
+        }
+        if tick.elapsed() >= Duration::from_millis(100) {
+            tick = Instant::now();
+            udp::progress(ctx, start, 0, start.elapsed().as_secs_f64() / p.total_s());
         }
         std::thread::sleep(left.min(Duration::from_millis(20)));
     }
