@@ -106,10 +106,13 @@ mod tests {
 
     #[test]
     fn a_one_way_delay_below_its_uncertainty_is_not_printed_as_a_number() {
-        let st = |m: f64| json!({"n": 10, "min": m, "max": m, "mean": m, "sigma": 0.0,
+        let st = |m: f64| {
+            json!({"n": 10, "min": m, "max": m, "mean": m, "sigma": 0.0,
             "skew": 0.0, "kurtosis": 0.0, "median": m, "iq25": m, "iq75": m, "p90": m,
-            "p99": m, "p999": m, "p9999": m, "mad": 0.0});
-        let flow = json!({"sent": 200, "received": 194, "lost": 6, "duplicates": 0, "reordered": 0});
+            "p99": m, "p999": m, "p9999": m, "mad": 0.0})
+        };
+        let flow =
+            json!({"sent": 200, "received": 194, "lost": 6, "duplicates": 0, "reordered": 0});
         let s = json!({
             "phases": [{"phase": "idle", "seconds": 1.0, "down_bytes": 0,
                 "down_bits_per_second": 0.0, "up_bytes": 0, "up_bits_per_second": 0.0,
