@@ -208,40 +208,31 @@ fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured()
 #[test]
 fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json_and_csv() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let url = |x: &AgentProc| format!("http://{}/#token={}", x.addr(), x.token);
-    let dir = std::env::temp_dir().join(format!("mp-lul-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let csv = dir.join("r.csv");
-    let (ua, ub) = (url(&a), url(&b));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshperf"))
-        .args([
-            "run",
-            "--agent",
-            &ua,
-            "--agent",
-            &ub,
+    let csv = crate::run::tmp("bufferbloat.csv");
+    let out = crate::run::run_ab(
+        &a,
+        &b,
+        &[
             "--preset",
             "bufferbloat",
-        ])
-        .args([
             "--set",
             "idle_s=0.5",
             "--set",
             "download_s=0.5",
             "--set",
             "upload_s=0.5",
-        ])
-        .args([
             "--set",
             "both_s=0.5",
             "--set",
             "gap_s=0.1",
             "--set",
             "streams=1",
-        ])
-        .args(["--json", "-", "--csv", csv.to_str().unwrap()])
-        .output()
-        .unwrap();
+            "--json",
+            "-",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     // The table goes to stderr when stdout carries the JSON document.
@@ -276,5 +267,4 @@ fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json
         .unwrap_or_else(|| panic!("{head:?}"));
     let v: f64 = row[col].parse().unwrap();
     assert_eq!(v, f(&s["phases"][3]["added_rtt_us"]["median"]));
-    let _ = std::fs::remove_dir_all(&dir);
 }
