@@ -86,7 +86,7 @@ run() { # result file, then --set NAME=VALUE...
 
 # 1. A queue of L bytes at 20 Mbit/s on the way down.
 limit=50000
-ip netns exec "$R" tc qdisc add dev "${id}b1" root tbf rate 20mbit burst 4k limit "$limit"
+ip netns exec "$R" tc qdisc add dev "${id}b1" root tbf rate 20mbit burst 1600 limit "$limit"
 run "$dir/tbf.json" idle_s=2 download_s=4 upload_s=1 both_s=1 gap_s=1 streams=4 probe_ms=5
 ip netns exec "$R" tc -s qdisc show dev "${id}b1" | head -3
 ip netns exec "$R" tc qdisc del dev "${id}b1" root
