@@ -4,7 +4,8 @@
 #
 #   scripts/setup.sh           Rust wasm target, wasm-bindgen-cli, npm packages
 #   scripts/setup.sh --test    the same plus Debian's chromium for Playwright,
-#                              kubernetes-validate (PyPI) in .tools/kv, and as
+#                              kubernetes-validate (PyPI) in .tools/kv, as root
+#                              NetfilterQueue (PyPI) in .tools/nfq, and as
 #                              root the netns tests' Debian packages (dnsmasq,
 #                              umoci, buildah) and Rust's x86_64-unknown-linux-musl target
 #
@@ -115,6 +116,11 @@ if [ $want_test -eq 1 ]; then
         # The static build's C compiler: ring (TLS) builds its C and
         # assembly with musl-gcc for x86_64-unknown-linux-musl.
         command -v musl-gcc >/dev/null || missing+=(musl-tools)
+        # The delay line of tests/netns/lul.sh: NetfilterQueue (PyPI, into
+        # .tools/nfq below) builds against libnetfilter_queue and Python.
+        [ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ] || missing+=(libnetfilter-queue-dev)
+        python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null || missing+=(python3-dev)
+        command -v cc >/dev/null || missing+=(gcc)
     fi
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)
@@ -149,6 +155,16 @@ if [ $want_test -eq 1 ]; then
         run_phase "pip install kubernetes-validate into .tools/kv" \
             "$kv/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/deploy/requirements.txt"
         cp "$ROOT/tests/deploy/requirements.txt" "$kv_stamp"
+    fi
+    # --- as root, NetfilterQueue for the delay line of tests/netns/lul.sh, in
+    # a venv in .tools/nfq, pinned by tests/netns/requirements-nfq.txt -------
+    nfq="$ROOT/.tools/nfq"
+    if [ "$(id -u)" -eq 0 ] && { [ ! -x "$nfq/bin/python" ] || ! cmp -s "$ROOT/tests/netns/requirements-nfq.txt" "$nfq/requirements.txt"; }; then
+        rm -rf "$nfq"
+        run_phase "python3 -m venv .tools/nfq" python3 -m venv "$nfq"
+        run_phase "pip install NetfilterQueue into .tools/nfq" \
+            "$nfq/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/netns/requirements-nfq.txt"
+        cp "$ROOT/tests/netns/requirements-nfq.txt" "$nfq/requirements.txt"
     fi
     # --- as root, the static (musl) target for the OCI image test ------------
     if [ "$(id -u)" -eq 0 ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib" ]; then

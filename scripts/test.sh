@@ -96,6 +96,9 @@ if [ "$(id -u)" -eq 0 ]; then
     counted netns 1200 "$ROOT/tests/netns/run.sh"
     # Discovery by DNS: a resolver with several A records for one name.
     counted netns-dns 300 "$ROOT/tests/netns/dns.sh"
+    # Latency under load: a tbf queue in one direction and iptables probe
+    # loss, against meshperf's added RTT, one-way delays and loss counts.
+    counted netns-lul 300 "$ROOT/tests/netns/lul.sh"
     # The OCI image: the static (musl) build, the image built and unpacked
     # with umoci, its agent (chrooted, uid 65534, PID 1) against the plain
     # build's over a veth pair. The musl build is most of its time.

@@ -52,6 +52,17 @@ pub enum SampleKind {
     TcpCwnd = 8,
     /// TCP_INFO total retransmits, one per interval.
     TcpRetrans = 9,
+    /// `latency_under_load`: the phase code of each answered probe (0 idle,
+    /// 1 download, 2 upload, 3 both, 4 between phases), parallel to its
+    /// `sequence`, `send_time_ns` (t1), `peer_recv_ns` (t2), `peer_send_ns`
+    /// (t3) and `arrival_ns` (t4) values.
+    ProbePhase = 10,
+    /// `latency_under_load`: when the responder received each probe (t2),
+    /// ns since the responder's probe clock started.
+    PeerRecvNs = 11,
+    /// `latency_under_load`: when the responder answered each probe (t3),
+    /// same clock as `peer_recv_ns`.
+    PeerSendNs = 12,
 }
 
 impl SampleKind {
@@ -68,6 +79,9 @@ impl SampleKind {
             7 => TcpRttUs,
             8 => TcpCwnd,
             9 => TcpRetrans,
+            10 => ProbePhase,
+            11 => PeerRecvNs,
+            12 => PeerSendNs,
             _ => return None,
         })
     }
@@ -85,12 +99,17 @@ impl SampleKind {
             TcpRttUs => "tcp_rtt_us",
             TcpCwnd => "tcp_cwnd",
             TcpRetrans => "tcp_retrans",
+            ProbePhase => "probe_phase",
+            PeerRecvNs => "peer_recv_ns",
+            PeerSendNs => "peer_send_ns",
         }
     }
 
     /// The kind whose [`SampleKind::name`] is `name`.
     pub fn from_name(name: &str) -> Option<Self> {
-        (1..=9).filter_map(Self::from_u8).find(|k| k.name() == name)
+        (1..=12)
+            .filter_map(Self::from_u8)
+            .find(|k| k.name() == name)
     }
 }
 

@@ -99,7 +99,7 @@ impl Metric {
     pub fn default_for(kind: Kind) -> Metric {
         match kind {
             Kind::TcpStream | Kind::UnixStream => Metric::Gbps,
-            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => Metric::RttP50,
+            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => Metric::RttP50,
             Kind::UdpStream => Metric::LossPct,
         }
     }
@@ -169,6 +169,15 @@ pub fn headline(kind: Kind, summary: &Value) -> Option<(&'static str, f64, &'sta
         Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => {
             Some(("median RTT", Metric::RttP50.of_summary(summary)?, "us"))
         }
+        Kind::LatencyUnderLoad => Some((
+            "added RTT under load (both), median",
+            summary["phases"]
+                .as_array()?
+                .iter()
+                .rev()
+                .find_map(|p| p["added_rtt_us"]["median"].as_f64())?,
+            "us",
+        )),
     }
 }
 

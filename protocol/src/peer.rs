@@ -18,12 +18,13 @@
 //! the serving agent sends [`UdpSetup`], the driving agent says hello over
 //! UDP until [`UdpBound`] comes back, then each kind exchanges its own
 //! lines ([`UdpStreamSenderLine`] and [`UdpStreamReceiverLine`],
-//! [`UdpRrRequesterLine`] and [`UdpRrResponderLine`]). Every line is one
+//! [`UdpRrRequesterLine`] and [`UdpRrResponderLine`], [`LulDriverLine`]
+//! and [`LulServerLine`]). Every line is one
 //! JSON object and a newline, at most [`MAX_LINE`] bytes.
 
 use crate::msg::ErrorCode;
-use crate::params::Kind;
-use crate::summary::{UdpStreamFigures, UdpStreamReceive, UdpStreamSend};
+use crate::params::{Kind, LulPhase};
+use crate::summary::{LulServerPhase, UdpStreamFigures, UdpStreamReceive, UdpStreamSend};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
@@ -196,6 +197,52 @@ pub struct UdpRrServerCounts {
     pub bad: u64,
     /// Datagrams from anyone else (never answered).
     pub foreign: u64,
+}
+
+/// `latency_under_load`: lines from the driving agent to the serving agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum LulDriverLine {
+    /// The driving agent listens on `port` for the serving agent's
+    /// download streams (each stream is opened by the agent that sends on
+    /// it), which present `key` as any data connection does.
+    Listen { port: u16, key: String },
+    /// Start `phase`'s load now (its streams run for the phase's duration).
+    Phase { phase: LulPhase },
+    /// The probes are over; `sent` probes per phase code (0 idle, 1
+    /// download, 2 upload, 3 both, 4 between phases).
+    Done { sent: Vec<u64> },
+}
+
+/// `latency_under_load`: what the serving agent counted of one phase
+/// code's probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LulTally {
+    /// Distinct probes received.
+    pub received: u64,
+    /// Further copies (not answered).
+    pub duplicates: u64,
+    /// First copies after a later probe.
+    pub reordered: u64,
+    /// Answers sent.
+    pub answered: u64,
+}
+
+/// `latency_under_load`: the serving agent's answer to `done`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum LulServerLine {
+    Done {
+        /// Per phase code, as in [`LulDriverLine::Done`].
+        probes: Vec<LulTally>,
+        /// The serving side's phases (upload bytes received).
+        phases: Vec<LulServerPhase>,
+        /// Its system clock (CLOCK_REALTIME, ns since 1970) when its probe
+        /// clock started: `t2`/`t3` are ns since then.
+        base_ns: u64,
+        foreign: u64,
+        bad: u64,
+    },
 }
 
 /// Lower-case hex of a key.

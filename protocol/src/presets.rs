@@ -30,6 +30,7 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../plans/udp_req_timo.json"),
     ),
     ("udp_bw_mon", include_str!("../../plans/udp_bw_mon.json")),
+    ("bufferbloat", include_str!("../../plans/bufferbloat.json")),
 ];
 
 /// The preset called `name`.

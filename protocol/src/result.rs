@@ -169,7 +169,7 @@ pub fn primary_role(kind: Kind, params: &Map<String, Value>) -> Role {
                 _ => Role::Server,
             }
         }
-        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => Role::Client,
+        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => Role::Client,
     }
 }
 

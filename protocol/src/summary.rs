@@ -15,6 +15,8 @@
 //! | `udp_rr` requester (driving side) | [`UdpRrSummary`] |
 //! | `udp_rr` responder (serving side) | [`UdpRrServerSummary`] |
 //! | `udp_stream` (both sides) | [`UdpStreamSummary`] |
+//! | `latency_under_load` driving side | [`LulSummary`] |
+//! | `latency_under_load` serving side | [`LulServerSummary`] |
 //!
 //! `tcp_rr` and `udp_rr` keep separate structs because their keys come in
 //! different orders (and so do their CSV columns). Keys only one transport
@@ -22,6 +24,12 @@
 //! ...) or are left out when `None`, exactly where the engines leave them
 //! out; a field that is `null` on the wire is an `Option` without
 //! `skip_serializing_if`.
+
+mod lul;
+pub use lul::{
+    AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulServerSummary,
+    LulSummary, ProbeFlow,
+};
 
 use crate::params::Direction;
 use crate::peer::UdpRrServerCounts;

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod error;
 pub mod fit;
 pub mod hist;
+pub mod lul;
 #[cfg(feature = "codec")]
 pub mod permalink;
 #[cfg(feature = "codec")]

@@ -266,7 +266,11 @@ fn inflate_text(s: miniz_oxide::inflate::TINFLStatus) -> &'static str {
 fn is_time(kind: SampleKind) -> bool {
     matches!(
         kind,
-        SampleKind::RttNs | SampleKind::SendTimeNs | SampleKind::ArrivalNs
+        SampleKind::RttNs
+            | SampleKind::SendTimeNs
+            | SampleKind::ArrivalNs
+            | SampleKind::PeerRecvNs
+            | SampleKind::PeerSendNs
     )
 }
 

@@ -32,6 +32,15 @@ export interface MinMaxResult { x: Float64Array; min: Float64Array; max: Float64
 export interface LineFitResult { n: number; slope: number; intercept: number; r2: number; }
 export interface ConfidenceResult { n: number; mean: number; sd: number; half_width: number;
   low: number; high: number; }
+/** Latency under load: what the load added over idle (us). */
+export interface LulAdded { median: number; p90: number; p99: number; }
+/** One phase's delays (us); null where the phase has no answered probe. */
+export interface LulPhase { rtt: Summary | null; up: Summary | null; down: Summary | null;
+  added_rtt: LulAdded | null; added_up: LulAdded | null; added_down: LulAdded | null; }
+/** Clock fit (offset ns at the first probe, drift ppm, smallest RTT ns) and phases 0..3. */
+export interface LulAnalysis { synced: boolean; offset_ns: number; drift_ppm: number;
+  min_rtt_ns: number; uncertainty_us: number; residual_ns: number; probes_used: number;
+  phases: LulPhase[]; }
 "#;
 
 fn js_err(e: StatsError) -> JsError {
@@ -507,4 +516,63 @@ mod codec {
             ))
         })
     }
+}
+
+/// Latency under load from the answered probes (`meshperf_stats::lul::analyze`), in
+/// the codec build (loaded on demand: the statistics build is the web app's
+/// first load, and this costs it 6.8 KB gzip):
+/// `phase` (0 idle, 1 download, 2 upload, 3 both, 4 between) and the four
+/// timestamps in ns (`t2`, `t3` on the driving agent's origin: plus the
+/// summary's `peer_base_ns - base_ns`); `synced`: take the clocks as they
+/// are, else estimate offset and drift.
+#[cfg(feature = "codec")]
+#[wasm_bindgen(unchecked_return_type = "LulAnalysis")]
+pub fn lul_analyze(
+    phase: &[u8],
+    t1: &[f64],
+    t2: &[f64],
+    t3: &[f64],
+    t4: &[f64],
+    synced: bool,
+) -> Result<Object, JsError> {
+    let p = meshperf_stats::lul::Probes {
+        phase,
+        t1,
+        t2,
+        t3,
+        t4,
+    };
+    let a = meshperf_stats::lul::analyze(&p, synced).map_err(js_err)?;
+    let o = Object::new();
+    let c = &a.clock;
+    set(&o, "synced", c.synced.into());
+    set(&o, "offset_ns", c.fit.offset.into());
+    set(&o, "drift_ppm", c.fit.drift_ppm.into());
+    set(&o, "min_rtt_ns", c.fit.min_rtt.into());
+    set(&o, "uncertainty_us", c.uncertainty_us.into());
+    set(&o, "residual_ns", c.fit.residual_sd.into());
+    set(&o, "probes_used", (c.fit.used as f64).into());
+    let stat = |s: &Option<Summary>| s.as_ref().map_or(JsValue::NULL, |s| summary_obj(s).into());
+    let added = |a: &Option<meshperf_stats::lul::Added>| {
+        a.map_or(JsValue::NULL, |a| {
+            let x = Object::new();
+            set(&x, "median", a.median.into());
+            set(&x, "p90", a.p90.into());
+            set(&x, "p99", a.p99.into());
+            x.into()
+        })
+    };
+    let phases = js_sys::Array::new();
+    for ph in &a.phases {
+        let x = Object::new();
+        set(&x, "rtt", stat(&ph.rtt));
+        set(&x, "up", stat(&ph.up));
+        set(&x, "down", stat(&ph.down));
+        set(&x, "added_rtt", added(&ph.added_rtt));
+        set(&x, "added_up", added(&ph.added_up));
+        set(&x, "added_down", added(&ph.added_down));
+        phases.push(&x);
+    }
+    set(&o, "phases", phases.into());
+    Ok(o)
 }

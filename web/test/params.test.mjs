@@ -23,7 +23,7 @@ function build(kind, values, bound = 'count') {
 }
 
 test('every kind the agent has is on the page, with every parameter its parser reads', () => {
-  assert.deepEqual(Object.keys(KINDS), ['tcp_stream', 'tcp_rr', 'udp_stream', 'udp_rr', 'unix_stream', 'unix_rr']);
+  assert.deepEqual(Object.keys(KINDS), ['tcp_stream', 'tcp_rr', 'udp_stream', 'udp_rr', 'unix_stream', 'unix_rr', 'latency_under_load']);
   for (const [kind, { label, params }] of Object.entries(KINDS)) {
     assert.ok(label, kind);
     const all = TABLE[kind].params;
@@ -113,4 +113,16 @@ test('at the edges of the ranges a plan builds', () => {
   assert.equal(params('tcp_stream', { msg_bytes: '64M', streams: '64' }).streams, 64);
   assert.equal(params('tcp_rr', { duration_s: '0.5' }, 'duration').duration_s, 0.5);
   assert.equal(params('udp_stream', { wait_us: '0' }).wait_us, 0);
+});
+
+test('latency_under_load builds from the form and its probe interval is bounded', () => {
+  const r = build('latency_under_load', {});
+  assert.ok('plan' in r, r.error);
+  assert.deepEqual(
+    [r.plan.kind, r.plan.params.idle_s, r.plan.params.download_s, r.plan.params.probe_ms, r.plan.params.clocks],
+    ['latency_under_load', 5, 7, 5, 'estimate'],
+  );
+  assert.match(build('latency_under_load', { probe_ms: '0.5' }).error, /^probe_ms: must be between 1 and 1000, got 0.5$/);
+  assert.match(build('latency_under_load', { idle_s: '0' }).error, /^idle_s: must be above 0/);
+  assert.match(build('latency_under_load', { gap_s: '-1' }).error, /^gap_s: must not be negative, got -1$/);
 });

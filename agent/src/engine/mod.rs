@@ -16,12 +16,14 @@
 //!   generic over TCP and AF_UNIX; [`side`]: one stream-test side run with
 //!   live progress and samples.
 //! * [`rr_loop`]: the request/response loops of `tcp_rr` and `unix_rr`.
+//! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
 //!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
 
 pub mod bind;
 pub mod buf;
 pub mod bulk;
+pub mod lul;
 pub mod peer;
 pub mod rr_loop;
 pub mod side;
@@ -356,6 +358,7 @@ pub const KINDS: &[Kind] = &[
     Kind::UnixRr,
     Kind::UdpRr,
     Kind::UdpStream,
+    Kind::LatencyUnderLoad,
 ];
 
 /// Serving side: validates `params`, opens what the peer will connect to and
@@ -371,6 +374,7 @@ pub fn prepare(
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
+        Kind::LatencyUnderLoad => lul::prepare(params, env),
     }
 }
 
@@ -382,5 +386,6 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
+        Kind::LatencyUnderLoad => lul::start(params, peer, env),
     }
 }

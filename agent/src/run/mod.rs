@@ -15,6 +15,7 @@
 mod client;
 mod discover;
 mod inline;
+mod lul_out;
 mod matrix_out;
 mod output;
 pub mod pin;
@@ -62,7 +63,7 @@ pub struct RunArgs {
         required_unless_present_any = ["preset", "kind"]
     )]
     plan: Option<String>,
-    /// A built-in plan: socketsend, bw_tcp, perl_buffers, sockbench, tcp_req, tcp_bw_mon_2, tcp_bw_mon_20, tcp_bw_nstream, udp_req_timo, udp_bw_mon.
+    /// A built-in plan: socketsend, bw_tcp, perl_buffers, sockbench, tcp_req, tcp_bw_mon_2, tcp_bw_mon_20, tcp_bw_nstream, udp_req_timo, udp_bw_mon, bufferbloat.
     #[arg(long, value_name = "NAME", conflicts_with = "kind")]
     preset: Option<String>,
     /// A plan of this kind from the flags alone: tcp_stream, tcp_rr,

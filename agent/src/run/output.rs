@@ -141,6 +141,11 @@ impl Output {
         if let Some(l) = rtt_line(&s.summary) {
             let _ = writeln!(out, "{l}");
         }
+        if s.kind == Kind::LatencyUnderLoad {
+            if let Some(t) = super::lul_out::table(&s.summary) {
+                let _ = out.write_all(t.as_bytes());
+            }
+        }
         if let (Some(t0), Some(wall)) = (s.started_unix, s.wall_seconds) {
             // The Perl seed's start time and total (not network) elapsed time.
             let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t0);
@@ -410,6 +415,12 @@ pub fn totals(r: &RunResult) -> Option<String> {
         ),
         Kind::TcpRr | Kind::UnixRr => format!("{} transactions", sum("count")),
         Kind::TcpStream | Kind::UnixStream => format!("{} bytes", sum("bytes")),
+        Kind::LatencyUnderLoad => format!(
+            "{} probes sent, {} lost up, {} lost down",
+            sum_in(&ok, "probes_up", "sent"),
+            sum_in(&ok, "probes_up", "lost"),
+            sum_in(&ok, "probes_down", "lost")
+        ),
     };
     let failed = r.steps.len() - ok.len();
     Some(format!(
@@ -421,6 +432,14 @@ pub fn totals(r: &RunResult) -> Option<String> {
             String::new()
         }
     ))
+}
+
+/// The sum of `summary[outer][inner]` over `steps`.
+fn sum_in(steps: &[&StepResult], outer: &str, inner: &str) -> u64 {
+    steps
+        .iter()
+        .filter_map(|s| s.summary[outer][inner].as_u64())
+        .sum()
 }
 
 /// Why a side of step `s` ended early with what it had measured (its
@@ -446,7 +465,7 @@ fn hist_values(s: &StepResult) -> Option<(&'static str, Vec<f64>)> {
             .map(|x| &x.values)
     };
     match s.kind {
-        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => {
+        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => {
             let v = series(Role::Client, SampleKind::RttNs)?;
             Some((
                 "Time per req-resp us",

@@ -21,7 +21,7 @@ pub(crate) fn run(args: &[&str]) -> Output {
 }
 
 /// `meshperf run` with `a` serving and `b` driving, and `args`.
-fn run_ab(a: &AgentProc, b: &AgentProc, args: &[&str]) -> Output {
+pub(crate) fn run_ab(a: &AgentProc, b: &AgentProc, args: &[&str]) -> Output {
     let (ua, ub) = (url(a), url(b));
     let mut all = vec!["--agent", &ua, "--agent", &ub];
     all.extend_from_slice(args);
@@ -66,7 +66,7 @@ pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
+pub(crate) fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("meshperf-run-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)

@@ -14,6 +14,8 @@ mod spec;
 pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
 mod tcp;
 pub use tcp::TcpSocketParams;
+mod lul;
+pub use lul::{Clocks, LulParams, LulPhase, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN};
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
@@ -30,6 +32,7 @@ pub enum Kind {
     UdpRr,
     UnixStream,
     UnixRr,
+    LatencyUnderLoad,
 }
 
 impl Kind {
@@ -42,6 +45,7 @@ impl Kind {
             Kind::UdpRr => "udp_rr",
             Kind::UnixStream => "unix_stream",
             Kind::UnixRr => "unix_rr",
+            Kind::LatencyUnderLoad => "latency_under_load",
         }
     }
 
@@ -59,17 +63,19 @@ impl Kind {
             Kind::TcpRr | Kind::UnixRr => RrParams::parse(params, limits).map(drop),
             Kind::UdpStream => UdpStreamParams::parse(params, limits).map(drop),
             Kind::UdpRr => UdpRrParams::parse(params, limits).map(drop),
+            Kind::LatencyUnderLoad => LulParams::parse(params, limits).map(drop),
         }
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::TcpStream,
         Kind::TcpRr,
         Kind::UdpStream,
         Kind::UdpRr,
         Kind::UnixStream,
         Kind::UnixRr,
+        Kind::LatencyUnderLoad,
     ];
 
     /// The kind whose [`Kind::name`] is `name` (what serde reads), for

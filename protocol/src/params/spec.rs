@@ -295,6 +295,7 @@ impl Kind {
             Kind::TcpRr | Kind::UnixRr => RR,
             Kind::UdpStream => UDP_STREAM,
             Kind::UdpRr => UDP_RR,
+            Kind::LatencyUnderLoad => LUL,
         }
     }
 
@@ -307,6 +308,7 @@ impl Kind {
             Kind::UdpRr => "UDP request/response (latency)",
             Kind::UnixStream => "Unix socket stream",
             Kind::UnixRr => "Unix socket request/response",
+            Kind::LatencyUnderLoad => "Latency under load (bufferbloat)",
         }
     }
 }
@@ -712,6 +714,119 @@ static UDP_STREAM: &[ParamSpec] = {
     ]
 };
 
+// ---- latency_under_load ----------------------------------------------------
+
+/// `latency_under_load` (`LulParams::parse`).
+pub mod lul {
+    use super::super::lul::{PROBE_MAX_LEN, PROBE_MIN_LEN};
+    use super::*;
+
+    /// A phase: above 0 s, within the agent's duration limit.
+    const PHASE: ParamSpec = ParamSpec {
+        ty: ParamType::Float,
+        min: Some(Min::Above(0)),
+        max: Some(Max::Limit(Limit::MaxDurationS)),
+        ..P
+    };
+    pub const IDLE_S: ParamSpec = ParamSpec {
+        name: "idle_s",
+        label: "idle phase (s)",
+        default: DefaultValue::Num(5),
+        initial: Some("5"),
+        ..PHASE
+    };
+    pub const DOWNLOAD_S: ParamSpec = ParamSpec {
+        name: "download_s",
+        label: "download phase (s)",
+        default: DefaultValue::Num(7),
+        initial: Some("7"),
+        ..PHASE
+    };
+    pub const UPLOAD_S: ParamSpec = ParamSpec {
+        name: "upload_s",
+        label: "upload phase (s)",
+        ..DOWNLOAD_S
+    };
+    pub const BOTH_S: ParamSpec = ParamSpec {
+        name: "both_s",
+        label: "both directions phase (s)",
+        ..DOWNLOAD_S
+    };
+    /// The phases, in the order they run ([`super::super::lul::LulPhase`]).
+    pub const PHASE_SPECS: [ParamSpec; 4] = [IDLE_S, DOWNLOAD_S, UPLOAD_S, BOTH_S];
+    pub const GAP_S: ParamSpec = ParamSpec {
+        name: "gap_s",
+        label: "gap between phases (s)",
+        default: DefaultValue::Num(1),
+        min: Some(Min::AtLeast(0)),
+        advanced: true,
+        ..PHASE
+    };
+    pub const STREAMS: ParamSpec = ParamSpec {
+        label: "TCP streams per direction",
+        default: DefaultValue::Num(4),
+        ..stream::STREAMS
+    };
+    pub const MSG_BYTES: ParamSpec = ParamSpec {
+        initial: None,
+        advanced: true,
+        ..stream::MSG_BYTES
+    };
+    pub const PROBE_MS: ParamSpec = ParamSpec {
+        name: "probe_ms",
+        ty: ParamType::Float,
+        label: "probe interval (ms)",
+        default: DefaultValue::Num(5),
+        initial: Some("5"),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(1000)),
+        ..P
+    };
+    pub const PROBE_BYTES: ParamSpec = ParamSpec {
+        name: "probe_bytes",
+        ty: ParamType::Size,
+        label: "probe size (bytes)",
+        default: DefaultValue::Num(64),
+        min: Some(Min::AtLeast(PROBE_MIN_LEN)),
+        max: Some(Max::At(PROBE_MAX_LEN)),
+        advanced: true,
+        ..P
+    };
+    pub const CLOCKS: ParamSpec = ParamSpec {
+        name: "clocks",
+        ty: ParamType::Enum,
+        label: "clocks (synced: the agents' clocks agree, e.g. one host or PTP)",
+        default: DefaultValue::Word("estimate"),
+        initial: Some("estimate"),
+        options: &["estimate", "synced"],
+        ..P
+    };
+    pub const INTERVAL_MS: ParamSpec = ParamSpec {
+        label: "throughput sample interval (ms)",
+        default: DefaultValue::Num(100),
+        ..super::INTERVAL_MS
+    };
+}
+
+static LUL: &[ParamSpec] = {
+    use lul::*;
+    &[
+        IDLE_S,
+        DOWNLOAD_S,
+        UPLOAD_S,
+        BOTH_S,
+        GAP_S,
+        STREAMS,
+        MSG_BYTES,
+        PROBE_MS,
+        PROBE_BYTES,
+        CLOCKS,
+        INTERVAL_MS,
+        CLIENT_BIND,
+        SERVER_BIND,
+    ]
+};
+
 #[cfg(test)]
 thread_local! {
     /// The names the last `Reader::finish` on this thread had been asked for.
@@ -721,7 +836,7 @@ thread_local! {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{RrParams, StreamParams, UdpRrParams, UdpStreamParams};
+    use super::super::{LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams};
     use super::*;
     use serde_json::{json, Value};
 
@@ -737,6 +852,7 @@ mod tests {
             Kind::TcpRr | Kind::UnixRr => to_json(RrParams::parse(&v, &l)?),
             Kind::UdpStream => to_json(UdpStreamParams::parse(&v, &l)?),
             Kind::UdpRr => to_json(UdpRrParams::parse(&v, &l)?),
+            Kind::LatencyUnderLoad => to_json(LulParams::parse(&v, &l)?),
         })
     }
 

@@ -356,7 +356,7 @@ fn random_token() -> u64 {
 
 /// Serving side: tells the port and token, then waits for the peer's hello.
 /// Returns the token and the bound address; `foreign` counts strangers.
-fn serve_bind(
+pub(super) fn serve_bind(
     ctx: &TestCtx,
     line: &mut Line,
     sock: &UdpSocket,
@@ -394,7 +394,7 @@ fn serve_bind(
 
 /// Driving side: learns port and token, opens and connects its UDP socket on
 /// the control connection's local address, and says hello until bound.
-fn client_bind(
+pub(super) fn client_bind(
     ctx: &TestCtx,
     line: &mut Line,
     local_ip: IpAddr,

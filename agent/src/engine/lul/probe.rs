@@ -1,0 +1,342 @@
+//! The probe flow of `latency_under_load` (datagram layout in
+//! `meshperf_protocol::params::lul`): the driving agent sends a probe every
+//! `probe_ms` on an absolute schedule, tagged with the phase it is in; the
+//! serving agent stamps when it received it (t2) and when it answers (t3)
+//! and sends it back, to the bound peer only, once per probe, no larger
+//! than the probe, within its `--max-udp-rate`; the driving agent stamps the
+//! answer's arrival (t4).
+
+use super::super::udp::{self, Clock, Hdr, RateCap};
+use meshperf_protocol::params::{Limits, GAP_PHASE};
+use meshperf_protocol::peer::LulTally;
+use std::collections::HashSet;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Datagram types (byte 3 of the header).
+pub const PROBE: u8 = b'P';
+pub const ANSWER: u8 = b'A';
+/// Phase codes: the four phases and "between phases".
+pub const CODES: usize = GAP_PHASE as usize + 1;
+
+const PHASE_AT: usize = 28;
+const T2_AT: usize = 32;
+const T3_AT: usize = 40;
+
+/// The system clock (CLOCK_REALTIME) in ns since 1970.
+fn realtime_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A test clock and the system time it started at, so that the two
+/// agents' times can be compared when their system clocks agree.
+pub struct ProbeClock {
+    pub clock: Clock,
+    pub base_ns: u64,
+}
+
+impl ProbeClock {
+    pub fn new() -> ProbeClock {
+        let base_ns = realtime_ns();
+        ProbeClock {
+            clock: Clock::new(),
+            base_ns,
+        }
+    }
+}
+
+/// Waits up to `d` for `sock` to be readable (ppoll: ns resolution, where
+/// SO_RCVTIMEO rounds to the kernel's tick, several ms).
+fn wait_readable(sock: &UdpSocket, d: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut pfd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd and a valid timespec; no signal mask.
+    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
+}
+
+/// What the responder counted.
+pub struct Responded {
+    /// Per phase code.
+    pub tally: Vec<LulTally>,
+    pub bad: u64,
+    pub foreign: u64,
+    pub capped_us: f64,
+}
+
+/// Serving side: answers the bound peer's probes until `stop`. At most
+/// `max_probes` distinct probes are answered (the count the parameters
+/// allow), whatever the peer sends.
+#[allow(clippy::too_many_arguments)]
+pub fn respond(
+    sock: UdpSocket,
+    token: u64,
+    peer: SocketAddr,
+    probe_bytes: usize,
+    max_probes: u64,
+    limits: &Limits,
+    clock: &ProbeClock,
+    stop: &AtomicBool,
+) -> io::Result<Responded> {
+    // As udp_rr's responder: answers leave through a socket connected to
+    // the peer, and its twin on the same port, opened after the connect,
+    // takes (and counts) everyone else's datagrams.
+    sock.connect(peer)?;
+    let strangers = udp::twin(&sock)?;
+    sock.set_read_timeout(Some(Duration::from_millis(20)))?;
+    let mut buf = vec![0u8; 65536];
+    let mut answer = vec![0u8; probe_bytes];
+    let mut cap = RateCap::new(limits);
+    let mut seqs = Vec::new();
+    let mut phases = Vec::new();
+    let mut answered = [0u64; CODES];
+    let mut seen = HashSet::new();
+    let (mut bad, mut foreign) = (0u64, 0u64);
+    let mut checked = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                let t2 = clock.clock.now_ns();
+                match Hdr::read(&buf[..n]) {
+                    Some(h)
+                        if h.is(PROBE, token)
+                            && n == probe_bytes
+                            && (buf[PHASE_AT] as usize) < CODES
+                            && h.seq < max_probes =>
+                    {
+                        let phase = buf[PHASE_AT];
+                        seqs.push(h.seq);
+                        phases.push(phase);
+                        if !seen.insert(h.seq) {
+                            continue; // a copy: counted, not answered
+                        }
+                        answer.copy_from_slice(&buf[..n]);
+                        Hdr {
+                            kind: ANSWER,
+                            token,
+                            ..h
+                        }
+                        .write(&mut answer);
+                        answer[T2_AT..T2_AT + 8].copy_from_slice(&t2.to_le_bytes());
+                        if let Some(c) = cap.as_mut() {
+                            c.take(answer.len());
+                        }
+                        let t3 = clock.clock.now_ns();
+                        answer[T3_AT..T3_AT + 8].copy_from_slice(&t3.to_le_bytes());
+                        if sock.send(&answer).is_ok() {
+                            answered[phase as usize] += 1;
+                        }
+                    }
+                    Some(h) if h.is(udp::HELLO, token) => {}
+                    _ => bad += 1,
+                }
+            }
+            Err(e) if udp::is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+            // An ICMP error from the peer (it is gone): keep listening until stopped.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(e) => return Err(e),
+        }
+        if checked.elapsed() >= Duration::from_millis(20) {
+            checked = Instant::now();
+            foreign += udp::drain(&strangers);
+        }
+    }
+    foreign += udp::drain(&strangers);
+    let counted = meshperf_stats::lul::tally(&seqs, &phases).expect("parallel arrays");
+    let tally = counted
+        .iter()
+        .zip(answered)
+        .map(|(t, a)| LulTally {
+            received: t.received,
+            duplicates: t.duplicates,
+            reordered: t.reordered,
+            answered: a,
+        })
+        .collect();
+    Ok(Responded {
+        tally,
+        bad,
+        foreign,
+        capped_us: udp::capped_us(&cap),
+    })
+}
+
+/// One answered probe as the requester recorded it (ns; t1, t4 on its
+/// clock, t2, t3 on the responder's).
+#[derive(Debug, Clone, Copy)]
+pub struct Answer {
+    pub seq: u64,
+    pub phase: u8,
+    pub t1: u64,
+    pub t2: u64,
+    pub t3: u64,
+    pub t4: u64,
+}
+
+/// What the requester sent and got back.
+pub struct Requested {
+    /// Probes sent per phase code.
+    pub sent: Vec<u64>,
+    /// Slots of the schedule left out per phase code: the prober woke
+    /// more than 100 ms late (a busy machine) and resumed at the next slot.
+    pub skipped: Vec<u64>,
+    /// Every arrival of an answer, in arrival order (copies included).
+    pub arrivals: Vec<Answer>,
+    /// Why it stopped before being told to, if it did.
+    pub silent: Option<String>,
+    pub capped_us: f64,
+    /// From the first probe to the last answer awaited.
+    pub seconds: f64,
+}
+
+/// How long without any answer before the peer is taken to be gone.
+pub fn silence_limit(probe_ms: f64) -> Duration {
+    Duration::from_secs(2).max(Duration::from_secs_f64(probe_ms * 10.0 / 1e3))
+}
+
+/// Driving side: a probe every `probe_ms` tagged with `phase`'s current
+/// value, until `stop`; then answers are awaited for up to 1 s more. Ends
+/// early, setting `silent`, when no answer came for [`silence_limit`].
+#[allow(clippy::too_many_arguments)]
+pub fn request(
+    sock: UdpSocket,
+    token: u64,
+    probe_ms: f64,
+    probe_bytes: usize,
+    max_probes: u64,
+    limits: &Limits,
+    clock: &ProbeClock,
+    phase: &AtomicU8,
+    stop: &AtomicBool,
+    silent: &Arc<AtomicBool>,
+) -> io::Result<Requested> {
+    let interval = Duration::from_secs_f64(probe_ms / 1e3);
+    sock.set_nonblocking(true)?;
+    let quiet = silence_limit(probe_ms);
+    let mut probe = vec![0u8; probe_bytes];
+    let mut buf = vec![0u8; 65536];
+    let mut cap = RateCap::new(limits);
+    let mut sent = vec![0u64; CODES];
+    let mut skipped = vec![0u64; CODES];
+    let mut arrivals = Vec::new();
+    let start = Instant::now();
+    let mut last_answer = start;
+    let mut seq = 0u64;
+    let mut next = start;
+    let mut stopped_at: Option<Instant> = None;
+    let mut why = None;
+    let mut unique = HashSet::new();
+    // Send times by sequence number: an answer's own copy is not trusted.
+    let mut t1s: Vec<u64> = Vec::new();
+    loop {
+        let now = Instant::now();
+        if stopped_at.is_none() && stop.load(Ordering::Relaxed) {
+            stopped_at = Some(now);
+        }
+        if let Some(at) = stopped_at {
+            if unique.len() as u64 >= seq || now - at >= Duration::from_secs(1) {
+                break;
+            }
+        } else if now >= next && seq < max_probes {
+            let code = phase.load(Ordering::Relaxed).min(GAP_PHASE);
+            if let Some(c) = cap.as_mut() {
+                c.take(probe.len());
+            }
+            let t1 = clock.clock.now_ns();
+            Hdr {
+                kind: PROBE,
+                token,
+                seq,
+                t_ns: t1,
+            }
+            .write(&mut probe);
+            probe[PHASE_AT] = code;
+            match sock.send(&probe) {
+                Ok(_) => {
+                    sent[code as usize] += 1;
+                    t1s.push(t1);
+                    seq += 1;
+                }
+                // The peer's port answered with ICMP: it is gone, or going.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(e),
+            }
+            // The next slot of the schedule: a wake-up a little late
+            // catches up (the count stays duration / probe_ms); one more
+            // than 100 ms late skips the slots it missed rather than
+            // sending them as a burst.
+            next += interval;
+            if now.saturating_duration_since(next) > Duration::from_millis(100) {
+                let slots = (now - start).as_secs_f64() / interval.as_secs_f64();
+                let resume = start + interval.mul_f64(slots.floor() + 1.0);
+                let missed = (resume - next).as_secs_f64() / interval.as_secs_f64();
+                skipped[code as usize] += missed.round() as u64;
+                next = resume;
+            }
+            if now - last_answer > quiet && seq > 1 {
+                why = Some(format!(
+                    "the peer stopped answering probes: none for {:.1} s",
+                    (now - last_answer).as_secs_f64()
+                ));
+                silent.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        let wake = match stopped_at {
+            Some(at) => at + Duration::from_secs(1),
+            None => next,
+        };
+        wait_readable(&sock, wake.saturating_duration_since(Instant::now()));
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                let t4 = clock.clock.now_ns();
+                match Hdr::read(&buf[..n]) {
+                    Some(h) if h.is(ANSWER, token) && n == probe_bytes && h.seq < seq => {
+                        last_answer = Instant::now();
+                        unique.insert(h.seq);
+                        arrivals.push(Answer {
+                            seq: h.seq,
+                            phase: buf[PHASE_AT],
+                            t1: t1s[h.seq as usize],
+                            t2: u64_at(&buf, T2_AT),
+                            t3: u64_at(&buf, T3_AT),
+                            t4,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.kind() == io::ErrorKind::Interrupted
+                    || e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Requested {
+        sent,
+        skipped,
+        arrivals,
+        silent: why,
+        capped_us: udp::capped_us(&cap),
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}

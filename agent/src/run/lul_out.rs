@@ -1,0 +1,136 @@
+//! `meshperf run`'s per-phase table of a `latency_under_load` step (the
+//! driving side's typed summary), times in ms.
+
+use meshperf_protocol::summary::{ClockBasis, LulSummary, Stats};
+use serde_json::Value;
+use std::fmt::Write;
+
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1e3)
+}
+
+fn stat(s: &Option<Stats>, f: fn(&Stats) -> f64) -> String {
+    s.as_ref().map_or("-".into(), |s| ms(f(s)))
+}
+
+fn mbit(bps: f64) -> String {
+    format!("{:.1}", bps / 1e6)
+}
+
+/// The table, and what the one-way delays rest on; `None` when the summary
+/// is not a `latency_under_load` driving side's.
+pub fn table(summary: &Value) -> Option<String> {
+    let s: LulSummary = serde_json::from_value(summary.clone()).ok()?;
+    let unc = s.clock.map_or(f64::INFINITY, |c| c.uncertainty_us);
+    // A one-way figure smaller than its uncertainty means nothing: say so.
+    let one_way = |st: &Option<Stats>| match st {
+        Some(x) if x.median.abs() <= unc => format!("<±{}", ms(unc)),
+        _ => stat(st, |x| x.median),
+    };
+    let loss = |lost: u64, sent: u64| {
+        if sent == 0 {
+            "-".to_string()
+        } else {
+            format!("{lost} ({:.2}%)", lost as f64 * 100.0 / sent as f64)
+        }
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>23} {:>10} {:>10} {:>13} {:>13}",
+        "phase",
+        "down Mb/s",
+        "up Mb/s",
+        "RTT p50",
+        "p90",
+        "p99",
+        "added p50/p90/p99",
+        "up p50",
+        "down p50",
+        "loss up",
+        "loss down"
+    );
+    for p in &s.phases {
+        let added = p.added_rtt_us.map_or("-".into(), |a| {
+            format!("{}/{}/{}", ms(a.median), ms(a.p90), ms(a.p99))
+        });
+        let _ = writeln!(
+            out,
+            "{:<9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>23} {:>10} {:>10} {:>13} {:>13}",
+            p.phase.name(),
+            mbit(p.down_bits_per_second),
+            mbit(p.up_bits_per_second),
+            stat(&p.rtt_us, |x| x.median),
+            stat(&p.rtt_us, |x| x.p90),
+            stat(&p.rtt_us, |x| x.p99),
+            added,
+            one_way(&p.up_us),
+            one_way(&p.down_us),
+            loss(p.probes_up.lost, p.probes_up.sent),
+            loss(p.probes_down.lost, p.probes_down.sent),
+        );
+    }
+    let _ = match s.clock {
+        Some(c) if c.basis == ClockBasis::Synced => writeln!(
+            out,
+            "times in ms; one-way delays on the agents' system clocks (clocks: synced)"
+        ),
+        Some(c) => writeln!(
+            out,
+            "times in ms; one-way delays on estimated clocks: offset {:.1} us, drift {:.2} ppm, \
+             uncertainty ±{:.1} us (<± marks a delay smaller than that); their changes \
+             (added up/down) are not affected",
+            c.offset_us, c.drift_ppm, c.uncertainty_us
+        ),
+        None => writeln!(out, "no probe was answered: no delays"),
+    };
+    let added = |f: fn(&meshperf_protocol::summary::LulPhaseSummary) -> Option<f64>| {
+        s.phases
+            .iter()
+            .filter_map(|p| f(p).map(|v| format!("{} {}", p.phase.name(), ms(v))))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let up = added(|p| p.added_up_us.map(|a| a.median));
+    if !up.is_empty() {
+        let down = added(|p| p.added_down_us.map(|a| a.median));
+        let _ = writeln!(out, "added one-way p50 up: {up}; down: {down}");
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_one_way_delay_below_its_uncertainty_is_not_printed_as_a_number() {
+        let st = |m: f64| {
+            json!({"n": 10, "min": m, "max": m, "mean": m, "sigma": 0.0,
+            "skew": 0.0, "kurtosis": 0.0, "median": m, "iq25": m, "iq75": m, "p90": m,
+            "p99": m, "p999": m, "p9999": m, "mad": 0.0})
+        };
+        let flow =
+            json!({"sent": 200, "received": 194, "lost": 6, "duplicates": 0, "reordered": 0});
+        let s = json!({
+            "phases": [{"phase": "idle", "seconds": 1.0, "down_bytes": 0,
+                "down_bits_per_second": 0.0, "up_bytes": 0, "up_bits_per_second": 0.0,
+                "rtt_us": st(60.0), "up_us": st(20.0), "down_us": st(2500.0),
+                "added_rtt_us": null, "added_up_us": null, "added_down_us": null,
+                "probes_up": flow, "probes_down": flow, "probes_skipped": 0}],
+            "clock": {"basis": "estimated", "offset_us": 1.0, "drift_ppm": 0.5,
+                "uncertainty_us": 30.0, "min_rtt_us": 60.0, "residual_us": 1.0, "probes_used": 5},
+            "probes_up": flow, "probes_down": flow, "probes_skipped": 0, "probe_ms": 5.0,
+            "probe_bytes": 64, "streams_per_direction": 1, "seconds": 1.0, "foreign": 0, "peer": "x",
+            "complete": true, "note": null, "rate_capped_us": 0.0, "base_ns": 1, "peer_base_ns": 2
+        });
+        let t = table(&s).unwrap();
+        let row = t.lines().nth(1).unwrap();
+        assert!(row.contains("<±0.030"), "{t}");
+        assert!(row.contains("2.500"), "{t}");
+        assert!(row.contains("6 (3.00%)"), "{t}");
+        assert!(t.contains("uncertainty ±30.0 us"), "{t}");
+        assert!(table(&json!({"bytes": 1})).is_none());
+    }
+}

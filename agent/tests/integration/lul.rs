@@ -1,0 +1,270 @@
+//! Integration tests of `latency_under_load`: two real agents on loopback
+//! run the four phases with TCP load and a UDP probe flow throughout.
+
+use crate::util::{run_pair, AgentProc};
+use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::summary::{LulServerSummary, LulSummary};
+use serde_json::{json, Value};
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn latency_under_load_runs_every_phase_with_load_and_probes() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let caps = ca.hello["capabilities"].as_array().unwrap().clone();
+    assert!(caps.contains(&json!("latency_under_load")), "{caps:?}");
+    let params = json!({"idle_s": 1, "download_s": 1.5, "upload_s": 1.5, "both_s": 1.5,
+        "gap_s": 0.3, "streams": 1, "probe_ms": 5, "clocks": "synced"});
+    let (client, server) = run_pair(&mut cb, &mut ca, 7, "latency_under_load", params);
+    assert_eq!(client["type"], "result", "{client}");
+    assert_eq!(server["type"], "result", "{server}");
+    let s = &client["summary"];
+    assert_eq!(s["complete"], true, "{s}");
+    // Each side reports exactly its typed summary (the public keys).
+    let typed: LulSummary = serde_json::from_value(s.clone()).unwrap();
+    assert_eq!(&serde_json::to_value(&typed).unwrap(), s);
+    let sv: LulServerSummary = serde_json::from_value(server["summary"].clone()).unwrap();
+    assert_eq!(serde_json::to_value(&sv).unwrap(), server["summary"]);
+    let phases = s["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["idle", "download", "upload", "both"]);
+    for (p, planned) in phases.iter().zip([1.0, 1.5, 1.5, 1.5]) {
+        let name = &p["phase"];
+        // The phase ran its duration (a loaded phase also waits for the
+        // receiver's last bytes).
+        let secs = f(&p["seconds"]);
+        assert!(
+            secs >= planned - 0.02 && secs < planned + 0.5,
+            "{name}: {secs} s"
+        );
+        // A probe every 5 ms: within a few of duration / interval (the
+        // schedule is absolute; a wake-up over 100 ms late on a busy
+        // machine skips slots, and says how many).
+        let sent = p["probes_up"]["sent"].as_u64().unwrap() as f64;
+        let slots = sent + p["probes_skipped"].as_u64().unwrap() as f64;
+        let expect = secs * 1e3 / 5.0;
+        assert!(
+            (slots - expect).abs() <= 0.03 * expect + 3.0,
+            "{name}: {sent} probes in {secs} s: {p}"
+        );
+        assert!(
+            sent >= 0.5 * expect,
+            "{name}: {sent} probes in {secs} s: {p}"
+        );
+        assert_eq!(p["probes_up"]["lost"], 0, "{name}: {p}");
+        assert_eq!(p["probes_down"]["lost"], 0, "{name}: {p}");
+        assert_eq!(p["rtt_us"]["n"], p["probes_down"]["received"], "{name}");
+        let (down, up) = (f(&p["down_bits_per_second"]), f(&p["up_bits_per_second"]));
+        match name.as_str().unwrap() {
+            "idle" => assert_eq!((down, up), (0.0, 0.0), "{p}"),
+            "download" => assert!(down > 1e7 && up == 0.0, "{p}"),
+            "upload" => assert!(up > 1e7 && down == 0.0, "{p}"),
+            _ => assert!(up > 1e7 && down > 1e7, "{p}"),
+        }
+        if name != "idle" {
+            assert!(p["added_rtt_us"]["median"].is_f64(), "{p}");
+        }
+        // One host: with synced clocks up + down is the round trip.
+        let (u, d, r) = (
+            f(&p["up_us"]["median"]),
+            f(&p["down_us"]["median"]),
+            f(&p["rtt_us"]["median"]),
+        );
+        assert!(
+            u > 0.0 && d > 0.0 && u + d < 3.0 * r + 50.0,
+            "{name}: {u} {d} {r}"
+        );
+    }
+    let clock = &s["clock"];
+    assert_eq!(clock["basis"], "synced", "{clock}");
+    // Whole test: every probe the client sent reached the server.
+    let (up, down) = (&s["probes_up"], &s["probes_down"]);
+    assert_eq!(up["sent"], up["received"], "{up}");
+    assert_eq!(down["sent"], down["received"], "{down}");
+    assert_eq!(server["summary"]["probes_received"], up["sent"], "{server}");
+    assert_eq!(server["summary"]["foreign"], 0);
+    // The raw probes reached the controller: one value per answered probe
+    // in each of the four timestamp series.
+    let n = down["received"].as_u64().unwrap() as usize;
+    for kind in [
+        SampleKind::RttNs,
+        SampleKind::SendTimeNs,
+        SampleKind::PeerRecvNs,
+        SampleKind::PeerSendNs,
+        SampleKind::ArrivalNs,
+        SampleKind::ProbePhase,
+    ] {
+        let got: usize = cb.samples(kind).iter().map(|f| f.values.len()).sum();
+        assert_eq!(got, n, "{kind:?}");
+    }
+    assert!(!cb.samples(SampleKind::IntervalBytes).is_empty());
+}
+
+#[test]
+fn latency_under_load_estimates_the_clock_offset_on_one_host() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let params = json!({"idle_s": 1, "download_s": 0.5, "upload_s": 0.5, "both_s": 0.5,
+        "gap_s": 0.5, "streams": 1, "probe_ms": 2});
+    let (client, _) = run_pair(&mut cb, &mut ca, 8, "latency_under_load", params);
+    let s = &client["summary"];
+    let clock = &s["clock"];
+    assert_eq!(clock["basis"], "estimated", "{clock}");
+    // One host, one clock: the estimate finds (almost) no offset, within
+    // the uncertainty it reports.
+    let (off, unc) = (f(&clock["offset_us"]), f(&clock["uncertainty_us"]));
+    assert!(unc > 0.0 && off.abs() <= unc + 20.0, "{clock}");
+    assert!(f(&clock["drift_ppm"]).abs() < 50.0, "{clock}");
+}
+
+#[test]
+fn latency_under_load_refuses_bad_parameters_in_one_line_each() {
+    let a = AgentProc::start(&["--max-duration", "20"]);
+    let mut ca = a.connect();
+    let cases = [
+        (json!({"idle_s": 0}), "idle_s"),
+        (json!({"download_s": 21}), "download_s"),
+        (json!({"gap_s": -1}), "gap_s"),
+        (json!({"probe_ms": 0.5}), "probe_ms"),
+        (json!({"probe_ms": 1001}), "probe_ms"),
+        (json!({"streams": 65}), "streams"),
+        (
+            json!({"idle_s": 1, "download_s": 2, "upload_s": 10, "both_s": 9}),
+            "upload_s",
+        ),
+        (json!({"clocks": "ptp"}), "clocks"),
+    ];
+    for (i, (params, name)) in cases.into_iter().enumerate() {
+        let r = ca.request(json!({"type": "prepare", "test_id": 100 + i, "step": 0,
+            "kind": "latency_under_load", "params": params}));
+        assert_eq!(r["type"], "error", "{params}: {r}");
+        assert_eq!(r["code"], "bad_params", "{r}");
+        let m = r["message"].as_str().unwrap();
+        assert!(m.starts_with(&format!("{name}: ")), "{params}: {m}");
+        assert!(!m.contains('\n'), "{m}");
+    }
+    // Still serving.
+    let r = ca.request(json!({"type": "prepare", "test_id": 200, "step": 0,
+        "kind": "latency_under_load", "params": {"idle_s": 1, "download_s": 2, "upload_s": 2, "both_s": 2}}));
+    assert_eq!(r["type"], "prepared", "{r}");
+}
+
+#[test]
+fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let params = json!({"idle_s": 1, "download_s": 5, "upload_s": 1, "both_s": 1,
+        "gap_s": 0.3, "streams": 1, "probe_ms": 5});
+    let prep = ca.request(json!({"type": "prepare", "test_id": 9, "step": 0,
+        "kind": "latency_under_load", "params": params}));
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let start = cb.request(json!({"type": "start", "test_id": 9, "step": 0,
+        "kind": "latency_under_load", "params": params,
+        "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
+    assert_eq!(start["type"], "started", "{start}");
+    // Into the download phase, then the serving agent freezes: no answer,
+    // no byte, no close.
+    std::thread::sleep(std::time::Duration::from_millis(1800));
+    let pid = a.child.id().to_string();
+    let signal = |s: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([s, &pid])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    let t0 = std::time::Instant::now();
+    let end = cb.wait_end(9);
+    let took = t0.elapsed().as_secs_f64();
+    signal("-CONT");
+    assert_eq!(end["type"], "result", "{end}");
+    let s = &end["summary"];
+    assert_eq!(s["complete"], false, "{s}");
+    let note = s["note"].as_str().unwrap();
+    assert!(note.contains("stopped answering probes"), "{note}");
+    assert!(!note.contains('\n'), "{note}");
+    let names: Vec<&str> = s["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["idle"], "{s}");
+    assert!(
+        s["phases"][0]["rtt_us"]["n"].as_u64().unwrap_or(0) > 100,
+        "{s}"
+    );
+    // Silence for 2 s, then at most 5 s for the serving agent's end line.
+    assert!(took < 9.0, "{took} s");
+}
+
+#[test]
+fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json_and_csv() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let csv = crate::run::tmp("bufferbloat.csv");
+    let out = crate::run::run_ab(
+        &a,
+        &b,
+        &[
+            "--preset",
+            "bufferbloat",
+            "--set",
+            "idle_s=0.5",
+            "--set",
+            "download_s=0.5",
+            "--set",
+            "upload_s=0.5",
+            "--set",
+            "both_s=0.5",
+            "--set",
+            "gap_s=0.1",
+            "--set",
+            "streams=1",
+            "--json",
+            "-",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The table goes to stderr when stdout carries the JSON document.
+    let rows: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("phase "))
+        .collect();
+    assert!(rows.len() > 5, "{err}");
+    for (row, name) in rows[1..5]
+        .iter()
+        .zip(["idle", "download", "upload", "both"])
+    {
+        assert!(row.starts_with(name), "{row}");
+    }
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &r["steps"][0]["summary"];
+    assert_eq!(r["steps"][0]["kind"], "latency_under_load");
+    assert_eq!(s["phases"].as_array().unwrap().len(), 4, "{s}");
+    // The table's figures are the JSON's: the both phase's RTT p50, in ms.
+    let p50 = f(&s["phases"][3]["rtt_us"]["median"]) / 1e3;
+    assert!(
+        rows[4].contains(&format!("{p50:.3}")),
+        "{} vs {p50}",
+        rows[4]
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(';').collect();
+    let row: Vec<&str> = text.lines().nth(1).unwrap().split(';').collect();
+    let col = head
+        .iter()
+        .position(|h| *h == "phases.3.added_rtt_us.median")
+        .unwrap_or_else(|| panic!("{head:?}"));
+    let v: f64 = row[col].parse().unwrap();
+    assert_eq!(v, f(&s["phases"][3]["added_rtt_us"]["median"]));
+}

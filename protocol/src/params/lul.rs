@@ -1,0 +1,308 @@
+//! Parameters of `latency_under_load` (the bufferbloat test, crusader's and
+//! flent RRUL's): four phases of TCP load, in this order and with a gap
+//! between each, while a UDP probe flow runs through all of them.
+//!
+//! | phase | load |
+//! |---|---|
+//! | `idle` | none: the path's latency at rest |
+//! | `download` | `streams` TCP streams, serving agent to driving agent |
+//! | `upload` | `streams` TCP streams, driving agent to serving agent |
+//! | `both` | both at once |
+//!
+//! "Up" is always the driving agent to the serving agent (the way probes
+//! go), "down" the way back.
+//!
+//! The probe datagram (the same size both ways, `probe_bytes`, so a reply
+//! is never larger than its probe) extends the meshperf UDP header:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 28 | meshperf header (`params::udp`): type `P` probe or `A` answer, token, sequence, `t1` = requester's send time (ns since its test clock's start) |
+//! | 28 | 1 | phase the requester was in when it sent: 0 idle, 1 download, 2 upload, 3 both, 4 between phases |
+//! | 29 | 3 | zero |
+//! | 32 | 8 | `t2`: the responder received the probe (ns since its test clock's start); 0 in a probe |
+//! | 40 | 8 | `t3`: the responder sent the answer (ns, same clock); 0 in a probe |
+//!
+//! The rest is padding up to `probe_bytes`.
+
+use super::rr::bind_addr;
+use super::spec::lul::*;
+use super::spec::{CLIENT_BIND, SERVER_BIND};
+use super::{Limits, ParamError, Reader, StreamParams};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::net::IpAddr;
+
+/// The smallest probe: the header, the phase and the responder's two times.
+pub const PROBE_MIN_LEN: u64 = 48;
+/// The largest probe: one unfragmented datagram on an Ethernet path (1500
+/// - 20 IPv4 - 8 UDP).
+pub const PROBE_MAX_LEN: u64 = 1472;
+/// The phase byte of a probe sent between two phases.
+pub const GAP_PHASE: u8 = 4;
+
+/// A phase of the test, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LulPhase {
+    Idle,
+    Download,
+    Upload,
+    Both,
+}
+
+impl LulPhase {
+    /// Every phase, in the order they run (index = the probe's phase byte).
+    pub const ALL: [LulPhase; 4] = [
+        LulPhase::Idle,
+        LulPhase::Download,
+        LulPhase::Upload,
+        LulPhase::Both,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LulPhase::Idle => "idle",
+            LulPhase::Download => "download",
+            LulPhase::Upload => "upload",
+            LulPhase::Both => "both",
+        }
+    }
+
+    /// The probe's phase byte.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// Whether the serving agent sends in this phase.
+    pub fn down(self) -> bool {
+        matches!(self, LulPhase::Download | LulPhase::Both)
+    }
+
+    /// Whether the driving agent sends in this phase.
+    pub fn up(self) -> bool {
+        matches!(self, LulPhase::Upload | LulPhase::Both)
+    }
+}
+
+/// Where one-way delays take their clocks from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clocks {
+    /// Offset and drift are estimated from the probes (NTP-style, fastest
+    /// probes, a line over the test); a constant asymmetry of the path
+    /// cannot be told from offset, so absolute one-way delays carry an
+    /// uncertainty of half the smallest round trip, their changes do not.
+    #[default]
+    Estimate,
+    /// The agents' system clocks agree (one host, or PTP): used directly.
+    Synced,
+}
+
+/// Parameters of `latency_under_load`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LulParams {
+    pub idle_s: f64,
+    pub download_s: f64,
+    pub upload_s: f64,
+    pub both_s: f64,
+    /// Quiet time between two phases (queues drain).
+    pub gap_s: f64,
+    /// TCP streams per direction.
+    pub streams: u32,
+    /// Bytes per write of the load.
+    pub msg_bytes: u64,
+    /// Time between two probes, ms.
+    pub probe_ms: f64,
+    /// Probe datagram size, bytes (answers are the same size).
+    pub probe_bytes: u64,
+    pub clocks: Clocks,
+    /// Sample interval of the load's per-stream bytes, ms.
+    pub interval_ms: u32,
+    #[serde(default)]
+    pub client_bind: Option<IpAddr>,
+    #[serde(default)]
+    pub server_bind: Option<IpAddr>,
+}
+
+impl LulParams {
+    /// Parses and validates `latency_under_load` parameters against `limits`.
+    pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
+        let mut r = Reader::new(v, limits)?;
+        let idle_s = r.float(&IDLE_S)?;
+        let download_s = r.float(&DOWNLOAD_S)?;
+        let upload_s = r.float(&UPLOAD_S)?;
+        let both_s = r.float(&BOTH_S)?;
+        let gap_s = r.float(&GAP_S)?;
+        let streams = r.int(&STREAMS)? as u32;
+        let msg_bytes = r.int(&MSG_BYTES)?;
+        let probe_ms = r.float(&PROBE_MS)?;
+        let probe_bytes = r.int(&PROBE_BYTES)?;
+        let clocks = match r.choice(&CLOCKS)? {
+            "estimate" => Clocks::Estimate,
+            "synced" => Clocks::Synced,
+            o => unreachable!("clocks {o:?} is in the table but not read"),
+        };
+        let interval_ms = r.int(&INTERVAL_MS)? as u32;
+        let client_bind = bind_addr(&mut r, CLIENT_BIND.name)?;
+        let server_bind = bind_addr(&mut r, SERVER_BIND.name)?;
+        r.finish()?;
+        let p = LulParams {
+            idle_s,
+            download_s,
+            upload_s,
+            both_s,
+            gap_s,
+            streams,
+            msg_bytes,
+            probe_ms,
+            probe_bytes,
+            clocks,
+            interval_ms,
+            client_bind,
+            server_bind,
+        };
+        p.within(limits)?;
+        Ok(p)
+    }
+
+    /// The limits no single parameter shows: the whole test within the
+    /// agent's duration, the probes within its count and UDP rate.
+    fn within(&self, limits: &Limits) -> Result<(), ParamError> {
+        let total = self.total_s();
+        if total > limits.max_duration_s {
+            // The longest phase is the one to shorten.
+            let longest = LulPhase::ALL
+                .into_iter()
+                .rev()
+                .max_by(|a, b| self.seconds(*a).total_cmp(&self.seconds(*b)))
+                .expect("four phases");
+            return Err(ParamError::new(
+                PHASE_SPECS[longest as usize].name,
+                format!(
+                    "idle_s + download_s + upload_s + both_s + 3 x gap_s = {total} s is above \
+                     the agent's limit of {} s",
+                    limits.max_duration_s
+                ),
+            ));
+        }
+        let probes = self.probes();
+        if probes > limits.max_count {
+            return Err(ParamError::new(
+                PROBE_MS.name,
+                format!(
+                    "{probes} probes in {total} s is above the agent's limit of {} datagrams",
+                    limits.max_count
+                ),
+            ));
+        }
+        if let Some(max) = limits.max_udp_bits_per_second {
+            let rate = self.probe_bytes as f64 * 8.0 * 1e3 / self.probe_ms;
+            if rate > max {
+                return Err(ParamError::new(
+                    PROBE_MS.name,
+                    format!(
+                        "{}-byte probes every {} ms are {:.3} Mbit/s, above the agent's UDP rate \
+                         limit of {} Mbit/s",
+                        self.probe_bytes,
+                        self.probe_ms,
+                        rate / 1e6,
+                        max / 1e6
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// How long `phase` runs, s.
+    pub fn seconds(&self, phase: LulPhase) -> f64 {
+        match phase {
+            LulPhase::Idle => self.idle_s,
+            LulPhase::Download => self.download_s,
+            LulPhase::Upload => self.upload_s,
+            LulPhase::Both => self.both_s,
+        }
+    }
+
+    /// The whole test: four phases and three gaps, s.
+    pub fn total_s(&self) -> f64 {
+        LulPhase::ALL.iter().map(|p| self.seconds(*p)).sum::<f64>() + 3.0 * self.gap_s
+    }
+
+    /// Probes the test sends (one every `probe_ms` over [`Self::total_s`]).
+    pub fn probes(&self) -> u64 {
+        (self.total_s() * 1e3 / self.probe_ms).ceil() as u64
+    }
+
+    /// Data connections the driving agent opens (the upload streams of
+    /// the `upload` and `both` phases); the serving agent opens as many
+    /// for the download streams.
+    pub fn connections_per_side(&self) -> usize {
+        2 * self.streams as usize
+    }
+
+    /// The load of `phase` in one direction as `tcp_stream` parameters
+    /// (duration-bounded, so the stream engine's own checks apply).
+    pub fn stream_params(&self, phase: LulPhase, limits: &Limits) -> StreamParams {
+        let v = json!({
+            "msg_bytes": self.msg_bytes,
+            "duration_s": self.seconds(phase),
+            "streams": self.streams,
+            "interval_ms": self.interval_ms,
+        });
+        StreamParams::parse(&v, limits).expect("within the limits LulParams::parse checked")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: Value) -> Result<LulParams, ParamError> {
+        LulParams::parse(&v, &Limits::default())
+    }
+
+    #[test]
+    fn defaults_make_a_test_of_about_30_s() {
+        let p = parse(json!({})).unwrap();
+        assert_eq!(p.total_s(), 29.0);
+        assert_eq!(p.probe_ms, 5.0);
+        assert_eq!(p.clocks, Clocks::Estimate);
+        assert_eq!(p.probes(), 5800);
+        let s = p.stream_params(LulPhase::Download, &Limits::default());
+        assert_eq!((s.duration_s, s.streams), (Some(7.0), p.streams));
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_parameter() {
+        let cases = [
+            (json!({"idle_s": 0}), "idle_s", "must be above 0"),
+            (json!({"upload_s": 61}), "upload_s", "the agent's limit"),
+            (json!({"gap_s": -1}), "gap_s", "between 0"),
+            (json!({"probe_ms": 0.5}), "probe_ms", "between 1 and 1000"),
+            (json!({"probe_ms": 1001}), "probe_ms", "between 1 and 1000"),
+            (json!({"streams": 65}), "streams", "the agent's limit"),
+            (json!({"probe_bytes": 47}), "probe_bytes", "between 48"),
+            (json!({"clocks": "ntp"}), "clocks", "estimate or synced"),
+            (
+                json!({"idle_s": 10, "download_s": 20, "upload_s": 20, "both_s": 10}),
+                "download_s",
+                "3 x gap_s = 63 s is above the agent's limit of 60 s",
+            ),
+        ];
+        for (v, param, text) in cases {
+            let e = parse(v.clone()).expect_err(&v.to_string());
+            assert_eq!(e.param, param, "{v}: {e}");
+            assert!(e.message.contains(text), "{v}: {e}");
+            assert!(!e.to_string().contains('\n'));
+        }
+        let capped = Limits {
+            max_udp_bits_per_second: Some(50_000.0),
+            ..Limits::default()
+        };
+        let e = LulParams::parse(&json!({"probe_ms": 5}), &capped).unwrap_err();
+        assert_eq!(e.param, "probe_ms", "{e}");
+        LulParams::parse(&json!({"probe_ms": 20}), &capped).unwrap();
+    }
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Latency under load against the kernel's ground truth (root only). Two end
+# namespaces A (serving agent) and B (driving agent) joined through a router
+# namespace R, as run.sh builds them; `meshperf run` runs in R.
+#
+# 1. tc tbf at 20 Mbit/s with a queue limit of L bytes on R's way to B only
+#    (the download direction): in the download phase the round trip grows
+#    by L x 8 / rate within 20%, and the other direction's one-way delay
+#    (up, estimated clocks) by no more than 1 ms.
+# 2. iptables in R dropping 3% of the probes on their way up (-m statistic,
+#    matched on the serving agent's data port and the probe's length): the
+#    up probe loss equals the rule's DROP counter exactly, the down loss is 0.
+# 3. A delay line (NFQUEUE to tests/netns/delay.py, NetfilterQueue from PyPI
+#    in .tools/nfq, installed by scripts/setup.sh --test as root) holding
+#    the probes on their way up D ms: with clocks=synced (the namespaces
+#    share one clock) the up one-way delay is D +/- 0.5 ms above the down
+#    one; switched on in the middle of a test with estimated clocks, the up
+#    delay rises by D +/- 0.5 ms and the down one does not.
+#
+# Names are unique per run; everything is removed on exit, whether the checks
+# pass or not; every run is bounded by `timeout`. Exit 0 on success or when
+# skipped.
+set -euo pipefail
+
+name="latency under load"
+if [ "$(id -u)" != 0 ]; then
+  echo "$name: skipped (needs root to create network namespaces; CI runs it as root)"
+  exit 0
+fi
+for tool in ip tc iptables node; do
+  command -v "$tool" >/dev/null || { echo "$name: FAILED: $tool is not installed" >&2; exit 1; }
+done
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+[ -x "$bin" ] || { echo "$name: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
+id=mpl$$
+A=${id}a B=${id}b R=${id}r
+net=$((16 + $$ % 200))
+ipa=10.$net.1.2 ipb=10.$net.2.2
+port=5299                        # the serving agent's data port (TCP and UDP)
+dir=/tmp/$id
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for n in "$A" "$B" "$R"; do ip netns del "$n" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$dir"
+fail() { echo "$name: FAILED: $*" >&2; exit 1; }
+
+# A - R - B (topology.sh).
+. "$root/tests/netns/topology.sh"
+# No segmentation offloads on the veths: tbf then queues wire-sized packets.
+for d in "$A:${id}a0" "$R:${id}a1" "$R:${id}b1" "$B:${id}b0"; do
+  ip netns exec "${d%%:*}" ethtool -K "${d#*:}" tso off gso off gro off >/dev/null 2>&1 || true
+done
+
+start_agent() { # namespace, address, variable for its URL, extra flags
+  local out="$dir/$1.out" found
+  # shellcheck disable=SC2086
+  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 300 "$bin" agent --listen "$2:0" $4 >"$out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    found=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$3" '%s' "$found"; return; fi
+    sleep 0.1
+  done
+  cat "$out" >&2; fail "the agent in $1 did not start"
+}
+start_agent "$A" "$ipa" url_a "--data-ports $port-$port"
+start_agent "$B" "$ipb" url_b ""
+
+run() { # result file, then --set NAME=VALUE...
+  local out=$1; shift
+  local sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  ip netns exec "$R" timeout 90 "$bin" run --agent "$url_a" --agent "$url_b" \
+    --kind latency_under_load "${sets[@]}" --json "$out" >"$out.txt" 2>&1 \
+    || { cat "$out.txt" >&2; fail "meshperf run exited $?"; }
+  grep -v '#r=' "$out.txt" | grep -v '^progress' || true
+}
+
+# 1. A queue of L bytes at 20 Mbit/s on the way down.
+limit=50000
+ip netns exec "$R" tc qdisc add dev "${id}b1" root tbf rate 20mbit burst 1600 limit "$limit"
+run "$dir/tbf.json" idle_s=2 download_s=4 upload_s=1 both_s=1 gap_s=1 streams=4 probe_ms=5
+ip netns exec "$R" tc -s qdisc show dev "${id}b1" | head -3
+ip netns exec "$R" tc qdisc del dev "${id}b1" root
+node -e '
+  const [file, limit] = [process.argv[1], Number(process.argv[2])];
+  const s = JSON.parse(require("fs").readFileSync(file, "utf8")).steps[0].summary;
+  const d = s.phases.find((p) => p.phase === "download");
+  if (!d) throw new Error(`no download phase: ${s.note}`);
+  const expect = (limit * 8) / 20e6 * 1e6; // us
+  const added = d.added_rtt_us.median, up = d.added_up_us.median, down = d.added_down_us.median;
+  console.log(`tbf 20 Mbit/s, limit ${limit} B: queue ${expect.toFixed(0)} us; download phase added RTT p50 ${added.toFixed(0)} us, ` +
+    `one-way up ${up.toFixed(0)} us, down ${down.toFixed(0)} us (clock ${s.clock.basis}, offset ${s.clock.offset_us.toFixed(1)} us, ` +
+    `drift ${s.clock.drift_ppm.toFixed(2)} ppm); download ${(d.down_bits_per_second / 1e6).toFixed(2)} Mbit/s`);
+  if (Math.abs(added - expect) > 0.2 * expect) throw new Error(`added RTT ${added} us is not ${expect} us within 20%`);
+  if (Math.abs(up) > 1000) throw new Error(`the unshaped direction rose by ${up} us`);
+  if (d.down_bits_per_second < 15e6 || d.down_bits_per_second > 21e6) throw new Error(`download ${d.down_bits_per_second} bit/s, shaped to 20 Mbit/s`);
+' "$dir/tbf.json" "$limit" || fail "the tbf queue is not where the probes put it"
+
+# 2. 3% of the probes dropped on the way up (B to A), counted by the rule.
+probe=64
+ip netns exec "$R" iptables -A FORWARD -p udp -d "$ipa" --dport "$port" -m length --length $((probe + 28)) \
+  -m statistic --mode random --probability 0.03 -j DROP
+run "$dir/loss.json" idle_s=1 download_s=1 upload_s=1 both_s=1 gap_s=0.5 streams=1 probe_ms=2 probe_bytes=$probe clocks=synced
+dropped=$(ip netns exec "$R" iptables -L FORWARD -v -x -n | awk '/DROP/ {print $1}')
+node -e '
+  const [file, dropped] = [process.argv[1], Number(process.argv[2])];
+  const s = JSON.parse(require("fs").readFileSync(file, "utf8")).steps[0].summary;
+  console.log(`iptables dropped ${dropped} probes going up; summary: up lost ${s.probes_up.lost} of ${s.probes_up.sent}, down lost ${s.probes_down.lost} of ${s.probes_down.sent}`);
+  if (!s.complete) throw new Error(`incomplete: ${s.note}`);
+  if (dropped < 5) throw new Error(`the rule dropped only ${dropped}: no test`);
+  if (s.probes_up.lost !== dropped) throw new Error(`up loss ${s.probes_up.lost} != DROP counter ${dropped}`);
+  if (s.probes_down.lost !== 0) throw new Error(`down loss ${s.probes_down.lost}, expected 0`);
+' "$dir/loss.json" "$dropped" || fail "probe loss is not the DROP counter"
+
+# 3. A delay line of D ms on the way up.
+nfq_python=${MESHPERF_NFQ_PYTHON:-$root/.tools/nfq/bin/python}
+"$nfq_python" -c 'import netfilterqueue' 2>/dev/null \
+  || fail "$nfq_python cannot import netfilterqueue (scripts/setup.sh --test installs it as root into .tools/nfq)"
+ip netns exec "$R" iptables -F FORWARD
+delay_ms=10
+# Real-time priority: the line holds each probe D, not D plus a wake-up
+# delayed by the TCP load on the same two cores.
+ip netns exec "$R" timeout 120 chrt -f 50 "$nfq_python" "$root/tests/netns/delay.py" 7 "$delay_ms" >"$dir/delay.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$dir/delay.out" 2>/dev/null && break; sleep 0.1; done
+grep -q ready "$dir/delay.out" || { cat "$dir/delay.out" >&2; fail "the delay line did not start"; }
+delay_rule=(FORWARD -p udp -d "$ipa" --dport "$port" -m length --length $((probe + 28)) -j NFQUEUE --queue-num 7)
+ip netns exec "$R" iptables -A "${delay_rule[@]}"
+run "$dir/synced.json" idle_s=2 download_s=0.5 upload_s=0.5 both_s=0.5 gap_s=0.2 streams=1 probe_ms=5 clocks=synced
+ip netns exec "$R" iptables -D "${delay_rule[@]}"
+# Switched on 1 s into the upload phase's start (idle 2.5 s, gap, download
+# 1 s, gap: the upload phase starts near 4.4 s): the upload and both
+# phases carry it, idle does not.
+( sleep 4.6; ip netns exec "$R" iptables -A "${delay_rule[@]}" ) &
+pids+=($!)
+run "$dir/switched.json" idle_s=2.5 download_s=1 upload_s=3 both_s=2 gap_s=0.2 streams=1 probe_ms=5
+node -e '
+  const fs = require("fs");
+  const [synced, switched, d] = [process.argv[1], process.argv[2], Number(process.argv[3]) * 1e3];
+  const a = JSON.parse(fs.readFileSync(synced, "utf8")).steps[0].summary;
+  const idle = a.phases[0];
+  const diff = idle.up_us.median - idle.down_us.median;
+  console.log(`delay line ${d} us up, clocks synced: idle one-way up ${idle.up_us.median.toFixed(1)} us, down ${idle.down_us.median.toFixed(1)} us, difference ${diff.toFixed(1)} us`);
+  if (a.clock.basis !== "synced") throw new Error(`clock basis ${a.clock.basis}`);
+  if (Math.abs(diff - d) > 500) throw new Error(`up - down = ${diff} us, not ${d} +/- 500`);
+  const b = JSON.parse(fs.readFileSync(switched, "utf8")).steps[0].summary;
+  const both = b.phases.find((p) => p.phase === "both");
+  if (!both) throw new Error(`no both phase: ${b.note}`);
+  const [up, down] = [both.added_up_us.median, both.added_down_us.median];
+  console.log(`switched on mid-test, clocks ${b.clock.basis} (offset ${b.clock.offset_us.toFixed(1)} us, drift ${b.clock.drift_ppm.toFixed(2)} ppm): both phase added one-way up ${up.toFixed(1)} us, down ${down.toFixed(1)} us`);
+  if (b.clock.basis !== "estimated") throw new Error(`clock basis ${b.clock.basis}`);
+  if (Math.abs(up - d) > 500) throw new Error(`added up ${up} us, not ${d} +/- 500`);
+  if (Math.abs(down) > 500) throw new Error(`added down ${down} us, not 0 +/- 500`);
+' "$dir/synced.json" "$dir/switched.json" "$delay_ms" || fail "the delay line is not where the one-way delays put it"
+echo "$name: ok"
