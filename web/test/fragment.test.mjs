@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-const { readFragment, writeFragment } = await import('../src/lib/fragment.ts');
+const { readFragment, writeFragment } = await import('../src/lib/agents/fragment.ts');
 
 const FA = 'ab'.repeat(32);
 const FB = 'cd'.repeat(32);
