@@ -12,12 +12,12 @@
 //! wrong token, a parameter an agent would refuse), 130 interrupted (Ctrl-C
 //! or SIGTERM: what was measured is still printed, written and linked).
 
-mod client;
-mod discover;
-mod inline;
+pub(crate) mod client;
+pub(crate) mod discover;
+pub(crate) mod inline;
 mod matrix_out;
-mod output;
-mod rounds;
+pub(crate) mod output;
+pub(crate) mod rounds;
 
 use client::{AgentUrl, Ctl, CtlError};
 use meshperf_protocol::driver::{check_step, AgentRef};
@@ -482,7 +482,7 @@ fn print_permalink(web: &str, result: &RunResult, to_stderr: bool) {
 
 /// How the step driver names and reaches each agent (a lost agent keeps
 /// its place, with no addresses or limits).
-fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
+pub(crate) fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
     urls.iter()
         .zip(ctls)
         .map(|(u, c)| {

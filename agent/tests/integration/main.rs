@@ -9,6 +9,7 @@ mod util;
 
 mod agent;
 mod limits;
+mod monitor;
 mod run;
 mod safety;
 mod soak;
