@@ -6,7 +6,7 @@
 #   scripts/setup.sh --test    the same plus Debian's chromium for Playwright,
 #                              kubernetes-validate (PyPI) in .tools/kv, and as
 #                              root the netns tests' Debian packages (dnsmasq,
-#                              umoci, buildah) and Rust's x86_64-unknown-linux-musl target
+#                              umoci, buildah, prometheus) and Rust's x86_64-unknown-linux-musl target
 #
 # Works as root without a terminal (CI=true, no stdin) and as a normal user
 # (apt-get then goes through sudo).
@@ -112,6 +112,8 @@ if [ $want_test -eq 1 ]; then
         # it; buildah builds deploy/Containerfile to compare (no daemon).
         command -v umoci >/dev/null || missing+=(umoci)
         command -v buildah >/dev/null || missing+=(buildah)
+        # A real Prometheus scraping `meshperf monitor` (tests/monitor/prometheus.sh).
+        command -v prometheus >/dev/null || missing+=(prometheus)
     fi
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)
