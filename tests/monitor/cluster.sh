@@ -96,28 +96,15 @@ ip netns exec "$hub" timeout 200 prometheus --config.file="$dir/prometheus.yml" 
   --web.listen-address=127.0.0.1:9090 >"$dir/prometheus.log" 2>&1 &
 pids+=($!)
 
-ip netns exec "$hub" python3 - "$net" <<'PY' || { cat "$dir/monitor.err" >&2; tail -n 5 "$dir/prometheus.log" >&2; fail "see above"; }
-import json, sys, time, urllib.parse, urllib.request
+ip netns exec "$hub" python3 - "$net" "$root/tests/monitor" <<'PY' || { cat "$dir/monitor.err" >&2; tail -n 5 "$dir/prometheus.log" >&2; fail "see above"; }
+import sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[2])
+from promql import query as promql, wait_runs
 net = sys.argv[1]
 def query(q):
-    url = "http://127.0.0.1:9090/api/v1/query?" + urllib.parse.urlencode({"query": q})
-    with urllib.request.urlopen(url, timeout=5) as r:
-        doc = json.load(r)
-    assert doc["status"] == "success", doc
-    return doc["data"]["result"]
-deadline = time.time() + 120
-while True:
-    try:
-        runs = query('meshperf_monitor_runs_total{job="meshperf"}')
-        if runs and float(runs[0]["value"][1]) >= 2:
-            tput = query('meshperf_pair_throughput_bits_per_second{job="meshperf"}')
-            if len(tput) == 12:
-                break
-    except OSError:
-        pass
-    if time.time() > deadline:
-        sys.exit("no two runs with 12 pairs through Prometheus within 120 s")
-    time.sleep(1)
+    return promql(9090, q)
+runs, tput = wait_runs(9090, 2, 'meshperf_pair_throughput_bits_per_second{job="meshperf"}', lambda r: len(r) == 12, 120)
 hosts = {f"{net}.{i}:7800" for i in range(1, 5)}
 pairs = {(s["metric"]["src"], s["metric"]["dst"]): float(s["value"][1]) for s in tput}
 assert set(pairs) == {(a, b) for a in hosts for b in hosts if a != b}, sorted(pairs)
@@ -133,7 +120,7 @@ assert worst_shaped < 55e6, f"host 4 sent at {worst_shaped / 1e6:.1f} Mbit/s thr
 assert worst_shaped * 4 < best_other, f"shaped {worst_shaped / 1e6:.1f} vs others from {best_other / 1e6:.1f} Mbit/s"
 up = query('sum(meshperf_pair_up{job="meshperf"})')
 assert float(up[0]["value"][1]) == 12, up
-print(f"monitor cluster: ok (dns:mesh.test: 4 agents, 12 pairs through Prometheus after {runs[0]['value'][1]} runs; "
+print(f"monitor cluster: ok (dns:mesh.test: 4 agents, 12 pairs through Prometheus after {runs:.0f} runs; "
       f"host 4's pairs {min(v for (s, _), v in pairs.items() if s == shaped) / 1e6:.1f} to {worst_shaped / 1e6:.1f} Mbit/s "
       f"under tbf 50mbit, the others from {best_other / 1e9:.2f} Gbit/s)")
 PY

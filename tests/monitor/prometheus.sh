@@ -57,28 +57,15 @@ pids+=($!)
 
 # Waits (up to 60 s) until the monitor finished two runs and Prometheus has
 # scraped them, then checks the query's answer.
-python3 - "$port" "$target" <<'PY' || { tail -n 20 "$dir/monitor.err" "$dir/prometheus.log" >&2; fail "see above"; }
-import json, sys, time, urllib.parse, urllib.request
+python3 - "$port" "$target" "$root/tests/monitor" <<'PY' || { tail -n 20 "$dir/monitor.err" "$dir/prometheus.log" >&2; fail "see above"; }
+import sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[3])
+from promql import query as promql, wait_runs
 port, target = sys.argv[1], sys.argv[2]
 def query(q):
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
-    with urllib.request.urlopen(url, timeout=5) as r:
-        doc = json.load(r)
-    assert doc["status"] == "success", doc
-    return doc["data"]["result"]
-deadline = time.time() + 60
-while True:
-    try:
-        runs = query('meshperf_monitor_runs_total{job="meshperf"}')
-        if runs and float(runs[0]["value"][1]) >= 2:
-            rtt = query('meshperf_pair_rtt_seconds{job="meshperf",quantile="0.5"}')
-            if len(rtt) == 6:
-                break
-    except OSError:
-        pass  # Prometheus still starting
-    if time.time() > deadline:
-        sys.exit("no two runs with 6 pairs through Prometheus within 60 s")
-    time.sleep(0.5)
+    return promql(port, q)
+runs, rtt = wait_runs(port, 2, 'meshperf_pair_rtt_seconds{job="meshperf",quantile="0.5"}', lambda r: len(r) == 6, 60)
 pairs = {(s["metric"]["src"], s["metric"]["dst"]) for s in rtt}
 agents = {a for p in pairs for a in p}
 assert len(agents) == 3 and len(pairs) == 6 and all(a != b for a, b in pairs), pairs
@@ -93,5 +80,5 @@ worst = query('topk(1, meshperf_pair_rtt_seconds{job="meshperf",quantile="0.99"}
 assert len(worst) == 1 and 0 < float(worst[0]["value"][1]) < 0.1, worst
 print(f"monitor prometheus: ok (Prometheus scraped {target}; 6 ordered pairs among {len(agents)} agents, "
       f"median RTT {min(float(s['value'][1]) for s in rtt) * 1e6:.0f} to {max(float(s['value'][1]) for s in rtt) * 1e6:.0f} us; "
-      f"runs_total {runs[0]['value'][1]})")
+      f"runs_total {runs:.0f})")
 PY

@@ -19,11 +19,10 @@ mod http;
 pub mod metrics;
 
 use crate::run::client::{AgentUrl, Ctl, CtlError};
-use crate::run::{agent_refs, discover, inline, output, rounds};
+use crate::run::{agent_refs, base_plan, discover, inline, output, rounds};
 use meshperf_protocol::driver::{check_step, StepRun};
 use meshperf_protocol::matrix::{self, Pair};
 use meshperf_protocol::plan::{Plan, Step};
-use meshperf_protocol::presets;
 use meshperf_protocol::result::StepResult;
 use metrics::{AgentInfo, Snapshot, State};
 use std::net::{SocketAddr, TcpListener};
@@ -96,20 +95,7 @@ fn random_below(max: Duration) -> Duration {
 }
 
 fn load_plan(a: &MonitorArgs) -> Result<Plan, String> {
-    let base = if let Some(name) = &a.preset {
-        Some(presets::preset(name).ok_or_else(|| {
-            format!(
-                "unknown preset {name:?}; known: {}",
-                presets::names().join(", ")
-            )
-        })?)
-    } else if let Some(path) = a.plan.as_deref() {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
-        Some(Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))?)
-    } else {
-        None
-    };
+    let base = base_plan(a.preset.as_deref(), a.plan.as_deref())?;
     if base.is_none() && a.kind.is_none() {
         let sets: Vec<String> = DEFAULT_SETS
             .iter()

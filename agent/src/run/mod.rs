@@ -165,21 +165,26 @@ fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
 }
 
 fn load_plan(a: &RunArgs) -> Result<Plan, String> {
-    let base = if let Some(name) = &a.preset {
+    let base = base_plan(a.preset.as_deref(), a.plan.as_deref())?;
+    inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)
+}
+
+/// The plan of `--preset NAME` or `--plan FILE`, if either was given.
+pub(crate) fn base_plan(preset: Option<&str>, plan: Option<&str>) -> Result<Option<Plan>, String> {
+    Ok(if let Some(name) = preset {
         Some(presets::preset(name).ok_or_else(|| {
             format!(
                 "unknown preset {name:?}; known: {}",
                 presets::names().join(", ")
             )
         })?)
-    } else if let Some(path) = a.plan.as_deref() {
+    } else if let Some(path) = plan {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
         Some(Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))?)
     } else {
         None
-    };
-    inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)
+    })
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
