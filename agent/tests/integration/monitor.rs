@@ -157,11 +157,41 @@ fn one(s: &Series, name: &str) -> f64 {
     v[0].1
 }
 
-/// Waits until `/metrics` reports `runs` finished runs.
+/// What every page must hold, whenever it is read (scrapes land mid-run
+/// too): one `up` and one failure counter per pair, one info series per
+/// agent counted, and no run counted twice or lost.
+fn consistent(s: &Series, runs_before: &mut f64) {
+    let up = of(s, "meshperf_pair_up");
+    let fails = of(s, "meshperf_pair_failures_total");
+    let pairs = |v: &[(&Key, f64)]| -> Vec<(String, String)> {
+        v.iter().map(|(k, _)| pair_of(k)).collect()
+    };
+    assert_eq!(pairs(&up), pairs(&fails), "a page with half a run");
+    let agents = of(s, "meshperf_agent_info").len() as f64;
+    if agents > 0.0 {
+        assert_eq!(one(s, "meshperf_monitor_agents"), agents);
+        assert_eq!(
+            up.len() as f64,
+            agents * (agents - 1.0),
+            "every ordered pair of the run's agents"
+        );
+    }
+    let runs = one(s, "meshperf_monitor_runs_total");
+    assert!(
+        runs >= *runs_before,
+        "runs_total went from {runs_before} to {runs}"
+    );
+    *runs_before = runs;
+}
+
+/// Waits until `/metrics` reports `runs` finished runs, checking every page
+/// read on the way (every 20 ms: most land during a run).
 fn scrape_after(m: &Monitor, runs: f64, secs: u64) -> Series {
     let t = Instant::now();
+    let mut seen = 0.0;
     loop {
         let s = m.scrape();
+        consistent(&s, &mut seen);
         if one(&s, "meshperf_monitor_runs_total") >= runs {
             return s;
         }
@@ -170,7 +200,7 @@ fn scrape_after(m: &Monitor, runs: f64, secs: u64) -> Series {
             "{runs} runs not done in {secs} s:\n{}",
             m.stderr()
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
