@@ -7,7 +7,7 @@
 #                              kubernetes-validate (PyPI) in .tools/kv, as root
 #                              NetfilterQueue (PyPI) in .tools/nfq, and as
 #                              root the netns tests' Debian packages (dnsmasq,
-#                              umoci, buildah) and Rust's x86_64-unknown-linux-musl target
+#                              umoci, buildah, prometheus) and Rust's x86_64-unknown-linux-musl target
 #
 # Works as root without a terminal (CI=true, no stdin) and as a normal user
 # (apt-get then goes through sudo).
@@ -121,6 +121,8 @@ if [ $want_test -eq 1 ]; then
         [ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ] || missing+=(libnetfilter-queue-dev)
         python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null || missing+=(python3-dev)
         command -v cc >/dev/null || missing+=(gcc)
+        # A real Prometheus scraping `meshperf monitor` (tests/monitor/prometheus.sh).
+        command -v prometheus >/dev/null || missing+=(prometheus)
     fi
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)

@@ -103,6 +103,13 @@ if [ "$(id -u)" -eq 0 ]; then
     # with umoci, its agent (chrooted, uid 65534, PID 1) against the plain
     # build's over a veth pair. The musl build is most of its time.
     counted netns-image 1200 "$ROOT/tests/netns/image.sh"
+    # A real Prometheus (Debian's) scrapes `meshperf monitor` over three
+    # agents; PromQL through its HTTP API finds the 6 ordered pairs.
+    counted monitor-prometheus 180 "$ROOT/tests/monitor/prometheus.sh"
+    # The cluster: 4 agents in namespaces found by DNS (dnsmasq), the
+    # monitor's tcp_stream matrix through Prometheus, one host under tbf
+    # and its pairs the slowest in the query.
+    counted monitor-cluster 300 "$ROOT/tests/monitor/cluster.sh"
 else
     log "netns: skipped (needs root to create network namespaces; CI runs as root)"
 fi

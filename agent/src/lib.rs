@@ -5,6 +5,8 @@
 //!   and the parts they share);
 //! * [`run`]: `meshperf run`, the headless controller (rounds of steps
 //!   through the protocol's step driver, the matrix, output);
+//! * [`monitor`]: `meshperf monitor`, the matrix of `run` on a schedule,
+//!   served as Prometheus metrics;
 //! * [`log`] (the agent's record) and [`sysinfo`] (this host's cores,
 //!   addresses, kernel) serve all three.
 //!
@@ -14,6 +16,7 @@
 
 pub mod engine;
 pub mod log;
+pub mod monitor;
 pub mod run;
 pub mod serve;
 pub mod sysinfo;

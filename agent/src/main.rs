@@ -2,7 +2,7 @@
 //! test engines, and (later) the headless runner (`meshperf run`).
 
 use clap::{Parser, Subcommand};
-use meshperf_agent::{run, serve};
+use meshperf_agent::{monitor, run, serve};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -22,6 +22,9 @@ enum Cmd {
     Agent(serve::AgentArgs),
     /// Run a plan headless against one or two agents.
     Run(run::RunArgs),
+    /// Run the matrix between agents on a schedule and serve the last
+    /// results as Prometheus metrics.
+    Monitor(monitor::MonitorArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Agent(a) => serve::run(a),
         Cmd::Run(a) => run::run(a),
+        Cmd::Monitor(a) => monitor::run(a),
     };
     match r {
         Ok(code) => code,

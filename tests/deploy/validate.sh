@@ -5,7 +5,8 @@
 # default, each component alone, overlays/node) when kubectl or kustomize is
 # installed; then tests/deploy/check.py on the built objects (restricted
 # profile, probes, Secret, ports); then the systemd unit (deploy/systemd/)
-# checked for what the README says it has.
+# checked for what the README says it has; then the Grafana dashboard
+# (tests/deploy/grafana.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -75,4 +76,7 @@ if command -v systemd-analyze >/dev/null; then
 else
   echo "deploy: systemd-analyze not installed: $unit checked for its keys only"
 fi
+# The Grafana dashboard: parses, has the pair heatmap, and queries only the
+# metrics meshperf monitor exports.
+python3 tests/deploy/grafana.py || fail "deploy/grafana: see above"
 echo "deploy: ok"

@@ -12,14 +12,14 @@
 //! wrong token, a parameter an agent would refuse), 130 interrupted (Ctrl-C
 //! or SIGTERM: what was measured is still printed, written and linked).
 
-mod client;
-mod discover;
-mod inline;
+pub(crate) mod client;
+pub(crate) mod discover;
+pub(crate) mod inline;
 mod lul_out;
 mod matrix_out;
-mod output;
+pub(crate) mod output;
 pub mod pin;
-mod rounds;
+pub(crate) mod rounds;
 
 use client::{AgentUrl, Ctl, CtlError};
 use meshperf_protocol::driver::{check_step, AgentRef};
@@ -168,21 +168,26 @@ fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
 }
 
 fn load_plan(a: &RunArgs) -> Result<Plan, String> {
-    let base = if let Some(name) = &a.preset {
+    let base = base_plan(a.preset.as_deref(), a.plan.as_deref())?;
+    inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)
+}
+
+/// The plan of `--preset NAME` or `--plan FILE`, if either was given.
+pub(crate) fn base_plan(preset: Option<&str>, plan: Option<&str>) -> Result<Option<Plan>, String> {
+    Ok(if let Some(name) = preset {
         Some(presets::preset(name).ok_or_else(|| {
             format!(
                 "unknown preset {name:?}; known: {}",
                 presets::names().join(", ")
             )
         })?)
-    } else if let Some(path) = a.plan.as_deref() {
+    } else if let Some(path) = plan {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
         Some(Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))?)
     } else {
         None
-    };
-    inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)
+    })
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -489,7 +494,7 @@ fn print_permalink(web: &str, result: &RunResult, to_stderr: bool) {
 
 /// How the step driver names and reaches each agent (a lost agent keeps
 /// its place, with no addresses or limits).
-fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
+pub(crate) fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
     urls.iter()
         .zip(ctls)
         .map(|(u, c)| {

@@ -401,3 +401,20 @@ pub fn peer_reply_ok(key_hex: &str, hello_mac: &str) -> Value {
     let signed = format!("meshperf peer reply\n{hello_mac}\n{bare}");
     json!({"ok": true, "mac": hmac_hex(key_hex, signed.as_bytes())})
 }
+
+/// A plain HTTP/1.1 GET of `path` from `hostport`: the response head and
+/// body (the server closes the connection after one answer).
+pub fn http_get(hostport: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(hostport).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read the response");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
+    (head.to_string(), body.to_string())
+}

@@ -2,8 +2,8 @@
 //! on this side's connections of the phase, for the phase's duration, with
 //! each stream's bytes per interval sent to the page as `interval_bytes`.
 
-use super::super::sockopt;
 use super::super::bulk::{self, Flow, LiveStream, Outcome, Workload};
+use super::super::sockopt;
 use super::super::{udp, TestCtx};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{LulParams, LulPhase};
@@ -81,7 +81,11 @@ pub fn run(
                 };
             }
             // The driving agent sends on up connections, the serving on down.
-            let dir = if up == driving { Flow::Send } else { Flow::Recv };
+            let dir = if up == driving {
+                Flow::Send
+            } else {
+                Flow::Recv
+            };
             streams.push((s, dir));
             indices.push(index(up, i, n));
         }

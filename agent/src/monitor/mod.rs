@@ -1,0 +1,367 @@
+//! `meshperf monitor`: the matrix of `meshperf run --matrix` on a schedule,
+//! its last result per ordered pair served as Prometheus metrics.
+//!
+//! A subcommand of its own rather than a mode of `meshperf agent`: it is a
+//! controller (the same step driver and rounds as `meshperf run`), one per
+//! cluster or a few, while agents are one per node; an agent that also
+//! scheduled matrices would make every node start the same N^2 tests. Apart,
+//! the agent keeps no schedule, no agent list and no token of others, and the
+//! monitor needs no data ports and no privileges.
+//!
+//! Each run: resolve every `--agent` again (a `dns:` name follows the pods
+//! that come and go), connect, check the step against each pair's limits,
+//! run the circle method's rounds, record and publish the whole page. An
+//! agent that cannot be reached or refuses the token fails its pairs; the
+//! others are measured. A run longer than `--every` delays the next one
+//! (never two at once), and says so on stderr.
+
+mod http;
+pub mod metrics;
+
+use crate::run::client::{AgentUrl, Ctl, CtlError};
+use crate::run::{agent_refs, base_plan, discover, inline, output, rounds};
+use meshperf_protocol::driver::{check_step, StepRun};
+use meshperf_protocol::matrix::{self, Pair};
+use meshperf_protocol::plan::{Plan, Step};
+use meshperf_protocol::result::StepResult;
+use metrics::{AgentInfo, Snapshot, State};
+use std::net::{SocketAddr, TcpListener};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The light default: short udp_rr between every pair.
+const DEFAULT_SETS: [&str; 2] = ["count=200", "timeout_ms=500"];
+
+#[derive(clap::Args)]
+pub struct MonitorArgs {
+    /// Agent URL (http://HOST:PORT/#token=T) or dns:NAME[:PORT][#token=T]
+    /// (every address of NAME, token from $MESHPERF_TOKEN); repeatable.
+    /// Resolved again before every run.
+    #[arg(long, value_name = "URL", required = true)]
+    agent: Vec<String>,
+    /// Time from one run's start to the next, e.g. 30s, 5m.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration_arg)]
+    every: Duration,
+    /// Each run starts up to this much later than its slot, at random, so
+    /// that monitors started together do not test at once (default: a
+    /// tenth of --every).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    jitter: Option<Duration>,
+    /// Serve /metrics and /healthz here.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9464")]
+    listen: SocketAddr,
+    /// Plan file (JSON, one step; see plans/). Default: udp_rr, 200 requests.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["preset", "kind"])]
+    plan: Option<String>,
+    /// A built-in plan (one step), as in meshperf run.
+    #[arg(long, value_name = "NAME", conflicts_with = "kind")]
+    preset: Option<String>,
+    /// A plan of this kind from the flags alone; a stream kind
+    /// (tcp_stream, udp_stream) measures throughput.
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// Set a parameter (repeatable), as in meshperf run.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// One pair at a time (links that share a bottleneck).
+    #[arg(long)]
+    serial: bool,
+    /// Stop after this many runs (default: until SIGTERM or Ctrl-C).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    runs: Option<u64>,
+}
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} (e.g. 30s, 5m)"))
+}
+
+fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
+    eprintln!("meshperf monitor: {msg}");
+    Ok(ExitCode::from(2))
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn random_below(max: Duration) -> Duration {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).expect("the OS random source works");
+    max.mul_f64((u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64)
+}
+
+fn load_plan(a: &MonitorArgs) -> Result<Plan, String> {
+    let base = base_plan(a.preset.as_deref(), a.plan.as_deref())?;
+    if base.is_none() && a.kind.is_none() {
+        let sets: Vec<String> = DEFAULT_SETS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(a.set.iter().cloned())
+            .collect();
+        return inline::build(None, Some("udp_rr"), &sets, &[], None);
+    }
+    inline::build(base, a.kind.as_deref(), &a.set, &[], None)
+}
+
+/// The least a run over `n` agents takes: its rounds times the step's
+/// `duration_s` (0 for a step bounded by a count).
+fn least_run_time(step: &Step, rounds: usize) -> f64 {
+    step.params
+        .get("duration_s")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0)
+        * rounds as f64
+}
+
+pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
+    let plan = match load_plan(&a) {
+        Ok(p) => p,
+        Err(e) => return usage(e),
+    };
+    let step = match plan.expand() {
+        Ok(s) if s.len() == 1 => s.into_iter().next().expect("one step"),
+        Ok(s) => {
+            return usage(format!(
+                "a monitor runs one step between every pair; this plan has {} (no sweeps or repetitions)",
+                s.len()
+            ))
+        }
+        Err(e) => return usage(e),
+    };
+    if a.every < Duration::from_secs(1) {
+        return usage(format!("--every {:?} is below 1 s", a.every));
+    }
+    let jitter = a.jitter.unwrap_or(a.every / 10);
+    if jitter >= a.every {
+        return usage("--jitter must be shorter than --every");
+    }
+    // Bad agent arguments (syntax, a missing token) are usage errors now;
+    // a name with no addresses is only reported, run by run.
+    for arg in &a.agent {
+        if let Err(CtlError::Usage(m)) = discover::agents(arg) {
+            return usage(m);
+        }
+    }
+    let listener = match TcpListener::bind(a.listen) {
+        Ok(l) => l,
+        Err(e) => return usage(format!("--listen {}: {e}", a.listen)),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(s, stop.clone())?;
+    }
+    let snap = Snapshot::default();
+    let mut state = State {
+        kind: plan.kind.name().to_string(),
+        ..State::default()
+    };
+    state.publish(&snap);
+    let bound = listener.local_addr()?;
+    http::spawn(listener, snap.clone());
+    eprintln!(
+        "meshperf monitor: {} every {} (jitter up to {}), metrics on http://{}/metrics",
+        plan.name.as_deref().unwrap_or(plan.kind.name()),
+        humantime::format_duration(a.every),
+        humantime::format_duration(Duration::from_millis(jitter.as_millis() as u64)),
+        bound,
+    );
+
+    let mut seed = [0u8; 4];
+    getrandom::fill(&mut seed).expect("the OS random source works");
+    let mut next_id = u32::from_le_bytes(seed);
+    let mut slot = Instant::now();
+    let mut due = slot + random_below(jitter);
+    let mut done = 0u64;
+    loop {
+        while Instant::now() < due && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(100)));
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let began = Instant::now();
+        // What is said of the run goes out after its page is published: a
+        // reader of stderr then finds the page up to date.
+        let mut said = Vec::new();
+        match run_once(&a, &plan, &step, &stop, &mut next_id, done == 0) {
+            Err(RunError::Usage(m)) => return usage(m),
+            Err(RunError::Resolve(m)) => {
+                said.push(format!("{m}; no run this time"));
+                state.resolve_errors += 1;
+            }
+            Ok((agents, results)) => {
+                let view: Vec<(String, String, &StepResult)> = results
+                    .iter()
+                    .map(|(p, r)| {
+                        (
+                            agents[p.client].addr.clone(),
+                            agents[p.server].addr.clone(),
+                            r,
+                        )
+                    })
+                    .collect();
+                let ok = results.iter().filter(|(_, r)| r.error.is_none()).count();
+                state.record(agents, &view, unix_now());
+                state.runs += 1;
+                said.push(format!(
+                    "run {}: {} agents, {ok} of {} pairs measured in {:.1} s",
+                    state.runs,
+                    state.agents.len(),
+                    results.len(),
+                    began.elapsed().as_secs_f64()
+                ));
+            }
+        }
+        done += 1;
+        let took = began.elapsed();
+        state.last_run_seconds = Some(took.as_secs_f64());
+        state.last_run_end = Some(unix_now());
+        slot += a.every;
+        let now = Instant::now();
+        if now > slot {
+            state.overruns += 1;
+            said.push(format!(
+                "the run took {:.1} s, longer than --every {}: the next one starts now, {:.1} s late",
+                took.as_secs_f64(),
+                humantime::format_duration(a.every),
+                (now - slot).as_secs_f64()
+            ));
+            slot = now;
+            due = now;
+        } else {
+            due = slot + random_below(jitter);
+        }
+        state.publish(&snap);
+        for m in said {
+            eprintln!("meshperf monitor: {m}");
+        }
+        if a.runs.is_some_and(|n| done >= n) || stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+enum RunError {
+    /// Stops the monitor (only before its first run).
+    Usage(String),
+    /// This run is skipped.
+    Resolve(String),
+}
+
+/// One run: the agents (address, hostname) and each pair's result.
+type RunOutcome = (Vec<AgentInfo>, Vec<(Pair, StepResult)>);
+
+fn run_once(
+    a: &MonitorArgs,
+    plan: &Plan,
+    step: &Step,
+    stop: &AtomicBool,
+    next_id: &mut u32,
+    first: bool,
+) -> Result<RunOutcome, RunError> {
+    let mut urls: Vec<AgentUrl> = Vec::new();
+    for arg in &a.agent {
+        match discover::agents(arg) {
+            Ok(u) => urls.extend(u),
+            Err(CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m)) => {
+                return Err(RunError::Resolve(m))
+            }
+        }
+    }
+    // The same agent named twice (a URL and a dns: name) is one agent.
+    let mut seen = std::collections::HashSet::new();
+    urls.retain(|u| seen.insert(u.hostport()));
+    let n = urls.len();
+    let schedule = if a.serial {
+        matrix::serial(n)
+    } else {
+        matrix::rounds(n)
+    };
+    let least = least_run_time(step, schedule.len());
+    if least >= a.every.as_secs_f64() {
+        let m = format!(
+            "--every {} is shorter than the matrix takes: {} rounds over {n} agents of duration_s {} each, {least:.0} s at least",
+            humantime::format_duration(a.every),
+            schedule.len(),
+            least / schedule.len() as f64
+        );
+        if first {
+            return Err(RunError::Usage(m));
+        }
+        eprintln!("meshperf monitor: {m}");
+    }
+    let mut ctls = Vec::with_capacity(n);
+    let mut gone = Vec::with_capacity(n);
+    for u in &urls {
+        match Ctl::connect(u) {
+            Ok(c) => {
+                ctls.push(Some(c));
+                gone.push(None);
+            }
+            Err(CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m)) => {
+                eprintln!("meshperf monitor: {m}; its pairs fail this run");
+                ctls.push(None);
+                gone.push(Some(m));
+            }
+        }
+    }
+    let infos: Vec<AgentInfo> = urls
+        .iter()
+        .zip(&ctls)
+        .map(|(u, c)| AgentInfo {
+            addr: u.hostport(),
+            hostname: c
+                .as_ref()
+                .and_then(|c| c.hello["hostname"].as_str())
+                .unwrap_or("")
+                .to_string(),
+        })
+        .collect();
+    let refs = agent_refs(&urls, &ctls);
+    let mut agents = rounds::Agents { ctls, refs, gone };
+    let total = schedule.iter().map(Vec::len).sum();
+    let mut out = output::Output::new(true, None, plan, total);
+    let mut results = Vec::with_capacity(total);
+    for round in &schedule {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut jobs = Vec::new();
+        for &pair in round {
+            *next_id = next_id.wrapping_add(1).max(1);
+            let live = |j: usize| agents.ctls[j].is_some();
+            if live(pair.server) && live(pair.client) {
+                if let Err(e) = check_step(step, pair.server, pair.client, &agents.refs) {
+                    eprintln!(
+                        "meshperf monitor: {} -> {}: {e}",
+                        agents.refs[pair.client].label, agents.refs[pair.server].label
+                    );
+                    let r = StepRun::failed(step.clone(), *next_id, unix_now(), e).result(0.0);
+                    results.push((pair, r));
+                    continue;
+                }
+            }
+            jobs.push(rounds::Job {
+                step,
+                pair,
+                test_id: *next_id,
+            });
+        }
+        for r in rounds::run_round(&mut agents, &jobs, stop, &mut out) {
+            let pair = r.pair.expect("a round's results carry their pair");
+            if let Some(e) = &r.error {
+                eprintln!(
+                    "meshperf monitor: {} -> {}: {e}",
+                    agents.refs[pair.client].label, agents.refs[pair.server].label
+                );
+            }
+            results.push((pair, r));
+        }
+    }
+    Ok((infos, results))
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# A "cluster" in network namespaces (root only): four hosts, each its own
+# namespace with an agent, joined by a bridge in a fifth (the hub) that runs
+# a DNS server (dnsmasq: mesh.test has the four addresses, as a Kubernetes
+# headless Service lists its pods), `meshperf monitor --agent dns:mesh.test`
+# with a 2-second tcp_stream per pair every 25 s, and Debian's Prometheus
+# scraping it. Host 4's egress is shaped with tc tbf to 50 Mbit/s. After two
+# runs, PromQL through Prometheus's HTTP API must return one throughput series
+# per ordered pair (12), and the three lowest (bottomk) must be exactly the
+# pairs host 4 sends on, each well under the others. Everything is removed on
+# exit, whether the checks pass or not. Exit 0 on success or when skipped.
+set -euo pipefail
+fail() { echo "monitor cluster: FAILED: $*" >&2; exit 1; }
+if [ "$(id -u)" != 0 ]; then
+  echo "monitor cluster: skipped (needs root to create network namespaces; CI runs it as root)"
+  exit 0
+fi
+for tool in ip tc dnsmasq prometheus python3; do
+  command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs it as root)"
+done
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+[ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
+id=mpc$$
+hub=${id}h
+net=10.77.$(($$ % 200 + 20))
+dir=$(mktemp -d /tmp/$id.XXXXXX)
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for n in "$hub" "${id}1" "${id}2" "${id}3" "${id}4"; do ip netns del "$n" 2>/dev/null || true; done
+  rm -rf "/etc/netns/$hub" "$dir"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$hub"
+ip -n "$hub" link set lo up
+ip -n "$hub" link add br0 type bridge
+ip -n "$hub" addr add "$net.254/24" dev br0
+ip -n "$hub" link set br0 up
+for i in 1 2 3 4; do
+  ns=${id}$i
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  ip link add "${id}e$i" type veth peer name "${id}p$i"
+  ip link set "${id}e$i" netns "$ns"
+  ip link set "${id}p$i" netns "$hub"
+  ip -n "$ns" addr add "$net.$i/24" dev "${id}e$i"
+  ip -n "$ns" link set "${id}e$i" up
+  ip -n "$hub" link set "${id}p$i" master br0
+  ip -n "$hub" link set "${id}p$i" up
+done
+# Host 4 sends at 50 Mbit/s at most.
+ip netns exec "${id}4" tc qdisc add dev "${id}e4" root tbf rate 50mbit burst 64kb latency 100ms
+
+mkdir -p "/etc/netns/$hub"
+echo "nameserver 127.0.0.1" >"/etc/netns/$hub/resolv.conf"
+ip netns exec "$hub" timeout 200 dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces \
+  --listen-address=127.0.0.1 --port=53 --local=/test/ --pid-file="$dir/dnsmasq.pid" \
+  --host-record=mesh.test,$net.1 --host-record=mesh.test,$net.2 \
+  --host-record=mesh.test,$net.3 --host-record=mesh.test,$net.4 \
+  >"$dir/dnsmasq.log" 2>&1 &
+pids+=($!)
+for i in 1 2 3 4; do
+  MESHPERF_TOKEN=$token ip netns exec "${id}$i" timeout 200 "$bin" agent --listen "$net.$i:7800" >"$dir/agent$i.out" 2>&1 &
+  pids+=($!)
+done
+for i in 1 2 3 4; do
+  for _ in $(seq 100); do grep -q ' ready: ' "$dir/agent$i.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q ' ready: ' "$dir/agent$i.out" || { cat "$dir/agent$i.out" >&2; fail "agent on $net.$i did not start"; }
+done
+for _ in $(seq 50); do
+  [ "$(ip netns exec "$hub" getent ahostsv4 mesh.test 2>/dev/null | awk '{print $1}' | sort -u | wc -l)" = 4 ] && break
+  sleep 0.1
+done
+[ "$(ip netns exec "$hub" getent ahostsv4 mesh.test | awk '{print $1}' | sort -u | wc -l)" = 4 ] \
+  || { cat "$dir/dnsmasq.log" >&2; fail "mesh.test does not resolve to 4 addresses in the hub"; }
+
+# 12 pairs in 6 rounds of 2 s (plus set-up): about 15 s a run.
+MESHPERF_TOKEN=$token ip netns exec "$hub" timeout 200 "$bin" monitor --agent dns:mesh.test \
+  --kind tcp_stream --set duration_s=2 --every 25s --jitter 1s --listen 127.0.0.1:9464 \
+  >"$dir/monitor.out" 2>"$dir/monitor.err" &
+pids+=($!)
+cat >"$dir/prometheus.yml" <<YAML
+global:
+  scrape_interval: 2s
+  scrape_timeout: 2s
+scrape_configs:
+  - job_name: meshperf
+    static_configs:
+      - targets: ['127.0.0.1:9464']
+YAML
+ip netns exec "$hub" timeout 200 prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+  --web.listen-address=127.0.0.1:9090 >"$dir/prometheus.log" 2>&1 &
+pids+=($!)
+
+ip netns exec "$hub" python3 - "$net" "$root/tests/monitor" <<'PY' || { cat "$dir/monitor.err" >&2; tail -n 5 "$dir/prometheus.log" >&2; fail "see above"; }
+import sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[2])
+from promql import query as promql, wait_runs
+net = sys.argv[1]
+def query(q):
+    return promql(9090, q)
+runs, tput = wait_runs(9090, 2, 'meshperf_pair_throughput_bits_per_second{job="meshperf"}', lambda r: len(r) == 12, 120)
+hosts = {f"{net}.{i}:7800" for i in range(1, 5)}
+pairs = {(s["metric"]["src"], s["metric"]["dst"]): float(s["value"][1]) for s in tput}
+assert set(pairs) == {(a, b) for a in hosts for b in hosts if a != b}, sorted(pairs)
+info = query('meshperf_agent_info{job="meshperf"}')
+assert {s["metric"]["agent"] for s in info} == hosts, info
+shaped = f"{net}.4:7800"
+low = query('bottomk(3, meshperf_pair_throughput_bits_per_second{job="meshperf"})')
+low_pairs = {(s["metric"]["src"], s["metric"]["dst"]) for s in low}
+assert all(src == shaped for src, _ in low_pairs) and len(low_pairs) == 3, f"bottomk(3): {sorted(low_pairs)}; all: {pairs}"
+worst_shaped = max(v for (src, _), v in pairs.items() if src == shaped)
+best_other = min(v for (src, _), v in pairs.items() if src != shaped)
+assert worst_shaped < 55e6, f"host 4 sent at {worst_shaped / 1e6:.1f} Mbit/s through a 50 Mbit/s tbf"
+assert worst_shaped * 4 < best_other, f"shaped {worst_shaped / 1e6:.1f} vs others from {best_other / 1e6:.1f} Mbit/s"
+up = query('sum(meshperf_pair_up{job="meshperf"})')
+assert float(up[0]["value"][1]) == 12, up
+print(f"monitor cluster: ok (dns:mesh.test: 4 agents, 12 pairs through Prometheus after {runs:.0f} runs; "
+      f"host 4's pairs {min(v for (s, _), v in pairs.items() if s == shaped) / 1e6:.1f} to {worst_shaped / 1e6:.1f} Mbit/s "
+      f"under tbf 50mbit, the others from {best_other / 1e9:.2f} Gbit/s)")
+PY
