@@ -67,7 +67,7 @@ counted deploy 120 "$ROOT/tests/deploy/validate.sh"
 
 # Rust: count from the harness' "test result:" lines, one per test binary.
 rc=0
-phase cargo-test cargo test --workspace --release --no-fail-fast || rc=$?
+phase cargo-test cargo test --workspace --profile test-release --no-fail-fast || rc=$?
 read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
                      END { print p + 0, f + 0 }' "$out/cargo-test.log")
 passed=$((passed + p)); failed=$((failed + f))

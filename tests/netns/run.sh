@@ -38,7 +38,7 @@ mkdir -p "/tmp/$id"
 
 echo "netns harness: building"
 timeout 900 cargo build --release -q -p meshperf-agent
-timeout 900 cargo test --release -q -p meshperf-agent --test netns --no-run
+timeout 900 cargo test --profile test-release -q -p meshperf-agent --test netns --no-run
 
 # A - R - B (topology.sh).
 . "$root/tests/netns/topology.sh"
@@ -63,5 +63,5 @@ echo "netns harness: agents $url_a and $url_b, router $R"
 
 MESHPERF_NETNS_A=$url_a MESHPERF_NETNS_B=$url_b \
 MESHPERF_NETNS_DEV_A=${id}a1 MESHPERF_NETNS_DEV_B=${id}b1 MESHPERF_NETNS_NS_B=$B \
-  ip netns exec "$R" timeout 300 cargo test --release -q --offline -p meshperf-agent --test netns -- --nocapture
+  ip netns exec "$R" timeout 300 cargo test --profile test-release -q --offline -p meshperf-agent --test netns -- --nocapture
 echo "netns harness: ok"
