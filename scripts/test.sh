@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npm test: set up (with chromium), build everything, run the web app's unit
-# tests (node's test runner), each fuzz target for a few seconds, the Rust
-# tests in release mode (the integration tests time real transfers), then the
+# tests (node's test runner), the Rust tests in release mode (the integration
+# tests time real transfers), each fuzz target for a few seconds, then the
 # Playwright end-to-end tests in Debian's chromium against real agents.
 # The last line is always "N passed, M failed" (tests counted over all
 # runners); the exit status is non-zero when anything failed.
@@ -65,6 +65,15 @@ counted() {
 # systemd unit.
 counted deploy 120 "$ROOT/tests/deploy/validate.sh"
 
+# Rust: count from the harness' "test result:" lines, one per test binary.
+rc=0
+phase cargo-test cargo test --workspace --release --no-fail-fast || rc=$?
+read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+                     END { print p + 0, f + 0 }' "$out/cargo-test.log")
+passed=$((passed + p)); failed=$((failed + f))
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not compile, or crashed
+log "cargo test: $p passed, $f failed"
+
 # Fuzzing (fuzz/, nightly and cargo-fuzz from setup.sh): every decoder of
 # outside bytes, each target for FUZZ_SECONDS (default 8) from its seeds and
 # what earlier runs found; one test per target, passed when it finds no
@@ -80,15 +89,6 @@ if [ -x "$CARGO_FUZZ_BIN" ] && rustup run nightly rustc --version >/dev/null 2>&
 else
     log "fuzz: skipped (no nightly toolchain or cargo-fuzz; scripts/setup.sh --test installs them)"
 fi
-
-# Rust: count from the harness' "test result:" lines, one per test binary.
-rc=0
-phase cargo-test cargo test --workspace --release --no-fail-fast || rc=$?
-read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-                     END { print p + 0, f + 0 }' "$out/cargo-test.log")
-passed=$((passed + p)); failed=$((failed + f))
-if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not compile, or crashed
-log "cargo test: $p passed, $f failed"
 
 # Playwright: count from its JSON report.
 report="$out/playwright.json"
