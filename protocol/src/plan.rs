@@ -477,11 +477,13 @@ mod tests {
         assert_eq!(hist.expand().unwrap().len(), 1);
     }
 
-    /// Found by the fuzz target `plan`: axes whose numbers are finite but
-    /// extreme. A range of more points than a usize holds overflowed (a
-    /// panic with overflow checks, else no points and a plan of no steps),
-    /// a pow2 axis up to f64::MAX never ended, and one whose bounds hold no
-    /// whole number expanded to nothing. Each is refused with the axis named.
+    /// Found while writing the fuzz target `plan` (inputs made from reading
+    /// `axis_values`, confirmed through the target): axes whose numbers are
+    /// finite but extreme. A range of more points than a usize holds
+    /// overflowed (a panic with overflow checks, else no points and a plan
+    /// of no steps), a pow2 axis up to f64::MAX never ended, and one whose
+    /// bounds hold no whole number expanded to nothing. Each is refused with
+    /// the axis named.
     #[test]
     fn refuses_axes_with_extreme_or_empty_bounds() {
         for (axis, says) in [
