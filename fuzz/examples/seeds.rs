@@ -147,6 +147,20 @@ fn frames() {
     };
     frame::encode(&h, &[5], &mut out);
     put("frame", &out);
+    // What the target found (driver/tests.rs
+    // a_frame_far_past_its_series_is_refused_not_allocated): a frame far
+    // past its series, after one at its start.
+    let mut two = out.clone();
+    frame::encode(
+        &FrameHeader {
+            first_seq: u32::MAX - 1,
+            ..h
+        },
+        &[9],
+        &mut out,
+    );
+    two.extend(&out);
+    put("frame", &two);
 }
 
 fn plan_files() {
