@@ -197,7 +197,7 @@ pub fn axis_values(name: &str, spec: &Value) -> Result<Vec<Value>, PlanError> {
             }
             // In f64 first: (to - from) / step may pass what a usize holds.
             let n = ((to - from) / step + 1e-9).floor() + 1.0;
-            if !(n <= MAX_STEPS as f64) {
+            if n.is_nan() || n > MAX_STEPS as f64 {
                 return Err(axis_err(
                     name,
                     format!("{n} points is more than {MAX_STEPS}"),
