@@ -7,7 +7,9 @@
 #                              kubernetes-validate (PyPI) in .tools/kv, as root
 #                              NetfilterQueue (PyPI) in .tools/nfq, and as
 #                              root the netns tests' Debian packages (dnsmasq,
-#                              umoci, buildah, prometheus) and Rust's x86_64-unknown-linux-musl target
+#                              umoci, buildah, prometheus) and Rust's x86_64-unknown-linux-musl target,
+#                              and for the fuzz targets a nightly toolchain
+#                              (rustup) and cargo-fuzz in .tools/cargo-fuzz-VERSION
 #
 # Works as root without a terminal (CI=true, no stdin) and as a normal user
 # (apt-get then goes through sudo).
@@ -168,6 +170,30 @@ if [ $want_test -eq 1 ]; then
             "$nfq/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/netns/requirements-nfq.txt"
         cp "$ROOT/tests/netns/requirements-nfq.txt" "$nfq/requirements.txt"
     fi
+    # --- the fuzz targets (fuzz/): a nightly toolchain and cargo-fuzz, pinned,
+    # into .tools/cargo-fuzz-VERSION (git-ignored) -----------------------------
+    if command -v rustup >/dev/null; then
+        if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+            run_phase "rustup toolchain install nightly (fuzz targets)" \
+                rustup toolchain install nightly --profile minimal
+        fi
+        fuzz_ok() { [ -x "$CARGO_FUZZ_BIN" ] && [ "$("$CARGO_FUZZ_BIN" fuzz --version 2>/dev/null)" = "cargo-fuzz $CARGO_FUZZ_VERSION" ]; }
+        if ! fuzz_ok; then
+            mkdir -p "$ROOT/.tools"
+            exec 8>"$ROOT/.tools/cargo-fuzz.lock"
+            flock 8
+            if ! fuzz_ok; then
+                log "installing cargo-fuzz $CARGO_FUZZ_VERSION into .tools/ (a minute or two, once)"
+                run_phase "cargo install cargo-fuzz $CARGO_FUZZ_VERSION" \
+                    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --root "$CARGO_FUZZ_ROOT"
+                fuzz_ok || die "cargo-fuzz was installed but '$CARGO_FUZZ_BIN fuzz --version' does not print $CARGO_FUZZ_VERSION"
+            fi
+            flock -u 8
+            exec 8>&-
+        fi
+    else
+        log "rustup not found: no nightly toolchain, so npm test skips the fuzz targets"
+    fi
     # --- as root, the static (musl) target for the OCI image test ------------
     if [ "$(id -u)" -eq 0 ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib" ]; then
         command -v rustup >/dev/null || die "Rust target x86_64-unknown-linux-musl is missing and rustup is not installed: install it for your toolchain, then re-run"
@@ -175,4 +201,4 @@ if [ $want_test -eq 1 ]; then
     fi
 fi
 
-log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate'))"
+log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate, nightly + cargo-fuzz'))"

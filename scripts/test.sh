@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # npm test: set up (with chromium), build everything, run the web app's unit
 # tests (node's test runner), the Rust tests in release mode (the integration
-# tests time real transfers), then the Playwright end-to-end tests in
-# Debian's chromium against real agents.
+# tests time real transfers), each fuzz target for a few seconds, then the
+# Playwright end-to-end tests in Debian's chromium against real agents.
 # The last line is always "N passed, M failed" (tests counted over all
 # runners); the exit status is non-zero when anything failed.
 set -euo pipefail
@@ -51,9 +51,9 @@ passed=$((passed + p)); failed=$((failed + f))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not load, or crashed
 log "web unit: $p passed, $f failed"
 
-# counted NAME SECONDS SCRIPT: one test, passed when SCRIPT exits 0.
+# counted NAME SECONDS SCRIPT [ARGS...]: one test, passed when SCRIPT exits 0.
 counted() {
-    if phase "$1" timeout "$2" bash "$3"; then
+    if phase "$1" timeout "$2" bash "$3" "${@:4}"; then
         passed=$((passed + 1)); log "$1: 1 passed"
     else
         failed=$((failed + 1)); log "$1: 1 failed"
@@ -73,6 +73,22 @@ read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ 
 passed=$((passed + p)); failed=$((failed + f))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not compile, or crashed
 log "cargo test: $p passed, $f failed"
+
+# Fuzzing (fuzz/, nightly and cargo-fuzz from setup.sh): every decoder of
+# outside bytes, each target for FUZZ_SECONDS (default 8) from its seeds and
+# what earlier runs found; one test per target, passed when it finds no
+# crash. The build (about 3 CPU minutes from nothing) is its own phase.
+if [ -x "$CARGO_FUZZ_BIN" ] && rustup run nightly rustc --version >/dev/null 2>&1; then
+    if phase fuzz-build bash "$ROOT/scripts/fuzz.sh" build; then
+        for t in $(bash "$ROOT/scripts/fuzz.sh" list); do
+            counted "fuzz-$t" 120 "$ROOT/scripts/fuzz.sh" run "$t" "${FUZZ_SECONDS:-8}"
+        done
+    else
+        failed=$((failed + 1)); log "fuzz-build: 1 failed"
+    fi
+else
+    log "fuzz: skipped (no nightly toolchain or cargo-fuzz; scripts/setup.sh --test installs them)"
+fi
 
 # Playwright: count from its JSON report.
 report="$out/playwright.json"

@@ -26,6 +26,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
 
+/// How many values past those received the series of a step may hold.
+/// Frames of a series may arrive out of order and land at their sequence
+/// numbers, leaving gaps for the frames still on their way; but a frame of a
+/// few bytes must not make the controller allocate gigabytes of zeros.
+pub const MAX_GAP: usize = 1 << 20;
+
 /// What the driver needs to know of an agent.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +182,9 @@ pub struct StepRun {
     /// Why the step failed, in order, without repeats.
     errors: Vec<String>,
     samples: Vec<Series>,
+    /// Values received in frames, and held in `samples` (gaps included).
+    received: usize,
+    held: usize,
     fraction: [f64; 2],
     /// Cancel was sent (or is owed once the pending reply arrives).
     cancelling: bool,
@@ -211,6 +220,8 @@ impl StepRun {
             finals: 0,
             errors: Vec::new(),
             samples: Vec::new(),
+            received: 0,
+            held: 0,
             fraction: [0.0; 2],
             cancelling: false,
             started_unix,
@@ -248,6 +259,8 @@ impl StepRun {
             finals: 0,
             errors: vec![why],
             samples: Vec::new(),
+            received: 0,
+            held: 0,
             fraction: [0.0; 2],
             cancelling: false,
             started_unix,
@@ -430,12 +443,12 @@ impl StepRun {
         if h.test_id != self.test_id {
             return false;
         }
-        let s = match self
+        let i = match self
             .samples
-            .iter_mut()
+            .iter()
             .position(|s| s.role == h.role && s.kind == h.kind && s.stream == h.stream)
         {
-            Some(i) => &mut self.samples[i],
+            Some(i) => i,
             None => {
                 self.samples.push(Series {
                     role: h.role,
@@ -443,10 +456,25 @@ impl StepRun {
                     stream: h.stream,
                     values: Vec::new(),
                 });
-                self.samples.last_mut().expect("just pushed")
+                self.samples.len() - 1
             }
         };
         let at = h.first_seq as usize;
+        let have = self.samples[i].values.len();
+        let grow = (at + values.len()).saturating_sub(have);
+        self.received += values.len();
+        if self.held + grow > self.received + MAX_GAP {
+            let who = &self.labels[usize::from(h.role == Role::Client)];
+            self.fail(format!(
+                "{who} sent a sample frame far out of sequence ({} values at {at} of a {} series \
+                 holding {have}): ignored",
+                values.len(),
+                h.kind.name()
+            ));
+            return true;
+        }
+        self.held += grow;
+        let s = &mut self.samples[i];
         if at == s.values.len() {
             s.values.extend(values);
         } else {

@@ -130,6 +130,9 @@ fn axis_err(axis: &str, message: impl Into<String>) -> PlanError {
     }
 }
 
+/// 2^64, the first f64 past every u64.
+const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+
 /// The values of one axis.
 pub fn axis_values(name: &str, spec: &Value) -> Result<Vec<Value>, PlanError> {
     let num = |v: &Value, what: &str| {
@@ -148,6 +151,11 @@ pub fn axis_values(name: &str, spec: &Value) -> Result<Vec<Value>, PlanError> {
             let (lo, hi) = (num(&r[0], "pow2 low")?, num(&r[1], "pow2 high")?);
             if lo < 1.0 || hi < lo {
                 return Err(axis_err(name, "pow2 needs 1 <= low <= high"));
+            }
+            // Values are whole numbers of 64 bits (and beyond 2^64 the
+            // loop below would not reach `high` in whole steps).
+            if hi >= TWO_64 {
+                return Err(axis_err(name, "pow2 high must be below 2^64"));
             }
             let per = o
                 .get("per_octave")
@@ -169,6 +177,12 @@ pub fn axis_values(name: &str, spec: &Value) -> Result<Vec<Value>, PlanError> {
                 }
                 k += 1.0;
             }
+            if out.is_empty() {
+                return Err(axis_err(
+                    name,
+                    format!("pow2 [{lo}, {hi}] holds no whole number"),
+                ));
+            }
             out.into_iter().map(Value::from).collect()
         }
         Value::Object(o) if o.contains_key("from") => {
@@ -181,13 +195,15 @@ pub fn axis_values(name: &str, spec: &Value) -> Result<Vec<Value>, PlanError> {
             if to < from {
                 return Err(axis_err(name, "to must not be below from"));
             }
-            let n = ((to - from) / step + 1e-9).floor() as usize + 1;
-            if n > MAX_STEPS {
+            // In f64 first: (to - from) / step may pass what a usize holds.
+            let n = ((to - from) / step + 1e-9).floor() + 1.0;
+            if n.is_nan() || n > MAX_STEPS as f64 {
                 return Err(axis_err(
                     name,
                     format!("{n} points is more than {MAX_STEPS}"),
                 ));
             }
+            let n = n as usize;
             let ints = [from, step].iter().all(|f| f.fract() == 0.0);
             (0..n)
                 .map(|i| {
@@ -459,5 +475,44 @@ mod tests {
             })
         );
         assert_eq!(hist.expand().unwrap().len(), 1);
+    }
+
+    /// Found while writing the fuzz target `plan` (inputs made from reading
+    /// `axis_values`, confirmed through the target): axes whose numbers are
+    /// finite but extreme. A range of more points than a usize holds
+    /// overflowed (a panic with overflow checks, else no points and a plan
+    /// of no steps), a pow2 axis up to f64::MAX never ended, and one whose
+    /// bounds hold no whole number expanded to nothing. Each is refused with
+    /// the axis named.
+    #[test]
+    fn refuses_axes_with_extreme_or_empty_bounds() {
+        for (axis, says) in [
+            (
+                json!({"from": -1e308, "to": 1e308, "step": 1e-300}),
+                "points",
+            ),
+            (json!({"from": 0, "to": 1e300, "step": 1}), "points"),
+            (json!({"pow2": [1e308, 1.7976931348623157e308]}), "2^64"),
+            (json!({"pow2": [1, 1e30], "per_octave": 64}), "2^64"),
+            (json!({"pow2": [1.6, 1.6]}), "whole number"),
+        ] {
+            let p = plan(json!({"kind": "tcp_rr", "sweep": {"req_bytes": axis.clone()}}));
+            // On a thread: before the fix one of them never returned.
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(p.expand()));
+            let r = rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("{axis}: expand panicked or ran past 10 s"));
+            match r {
+                Err(PlanError::Axis { axis: a, message }) => {
+                    assert_eq!(a, "req_bytes");
+                    assert!(message.contains(says), "{axis}: {message}");
+                }
+                other => panic!("{axis}: {other:?}"),
+            }
+        }
+        // The largest pow2 axis that fits still expands.
+        let p = plan(json!({"kind": "tcp_rr", "sweep": {"req_bytes": {"pow2": [1, 9.2e18]}}}));
+        assert_eq!(p.expand().unwrap().len(), 63);
     }
 }

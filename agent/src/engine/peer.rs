@@ -126,35 +126,7 @@ impl Line {
     /// what came so far is kept). End of stream and a line longer than
     /// [`wire::MAX_LINE`] are errors.
     fn read_some(&mut self) -> io::Result<Option<Vec<u8>>> {
-        loop {
-            let room = (wire::MAX_LINE + 1 - self.partial.len()) as u64;
-            match (&mut self.r)
-                .take(room)
-                .read_until(b'\n', &mut self.partial)
-            {
-                Ok(_) if self.partial.last() == Some(&b'\n') => {
-                    let mut line = std::mem::take(&mut self.partial);
-                    line.pop();
-                    return Ok(Some(line));
-                }
-                Ok(_) if self.partial.len() > wire::MAX_LINE => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("control line longer than {} bytes", wire::MAX_LINE),
-                    ))
-                }
-                Ok(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "connection closed",
-                    ))
-                }
-                Ok(_) => {} // end of stream: the next read says so
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if is_timeout(&e) => return Ok(None),
-                Err(e) => return Err(e),
-            }
-        }
+        read_line(&mut self.r, &mut self.partial)
     }
 
     /// Waits up to `wait` for a line (zero: only what is there already);
@@ -194,6 +166,40 @@ impl Line {
             Ok(Some(v)) => Ok(v),
             Ok(None) => Err(TestError::new(ErrorCode::PeerTimeout, what)),
             Err(e) => Err(gone(e)),
+        }
+    }
+}
+
+/// [`Line`]'s framing on any buffered reader: reads until a line is
+/// complete (`Some`, without its newline) or until the reader would block
+/// or time out (`None`; what came so far stays in `partial` for the next
+/// call). End of stream and a line longer than [`wire::MAX_LINE`] are
+/// errors. Pure on an in-memory reader: the fuzz target `peer_lines` feeds it.
+pub fn read_line<R: BufRead>(r: &mut R, partial: &mut Vec<u8>) -> io::Result<Option<Vec<u8>>> {
+    loop {
+        let room = (wire::MAX_LINE + 1 - partial.len()) as u64;
+        match r.by_ref().take(room).read_until(b'\n', partial) {
+            Ok(_) if partial.last() == Some(&b'\n') => {
+                let mut line = std::mem::take(partial);
+                line.pop();
+                return Ok(Some(line));
+            }
+            Ok(_) if partial.len() > wire::MAX_LINE => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("control line longer than {} bytes", wire::MAX_LINE),
+                ))
+            }
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "connection closed",
+                ))
+            }
+            Ok(_) => {} // end of stream: the next read says so
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => return Ok(None),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -539,43 +545,7 @@ impl Acceptor<'_> {
 
     /// A whole hello line arrived on pending connection `i`.
     fn hello(&mut self, i: usize, bytes: &[u8]) -> Option<Connected> {
-        let hello: Result<PeerHello, _> = serde_json::from_slice(bytes);
-        let good_key = hello
-            .as_ref()
-            .is_ok_and(|h| tag_ok(self.key, &h.signed(), &h.mac));
-        let refusal = |code: ErrorCode, message: String| PeerReply {
-            ok: false,
-            code: Some(code),
-            message: Some(message),
-            mac: String::new(),
-        };
-        let mut reply = match &hello {
-            Ok(h) if good_key && h.kind == self.kind => PeerReply {
-                ok: true,
-                code: None,
-                message: None,
-                mac: String::new(),
-            },
-            Ok(h) if good_key => refusal(
-                ErrorCode::KindMismatch,
-                format!(
-                    "this test was prepared as {}, not {}",
-                    self.kind.name(),
-                    h.kind.name()
-                ),
-            ),
-            Ok(h) if h.mac.is_empty() => refusal(
-                ErrorCode::BadKey,
-                "the hello has no tag (mac): the peer agent is of an older release; run the same meshperf on both".into(),
-            ),
-            Ok(_) => refusal(
-                ErrorCode::BadKey,
-                "the hello's tag (HMAC-SHA256 with the session key) is wrong: another test's or a spent key, or a line altered on the way".into(),
-            ),
-            Err(e) => refusal(ErrorCode::BadKey, format!("not a hello line: {e}")),
-        };
-        let hello_mac = hello.as_ref().map(|h| h.mac.as_str()).unwrap_or("");
-        reply.mac = tag(self.key, &reply.signed(hello_mac));
+        let reply = answer_hello(bytes, self.key, self.kind);
         let p = self.remove(i);
         let Awaiting::Hello(mut line) = p.what else {
             unreachable!("hello lines come only from connections awaiting one")
@@ -660,6 +630,51 @@ impl Acceptor<'_> {
         };
         TestError::new(ErrorCode::PeerTimeout, message)
     }
+}
+
+/// The serving side's answer to a hello line (`bytes`, without its
+/// newline) for the test prepared with `key` as `kind`: `ok` only for the
+/// right tag (HMAC with `key`) and kind; the reply is tagged too. Pure:
+/// the fuzz target `peer_lines` calls it.
+pub fn answer_hello(bytes: &[u8], key: &[u8; KEY_LEN], kind: Kind) -> PeerReply {
+    let hello: Result<PeerHello, _> = serde_json::from_slice(bytes);
+    let good_key = hello
+        .as_ref()
+        .is_ok_and(|h| tag_ok(key, &h.signed(), &h.mac));
+    let refusal = |code: ErrorCode, message: String| PeerReply {
+        ok: false,
+        code: Some(code),
+        message: Some(message),
+        mac: String::new(),
+    };
+    let mut reply = match &hello {
+        Ok(h) if good_key && h.kind == kind => PeerReply {
+            ok: true,
+            code: None,
+            message: None,
+            mac: String::new(),
+        },
+        Ok(h) if good_key => refusal(
+            ErrorCode::KindMismatch,
+            format!(
+                "this test was prepared as {}, not {}",
+                kind.name(),
+                h.kind.name()
+            ),
+        ),
+        Ok(h) if h.mac.is_empty() => refusal(
+            ErrorCode::BadKey,
+            "the hello has no tag (mac): the peer agent is of an older release; run the same meshperf on both".into(),
+        ),
+        Ok(_) => refusal(
+            ErrorCode::BadKey,
+            "the hello's tag (HMAC-SHA256 with the session key) is wrong: another test's or a spent key, or a line altered on the way".into(),
+        ),
+        Err(e) => refusal(ErrorCode::BadKey, format!("not a hello line: {e}")),
+    };
+    let hello_mac = hello.as_ref().map(|h| h.mac.as_str()).unwrap_or("");
+    reply.mac = tag(key, &reply.signed(hello_mac));
+    reply
 }
 
 /// Driving side: sends the control line, then opens the data connections.

@@ -95,6 +95,12 @@ pub struct OriginCheck {
     guard: Arc<Guard>,
 }
 
+impl OriginCheck {
+    pub fn new(guard: Arc<Guard>) -> OriginCheck {
+        OriginCheck { guard }
+    }
+}
+
 impl Callback for OriginCheck {
     fn on_request(self, req: &Request, resp: Response) -> Result<Response, ErrorResponse> {
         let Some(origin) = req.headers().get("origin") else {
@@ -545,10 +551,8 @@ fn http_step(
                 break;
             }
         }
-        let mut headers = [httparse::EMPTY_HEADER; 48];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&head) {
-            Ok(httparse::Status::Partial) if head.len() <= MAX_HEAD => {
+        match parse_head(&head, &guard.hosts) {
+            Head::Partial => {
                 return Some(Conn::Http {
                     sock,
                     head,
@@ -556,54 +560,17 @@ fn http_step(
                     sent,
                 });
             }
-            // A head over the limit is refused whether or not its end
-            // arrived in the same read.
-            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => out = too_large(),
-            Ok(httparse::Status::Partial) => out = too_large(),
-            Err(_) => out = http::simple(400, "Bad Request", "malformed HTTP request\n"),
-            Ok(httparse::Status::Complete(_)) => {
-                let header = |name: &str| {
-                    req.headers
-                        .iter()
-                        .find(|h| h.name.eq_ignore_ascii_case(name))
-                        .map(|h| String::from_utf8_lossy(h.value).to_ascii_lowercase())
-                        .unwrap_or_default()
+            Head::Respond(o) => out = o,
+            Head::Upgrade => {
+                let replay = Replay {
+                    pre: head,
+                    pos: 0,
+                    inner: sock,
                 };
-                let path = req.path.unwrap_or("/").to_string();
-                let method = req.method.unwrap_or("").to_string();
-                if header("upgrade").contains("websocket") {
-                    let host = header("host");
-                    if path.split('?').next() != Some("/ws") {
-                        out = http::simple(404, "Not Found", "the control WebSocket is at /ws\n");
-                    } else if !guard.hosts.contains(&host_key(&host)) {
-                        // DNS rebinding: a page from evil.example whose name
-                        // now points here would pass the origin check.
-                        out = http::simple(
-                            421,
-                            "Misdirected Request",
-                            &format!(
-                                "Host {:?} is not a name of this agent; start it with --allow-host NAME to allow another name\n",
-                                host_key(&host)
-                            ),
-                        );
-                    } else {
-                        let replay = Replay {
-                            pre: head,
-                            pos: 0,
-                            inner: sock,
-                        };
-                        let cb = OriginCheck {
-                            guard: guard.clone(),
-                        };
-                        return handshake(tungstenite::accept_hdr_with_config(
-                            replay,
-                            cb,
-                            Some(cfg),
-                        ));
-                    }
-                } else {
-                    out = http::respond(&method, &path, header("accept-encoding").contains("gzip"));
-                }
+                let cb = OriginCheck {
+                    guard: guard.clone(),
+                };
+                return handshake(tungstenite::accept_hdr_with_config(replay, cb, Some(cfg)));
             }
         }
     }
@@ -633,6 +600,73 @@ fn send(sock: &mut Stream, out: &[u8], sent: &mut usize) -> io::Result<()> {
         }
     }
     sock.flush()
+}
+
+/// What a request head asks for, decided from its bytes alone.
+#[derive(Debug)]
+pub enum Head {
+    /// Not complete yet, and within [`MAX_HEAD`]: read more.
+    Partial,
+    /// Send this response and close.
+    Respond(Vec<u8>),
+    /// A WebSocket upgrade to `/ws` with a `Host` in `hosts`: the
+    /// handshake (and its origin check) takes the connection over.
+    Upgrade,
+}
+
+/// Decodes an HTTP request head (every byte read so far) against the names
+/// the agent answers to ([`Guard::hosts`]). Pure: the fuzz target
+/// `http_head` calls it with whatever bytes it makes.
+pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
+    let mut headers = [httparse::EMPTY_HEADER; 48];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(httparse::Status::Partial) if head.len() <= MAX_HEAD => Head::Partial,
+        // A head over the limit is refused whether or not its end
+        // arrived in the same read.
+        Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => Head::Respond(too_large()),
+        Ok(httparse::Status::Partial) => Head::Respond(too_large()),
+        Err(_) => Head::Respond(http::simple(400, "Bad Request", "malformed HTTP request\n")),
+        Ok(httparse::Status::Complete(_)) => {
+            let header = |name: &str| {
+                req.headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                    .map(|h| String::from_utf8_lossy(h.value).to_ascii_lowercase())
+                    .unwrap_or_default()
+            };
+            let path = req.path.unwrap_or("/");
+            let method = req.method.unwrap_or("");
+            if !header("upgrade").contains("websocket") {
+                return Head::Respond(http::respond(
+                    method,
+                    path,
+                    header("accept-encoding").contains("gzip"),
+                ));
+            }
+            let host = header("host");
+            if path.split('?').next() != Some("/ws") {
+                Head::Respond(http::simple(
+                    404,
+                    "Not Found",
+                    "the control WebSocket is at /ws\n",
+                ))
+            } else if !hosts.contains(&host_key(&host)) {
+                // DNS rebinding: a page from evil.example whose name
+                // now points here would pass the origin check.
+                Head::Respond(http::simple(
+                    421,
+                    "Misdirected Request",
+                    &format!(
+                        "Host {:?} is not a name of this agent; start it with --allow-host NAME to allow another name\n",
+                        host_key(&host)
+                    ),
+                ))
+            } else {
+                Head::Upgrade
+            }
+        }
+    }
 }
 
 fn too_large() -> Vec<u8> {

@@ -331,3 +331,43 @@ fn an_error_with_a_code_this_build_does_not_know_still_fails_the_step() {
         .unwrap()
         .starts_with("agent B: from a newer agent"));
 }
+
+/// Found while extending the fuzz target `frame` to what a controller does
+/// with frames (issue 10): a 24-byte frame whose first_seq lies far past
+/// what its series holds made the controller fill the gap with zeros (up to 2^32 values, 32 GiB: `meshperf run` or the
+/// page's tab killed by one frame from a hostile agent). A gap is allowed,
+/// frames may arrive out of order, but only as large as `MAX_GAP` past
+/// the values received; past it the frame is refused and the step says so.
+#[test]
+fn a_frame_far_past_its_series_is_refused_not_allocated() {
+    let s = step(Kind::TcpRr, Transport::Tcp, json!({}));
+    let (mut run, _) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    let h = |first_seq, count| FrameHeader {
+        kind: SampleKind::RttNs,
+        role: Role::Client,
+        stream: 0,
+        test_id: 7,
+        step: 3,
+        first_seq,
+        count,
+    };
+    // In order, and out of order within the gap, as before.
+    assert!(run.on_samples(&h(0, 2), vec![1, 2]));
+    assert!(run.on_samples(&h(4, 1), vec![5]));
+    // 24 bytes asking for 400 MB of zeros: refused, and said.
+    assert!(run.on_samples(&h(50_000_000, 1), vec![9]));
+    let values = &run.take_samples()[0].values;
+    assert_eq!(
+        values.len(),
+        5,
+        "the series grew to {} values",
+        values.len()
+    );
+    assert_eq!(values, &vec![1, 2, 0, 0, 5]);
+    let r = run.result(1.0);
+    let e = r.error.unwrap_or_default();
+    assert!(
+        e.contains("agent B") && e.contains("out of sequence"),
+        "{e}"
+    );
+}

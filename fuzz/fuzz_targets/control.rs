@@ -1,0 +1,105 @@
+//! Control messages: the JSON text frames a controller sends an agent
+//! (`msg::Request`, with each kind's `params` as the agent parses them)
+//! and those an agent sends a controller (`msg::Event`, read by
+//! `meshperf run`). Whatever decodes encodes to text that decodes to the same
+//! message, and parameters an agent accepts are within its limits.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use meshperf_protocol::msg::{Event, Request};
+use meshperf_protocol::params::{
+    Kind, Limits, LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
+    UDP_MAX_PAYLOAD, UDP_MIN_LEN,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt::Debug;
+
+fn round_trip<T: Serialize + DeserializeOwned + PartialEq + Debug>(v: &T) {
+    let text = serde_json::to_string(v).expect("a message is JSON");
+    let back: T = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(&back, v, "decode(encode(message)) differs: {text}");
+}
+
+fn udp_size(n: u64) -> bool {
+    (UDP_MIN_LEN..=UDP_MAX_PAYLOAD).contains(&n)
+}
+
+/// Parses `params` as the agent does for `kind` (`engine::prepare` and
+/// `start` run these parsers first) and checks what it accepted.
+fn check_params(kind: Kind, params: &Value, l: &Limits) {
+    let accepted = kind.check_params(params, l).is_ok();
+    let within_time = |d: Option<f64>| d.is_none_or(|d| d > 0.0 && d <= l.max_duration_s);
+    let typed = match kind {
+        Kind::TcpStream | Kind::UnixStream => StreamParams::parse(params, l).map(|p| {
+            assert!(p.streams >= 1 && p.streams <= l.max_streams, "{p:?}");
+            assert!(p.msg_bytes <= l.max_msg_bytes, "{p:?}");
+            assert!(p.count.is_some() != p.duration_s.is_some(), "{p:?}");
+            assert!(within_time(p.duration_s), "{p:?}");
+            if let Some(b) = p.bytes_per_stream() {
+                assert!(
+                    b as u128 * p.streams as u128 <= l.max_bytes as u128,
+                    "{p:?}"
+                );
+            }
+            let _ = p.rcvlowat();
+        }),
+        Kind::TcpRr | Kind::UnixRr => RrParams::parse(params, l).map(|p| {
+            assert!(
+                p.req_bytes <= l.max_msg_bytes && p.resp_bytes <= l.max_msg_bytes,
+                "{p:?}"
+            );
+            assert!(within_time(p.duration_s), "{p:?}");
+        }),
+        Kind::UdpRr => UdpRrParams::parse(params, l).map(|p| {
+            assert!(udp_size(p.req_bytes) && udp_size(p.resp_bytes), "{p:?}");
+            assert!(p.count <= l.max_count, "{p:?}");
+            assert!(within_time(p.duration_s), "{p:?}");
+        }),
+        Kind::UdpStream => UdpStreamParams::parse(params, l).map(|p| {
+            assert!(udp_size(p.pkt_bytes), "{p:?}");
+            assert!(p.count <= l.max_count, "{p:?}");
+            assert!(p.wait_us >= 0.0 && p.count as f64 * p.wait_us / 1e6 <= l.max_duration_s);
+        }),
+        Kind::LatencyUnderLoad => LulParams::parse(params, l).map(|p| {
+            let phases = [p.idle_s, p.download_s, p.upload_s, p.both_s];
+            assert!(phases.iter().all(|&d| (0.0..=l.max_duration_s).contains(&d)), "{p:?}");
+            assert!(p.gap_s >= 0.0 && (1.0..=1000.0).contains(&p.probe_ms), "{p:?}");
+            assert!(p.streams <= l.max_streams, "{p:?}");
+        }),
+    };
+    assert_eq!(typed.is_ok(), accepted);
+}
+
+fuzz_target!(|data: &[u8]| {
+    // WebSocket text frames are UTF-8 (tungstenite checks before the agent reads).
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let limits = [
+        Limits::default(),
+        Limits {
+            max_msg_bytes: 1 << 16,
+            max_duration_s: 10.0,
+            max_bytes: 1 << 30,
+            max_streams: 4,
+            max_count: 1000,
+            max_udp_bits_per_second: Some(1e8),
+        },
+    ];
+    if let Ok(req) = serde_json::from_str::<Request>(text) {
+        round_trip(&req);
+        if let Request::Prepare { kind, params, .. } | Request::Start { kind, params, .. } = &req {
+            limits.iter().for_each(|l| check_params(*kind, params, l));
+        }
+    } else if let Ok(v) = serde_json::from_str::<Value>(text) {
+        // Parameters alone (the fuzzer need not make a whole request).
+        for kind in Kind::ALL {
+            limits.iter().for_each(|l| check_params(kind, &v, l));
+        }
+    }
+    if let Ok(ev) = serde_json::from_str::<Event>(text) {
+        round_trip(&ev);
+    }
+});
