@@ -7,13 +7,14 @@
 //!   through the protocol's step driver, the matrix, output);
 //! * [`monitor`]: `meshperf monitor`, the matrix of `run` on a schedule,
 //!   served as Prometheus metrics;
-//! * [`log`] (the agent's record) and [`sysinfo`] (this host's cores,
-//!   addresses, kernel) serve all three.
+//! * [`log`] (the agent's record), [`sysinfo`] (this host's cores,
+//!   addresses, kernel) and [`dns`] (names to addresses) serve all three.
 //!
 //! `main.rs` only parses the command line; fuzz targets and tests reach the
 //! decoders through here. Dependencies run one way: `serve` and `run` use
 //! `engine`; `engine` uses neither.
 
+pub mod dns;
 pub mod engine;
 pub mod log;
 pub mod monitor;

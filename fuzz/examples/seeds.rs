@@ -96,6 +96,7 @@ fn control() {
                 max_udp_bits_per_second: Some(1e8),
                 ..Limits::default()
             },
+            instance: "5f0c2a9e1b7d4c38".into(),
         }),
     });
     msg(&Event::Prepared {

@@ -18,7 +18,7 @@
 //! side cancels the other; the step ends when both sides have ended.
 
 use crate::frame::{self, FrameError, FrameHeader};
-use crate::msg::{Event, PeerAddr, Request, Role};
+use crate::msg::{ErrorCode, Event, PeerAddr, Request, Role};
 use crate::params::{Kind, Limits};
 use crate::plan::{Step, Transport};
 use crate::result::{primary_role, Series, Sides, StepResult};
@@ -47,6 +47,15 @@ pub struct AgentRef {
     /// The limits the agent announced, to check steps before they run.
     #[serde(default)]
     pub limits: Option<Limits>,
+    /// The kinds the agent runs (its info's `capabilities`; absent: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub capabilities: Option<Vec<crate::params::Kind>>,
+    /// The agent process's random `instance` (its info's): one agent listed
+    /// under two names shows the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub instance: Option<String>,
 }
 
 impl AgentRef {
@@ -188,6 +197,8 @@ pub struct StepRun {
     fraction: [f64; 2],
     /// Cancel was sent (or is owed once the pending reply arrives).
     cancelling: bool,
+    /// An agent refused the prepare or start as busy with another test.
+    busy: bool,
     started_unix: f64,
 }
 
@@ -224,6 +235,7 @@ impl StepRun {
             held: 0,
             fraction: [0.0; 2],
             cancelling: false,
+            busy: false,
             started_unix,
             step,
         };
@@ -263,6 +275,7 @@ impl StepRun {
             held: 0,
             fraction: [0.0; 2],
             cancelling: false,
+            busy: false,
             started_unix,
         }
     }
@@ -279,6 +292,12 @@ impl StepRun {
     /// the agents are free for the next step), or it failed before any was.
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Done
+    }
+
+    /// An agent refused the step as busy with another test (a scheduler
+    /// may try the step again later).
+    pub fn refused_busy(&self) -> bool {
+        self.busy
     }
 
     /// A cancel has gone out (on the user's request or after a failure).
@@ -352,13 +371,15 @@ impl StepRun {
                     Vec::new()
                 }
             }
-            (Phase::Preparing, Event::Error { message, .. }) => {
+            (Phase::Preparing, Event::Error { message, code, .. }) => {
                 // Nothing was set up: the step ends here.
+                self.busy |= *code == ErrorCode::Busy;
                 self.fail(format!("{}: {message}", self.label(agent)));
                 self.phase = Phase::Done;
                 Vec::new()
             }
-            (Phase::Starting, Event::Error { message, .. }) => {
+            (Phase::Starting, Event::Error { message, code, .. }) => {
+                self.busy |= *code == ErrorCode::Busy;
                 // A refused start leaves the serving side prepared: it is
                 // cancelled at once, and the step ends when it has reported
                 // (the serving agent is free for the next step by then).

@@ -14,7 +14,8 @@
 //! sender of a stream with `direction` send, the requester of a
 //! request/response test) and the column agent serves (`prepare`).
 
-use crate::params::Kind;
+use crate::driver::AgentRef;
+use crate::params::{Kind, Limits};
 use crate::result::StepResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -71,6 +72,255 @@ pub fn serial(n: usize) -> Vec<Vec<Pair>> {
         .collect()
 }
 
+/// Every unordered pair once, no agent twice in a round (the circle
+/// method's N-1 rounds, N even): for steps that measure both directions at
+/// once ([`both_ways`]), where the reverse orientation would measure the
+/// same thing again.
+pub fn unordered(n: usize, serial: bool) -> Vec<Vec<Pair>> {
+    let half: Vec<Vec<Pair>> = rounds(n).into_iter().take(n + n % 2 - 1).collect();
+    if serial {
+        half.into_iter().flatten().map(|p| vec![p]).collect()
+    } else {
+        half
+    }
+}
+
+/// The pairs a matrix measures: every ordered pair, or every unordered one
+/// for a step that measures both ways.
+pub fn pairs(n: usize, both_ways: bool) -> Vec<Pair> {
+    if both_ways {
+        unordered(n, false).concat()
+    } else {
+        rounds(n).concat()
+    }
+}
+
+/// The agents of a matrix, checked before any traffic: two or more, none
+/// listed twice (the same address and port, or one agent process reached
+/// under two names: the same `instance`), and each runs `kind`. Agents not
+/// connected (no capabilities known) fail their pairs when they run.
+pub fn check_agents(agents: &[AgentRef], kind: Kind) -> Result<(), String> {
+    if agents.len() < 2 {
+        return Err(format!(
+            "a matrix needs two or more agents; {} given",
+            agents.len()
+        ));
+    }
+    for (i, a) in agents.iter().enumerate() {
+        for b in &agents[..i] {
+            if a.label == b.label {
+                return Err(format!("{} is listed twice", a.label));
+            }
+            if a.instance.is_some() && a.instance == b.instance {
+                return Err(format!(
+                    "{} and {} are one agent (the same process answers at both addresses): list it once",
+                    b.label, a.label
+                ));
+            }
+        }
+        if let Some(caps) = &a.capabilities {
+            if !caps.contains(&kind) {
+                let names: Vec<&str> = caps.iter().map(|k| k.name()).collect();
+                return Err(format!(
+                    "{} does not run {} (it runs {})",
+                    a.label,
+                    kind.name(),
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The limits that differ between the agents, each with its strictest
+/// value and the agent that sets it (every pair's step must be within both
+/// its agents' limits, so over a matrix the strictest binds): one line
+/// each, e.g. `max_duration_s 10 (agent 10.0.0.3:7800; up to 60 elsewhere)`.
+pub fn strictest(agents: &[AgentRef]) -> Vec<String> {
+    type Get = fn(&Limits) -> f64;
+    const LIMITS: [(&str, Get); 6] = [
+        ("max_msg_bytes", |l| l.max_msg_bytes as f64),
+        ("max_duration_s", |l| l.max_duration_s),
+        ("max_bytes", |l| l.max_bytes as f64),
+        ("max_streams", |l| f64::from(l.max_streams)),
+        ("max_count", |l| l.max_count as f64),
+        ("max_udp_bits_per_second", |l| {
+            l.max_udp_bits_per_second.unwrap_or(f64::INFINITY)
+        }),
+    ];
+    let known: Vec<(&AgentRef, &Limits)> = agents
+        .iter()
+        .filter_map(|a| Some((a, a.limits.as_ref()?)))
+        .collect();
+    let mut out = Vec::new();
+    for (name, get) in LIMITS {
+        let Some((low, at)) = known
+            .iter()
+            .map(|(a, l)| (get(l), a))
+            .min_by(|x, y| x.0.total_cmp(&y.0))
+        else {
+            continue;
+        };
+        let high = known.iter().map(|(_, l)| get(l)).fold(low, f64::max);
+        if high > low {
+            let high = if high.is_finite() {
+                format!("up to {high}")
+            } else {
+                "none".to_string()
+            };
+            out.push(format!("{name} {low} ({}; {high} elsewhere)", at.label));
+        }
+    }
+    out
+}
+
+/// A step measures both directions at once, so one test per unordered pair
+/// fills both of its cells: `latency_under_load` (download and upload
+/// phases) and a stream with `direction` both.
+pub fn both_ways(kind: Kind, params: &serde_json::Map<String, Value>) -> bool {
+    match kind {
+        Kind::LatencyUnderLoad => true,
+        Kind::TcpStream => params.get("direction").and_then(Value::as_str) == Some("both"),
+        _ => false,
+    }
+}
+
+/// How a pair's test ended, for the schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Measured, or failed for good (its cell shows why).
+    Ended,
+    /// An agent refused it as busy with another controller's test: the
+    /// pair is tried again later in the schedule.
+    Busy,
+}
+
+/// What the schedule has next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Next {
+    /// Run these pairs at once (no agent in two of them).
+    Round(Vec<Pair>),
+    /// Nothing to run before this many seconds (pairs wait to be retried).
+    Wait(f64),
+    /// Every pair has ended.
+    Done,
+}
+
+/// Tries a pair gets when an agent answers busy (the first included).
+pub const BUSY_TRIES: u32 = 5;
+/// Seconds between tries of a pair an agent refused as busy.
+pub const BUSY_RETRY_S: f64 = 2.0;
+
+/// The matrix's schedule, written once for `meshperf run --matrix` and the
+/// page (through wasm): the planned rounds ([`rounds`], [`serial`] or
+/// [`unordered`]), then the pairs an agent refused as busy (another
+/// controller's test: one test per agent remains the rule), retried in
+/// rounds of their own, [`BUSY_RETRY_S`] apart, up to [`BUSY_TRIES`] times.
+/// Times are seconds on the caller's monotonic clock.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    planned: std::collections::VecDeque<Vec<Pair>>,
+    /// Pairs waiting for a retry: the pair, tries so far, not before.
+    retry: Vec<(Pair, u32, f64)>,
+    /// Tries of pairs now running.
+    running: Vec<(Pair, u32)>,
+    serial: bool,
+    pairs: usize,
+    planned_rounds: usize,
+}
+
+impl Schedule {
+    /// The schedule of `n` agents; `both_ways`: one test per unordered pair.
+    pub fn new(n: usize, serial: bool, both_ways: bool) -> Schedule {
+        let planned: Vec<Vec<Pair>> = match (both_ways, serial) {
+            (true, _) => unordered(n, serial),
+            (false, true) => self::serial(n),
+            (false, false) => rounds(n),
+        };
+        Schedule {
+            pairs: planned.iter().map(Vec::len).sum(),
+            planned_rounds: planned.len(),
+            planned: planned.into(),
+            retry: Vec::new(),
+            running: Vec::new(),
+            serial,
+        }
+    }
+
+    /// Tests the matrix runs (each pair once).
+    pub fn pairs(&self) -> usize {
+        self.pairs
+    }
+
+    /// Rounds planned (retries of busy pairs come on top).
+    pub fn planned_rounds(&self) -> usize {
+        self.planned_rounds
+    }
+
+    /// Pairs waiting to be retried.
+    pub fn retrying(&self) -> usize {
+        self.retry.len()
+    }
+
+    /// What to do at `now` (call once the previous round has ended).
+    pub fn next(&mut self, now: f64) -> Next {
+        if let Some(r) = self.planned.pop_front() {
+            self.running = r.iter().map(|&p| (p, 1)).collect();
+            return Next::Round(r);
+        }
+        if self.retry.is_empty() {
+            return Next::Done;
+        }
+        let due: f64 = self.retry.iter().map(|r| r.2).fold(f64::INFINITY, f64::min);
+        if due > now {
+            return Next::Wait(due - now);
+        }
+        // The due pairs, packed so no agent is in two.
+        let mut round = Vec::new();
+        let mut busy = std::collections::HashSet::new();
+        self.retry.retain(|&(p, tries, at)| {
+            let fits = at <= now
+                && (!self.serial || round.is_empty())
+                && !busy.contains(&p.server)
+                && !busy.contains(&p.client);
+            if fits {
+                busy.insert(p.server);
+                busy.insert(p.client);
+                round.push((p, tries + 1));
+            }
+            !fits
+        });
+        let pairs = round.iter().map(|r| r.0).collect();
+        self.running = round;
+        Next::Round(pairs)
+    }
+
+    /// Pair `p` of the running round ended with `outcome` at `now`. `None`:
+    /// its result stands (or it will be retried: see [`Schedule::will_retry`]);
+    /// `Some(why)`: an agent stayed busy over every try, the pair fails so.
+    pub fn ended(&mut self, p: Pair, outcome: Outcome, now: f64) -> Option<String> {
+        let k = self.running.iter().position(|r| r.0 == p)?;
+        let (_, tries) = self.running.swap_remove(k);
+        if outcome == Outcome::Ended {
+            return None;
+        }
+        if tries >= BUSY_TRIES {
+            return Some(format!(
+                "an agent was busy with another controller's test at each of {tries} tries, {BUSY_RETRY_S} s apart"
+            ));
+        }
+        self.retry.push((p, tries, now + BUSY_RETRY_S));
+        None
+    }
+
+    /// Pair `p` is waiting for a retry (its busy result is not kept).
+    pub fn will_retry(&self, p: Pair) -> bool {
+        self.retry.iter().any(|r| r.0 == p)
+    }
+}
+
 /// Which figure a matrix shows per cell.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,22 +334,27 @@ pub enum Metric {
     RttP99,
     /// Datagrams lost, % of those sent.
     LossPct,
+    /// Median round-trip time the load added over the idle phase, us
+    /// (`latency_under_load`).
+    AddedRtt,
 }
 
 impl Metric {
     /// Every metric, in the order a chooser lists them.
-    pub const ALL: [Metric; 4] = [
+    pub const ALL: [Metric; 5] = [
         Metric::Gbps,
         Metric::RttP50,
         Metric::RttP99,
         Metric::LossPct,
+        Metric::AddedRtt,
     ];
 
     /// The figure a kind's matrix shows unless asked for another.
     pub fn default_for(kind: Kind) -> Metric {
         match kind {
             Kind::TcpStream | Kind::UnixStream => Metric::Gbps,
-            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => Metric::RttP50,
+            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => Metric::RttP50,
+            Kind::LatencyUnderLoad => Metric::AddedRtt,
             Kind::UdpStream => Metric::LossPct,
         }
     }
@@ -110,6 +365,7 @@ impl Metric {
             Metric::RttP50 => "rtt_p50",
             Metric::RttP99 => "rtt_p99",
             Metric::LossPct => "loss_pct",
+            Metric::AddedRtt => "added_rtt",
         }
     }
 
@@ -125,6 +381,7 @@ impl Metric {
             Metric::RttP50 => "median round-trip time, us",
             Metric::RttP99 => "p99 round-trip time, us",
             Metric::LossPct => "loss, % of datagrams sent",
+            Metric::AddedRtt => "median RTT added under load, us",
         }
     }
 
@@ -140,6 +397,12 @@ impl Metric {
     /// The figure from a side's summary.
     pub fn of_summary(self, s: &Value) -> Option<f64> {
         let num = |v: &Value| v.as_f64();
+        if s["phases"].is_array() {
+            // latency_under_load, read as one direction: upload (the
+            // driving agent sends), as a step's own cell is the driving
+            // agent's row.
+            return self.of_lul(s, true);
+        }
         match self {
             Metric::Gbps => num(&s["bits_per_second"])
                 .or_else(|| num(&s["recv_bits_per_second"]))
@@ -150,7 +413,77 @@ impl Metric {
                 let sent = num(&s["sent"])?;
                 (sent > 0.0).then(|| num(&s["lost"]).unwrap_or(0.0) / sent * 100.0)
             }
+            Metric::AddedRtt => None,
         }
+    }
+
+    /// A `latency_under_load` summary's figure for one direction: `up`
+    /// (driving to serving agent: the upload phase's throughput and added
+    /// RTT, the probes' loss that way) or down (the download phase's, the
+    /// answers' loss). Round-trip times are the idle phase's, either way.
+    fn of_lul(self, s: &Value, up: bool) -> Option<f64> {
+        let phase = |name: &str| {
+            s["phases"]
+                .as_array()?
+                .iter()
+                .find(|p| p["phase"].as_str() == Some(name))
+        };
+        let loaded = phase(if up { "upload" } else { "download" });
+        match self {
+            Metric::Gbps => loaded?[if up {
+                "up_bits_per_second"
+            } else {
+                "down_bits_per_second"
+            }]
+            .as_f64()
+            .map(|b| b / 1e9),
+            Metric::RttP50 => phase("idle")?["rtt_us"]["median"].as_f64(),
+            Metric::RttP99 => phase("idle")?["rtt_us"]["p99"].as_f64(),
+            Metric::LossPct => {
+                let f = &s[if up { "probes_up" } else { "probes_down" }];
+                let sent = f["sent"].as_f64()?;
+                (sent > 0.0).then(|| f["lost"].as_f64().unwrap_or(0.0) / sent * 100.0)
+            }
+            Metric::AddedRtt => loaded?["added_rtt_us"]["median"].as_f64(),
+        }
+    }
+
+    /// The cells one step of a matrix fills: (row, column, figure), row the
+    /// sending agent. An ordered step fills its own cell (row = the driving
+    /// agent); a step that measures both ways ([`both_ways`]) fills both
+    /// cells of its pair, each with that direction's figure. `None` for a
+    /// failed step or a figure its kind does not have.
+    pub fn cells(self, step: &StepResult) -> Vec<(usize, usize, Option<f64>)> {
+        let Some(p) = step.pair else {
+            return Vec::new();
+        };
+        let ok = step.error.is_none();
+        if !both_ways(step.kind, &step.params) {
+            return vec![(p.client, p.server, self.of(step))];
+        }
+        let (up, down) = if step.kind == Kind::LatencyUnderLoad {
+            (
+                self.of_lul(&step.summary, true),
+                self.of_lul(&step.summary, false),
+            )
+        } else {
+            // A stream both ways: each direction's receiver's rate; other
+            // figures from the step's summary, in both cells.
+            let rate = |side: &Option<Value>| {
+                let v = side.as_ref()?;
+                let secs = v["recv_seconds"].as_f64().filter(|&t| t > 0.0)?;
+                Some(v["received_bytes"].as_f64()? * 8.0 / secs / 1e9)
+            };
+            match self {
+                Metric::Gbps => (rate(&step.sides.server), rate(&step.sides.client)),
+                _ => (self.of(step), self.of(step)),
+            }
+        };
+        let keep = |v: Option<f64>| v.filter(|_| ok);
+        vec![
+            (p.client, p.server, keep(up)),
+            (p.server, p.client, keep(down)),
+        ]
     }
 }
 
@@ -218,6 +551,139 @@ mod tests {
             assert_eq!(serial(n).len(), n * (n - 1));
         }
         assert!(rounds(1).is_empty() && rounds(0).is_empty());
+    }
+
+    #[test]
+    fn unordered_pairs_once_in_n_minus_1_rounds() {
+        for n in 2..=9 {
+            let rs = unordered(n, false);
+            let mut seen = HashSet::new();
+            for r in &rs {
+                let mut busy = HashSet::new();
+                for p in r {
+                    assert!(busy.insert(p.server) && busy.insert(p.client));
+                    let key = (p.server.min(p.client), p.server.max(p.client));
+                    assert!(seen.insert(key), "{p:?} twice");
+                }
+            }
+            assert_eq!(seen.len(), n * (n - 1) / 2, "n = {n}");
+            assert_eq!(rs.len(), n + n % 2 - 1, "n = {n}");
+            assert_eq!(unordered(n, true).len(), n * (n - 1) / 2);
+            assert_eq!(pairs(n, true).len(), n * (n - 1) / 2);
+            assert_eq!(pairs(n, false).len(), n * (n - 1));
+        }
+    }
+
+    /// Busy pairs come back after the planned rounds, packed so no agent
+    /// is in two, not before their time, and fail after BUSY_TRIES.
+    #[test]
+    fn the_schedule_retries_busy_pairs_later_and_gives_up_after_its_tries() {
+        let mut s = Schedule::new(4, false, false);
+        assert_eq!((s.pairs(), s.planned_rounds()), (12, 6));
+        let mut now = 0.0;
+        let mut first = true;
+        let mut busy_pairs = Vec::new();
+        while let Next::Round(r) = s.next(now) {
+            for p in r {
+                // Agent 3 is busy throughout the planned rounds.
+                let busy = p.server == 3 || p.client == 3;
+                assert_eq!(
+                    s.ended(p, if busy { Outcome::Busy } else { Outcome::Ended }, now),
+                    None
+                );
+                assert_eq!(s.will_retry(p), busy);
+                if busy && first {
+                    busy_pairs.push(p);
+                }
+            }
+            if s.retrying() == 6 {
+                first = false;
+            }
+            now += 0.1;
+        }
+        assert_eq!(busy_pairs.len(), 6);
+        // Not yet due: wait, then the retries, no agent twice per round.
+        let Next::Wait(w) = s.next(now) else {
+            panic!("retries wait")
+        };
+        assert!(w > 0.0 && w <= BUSY_RETRY_S);
+        now += w;
+        let mut tries = 1;
+        let mut gave_up = 0;
+        loop {
+            match s.next(now) {
+                Next::Done => break,
+                Next::Wait(w) => {
+                    now += w;
+                    tries += 1;
+                }
+                Next::Round(r) => {
+                    let mut agents = HashSet::new();
+                    for p in r {
+                        assert!(agents.insert(p.server) && agents.insert(p.client));
+                        if let Some(why) = s.ended(p, Outcome::Busy, now) {
+                            assert!(why.contains("busy"), "{why}");
+                            gave_up += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(gave_up, 6, "each busy pair fails once, after its last try");
+        assert!(tries >= (BUSY_TRIES - 1) as usize);
+        // A retried pair that is measured ends there.
+        let mut s = Schedule::new(2, true, false);
+        let Next::Round(r) = s.next(0.0) else {
+            panic!()
+        };
+        assert_eq!(s.ended(r[0], Outcome::Busy, 0.0), None);
+        let Next::Round(r2) = s.next(0.0) else {
+            panic!()
+        };
+        assert_eq!(s.ended(r2[0], Outcome::Ended, 0.0), None);
+        assert!(matches!(s.next(0.0), Next::Wait(_)));
+        let Next::Round(r3) = s.next(BUSY_RETRY_S) else {
+            panic!()
+        };
+        assert_eq!(r3, r);
+        assert_eq!(s.ended(r3[0], Outcome::Ended, BUSY_RETRY_S), None);
+        assert_eq!(s.next(10.0), Next::Done);
+    }
+
+    #[test]
+    fn agents_twice_or_without_the_kind_are_refused_and_differing_limits_named() {
+        let agent = |label: &str, instance: Option<&str>, max_duration_s: f64| AgentRef {
+            label: label.into(),
+            host: "h".into(),
+            addresses: vec![],
+            limits: Some(Limits {
+                max_duration_s,
+                ..Limits::default()
+            }),
+            capabilities: Some(vec![Kind::TcpRr, Kind::UdpRr]),
+            instance: instance.map(str::to_string),
+        };
+        let a = agent("agent A", Some("1"), 60.0);
+        let b = agent("agent B", Some("2"), 10.0);
+        assert!(check_agents(&[a.clone(), b.clone()], Kind::TcpRr).is_ok());
+        assert!(check_agents(std::slice::from_ref(&a), Kind::TcpRr)
+            .unwrap_err()
+            .contains("two or more"));
+        let e = check_agents(&[a.clone(), b.clone(), a.clone()], Kind::TcpRr).unwrap_err();
+        assert_eq!(e, "agent A is listed twice");
+        let a2 = agent("agent A2", Some("1"), 60.0);
+        let e = check_agents(&[a.clone(), a2], Kind::TcpRr).unwrap_err();
+        assert!(e.starts_with("agent A and agent A2 are one agent"), "{e}");
+        let e = check_agents(&[a.clone(), b.clone()], Kind::TcpStream).unwrap_err();
+        assert_eq!(
+            e,
+            "agent A does not run tcp_stream (it runs tcp_rr, udp_rr)"
+        );
+        assert_eq!(
+            strictest(&[a.clone(), b.clone()]),
+            ["max_duration_s 10 (agent B; up to 60 elsewhere)"]
+        );
+        assert!(strictest(&[a.clone(), a]).is_empty());
     }
 
     #[test]

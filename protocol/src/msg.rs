@@ -39,6 +39,13 @@ pub enum Request {
     Cancel { id: u64, test_id: u32 },
     /// Liveness check.
     Ping { id: u64 },
+    /// The addresses a DNS name has (A and AAAA, through the agent's
+    /// resolver): a page cannot look up records, and in a cluster the
+    /// agents' headless Service names every agent. Answered with
+    /// [`Event::Resolved`], or an error (`bad_request` for a name DNS cannot
+    /// carry, `not_found` for a name with no address, `busy` when lookups
+    /// of this agent are already at their limit).
+    Resolve { id: u64, name: String },
 }
 
 /// Where the driving agent finds the serving agent's data listener.
@@ -93,6 +100,10 @@ pub struct AgentInfo {
     pub kernel: String,
     pub capabilities: Vec<Kind>,
     pub limits: Limits,
+    /// Random per agent process (16 hex digits): tells one agent reached
+    /// under two names from two agents. Empty from agents before it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instance: String,
 }
 
 /// Messages from an agent to its controller.
@@ -126,6 +137,13 @@ pub enum Event {
     },
     Pong {
         id: u64,
+    },
+    /// The answer to [`Request::Resolve`]: every address of `name`, IPv4
+    /// first (at most 256).
+    Resolved {
+        id: u64,
+        name: String,
+        addresses: Vec<String>,
     },
     /// Periodic progress of a running test (about 10 per second).
     Progress {

@@ -294,8 +294,7 @@ mod codec {
     pub fn check_steps(steps_json: &str, agents_json: &str) -> Result<(), JsError> {
         let steps: Vec<meshperf_protocol::plan::Step> = serde_json::from_str(steps_json)
             .map_err(|e| JsError::new(&format!("not a list of plan steps: {e}")))?;
-        let agents: Vec<meshperf_protocol::driver::AgentRef> = serde_json::from_str(agents_json)
-            .map_err(|e| JsError::new(&format!("not an agent list: {e}")))?;
+        let agents = agent_refs(agents_json)?;
         for s in &steps {
             meshperf_protocol::driver::check_step(s, 0, agents.len().saturating_sub(1), &agents)
                 .map_err(|e| {
@@ -355,10 +354,7 @@ mod codec {
             let step = serde_json::from_str(step_json)
                 .and_then(serde_json::from_value)
                 .map_err(|e| JsError::new(&format!("not a plan step: {e}")))?;
-            let agents: Vec<meshperf_protocol::driver::AgentRef> =
-                serde_json::from_str(agents_json)
-                    .and_then(serde_json::from_value)
-                    .map_err(|e| JsError::new(&format!("not an agent list: {e}")))?;
+            let agents = agent_refs(agents_json)?;
             let (run, first) = meshperf_protocol::driver::StepRun::new(
                 step,
                 test_id,
@@ -427,6 +423,11 @@ mod codec {
             self.run.is_cancelling()
         }
 
+        /// An agent refused the step as busy with another test.
+        pub fn refused_busy(&self) -> bool {
+            self.run.refused_busy()
+        }
+
         pub fn progress(&self) -> f64 {
             self.run.progress()
         }
@@ -459,18 +460,109 @@ mod codec {
         }
     }
 
-    /// The matrix schedule of `n` agents (protocol/src/matrix.rs): JSON
-    /// rounds `[[{server, client}]]`, every ordered pair once and no agent
-    /// twice in a round (circle method); with `serial`, one pair per round.
+    /// The matrix's schedule (`meshperf_protocol::matrix::Schedule`, the one
+    /// `meshperf run --matrix` follows): `next(now_s)` gives JSON
+    /// `{"round": [{server, client}]}` (run these at once), `{"wait": s}`
+    /// or `"done"`; `ended(server, client, busy, now_s)` after each pair,
+    /// which returns why the pair fails when an agent stayed busy over every
+    /// try (else undefined); `will_retry` says a busy pair comes again.
+    /// Times: seconds on one monotonic clock (performance.now() / 1000).
     #[wasm_bindgen]
-    pub fn matrix_rounds(n: usize, serial: bool) -> String {
-        use meshperf_protocol::matrix;
-        let rounds = if serial {
-            matrix::serial(n)
-        } else {
-            matrix::rounds(n)
-        };
-        serde_json::to_value(rounds).map_or_else(|_| "[]".into(), |v| v.to_string())
+    pub struct MatrixSchedule {
+        inner: meshperf_protocol::matrix::Schedule,
+    }
+
+    #[wasm_bindgen]
+    impl MatrixSchedule {
+        /// `n` agents; `serial`: one pair at a time; `both_ways`: one test
+        /// per unordered pair (see `matrix_both_ways`).
+        #[wasm_bindgen(constructor)]
+        pub fn new(n: usize, serial: bool, both_ways: bool) -> MatrixSchedule {
+            MatrixSchedule {
+                inner: meshperf_protocol::matrix::Schedule::new(n, serial, both_ways),
+            }
+        }
+
+        pub fn pairs(&self) -> usize {
+            self.inner.pairs()
+        }
+
+        pub fn planned_rounds(&self) -> usize {
+            self.inner.planned_rounds()
+        }
+
+        pub fn next(&mut self, now_s: f64) -> String {
+            serde_json::to_value(self.inner.next(now_s))
+                .map_or_else(|_| "\"done\"".into(), |v| v.to_string())
+        }
+
+        pub fn ended(
+            &mut self,
+            server: usize,
+            client: usize,
+            busy: bool,
+            now_s: f64,
+        ) -> Option<String> {
+            use meshperf_protocol::matrix::{Outcome, Pair};
+            let outcome = if busy { Outcome::Busy } else { Outcome::Ended };
+            self.inner.ended(Pair { server, client }, outcome, now_s)
+        }
+
+        pub fn will_retry(&self, server: usize, client: usize) -> bool {
+            self.inner
+                .will_retry(meshperf_protocol::matrix::Pair { server, client })
+        }
+    }
+
+    fn agent_refs(agents_json: &str) -> Result<Vec<meshperf_protocol::driver::AgentRef>, JsError> {
+        serde_json::from_str(agents_json)
+            .and_then(serde_json::from_value)
+            .map_err(|e| JsError::new(&format!("not an agent list: {e}")))
+    }
+
+    /// A matrix's agents checked before any traffic (two or more, none
+    /// listed twice or reached under two names, each runs `kind`): throws
+    /// the reason (`meshperf_protocol::matrix::check_agents`).
+    #[wasm_bindgen]
+    pub fn matrix_check_agents(agents_json: &str, kind: &str) -> Result<(), JsError> {
+        let k = meshperf_protocol::params::Kind::from_name(kind)
+            .ok_or_else(|| JsError::new(&format!("unknown test kind {kind:?}")))?;
+        meshperf_protocol::matrix::check_agents(&agent_refs(agents_json)?, k)
+            .map_err(|e| JsError::new(&e))
+    }
+
+    /// The limits that differ between the agents, strictest first: a JSON
+    /// array of lines (`meshperf_protocol::matrix::strictest`).
+    #[wasm_bindgen]
+    pub fn matrix_strictest(agents_json: &str) -> Result<String, JsError> {
+        let lines = meshperf_protocol::matrix::strictest(&agent_refs(agents_json)?);
+        Ok(serde_json::Value::from(lines).to_string())
+    }
+
+    /// One test per unordered pair fills both cells: the step (JSON of a
+    /// plan step) measures both ways at once.
+    #[wasm_bindgen]
+    pub fn matrix_both_ways(step_json: &str) -> Result<bool, JsError> {
+        let v: serde_json::Value = serde_json::from_str(step_json)
+            .map_err(|e| JsError::new(&format!("not a plan step: {e}")))?;
+        let kind = v["kind"]
+            .as_str()
+            .and_then(meshperf_protocol::params::Kind::from_name)
+            .ok_or_else(|| JsError::new("a plan step without a known kind"))?;
+        let params = v["params"].as_object().cloned().unwrap_or_default();
+        Ok(meshperf_protocol::matrix::both_ways(kind, &params))
+    }
+
+    /// The cells a matrix step fills (`Metric::cells`): JSON
+    /// `[[row, column, value or null]]`, row the sending agent.
+    #[wasm_bindgen]
+    pub fn matrix_cells(step_json: &str, metric_name: &str) -> Result<String, JsError> {
+        let metric = metric_named(metric_name)?;
+        let step: meshperf_protocol::result::StepResult = serde_json::from_str(step_json)
+            .and_then(serde_json::from_value)
+            .map_err(|e| JsError::new(&format!("not a step result: {e}")))?;
+        Ok(serde_json::to_value(metric.cells(&step))
+            .map_or_else(|_| "[]".into(), |v| v.to_string()))
     }
 
     /// The headline figure `metric_name` (gbps, rtt_p50, rtt_p99, loss_pct)

@@ -20,7 +20,6 @@ pub mod metrics;
 
 use crate::run::client::{AgentUrl, Ctl, CtlError};
 use crate::run::{agent_refs, base_plan, discover, inline, output, rounds};
-use meshperf_protocol::driver::{check_step, StepRun};
 use meshperf_protocol::matrix::{self, Pair};
 use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::result::StepResult;
@@ -277,18 +276,16 @@ fn run_once(
     let mut seen = std::collections::HashSet::new();
     urls.retain(|u| seen.insert(u.hostport()));
     let n = urls.len();
-    let schedule = if a.serial {
-        matrix::serial(n)
-    } else {
-        matrix::rounds(n)
-    };
-    let least = least_run_time(step, schedule.len());
+    // Every ordered pair (its metrics are per ordered pair), pairs an
+    // agent refuses as busy (another controller) tried again later.
+    let schedule = matrix::Schedule::new(n, a.serial, false);
+    let least = least_run_time(step, schedule.planned_rounds());
     if least >= a.every.as_secs_f64() {
         let m = format!(
             "--every {} is shorter than the matrix takes: {} rounds over {n} agents of duration_s {} each, {least:.0} s at least",
             humantime::format_duration(a.every),
-            schedule.len(),
-            least / schedule.len() as f64
+            schedule.planned_rounds(),
+            least / schedule.planned_rounds() as f64
         );
         if first {
             return Err(RunError::Usage(m));
@@ -324,36 +321,19 @@ fn run_once(
         .collect();
     let refs = agent_refs(&urls, &ctls);
     let mut agents = rounds::Agents { ctls, refs, gone };
-    let total = schedule.iter().map(Vec::len).sum();
+    let total = schedule.pairs();
     let mut out = output::Output::new(true, None, plan, total);
     let mut results = Vec::with_capacity(total);
-    for round in &schedule {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let mut jobs = Vec::new();
-        for &pair in round {
-            *next_id = next_id.wrapping_add(1).max(1);
-            let live = |j: usize| agents.ctls[j].is_some();
-            if live(pair.server) && live(pair.client) {
-                if let Err(e) = check_step(step, pair.server, pair.client, &agents.refs) {
-                    eprintln!(
-                        "meshperf monitor: {} -> {}: {e}",
-                        agents.refs[pair.client].label, agents.refs[pair.server].label
-                    );
-                    let r = StepRun::failed(step.clone(), *next_id, unix_now(), e).result(0.0);
-                    results.push((pair, r));
-                    continue;
-                }
-            }
-            jobs.push(rounds::Job {
-                step,
-                pair,
-                test_id: *next_id,
-            });
-        }
-        for r in rounds::run_round(&mut agents, &jobs, stop, &mut out) {
-            let pair = r.pair.expect("a round's results carry their pair");
+    rounds::run_matrix(
+        &mut agents,
+        step,
+        schedule,
+        next_id,
+        stop,
+        &mut out,
+        "meshperf monitor",
+        |r, agents, _| {
+            let pair = r.pair.expect("a matrix's results carry their pair");
             if let Some(e) = &r.error {
                 eprintln!(
                     "meshperf monitor: {} -> {}: {e}",
@@ -361,7 +341,7 @@ fn run_once(
                 );
             }
             results.push((pair, r));
-        }
-    }
+        },
+    );
     Ok((infos, results))
 }

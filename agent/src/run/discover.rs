@@ -5,7 +5,6 @@
 //! one deployment share it, e.g. from a Secret).
 
 use super::client::{AgentUrl, CtlError};
-use std::net::{IpAddr, ToSocketAddrs};
 
 /// The default control port of an agent.
 pub const DEFAULT_PORT: u16 = 7800;
@@ -38,18 +37,10 @@ pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
             "expected dns:NAME[:PORT], e.g. dns:meshperf.monitoring.svc:7800".into(),
         ));
     }
-    let mut ips: Vec<IpAddr> = (name, port)
-        .to_socket_addrs()
-        .map_err(|e| CtlError::Io(format!("--agent {arg}: cannot resolve {name}: {e}")))?
-        .map(|a| a.ip())
-        .collect();
-    ips.sort_by_key(|ip| (ip.is_ipv6(), *ip));
-    ips.dedup();
-    if ips.is_empty() {
-        return Err(CtlError::Io(format!(
-            "--agent {arg}: {name} has no addresses"
-        )));
-    }
+    let ips = crate::dns::addresses(name).map_err(|e| match e {
+        e if crate::dns::check_name(name).is_err() => usage(e),
+        e => CtlError::Io(format!("--agent {arg}: {e}")),
+    })?;
     Ok(ips
         .into_iter()
         .map(|ip| AgentUrl {

@@ -13,6 +13,7 @@ fn figure(metric: Metric, v: f64) -> String {
         Metric::Gbps => format!("{v:.3}"),
         Metric::RttP50 | Metric::RttP99 => format!("{v:.1}"),
         Metric::LossPct => format!("{v:.2}"),
+        Metric::AddedRtt => format!("{v:.1}"),
     }
 }
 
@@ -26,14 +27,28 @@ pub fn short(i: usize) -> String {
 }
 
 impl Output {
-    /// One pair as it ends: `[3/6] B -> A (agent 127.0.0.1:7801 -> ...): 12.345`.
+    /// One pair as it ends: `[3/6] B -> A (agent 127.0.0.1:7801 -> ...): 12.345`
+    /// (a step that measures both ways: both directions on one line).
     pub fn cell(&mut self, s: &StepResult, refs: &[AgentRef], metric: Metric) {
         self.step_done();
         let Some(p) = s.pair else { return };
-        let what = match (&s.error, metric.of(s)) {
-            (Some(e), _) => format!("FAILED: {e}"),
-            (None, Some(v)) => format!("{} ({})", figure(metric, v), metric.label()),
-            (None, None) => format!("no {} in the summary", metric.label()),
+        let what = match &s.error {
+            Some(e) => format!("FAILED: {e}"),
+            None => {
+                let figures: Vec<String> = metric
+                    .cells(s)
+                    .into_iter()
+                    .map(|(row, col, v)| {
+                        let v = v.map_or_else(|| "?".to_string(), |v| figure(metric, v));
+                        if row == p.client {
+                            v
+                        } else {
+                            format!("{v} back {} -> {}", short(row), short(col))
+                        }
+                    })
+                    .collect();
+                format!("{} ({})", figures.join(", "), metric.label())
+            }
         };
         let _ = writeln!(
             self.text(),
@@ -58,12 +73,13 @@ pub fn table(r: &RunResult, refs: &[AgentRef], metric: Metric) -> Vec<String> {
         row[i] = "-".into();
     }
     for s in &r.steps {
-        let Some(p) = s.pair else { continue };
-        cells[p.client][p.server] = match (&s.error, metric.of(s)) {
-            (Some(_), _) => "FAILED".into(),
-            (None, Some(v)) => figure(metric, v),
-            (None, None) => "?".into(),
-        };
+        for (row, col, v) in metric.cells(s) {
+            cells[row][col] = match (&s.error, v) {
+                (Some(_), _) => "FAILED".into(),
+                (None, Some(v)) => figure(metric, v),
+                (None, None) => "?".into(),
+            };
+        }
     }
     let width = cells
         .iter()
@@ -72,10 +88,19 @@ pub fn table(r: &RunResult, refs: &[AgentRef], metric: Metric) -> Vec<String> {
         .chain([6])
         .max()
         .unwrap_or(6);
+    let both = r
+        .steps
+        .iter()
+        .any(|s| meshperf_protocol::matrix::both_ways(s.kind, &s.params));
     let mut out = vec![format!(
-        "matrix: {} {}; rows drive, columns serve",
+        "matrix: {} {}; {}",
         r.plan.kind.name(),
-        metric.label()
+        metric.label(),
+        if both {
+            "one test per pair measured both ways: rows send, columns receive"
+        } else {
+            "rows drive, columns serve"
+        }
     )];
     out.extend((0..n).map(|i| format!("  {} = {}", short(i), refs[i].label)));
     let head: String = (0..n).map(|j| format!(" {:>width$}", short(j))).collect();

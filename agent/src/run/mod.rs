@@ -290,30 +290,29 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         return usage("--json - and --csv - cannot both have stdout");
     }
     let refs = agent_refs(&urls, &ctls);
-    // Each step between the agents it will run on: a run between two agents
-    // has the first serve and the last drive; a matrix every ordered pair,
-    // in rounds (one at a time with --serial).
     let n = urls.len();
-    let schedule: Vec<Vec<(usize, Pair)>> = if a.matrix {
-        let pairs = if a.serial {
-            matrix::serial(n)
-        } else {
-            matrix::rounds(n)
-        };
-        pairs
+    // Every limit known before the run is checked before the run: the
+    // agents' own parsing against the limits they announced. A matrix runs
+    // its one step between every pair of live agents (the strictest limits
+    // bind); a run between two agents has the first serve and the last drive.
+    let two = Pair {
+        server: 0,
+        client: n - 1,
+    };
+    let both_ways = a.matrix && matrix::both_ways(plan.kind, &steps[0].params);
+    let schedule = matrix::Schedule::new(n, a.serial, both_ways);
+    let checked: Vec<(usize, Pair)> = if a.matrix {
+        if let Err(e) = matrix::check_agents(&refs, plan.kind) {
+            return usage(format!("{e}; nothing was run"));
+        }
+        matrix::pairs(n, both_ways)
             .into_iter()
-            .map(|r| r.into_iter().map(|p| (0, p)).collect())
+            .map(|p| (0, p))
             .collect()
     } else {
-        let pair = Pair {
-            server: 0,
-            client: n - 1,
-        };
-        (0..steps.len()).map(|i| vec![(i, pair)]).collect()
+        (0..steps.len()).map(|i| (i, two)).collect()
     };
-    // Every limit known before the run is checked before the run: the
-    // agents' own parsing against the limits they announced.
-    for (i, pair) in schedule.iter().flatten() {
+    for (i, pair) in &checked {
         let step = &steps[*i];
         let live = |j: usize| ctls[j].is_some();
         if !(live(pair.server) && live(pair.client)) {
@@ -330,19 +329,31 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let doc_on_stdout = a.json.as_deref() == Some("-") || a.csv.as_deref() == Some("-");
-    let total = schedule.iter().map(Vec::len).sum();
+    let total = if a.matrix {
+        schedule.pairs()
+    } else {
+        steps.len()
+    };
     if a.matrix {
+        let rounds = schedule.planned_rounds();
         eprintln!(
-            "meshperf run: matrix of {n} agents, {}: {total} pairs in {} round{}{}",
+            "meshperf run: matrix of {n} agents, {}: {total} {} in {rounds} round{}{}",
             plan.kind.name(),
-            schedule.len(),
-            if schedule.len() == 1 { "" } else { "s" },
+            if both_ways {
+                "pairs (one test each, both directions at once)"
+            } else {
+                "pairs"
+            },
+            if rounds == 1 { "" } else { "s" },
             if a.serial {
                 ", one pair at a time"
             } else {
                 ", pairs with no agent in common at once"
             }
         );
+        for l in matrix::strictest(&refs) {
+            eprintln!("meshperf run: the strictest limit binds: {l}");
+        }
     }
     let mut out = output::Output::new(a.quiet || a.matrix, hist, &plan, total);
     out.interval_s = a.interval;
@@ -355,45 +366,55 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut agents = rounds::Agents { ctls, refs, gone };
     let mut failed = false;
     let mut interrupted = 0;
-    for round in &schedule {
+    if a.matrix {
+        rounds::run_matrix(
+            &mut agents,
+            &steps[0],
+            schedule,
+            &mut next_id,
+            &stop,
+            &mut out,
+            "meshperf run",
+            |mut sr, agents, out| {
+                if stop.load(Ordering::Relaxed) && sr.error.is_some() {
+                    // Cut short by Ctrl-C: not a measurement (udp_req_timo
+                    // likewise reports what it had before the signal).
+                    interrupted += 1;
+                    return;
+                }
+                failed |= sr.error.is_some();
+                out.cell(&sr, &agents.refs, metric);
+                sr.index = result.steps.len();
+                result.steps.push(sr);
+            },
+        );
+    }
+    for (i, pair) in checked.iter().filter(|_| !a.matrix) {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let jobs: Vec<rounds::Job> = round
-            .iter()
-            .map(|&(i, pair)| {
-                next_id = next_id.wrapping_add(1).max(1);
-                rounds::Job {
-                    step: &steps[i],
-                    pair,
-                    test_id: next_id,
-                }
-            })
-            .collect();
-        for mut sr in rounds::run_round(&mut agents, &jobs, &stop, &mut out) {
+        next_id = next_id.wrapping_add(1).max(1);
+        let job = rounds::Job {
+            step: &steps[*i],
+            pair: *pair,
+            test_id: next_id,
+        };
+        for e in rounds::run_round(&mut agents, &[job], &stop, &mut out) {
+            let mut sr = e.result;
             if stop.load(Ordering::Relaxed) && sr.error.is_some() {
-                // Cut short by Ctrl-C: not a measurement (udp_req_timo
-                // likewise reports what it had before the signal).
                 interrupted += 1;
                 continue;
             }
             failed |= sr.error.is_some();
-            if a.matrix {
-                out.cell(&sr, &agents.refs, metric);
-                sr.index = result.steps.len();
-            } else {
-                sr.pair = None;
-                out.step(&sr);
-            }
+            sr.pair = None;
+            out.step(&sr);
             result.steps.push(sr);
         }
         // A run between two agents ends with an agent lost.
-        if !a.matrix {
-            if let Some(why) = agents.gone.iter().flatten().next() {
-                eprintln!("meshperf run: {why}");
-                failed = true;
-                break;
-            }
+        if let Some(why) = agents.gone.iter().flatten().next() {
+            eprintln!("meshperf run: {why}");
+            failed = true;
+            break;
         }
     }
     out.finish();
@@ -506,6 +527,12 @@ pub(crate) fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRe
                     .and_then(|h| serde_json::from_value(h["addresses"].clone()).ok())
                     .unwrap_or_default(),
                 limits: hello.and_then(|h| serde_json::from_value(h["limits"].clone()).ok()),
+                capabilities: hello
+                    .and_then(|h| serde_json::from_value(h["capabilities"].clone()).ok()),
+                instance: hello
+                    .and_then(|h| h["instance"].as_str())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
             }
         })
         .collect()

@@ -7,8 +7,8 @@
 
 use super::client::{self, Ctl, CtlError, Incoming};
 use super::output;
-use meshperf_protocol::driver::{AgentRef, Outgoing, StepRun};
-use meshperf_protocol::matrix::Pair;
+use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun};
+use meshperf_protocol::matrix::{Next, Outcome, Pair, Schedule, BUSY_RETRY_S};
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::plan::Step;
 use meshperf_protocol::result::StepResult;
@@ -65,6 +65,13 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// A step of a round as it ended.
+pub struct Ended {
+    pub result: StepResult,
+    /// An agent refused it as busy with another test.
+    pub busy: bool,
+}
+
 /// Runs `jobs` at once and returns their results in the same order. A step
 /// whose agent is gone fails without running; an agent lost mid-step fails
 /// that step (the other agent is asked to stop) and is gone for the rest.
@@ -73,7 +80,7 @@ pub fn run_round(
     jobs: &[Job],
     stop: &AtomicBool,
     out: &mut output::Output,
-) -> Vec<StepResult> {
+) -> Vec<Ended> {
     let mut lives: Vec<Live> = Vec::new();
     // Which running step each agent takes part in.
     let mut owner: Vec<Option<usize>> = vec![None; agents.refs.len()];
@@ -175,11 +182,86 @@ pub fn run_round(
         .into_iter()
         .zip(jobs)
         .map(|(mut l, job)| {
-            let mut r = l.run.result(l.began.elapsed().as_secs_f64());
-            r.pair = Some(job.pair);
-            r
+            let mut result = l.run.result(l.began.elapsed().as_secs_f64());
+            result.pair = Some(job.pair);
+            Ended {
+                result,
+                busy: l.run.refused_busy(),
+            }
         })
         .collect()
+}
+
+/// Runs a matrix of `step`: the rounds `schedule` gives, one after the
+/// other, and the pairs an agent refused as busy again later, as it says.
+/// Each pair is checked against its agents' limits just before its round
+/// (a failed check fails the pair, not the matrix); `each` gets every
+/// pair's result as its round ends, except a busy one that will be tried
+/// again (`who` names the command in the line that says so).
+#[allow(clippy::too_many_arguments)]
+pub fn run_matrix(
+    agents: &mut Agents,
+    step: &Step,
+    mut schedule: Schedule,
+    next_id: &mut u32,
+    stop: &AtomicBool,
+    out: &mut output::Output,
+    who: &str,
+    mut each: impl FnMut(StepResult, &Agents, &mut output::Output),
+) {
+    let clock = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let round = match schedule.next(clock.elapsed().as_secs_f64()) {
+            Next::Done => break,
+            Next::Wait(s) => {
+                std::thread::sleep(Duration::from_secs_f64(s.clamp(0.0, 0.1)));
+                continue;
+            }
+            Next::Round(r) => r,
+        };
+        let mut jobs = Vec::new();
+        for pair in round {
+            *next_id = next_id.wrapping_add(1).max(1);
+            let live = |j: usize| agents.ctls[j].is_some();
+            if live(pair.server) && live(pair.client) {
+                if let Err(e) = check_step(step, pair.server, pair.client, &agents.refs) {
+                    schedule.ended(pair, Outcome::Ended, 0.0);
+                    let mut r = StepRun::failed(step.clone(), *next_id, unix_now(), e).result(0.0);
+                    r.pair = Some(pair);
+                    each(r, agents, out);
+                    continue;
+                }
+            }
+            jobs.push(Job {
+                step,
+                pair,
+                test_id: *next_id,
+            });
+        }
+        for e in run_round(agents, &jobs, stop, out) {
+            let mut r = e.result;
+            let pair = r.pair.expect("a round's results carry their pair");
+            let now = clock.elapsed().as_secs_f64();
+            let outcome = if e.busy && !stop.load(Ordering::Relaxed) {
+                Outcome::Busy
+            } else {
+                Outcome::Ended
+            };
+            if let Some(why) = schedule.ended(pair, outcome, now) {
+                let last = r.error.take().unwrap_or_default();
+                r.error = Some(format!("{last}; {why}"));
+            } else if schedule.will_retry(pair) {
+                eprintln!(
+                    "{who}: {} -> {}: {}; tried again in {BUSY_RETRY_S} s",
+                    agents.refs[pair.client].label,
+                    agents.refs[pair.server].label,
+                    r.error.as_deref().unwrap_or("busy"),
+                );
+                continue;
+            }
+            each(r, agents, out);
+        }
+    }
 }
 
 /// Sends one request of a driver; its reply goes back to that driver.

@@ -12,7 +12,7 @@ use meshperf_protocol::params::{Kind, Limits};
 use meshperf_protocol::peer as wire;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -109,7 +109,12 @@ pub struct Agent {
     live: std::collections::HashSet<u64>,
     /// Threads of tests that sent their final event and are ending.
     ending: Vec<JoinHandle<()>>,
+    /// Name lookups running (see [`MAX_LOOKUPS`]).
+    lookups: Arc<AtomicUsize>,
 }
+
+/// Name lookups (`resolve`) an agent runs at once; more are refused.
+pub const MAX_LOOKUPS: usize = 4;
 
 impl Agent {
     pub fn new(
@@ -135,6 +140,7 @@ impl Agent {
             pending: HashMap::new(),
             live: Default::default(),
             ending: Vec::new(),
+            lookups: Default::default(),
         }
     }
 
@@ -364,6 +370,10 @@ impl Agent {
         let reply = match req {
             Request::Auth { id, .. } => self.auth_ok(id),
             Request::Ping { id } => Event::Pong { id },
+            Request::Resolve { id, name } => match self.resolve(s.sid, id, name) {
+                Ok(()) => return,
+                Err(e) => e,
+            },
             Request::Cancel { id, test_id } => {
                 let mine: Vec<_> = self
                     .tests
@@ -410,6 +420,54 @@ impl Agent {
             },
         };
         s.send(&reply);
+    }
+
+    /// Looks `name` up on a thread of its own (the system resolver blocks,
+    /// up to its own timeouts), at most [`MAX_LOOKUPS`] at once per agent;
+    /// the answer reaches session `sid` through the engine's channel.
+    fn resolve(&mut self, sid: u64, id: u64, name: String) -> Result<(), Event> {
+        if let Err(e) = crate::dns::check_name(&name) {
+            return Err(Event::error(
+                Some(id),
+                ErrorCode::BadRequest,
+                format!("resolve {name:?}: {e}"),
+            ));
+        }
+        let running = self.lookups.load(Ordering::Relaxed);
+        if running >= MAX_LOOKUPS {
+            return Err(Event::error(
+                Some(id),
+                ErrorCode::Busy,
+                format!("{running} name lookups are running here already; try again when they end"),
+            ));
+        }
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let (tx, waker, lookups) = (self.tx.clone(), self.waker.clone(), self.lookups.clone());
+        let spawned = std::thread::Builder::new()
+            .name("resolve".into())
+            .spawn(move || {
+                let reply = match crate::dns::addresses(&name) {
+                    Ok(ips) => Event::Resolved {
+                        id,
+                        name,
+                        addresses: ips.iter().map(ToString::to_string).collect(),
+                    },
+                    Err(e) => Event::error(Some(id), ErrorCode::NotFound, e),
+                };
+                lookups.fetch_sub(1, Ordering::Relaxed);
+                let text = serde_json::to_string(&reply).expect("events serialize");
+                if tx.send(Outbound::Text { sid, text }).is_ok() {
+                    let _ = waker.wake();
+                }
+            });
+        spawned.map(drop).map_err(|e| {
+            self.lookups.fetch_sub(1, Ordering::Relaxed);
+            Event::error(
+                Some(id),
+                ErrorCode::Io,
+                format!("cannot start a lookup: {e}"),
+            )
+        })
     }
 
     fn auth_ok(&self, id: u64) -> Event {
@@ -687,6 +745,7 @@ mod tests {
             kernel: String::new(),
             capabilities: vec![Kind::TcpRr],
             limits: Limits::default(),
+            instance: String::new(),
         };
         let (tx, _rx) = std::sync::mpsc::channel();
         let a = Agent::new("t".repeat(8), info, [127, 0, 0, 1].into(), tx, waker);

@@ -256,6 +256,11 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             max_udp_bits_per_second: a.max_udp_rate,
             ..Limits::default()
         },
+        instance: {
+            let mut b = [0u8; 8];
+            getrandom::fill(&mut b).context("reading the OS random source")?;
+            b.iter().map(|x| format!("{x:02x}")).collect()
+        },
     };
     let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
     agent.data_ports = a.data_ports;

@@ -10,6 +10,7 @@ mod util;
 mod agent;
 mod limits;
 mod lul;
+mod mesh;
 mod monitor;
 mod run;
 mod safety;

@@ -9,6 +9,8 @@ fn agents() -> Vec<AgentRef> {
             host: "127.0.0.1".into(),
             addresses: vec!["127.0.0.1 (lo)".into(), "10.1.2.3 (eth0)".into()],
             limits: None,
+            capabilities: None,
+            instance: None,
         },
         AgentRef {
             label: "agent B".into(),
@@ -18,6 +20,8 @@ fn agents() -> Vec<AgentRef> {
                 max_streams: 2,
                 ..Limits::default()
             }),
+            capabilities: None,
+            instance: None,
         },
     ]
 }

@@ -88,8 +88,21 @@ export interface StepDriver {
   done(): boolean;
   cancelling(): boolean;
   progress(): number;
+  refused_busy(): boolean;
   result(wallSeconds: number): string;
   series_values(i: number): Float64Array;
+  free(): void;
+}
+
+/** protocol/src/matrix.rs `Schedule` through wasm/src/bindings.rs. */
+export interface MatrixSchedule {
+  pairs(): number;
+  planned_rounds(): number;
+  /** JSON: `{"round": [{server, client}]}`, `{"wait": seconds}` or `"done"`. */
+  next(nowS: number): string;
+  /** Why the pair fails when an agent stayed busy over every try. */
+  ended(server: number, client: number, busy: boolean, nowS: number): string | undefined;
+  will_retry(server: number, client: number): boolean;
   free(): void;
 }
 
@@ -100,8 +113,16 @@ export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_
   /** Throws with the first step the agents would refuse (protocol/src/driver.rs `check_step`). */
   check_steps: (steps: string, agents: string) => void;
   StepDriver: new (step: string, testId: number, server: number, client: number, agents: string, startedUnix: number) => StepDriver;
-  /** Rounds of `{server, client}` pairs over `n` agents (protocol/src/matrix.rs), JSON. */
-  matrix_rounds: (n: number, serial: boolean) => string;
+  /** The matrix's schedule (protocol/src/matrix.rs `Schedule`, as `meshperf run --matrix`). */
+  MatrixSchedule: new (n: number, serial: boolean, bothWays: boolean) => MatrixSchedule;
+  /** Throws why a matrix's agents cannot run `kind` (listed twice, one agent under two names, ...). */
+  matrix_check_agents: (agents: string, kind: string) => void;
+  /** JSON lines: the limits that differ between the agents, with the strictest. */
+  matrix_strictest: (agents: string) => string;
+  /** A plan step (JSON) measures both ways at once: one test per unordered pair. */
+  matrix_both_ways: (step: string) => boolean;
+  /** JSON `[[row, column, value | null]]`: the cells a step result fills (row sends). */
+  matrix_cells: (step: string, metric: string) => string;
   /** A step result's headline figure (JSON in); undefined when it failed or has none. */
   matrix_metric: (step: string, metric: string) => number | undefined;
   matrix_default_metric: (kind: string) => string;
@@ -152,7 +173,11 @@ export function loadCodec(): Promise<Stats & Codec> {
       result_csv: c.result_csv as Codec['result_csv'],
       check_steps: c.check_steps as Codec['check_steps'],
       StepDriver: c.StepDriver as Codec['StepDriver'],
-      matrix_rounds: c.matrix_rounds as Codec['matrix_rounds'],
+      MatrixSchedule: c.MatrixSchedule as Codec['MatrixSchedule'],
+      matrix_check_agents: c.matrix_check_agents as Codec['matrix_check_agents'],
+      matrix_strictest: c.matrix_strictest as Codec['matrix_strictest'],
+      matrix_both_ways: c.matrix_both_ways as Codec['matrix_both_ways'],
+      matrix_cells: c.matrix_cells as Codec['matrix_cells'],
       matrix_metric: c.matrix_metric as Codec['matrix_metric'],
       matrix_default_metric: c.matrix_default_metric as Codec['matrix_default_metric'],
       matrix_metrics: c.matrix_metrics as Codec['matrix_metrics'],

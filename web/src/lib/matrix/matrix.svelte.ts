@@ -11,7 +11,7 @@ import type { Agent } from '../agents/agents.svelte';
 import { agentRefs, driveStep, type Drive, type PlanStep } from '../run/drive';
 import type { PlanJson } from '../plan/plan.svelte';
 import type { Pair, RunResult, StepResult } from '../result/result';
-import { loadCodec, type Codec } from '../wasm';
+import { loadCodec, type Codec, type MatrixSchedule } from '../wasm';
 import { short } from './mesh.svelte';
 
 export type CellState = 'waiting' | 'running' | 'done' | 'failed';
@@ -45,6 +45,10 @@ class MatrixRun {
   metric = $state('');
   /** One pair at a time (links that share a bottleneck). */
   serial = $state(false);
+  /** The limits that differ between the agents, each with the strictest (it binds every pair). */
+  limits = $state<string[]>([]);
+  /** Pairs an agent refused as busy, waiting to be tried again. */
+  retrying = $state(0);
   /** The result so far: a new object after every pair. */
   result = $state.raw<RunResult | null>(null);
 }
@@ -56,31 +60,44 @@ export const isMatrix = (r: RunResult): boolean => r === matrix.result || r.step
 
 let running: Drive[] = [];
 let stopping = false;
+/** Wakes a wait between retries when the user cancels. */
+let wake: () => void = () => {};
 
-/** The plan's one step and the schedule, checked against every live agent's limits before any traffic. */
-function prepare(codec: Codec, plan: PlanJson, list: Agent[]): { step: PlanStep; rounds: Pair[][] } {
+/** The plan's one step and its schedule, the agents and the step checked against every live agent's limits before any traffic. */
+function prepare(codec: Codec, plan: PlanJson, list: Agent[]): { step: PlanStep; schedule: MatrixSchedule; bothWays: boolean; limits: string[] } {
   if (list.length < 2) throw new Error('a matrix needs two or more agents: add them above');
   const text = codec.expand_plan(JSON.stringify(plan));
   const steps = JSON.parse(text) as PlanStep[];
   if (steps.length !== 1) throw new Error(`a matrix runs one step between every pair; this plan has ${steps.length}`);
-  const rounds = JSON.parse(codec.matrix_rounds(list.length, matrix.serial)) as Pair[][];
   const refs = agentRefs(list);
-  for (const p of rounds.flat()) {
-    // A dead agent fails its pairs when they run; the live ones are checked now.
-    if (list[p.server].state !== 'ready' || list[p.client].state !== 'ready') continue;
-    try {
-      codec.check_steps(text, JSON.stringify([refs[p.server], refs[p.client]]));
-    } catch (e) {
-      throw new Error(`${pairName(p)}: ${(e as Error).message}; nothing was run`);
-    }
+  const refsJson = JSON.stringify(refs);
+  try {
+    codec.matrix_check_agents(refsJson, steps[0].kind);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}; nothing was run`);
   }
-  return { step: steps[0], rounds };
+  const bothWays = codec.matrix_both_ways(JSON.stringify(steps[0]));
+  const schedule = new codec.MatrixSchedule(list.length, matrix.serial, bothWays);
+  for (let server = 0; server < list.length; server++)
+    for (let client = 0; client < list.length; client++) {
+      // A dead agent fails its pairs when they run; the live ones are checked now.
+      if (server === client || list[server].state !== 'ready' || list[client].state !== 'ready') continue;
+      try {
+        codec.check_steps(text, JSON.stringify([refs[server], refs[client]]));
+      } catch (e) {
+        schedule.free();
+        throw new Error(`${pairName({ server, client })}: ${(e as Error).message}; nothing was run`);
+      }
+    }
+  return { step: steps[0], schedule, bothWays, limits: JSON.parse(codec.matrix_strictest(refsJson)) as string[] };
 }
 
-/** Runs `plan`'s one step between every ordered pair of `list`. */
+type Next = { round: Pair[] } | { wait: number } | 'done';
+
+/** Runs `plan`'s one step between every pair of `list`, in the rounds of the schedule (protocol/src/matrix.rs), busy pairs again later. */
 export async function runMatrix(plan: PlanJson, list: Agent[]): Promise<void> {
   if (matrixActive()) return;
-  Object.assign(matrix, { phase: 'checking', error: '', done: 0, failed: 0 });
+  Object.assign(matrix, { phase: 'checking', error: '', done: 0, failed: 0, limits: [], retrying: 0 });
   let codec: Codec;
   let job: ReturnType<typeof prepare>;
   try {
@@ -90,33 +107,71 @@ export async function runMatrix(plan: PlanJson, list: Agent[]): Promise<void> {
     Object.assign(matrix, { phase: 'failed', error: (e as Error).message });
     return;
   }
-  const pairs = job.rounds.flat();
-  Object.assign(matrix, { phase: 'running', round: 0, rounds: job.rounds.length, total: pairs.length });
-  matrix.cells = Object.fromEntries(pairs.map((p) => [cellKey(p), 'waiting' as CellState]));
+  const { schedule } = job;
+  Object.assign(matrix, { phase: 'running', round: 0, rounds: schedule.planned_rounds(), total: schedule.pairs(), limits: job.limits });
+  const waiting: Record<string, CellState> = {};
+  list.forEach((_, server) => list.forEach((_, client) => server !== client && (waiting[cellKey({ server, client })] = 'waiting')));
+  matrix.cells = waiting;
   const agents = list.map((a) => a.info ?? null) as RunResult['agents'];
   let result: RunResult = { format: 'meshperf-result', version: 1, created_unix: Date.now() / 1000, plan, agents, steps: [] };
   matrix.result = result;
   stopping = false;
+  const now = () => performance.now() / 1000;
+  // A step that measures both ways fills both cells of its pair.
+  const mark = (p: Pair, st: CellState) => {
+    matrix.cells[cellKey(p)] = st;
+    if (job.bothWays) matrix.cells[cellKey({ server: p.client, client: p.server })] = st;
+  };
   const finish = (p: Pair, r: StepResult) => {
     const failed = !!r.error;
-    matrix.cells[cellKey(p)] = failed ? 'failed' : 'done';
+    mark(p, failed ? 'failed' : 'done');
     matrix.done += 1;
     if (failed) matrix.failed += 1;
     // `index` is the step's place in the result, as the CLI numbers it.
     result = { ...result, steps: [...result.steps, { ...r, index: result.steps.length, pair: p }] };
     matrix.result = result;
   };
-  for (const [i, round] of job.rounds.entries()) {
-    if (stopping) break;
-    matrix.round = i;
-    const drives = round.map((p) => {
-      matrix.cells[cellKey(p)] = 'running';
-      return driveStep(codec, job.step, list, p.server, p.client);
-    });
-    running = drives;
-    await Promise.all(drives.map((d, k) => d.result.then((r) => finish(round[k], r))));
+  const retry = new Set<string>();
+  try {
+    while (!stopping) {
+      const next = JSON.parse(schedule.next(now())) as Next;
+      if (next === 'done') break;
+      if ('wait' in next) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, next.wait * 1000);
+          wake = () => (clearTimeout(t), resolve());
+        });
+        continue;
+      }
+      const round = next.round;
+      matrix.round += 1;
+      const drives = round.map((p) => {
+        mark(p, 'running');
+        return driveStep(codec, job.step, list, p.server, p.client);
+      });
+      running = drives;
+      await Promise.all(
+        drives.map((d, k) =>
+          d.result.then((r) => {
+            const p = round[k];
+            retry.delete(cellKey(p));
+            const why = schedule.ended(p.server, p.client, d.refusedBusy() && !stopping, now());
+            if (why) r = { ...r, error: `${r.error}; ${why}` };
+            else if (schedule.will_retry(p.server, p.client)) {
+              mark(p, 'waiting');
+              retry.add(cellKey(p));
+              return;
+            }
+            finish(p, r);
+          }),
+        ),
+      );
+      matrix.retrying = retry.size;
+    }
+  } finally {
+    schedule.free();
+    running = [];
   }
-  running = [];
   // Pairs a cancel left out were not run: no state, no step.
   for (const [k, st] of Object.entries(matrix.cells)) if (st === 'waiting') delete matrix.cells[k];
   matrix.phase = stopping ? 'cancelled' : 'done';
@@ -127,4 +182,5 @@ export function cancelMatrix(): void {
   if (!matrixActive()) return;
   stopping = true;
   running.forEach((d) => d.cancel());
+  wake();
 }

@@ -2,9 +2,12 @@
 // added by the URL an agent prints (`http://HOST:PORT/#token=T`), a pasted
 // list of them, or the fragment's `mesh=HOST:PORT@TOKEN,...`. Each is an
 // `Agent` of its own (one WebSocket); they are named A, B, C... by position,
-// as `meshperf run --matrix` names them.
+// as `meshperf run --matrix` names them. `dns:NAME[:PORT][#token=T]` adds an
+// agent at every address of NAME, looked up by a connected agent (a browser
+// cannot resolve records; in a cluster the agents' headless Service names
+// them all), as `meshperf run --agent dns:NAME` does.
 
-import { Agent } from '../agents/agents.svelte';
+import { Agent, agents } from '../agents/agents.svelte';
 
 class Mesh {
   list = $state<Agent[]>([]);
@@ -86,3 +89,33 @@ function writeMesh(): void {
 
 /** The agents the fragment's `mesh=` names ('' when none). */
 export const meshInFragment = (hash: string): string => new URLSearchParams(hash.replace(/^#/, '')).get('mesh') ?? '';
+
+/** `dns:NAME[:PORT][#token=T]`: a name to look up, the port (else the asking agent's) and token (else its). */
+export function parseDnsName(text: string): { name: string; port: string; token: string } | null {
+  const m = /^dns:(\[[^\]]+\]|[^:#\s]+)(?::(\d{1,5}))?(?:#(\S*))?$/i.exec(text.trim());
+  if (!m) return null;
+  return { name: m[1].replace(/^\[|\]$/g, ''), port: m[2] ?? '', token: new URLSearchParams(m[3] ?? '').get('token') ?? '' };
+}
+
+/** A connected agent to look names up through: the matrix's first ready one, else the pair form's. */
+const resolver = (): Agent | undefined => [...mesh.list, agents.a, agents.b].find((a) => a.state === 'ready');
+
+/**
+ * Adds an agent at every address of `dns:NAME` (see parseDnsName), asked of a
+ * connected agent; addresses already in the list are left out. Returns how
+ * many were added; throws when no agent can ask or the name has no address.
+ */
+export async function addByName(text: string): Promise<number> {
+  const q = parseDnsName(text);
+  if (!q) throw new Error('expected dns:NAME[:PORT][#token=T], e.g. dns:meshperf.monitoring.svc:7800');
+  const via = resolver();
+  if (!via) throw new Error(`no connected agent to look up ${q.name} through: add one agent by its URL first`);
+  const reply = await via.request({ type: 'resolve', name: q.name });
+  const addresses = (reply.addresses ?? []) as string[];
+  const port = q.port || (via.host.match(/:(\d+)$/)?.[1] ?? '7800');
+  const token = q.token || via.token;
+  const known = new Set(mesh.list.map((a) => a.host.toLowerCase()));
+  const fresh = addresses.map((ip) => `${ip.includes(':') ? `[${ip}]` : ip}:${port}`).filter((h) => !known.has(h.toLowerCase()));
+  if (fresh.length) addAgents(fresh.map((h) => `${h}@${token}`).join('\n'));
+  return fresh.length;
+}

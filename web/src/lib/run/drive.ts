@@ -21,7 +21,14 @@ const CANCEL_GRACE_MS = 15000;
 
 /** How the step driver names and reaches the agents, with their limits. */
 export const agentRefs = (list: Agent[]): AgentRef[] =>
-  list.map((a) => ({ label: a.label, host: hostOnly(a.host), addresses: a.info?.addresses ?? [], limits: a.info?.limits ?? null }));
+  list.map((a) => ({
+    label: a.label,
+    host: hostOnly(a.host),
+    addresses: a.info?.addresses ?? [],
+    limits: a.info?.limits ?? null,
+    ...(a.info ? { capabilities: a.info.capabilities } : {}),
+    ...(a.info?.instance ? { instance: a.info.instance } : {}),
+  }));
 
 export function randomTestId(): number {
   const v = new Uint32Array(1);
@@ -46,6 +53,8 @@ export interface Drive {
   result: Promise<StepResult>;
   /** Stops the step on both agents (the result then says why). */
   cancel(): void;
+  /** Once the result is in: an agent refused the step as busy with another test (a matrix tries it again later). */
+  refusedBusy(): boolean;
 }
 
 /** Runs `step` with `list[server]` serving and `list[client]` driving. */
@@ -58,11 +67,12 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
     driver = new codec.StepDriver(JSON.stringify(step), testId, server, client, JSON.stringify(agentRefs(list)), startedUnix);
   } catch (e) {
     const r = { ...step, summary: null, sides: { client: null, server: null }, samples: [], error: (e as Error).message, started_unix: startedUnix, wall_seconds: 0 };
-    return { testId, result: Promise.resolve(r), cancel() {} };
+    return { testId, result: Promise.resolve(r), cancel() {}, refusedBusy: () => false };
   }
   const d = driver;
   const ends = [...new Set([server, client])].map((i) => list[i]);
   let live = true;
+  let busy = false;
   let settle: () => void = () => {};
   const done = new Promise<void>((resolve) => (settle = resolve));
   let grace: ReturnType<typeof setTimeout> | undefined;
@@ -117,6 +127,7 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
     clearTimeout(grace);
     live = false;
     const r = JSON.parse(d.result((performance.now() - began) / 1000)) as StepResult;
+    busy = d.refused_busy();
     // Decoded once, by the driver; the result keeps these very arrays.
     r.samples.forEach((s, i) => (s.values = d.series_values(i)));
     d.free();
@@ -126,5 +137,5 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
     else unwatch();
     return r;
   });
-  return { testId, result, cancel: () => live && send(d.cancel()) };
+  return { testId, result, cancel: () => live && send(d.cancel()), refusedBusy: () => busy };
 }
