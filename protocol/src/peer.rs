@@ -6,8 +6,10 @@
 //! 2. The serving agent answers one JSON line, [`PeerReply`], tagged with
 //!    the same key; on `ok` it accepts data connections for this test until
 //!    the test ends.
-//! 3. Each data connection starts with a 20-byte preamble: the 16-byte key
-//!    followed by the stream index (u32 LE). Anything else is dropped.
+//! 3. Each data connection starts with a 20-byte preamble: a 16-byte tag
+//!    (HMAC-SHA256 with the key over a label and the stream index, cut to
+//!    16 bytes) and the stream index (u32 LE); the key itself never travels.
+//!    Anything else is dropped.
 //!    A `tcp_stream` side then sends [`PeerGo`] and starts its streams when
 //!    the other side's arrives.
 //! 4. When the driving side is done it sends [`PeerDone`] on the control
@@ -20,7 +22,10 @@
 //! lines ([`UdpStreamSenderLine`] and [`UdpStreamReceiverLine`],
 //! [`UdpRrRequesterLine`] and [`UdpRrResponderLine`], [`LulDriverLine`]
 //! and [`LulServerLine`]). Every line is one
-//! JSON object and a newline, at most [`MAX_LINE`] bytes.
+//! JSON object and a newline, at most [`MAX_LINE`] bytes; every line after
+//! the hello and its reply carries a tag between the JSON and the newline
+//! (a tab, then HMAC-SHA256 with the key over the sending side, the line's
+//! number among that side's and the JSON, 64 hex digits).
 
 use crate::msg::ErrorCode;
 use crate::params::{Kind, LulPhase};
@@ -205,8 +210,10 @@ pub struct UdpRrServerCounts {
 pub enum LulDriverLine {
     /// The driving agent listens on `port` for the serving agent's
     /// download streams (each stream is opened by the agent that sends on
-    /// it), which present `key` as any data connection does.
-    Listen { port: u16, key: String },
+    /// it), which say hello and open data connections as any driving agent
+    /// does, with a key both agents derive from the session key (HMAC over
+    /// a label; it never travels).
+    Listen { port: u16 },
     /// Start `phase`'s load now (its streams run for the phase's duration).
     Phase { phase: LulPhase },
     /// The probes are over; `sent` probes per phase code (0 idle, 1
@@ -260,14 +267,6 @@ pub fn parse_key(s: &str) -> Option<[u8; KEY_LEN]> {
         *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
-}
-
-/// Builds a data-connection preamble.
-pub fn preamble(key: &[u8; KEY_LEN], stream: u32) -> [u8; PREAMBLE_LEN] {
-    let mut p = [0u8; PREAMBLE_LEN];
-    p[..KEY_LEN].copy_from_slice(key);
-    p[KEY_LEN..].copy_from_slice(&stream.to_le_bytes());
-    p
 }
 
 #[cfg(test)]

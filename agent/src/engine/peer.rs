@@ -59,6 +59,65 @@ pub fn tag_ok(key: &[u8; KEY_LEN], signed: &[u8], mac: &str) -> bool {
     m.verify_slice(&bytes).is_ok()
 }
 
+/// The data-connection preamble of stream `idx`: a 16-byte tag (HMAC-SHA256
+/// with the session key over a label and the index, cut to 16 bytes) and the
+/// index (u32 LE). It proves the key without sending it: whoever watches the
+/// wire learns no key, and a copy of it names the same stream, which the
+/// serving side takes once.
+pub fn preamble(key: &[u8; KEY_LEN], idx: u32) -> [u8; PREAMBLE_LEN] {
+    let mut p = [0u8; PREAMBLE_LEN];
+    p[..KEY_LEN].copy_from_slice(&preamble_tag(key, idx));
+    p[KEY_LEN..].copy_from_slice(&idx.to_le_bytes());
+    p
+}
+
+fn preamble_tag(key: &[u8; KEY_LEN], idx: u32) -> [u8; KEY_LEN] {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(b"meshperf data connection\n");
+    m.update(&idx.to_le_bytes());
+    let full = m.finalize().into_bytes();
+    full[..KEY_LEN]
+        .try_into()
+        .expect("SHA-256 is longer than a key")
+}
+
+/// The stream index a preamble names, if its tag is right (compared in
+/// constant time).
+pub fn preamble_index(key: &[u8; KEY_LEN], pre: &[u8; PREAMBLE_LEN]) -> Option<u32> {
+    let idx = u32::from_le_bytes(pre[KEY_LEN..].try_into().expect("4 bytes"));
+    bool::from(pre[..KEY_LEN].ct_eq(&preamble_tag(key, idx))).then_some(idx)
+}
+
+/// A key for a second exchange of the same test (latency_under_load's
+/// download streams, opened the other way): HMAC-SHA256 with the session key
+/// over `label`, cut to a key's length. Both agents derive it; it never
+/// travels.
+pub fn derive_key(key: &[u8; KEY_LEN], label: &str) -> [u8; KEY_LEN] {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(label.as_bytes());
+    m.finalize().into_bytes()[..KEY_LEN]
+        .try_into()
+        .expect("SHA-256 is longer than a key")
+}
+
+/// What a sealed control line's tag covers: a label, who sent it, its
+/// place among that side's sealed lines, and the line.
+fn line_signed(from_driver: bool, seq: u64, json: &[u8]) -> Vec<u8> {
+    let who = if from_driver { "driver" } else { "server" };
+    let mut v = format!("meshperf peer line\n{who}\n{seq}\n").into_bytes();
+    v.extend_from_slice(json);
+    v
+}
+
+/// The tags of a control connection after hello and reply: every line
+/// after them carries one (see [`Line::seal`]).
+struct Seal {
+    key: [u8; KEY_LEN],
+    driver: bool,
+    sent: u64,
+    got: u64,
+}
+
 /// How long a prepared test waits for its peer.
 pub const ACCEPT_WINDOW: Duration = Duration::from_secs(10);
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -82,6 +141,7 @@ pub struct Line {
     r: BufReader<TcpStream>,
     /// The start of a line not complete yet.
     partial: Vec<u8>,
+    seal: Option<Seal>,
 }
 
 impl Line {
@@ -89,7 +149,57 @@ impl Line {
         Line {
             r: BufReader::new(s),
             partial: Vec::new(),
+            seal: None,
         }
+    }
+
+    /// From now on every line sent carries a tag and every line read must:
+    /// `JSON TAB HEX NEWLINE`, the tag an HMAC-SHA256 with the session key
+    /// over the sender's side, the line's number among that side's sealed
+    /// lines and the JSON. Whoever sits between the agents can neither alter,
+    /// drop, reorder, replay nor reflect a line unnoticed. Both sides seal
+    /// after the hello and its reply (themselves tagged), `driver` on the
+    /// driving agent.
+    pub fn seal(&mut self, key: &[u8; KEY_LEN], driver: bool) {
+        self.seal = Some(Seal {
+            key: *key,
+            driver,
+            sent: 0,
+            got: 0,
+        });
+    }
+
+    fn encode<T: Serialize>(&mut self, v: &T) -> Vec<u8> {
+        let mut line = serde_json::to_vec(v).expect("serializes");
+        if let Some(seal) = &mut self.seal {
+            let mac = tag(&seal.key, &line_signed(seal.driver, seal.sent, &line));
+            seal.sent += 1;
+            line.push(b'\t');
+            line.extend_from_slice(mac.as_bytes());
+        }
+        line.push(b'\n');
+        line
+    }
+
+    /// A line as read, its tag checked and taken off when sealed.
+    fn open<'a>(&mut self, line: &'a [u8]) -> io::Result<&'a [u8]> {
+        let Some(seal) = &mut self.seal else {
+            return Ok(line);
+        };
+        let bad = || {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a control line without its right tag (HMAC-SHA256 with the session key): altered, dropped or replayed on the way, or from another release",
+            )
+        };
+        let tab = line.iter().rposition(|&b| b == b'\t').ok_or_else(bad)?;
+        let (json, mac) = (&line[..tab], &line[tab + 1..]);
+        let mac = std::str::from_utf8(mac).map_err(|_| bad())?;
+        if !tag_ok(&seal.key, &line_signed(!seal.driver, seal.got, json), mac) {
+            return Err(bad());
+        }
+        seal.got += 1;
+        Ok(json)
     }
 
     /// The connection (its addresses, its options).
@@ -108,13 +218,14 @@ impl Line {
         let s = self.stream();
         s.set_nonblocking(false)?;
         s.set_write_timeout(Some(IO_TIMEOUT))?;
-        (&mut &*s).write_all(&encode(v))
+        let line = self.encode(v);
+        (&mut self.stream()).write_all(&line)
     }
 
     /// Sends one line if the socket takes it at once (a few dozen bytes
     /// into a fresh connection always fit); never waits.
     fn send_now<T: Serialize>(&mut self, v: &T) -> io::Result<()> {
-        let line = encode(v);
+        let line = self.encode(v);
         match self.stream().write(&line)? {
             n if n == line.len() => Ok(()),
             _ => Err(io::ErrorKind::WriteZero.into()),
@@ -145,7 +256,7 @@ impl Line {
             }
             match self.read_some()? {
                 Some(line) => {
-                    return serde_json::from_slice(&line)
+                    return serde_json::from_slice(self.open(&line)?)
                         .map(Some)
                         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
                 }
@@ -202,12 +313,6 @@ pub fn read_line<R: BufRead>(r: &mut R, partial: &mut Vec<u8>) -> io::Result<Opt
             Err(e) => return Err(e),
         }
     }
-}
-
-fn encode<T: Serialize>(v: &T) -> Vec<u8> {
-    let mut line = serde_json::to_vec(v).expect("serializes");
-    line.push(b'\n');
-    line
 }
 
 pub fn is_timeout(e: &io::Error) -> bool {
@@ -557,6 +662,7 @@ impl Acceptor<'_> {
             self.bad_hello.add(p.from);
             return None;
         }
+        line.seal(self.key, false);
         if self.data.is_empty() {
             // UDP tests: the control connection is all there is.
             return Some(Connected {
@@ -579,12 +685,8 @@ impl Acceptor<'_> {
         let Awaiting::Preamble { pre, got, .. } = &self.pending[i].what else {
             unreachable!("preambles come only from data connections")
         };
-        let idx = u32::from_le_bytes(pre[KEY_LEN..].try_into().unwrap()) as usize;
-        if *got < PREAMBLE_LEN
-            || !bool::from(pre[..KEY_LEN].ct_eq(self.key))
-            || idx >= self.data.len()
-            || self.data[idx].is_some()
-        {
+        let idx = preamble_index(self.key, pre).map_or(usize::MAX, |i| i as usize);
+        if *got < PREAMBLE_LEN || idx >= self.data.len() || self.data[idx].is_some() {
             self.reject(i);
             return None;
         }
@@ -759,13 +861,14 @@ fn connect_peer(
             "the peer agent's reply has a wrong tag (HMAC-SHA256 with the session key):              it was altered on the way or comes from another release",
         ));
     }
+    control.seal(&key, true);
     let mut data = Vec::with_capacity(streams);
     for i in 0..streams {
         if ctx.cancelled() {
             return Err(TestError::cancelled());
         }
         let mut s = dial(addr, p, true).map_err(unreachable)?;
-        s.write_all(&wire::preamble(&key, i as u32))
+        s.write_all(&preamble(&key, i as u32))
             .map_err(unreachable)?;
         data.push(s);
     }
@@ -850,6 +953,84 @@ mod tests {
         drop(w);
         let e = line.recv::<Value>(wait).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    /// The preamble proves the key without carrying it; the old form (the
+    /// key in clear) and another key's are refused; a copy names the same
+    /// stream (which the serving side takes once).
+    #[test]
+    fn a_preamble_proves_the_key_without_sending_it() {
+        let key = [0x5a; KEY_LEN];
+        let p = preamble(&key, 3);
+        assert!(!p.windows(4).any(|w| w == &key[..4]), "no part of the key");
+        assert_eq!(preamble_index(&key, &p), Some(3));
+        assert_eq!(preamble_index(&[0x5b; KEY_LEN], &p), None);
+        let mut clear = [0u8; PREAMBLE_LEN];
+        clear[..KEY_LEN].copy_from_slice(&key);
+        assert_eq!(preamble_index(&key, &clear), None, "the old form");
+        let mut other = p;
+        other[KEY_LEN] = 4; // the tag of 3 with the index 4
+        assert_eq!(preamble_index(&key, &other), None);
+    }
+
+    /// After `seal`, lines carry tags: a line that arrives altered, twice,
+    /// out of order, or reflected back to its sender is refused.
+    #[test]
+    fn sealed_lines_cannot_be_altered_replayed_reordered_or_reflected() {
+        let key = [7u8; KEY_LEN];
+        let wait = Duration::from_secs(2);
+        let sealed = |driver: bool| {
+            let (a, b) = pair();
+            let mut tx = Line::new(a);
+            tx.seal(&key, driver);
+            let mut rx = Line::new(b);
+            rx.seal(&key, !driver);
+            (tx, rx)
+        };
+        let raw = |tx: &mut Line, v: Value| tx.encode(&v);
+        // Right lines pass, in order.
+        let (mut tx, mut rx) = sealed(true);
+        tx.send(&json!({"op": "go"})).unwrap();
+        tx.send(&json!({"op": "done", "sent": 5})).unwrap();
+        assert_eq!(rx.recv::<Value>(wait).unwrap(), Some(json!({"op": "go"})));
+        assert_eq!(
+            rx.recv::<Value>(wait).unwrap(),
+            Some(json!({"op": "done", "sent": 5}))
+        );
+        // Bytes as a man in the middle would pass them on, to a fresh receiver.
+        let feed = |driver: bool, lines: Vec<Vec<u8>>| {
+            let (a, b) = pair();
+            let mut rx = Line::new(b);
+            rx.seal(&key, !driver);
+            let mut w = a;
+            for l in &lines {
+                w.write_all(l).unwrap();
+            }
+            (0..lines.len())
+                .map(|_| rx.recv::<Value>(wait).map_err(|e| e.kind()))
+                .collect::<Vec<_>>()
+        };
+        let mut src = Line::new(pair().0);
+        src.seal(&key, true);
+        let first = raw(&mut src, json!({"sent": 5}));
+        let second = raw(&mut src, json!({"sent": 6}));
+        let bad: Result<Option<Value>, io::ErrorKind> = Err(io::ErrorKind::InvalidData);
+        // Altered: one digit of the JSON changed.
+        let mut altered = first.clone();
+        let at = altered.iter().position(|&b| b == b'5').unwrap();
+        altered[at] = b'9';
+        assert_eq!(feed(true, vec![altered]), std::slice::from_ref(&bad));
+        // Replayed: the first line twice.
+        assert_eq!(
+            feed(true, vec![first.clone(), first.clone()]),
+            [Ok(Some(json!({"sent": 5}))), bad.clone()]
+        );
+        // Reordered, and the first dropped.
+        assert_eq!(feed(true, vec![second.clone()]), std::slice::from_ref(&bad));
+        // Reflected: the driver's own line back to the driver.
+        assert_eq!(feed(false, vec![first.clone()]), std::slice::from_ref(&bad));
+        // Untagged, as a peer of the release before sends it.
+        assert_eq!(feed(true, vec![b"{\"sent\":5}\n".to_vec()]), std::slice::from_ref(&bad));
     }
 
     #[test]

@@ -90,9 +90,6 @@ fn a_tcp_rr_responder_answers_no_more_than_its_prepared_count() {
     assert_eq!(prep["type"], "prepared", "{prep}");
     let port = prep["port"].as_u64().unwrap() as u16;
     let key_hex = prep["key"].as_str().unwrap();
-    let key: Vec<u8> = (0..16)
-        .map(|i| u8::from_str_radix(&key_hex[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
     let line = TcpStream::connect(("127.0.0.1", port)).unwrap();
     line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut r = BufReader::new(line.try_clone().unwrap());
@@ -107,9 +104,8 @@ fn a_tcp_rr_responder_answers_no_more_than_its_prepared_count() {
     );
     let mut data = TcpStream::connect(("127.0.0.1", port)).unwrap();
     data.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut preamble = key.clone();
-    preamble.extend_from_slice(&0u32.to_le_bytes());
-    data.write_all(&preamble).unwrap();
+    data.write_all(&crate::util::data_preamble(key_hex, 0))
+        .unwrap();
     let mut resp = [0u8; 64];
     let mut answered = 0;
     for seq in 0..150u64 {

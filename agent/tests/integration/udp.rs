@@ -241,15 +241,14 @@ fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHan
         let hello: serde_json::Value = serde_json::from_str(&line).unwrap();
         let reply = crate::util::peer_reply_ok(&"ab".repeat(16), hello["mac"].as_str().unwrap());
         writeln!(w, "{reply}").unwrap();
-        writeln!(
-            w,
-            "{}",
-            json!({"udp_port": u.local_addr().unwrap().port(), "token": format!("{token:016x}")})
-        )
-        .unwrap();
+        let key = "ab".repeat(16);
+        let setup =
+            json!({"udp_port": u.local_addr().unwrap().port(), "token": format!("{token:016x}")});
+        writeln!(w, "{}", crate::util::sealed(&key, false, 0, &setup)).unwrap();
         let mut buf = [0u8; 2048];
         let (_, from) = u.recv_from(&mut buf).unwrap();
-        writeln!(w, "{}", json!({"bound": from.to_string()})).unwrap();
+        let bound = json!({"bound": from.to_string()});
+        writeln!(w, "{}", crate::util::sealed(&key, false, 1, &bound)).unwrap();
         u.set_read_timeout(Some(Duration::from_millis(500)))
             .unwrap();
         while let Ok((n, _)) = u.recv_from(&mut buf) {
@@ -267,7 +266,13 @@ fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHan
         }
         line.clear();
         r.read_line(&mut line).unwrap();
-        writeln!(w, "{}", json!({"op": "done", "server": {"foreign": 0}})).unwrap();
+        assert_eq!(
+            crate::util::unseal(&key, true, 0, &line)["op"],
+            "done",
+            "{line}"
+        );
+        let done = json!({"op": "done", "server": {"foreign": 0}});
+        writeln!(w, "{}", crate::util::sealed(&key, false, 2, &done)).unwrap();
     });
     (port, h)
 }
@@ -799,12 +804,19 @@ fn a_responder_answers_no_more_than_its_prepared_count() {
     line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut r = BufReader::new(line.try_clone().unwrap());
     let mut w = line;
+    let key = prep["key"].as_str().unwrap();
+    // The reply, then the server's sealed lines in order.
+    let mut got = 0;
     let mut read = || {
         let mut l = String::new();
         r.read_line(&mut l).unwrap();
-        serde_json::from_str::<Value>(&l).unwrap()
+        if got == 0 {
+            got += 1;
+            return serde_json::from_str::<Value>(&l).unwrap();
+        }
+        got += 1;
+        crate::util::unseal(key, false, got - 2, &l)
     };
-    let key = prep["key"].as_str().unwrap();
     writeln!(w, "{}", crate::util::peer_hello(key, "udp_rr")).unwrap();
     assert_eq!(read()["ok"], true);
     let setup = read();
@@ -835,7 +847,8 @@ fn a_responder_answers_no_more_than_its_prepared_count() {
         }
     }
     assert_eq!(answered, 100, "answers past the prepared count");
-    writeln!(w, "{}", json!({"op": "done", "sent": 150})).unwrap();
+    let done = json!({"op": "done", "sent": 150});
+    writeln!(w, "{}", crate::util::sealed(key, true, 0, &done)).unwrap();
     let done = read();
     assert_eq!(
         (

@@ -402,6 +402,42 @@ pub fn peer_reply_ok(key_hex: &str, hello_mac: &str) -> Value {
     json!({"ok": true, "mac": hmac_hex(key_hex, signed.as_bytes())})
 }
 
+/// A data connection's preamble for stream `idx` (docs/protocol.md, "Agent
+/// to agent"): HMAC-SHA256 with the key over a label and the index, cut to
+/// 16 bytes, then the index; computed here from the crates.
+pub fn data_preamble(key_hex: &str, idx: u32) -> Vec<u8> {
+    let mut signed = b"meshperf data connection\n".to_vec();
+    signed.extend_from_slice(&idx.to_le_bytes());
+    let mac = hmac_hex(key_hex, &signed);
+    let mut p: Vec<u8> = (0..16)
+        .map(|i| u8::from_str_radix(&mac[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    p.extend_from_slice(&idx.to_le_bytes());
+    p
+}
+
+/// A control line after hello and reply: `v`, a tab and its tag (HMAC with
+/// the key over the sending side, its number among that side's lines and
+/// the JSON), as the `seq`-th line of the driver (`from_driver`) or server.
+pub fn sealed(key_hex: &str, from_driver: bool, seq: u64, v: &Value) -> String {
+    let who = if from_driver { "driver" } else { "server" };
+    let json = v.to_string();
+    let signed = format!("meshperf peer line\n{who}\n{seq}\n{json}");
+    format!("{json}\t{}", hmac_hex(key_hex, signed.as_bytes()))
+}
+
+/// The JSON of a sealed line as read (with or without its newline), its
+/// tag checked as the `seq`-th line of the driver (`from_driver`) or server.
+pub fn unseal(key_hex: &str, from_driver: bool, seq: u64, line: &str) -> Value {
+    let line = line.trim_end_matches('\n');
+    let (json, _) = line
+        .rsplit_once('\t')
+        .unwrap_or_else(|| panic!("no tag: {line:?}"));
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{json:?}: {e}"));
+    assert_eq!(sealed(key_hex, from_driver, seq, &v), line, "the tag");
+    v
+}
+
 /// A plain HTTP/1.1 GET of `path` from `hostport`: the response head and
 /// body (the server closes the connection after one answer).
 pub fn http_get(hostport: &str, path: &str) -> (String, String) {

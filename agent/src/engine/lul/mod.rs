@@ -105,16 +105,11 @@ fn serve(
     let mut line = conn.control;
     let mut foreign = 0;
     let (token, peer_udp) = udp::serve_bind(ctx, &mut line, &sock, conn.peer_ip, &mut foreign)?;
-    let (port, rkey) = match line.expect(LINE_WAIT, "the driving agent sent no listen line")? {
-        LulDriverLine::Listen { port, key } => (port, key),
+    let port = match line.expect(LINE_WAIT, "the driving agent sent no listen line")? {
+        LulDriverLine::Listen { port } => port,
         other => return Err(peer::unexpected("listen", &other)),
     };
-    if parse_key(&rkey).is_none() {
-        return Err(TestError::new(
-            ErrorCode::Protocol,
-            "bad key in the listen line",
-        ));
-    }
+    let rkey = key_hex(&peer::derive_key(key, DOWNLOAD_KEY));
     // The download connections, to the driving agent's control address.
     let local = line.stream().local_addr().map_err(udp::io_err)?.ip();
     let back = PeerAddr {
@@ -210,6 +205,10 @@ fn serve(
     })
 }
 
+/// What the download streams' key is derived from (both agents derive it
+/// from the session key: it never travels).
+const DOWNLOAD_KEY: &str = "meshperf latency_under_load download streams";
+
 /// The driving agent's part.
 fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummary, TestError> {
     let n = p.connections_per_side();
@@ -224,13 +223,12 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
             format!("cannot listen for the download streams: {e}"),
         )
     })?;
-    let rkey = peer::new_key();
+    let key = parse_key(&peer_addr.key)
+        .ok_or_else(|| TestError::new(ErrorCode::BadRequest, "peer.key must be 32 hex digits"))?;
+    let rkey = peer::derive_key(&key, DOWNLOAD_KEY);
     let port = listener.local_addr().map_err(udp::io_err)?.port();
-    line.send(&LulDriverLine::Listen {
-        port,
-        key: key_hex(&rkey),
-    })
-    .map_err(peer::gone)?;
+    line.send(&LulDriverLine::Listen { port })
+        .map_err(peer::gone)?;
     let down = peer::accept(ctx, listener, &rkey, KIND, n)?;
     let mut conns = Conns {
         up: up.data.into_iter().map(Some).collect(),

@@ -10,11 +10,12 @@
 //! constant time, so nothing else that can reach the path gets in.
 
 use super::bulk::Flow;
+use super::peer::{preamble, preamble_index};
 use super::rr_loop::{client_summary, server_summary};
 use super::{peer, rr_loop, EngineEnv, Job, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
-use meshperf_protocol::peer::{parse_key, preamble, KEY_LEN, PREAMBLE_LEN};
+use meshperf_protocol::peer::{parse_key, KEY_LEN, PREAMBLE_LEN};
 use meshperf_protocol::plan::Transport;
 use meshperf_protocol::summary::{RrSummary, StreamSummary};
 use serde::Serialize;
@@ -232,10 +233,12 @@ fn accept_peer(
         let _ = s.set_nonblocking(false);
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
         let mut pre = [0u8; PREAMBLE_LEN];
-        if s.read_exact(&mut pre).is_err() || !bool::from(pre[..KEY_LEN].ct_eq(key)) {
+        if s.read_exact(&mut pre).is_err() {
             continue;
         }
-        let idx = u32::from_le_bytes(pre[KEY_LEN..].try_into().unwrap()) as usize;
+        let Some(idx) = preamble_index(key, &pre).map(|i| i as usize) else {
+            continue;
+        };
         if idx < n && socks[idx].is_none() {
             let _ = s.set_read_timeout(None);
             socks[idx] = Some(s);
