@@ -106,7 +106,11 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn phase(&self, ph: LulPhase) -> Option<(usize, &LulPhaseSummary)> {
-        self.s.phases.iter().enumerate().find(|(_, p)| p.phase == ph)
+        self.s
+            .phases
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.phase == ph)
     }
 
     /// A figure read from `pointers` of phase `ph` (relative to the phase).
@@ -128,7 +132,10 @@ impl Builder<'_> {
         };
         let at = self.phase(ph);
         let from = at.map_or_else(Vec::new, |(i, _)| {
-            pointers.iter().map(|p| format!("/phases/{i}/{p}")).collect()
+            pointers
+                .iter()
+                .map(|p| format!("/phases/{i}/{p}"))
+                .collect()
         });
         let raw = at.and_then(|(_, p)| read(p));
         Figure {
@@ -146,19 +153,51 @@ impl Builder<'_> {
 
     fn throughput(&self) -> Section {
         let t = |key: &str, label: &str, ph, ptrs: &[&str], read: fn(&LulPhaseSummary) -> f64| {
-            self.fig(key.into(), label, ph, ptrs, |p| Some(read(p)), "Mbit/s", Basis::Tcp)
+            self.fig(
+                key.into(),
+                label,
+                ph,
+                ptrs,
+                |p| Some(read(p)),
+                "Mbit/s",
+                Basis::Tcp,
+            )
         };
         use LulPhase::*;
         Section {
             title: "Throughput".into(),
             figures: vec![
-                t("download.down", "download ↓", Download, &["down_bits_per_second"], |p| p.down_bits_per_second),
-                t("upload.up", "upload ↑", Upload, &["up_bits_per_second"], |p| p.up_bits_per_second),
-                t("both.down", "both ↓", Both, &["down_bits_per_second"], |p| p.down_bits_per_second),
-                t("both.up", "both ↑", Both, &["up_bits_per_second"], |p| p.up_bits_per_second),
-                t("both.sum", "both, sum", Both, &["down_bits_per_second", "up_bits_per_second"], |p| {
-                    p.down_bits_per_second + p.up_bits_per_second
+                t(
+                    "download.down",
+                    "download ↓",
+                    Download,
+                    &["down_bits_per_second"],
+                    |p| p.down_bits_per_second,
+                ),
+                t(
+                    "upload.up",
+                    "upload ↑",
+                    Upload,
+                    &["up_bits_per_second"],
+                    |p| p.up_bits_per_second,
+                ),
+                t(
+                    "both.down",
+                    "both ↓",
+                    Both,
+                    &["down_bits_per_second"],
+                    |p| p.down_bits_per_second,
+                ),
+                t("both.up", "both ↑", Both, &["up_bits_per_second"], |p| {
+                    p.up_bits_per_second
                 }),
+                t(
+                    "both.sum",
+                    "both, sum",
+                    Both,
+                    &["down_bits_per_second", "up_bits_per_second"],
+                    |p| p.down_bits_per_second + p.up_bits_per_second,
+                ),
             ],
         }
     }
@@ -349,7 +388,8 @@ mod tests {
     }
 
     fn summary(basis: &str, unc: f64) -> Value {
-        let flow = json!({"sent": 200, "received": 194, "lost": 6, "duplicates": 0, "reordered": 0});
+        let flow =
+            json!({"sent": 200, "received": 194, "lost": 6, "duplicates": 0, "reordered": 0});
         let added = json!({"median": 4000.0, "p90": 5000.0, "p99": 9000.0});
         let phase = |name: &str, down: f64, up: f64, loaded: bool| {
             json!({"phase": name, "seconds": 1.0, "down_bytes": 0,
@@ -386,7 +426,11 @@ mod tests {
         let c: Card = card(&serde_json::from_value(v.clone()).unwrap());
         let mut n = 0;
         for f in c.sections.iter().flat_map(|s| &s.figures) {
-            let sum: f64 = f.from.iter().map(|p| v.pointer(p).unwrap().as_f64().unwrap()).sum();
+            let sum: f64 = f
+                .from
+                .iter()
+                .map(|p| v.pointer(p).unwrap().as_f64().unwrap())
+                .sum();
             assert_eq!(f.value, Some(sum / f.div), "{}", f.key);
             n += 1;
         }
@@ -411,7 +455,10 @@ mod tests {
         assert!(c.clock.contains("uncertainty ±30.0 us"), "{}", c.clock);
         let synced = card(&serde_json::from_value(summary("synced", 0.0)).unwrap());
         let up = figure(&synced, "idle.up.median");
-        assert_eq!((up.text.as_str(), up.uncertain, up.basis), ("0.020", false, Basis::Synced));
+        assert_eq!(
+            (up.text.as_str(), up.uncertain, up.basis),
+            ("0.020", false, Basis::Synced)
+        );
         assert_eq!(figure(&synced, "idle.rtt.median").basis, Basis::Rtt);
     }
 

@@ -617,8 +617,8 @@ pub fn lul_lanes(
         t3,
         t4,
     };
-    let l = meshperf_stats::lul_lanes::lanes(&p, seq, synced, sent as u64, probe_ms)
-        .map_err(js_err)?;
+    let l =
+        meshperf_stats::lul_lanes::lanes(&p, seq, synced, sent as u64, probe_ms).map_err(js_err)?;
     Ok(columns(&[
         ("t_s", &l.t_s),
         ("rtt_ms", &l.rtt_ms),
