@@ -521,6 +521,24 @@ mod codec {
     }
 }
 
+/// The answered probes of `lul_analyze` and `lul_lanes`.
+#[cfg(feature = "codec")]
+fn probes<'a>(
+    phase: &'a [u8],
+    t1: &'a [f64],
+    t2: &'a [f64],
+    t3: &'a [f64],
+    t4: &'a [f64],
+) -> meshperf_stats::lul::Probes<'a> {
+    meshperf_stats::lul::Probes {
+        phase,
+        t1,
+        t2,
+        t3,
+        t4,
+    }
+}
+
 /// Latency under load from the answered probes (`meshperf_stats::lul::analyze`), in
 /// the codec build (loaded on demand: the statistics build is the web app's
 /// first load, and this costs it 6.8 KB gzip):
@@ -538,13 +556,7 @@ pub fn lul_analyze(
     t4: &[f64],
     synced: bool,
 ) -> Result<Object, JsError> {
-    let p = meshperf_stats::lul::Probes {
-        phase,
-        t1,
-        t2,
-        t3,
-        t4,
-    };
+    let p = probes(phase, t1, t2, t3, t4);
     let a = meshperf_stats::lul::analyze(&p, synced).map_err(js_err)?;
     let o = Object::new();
     let c = &a.clock;
@@ -610,13 +622,7 @@ pub fn lul_lanes(
     sent: f64,
     probe_ms: f64,
 ) -> Result<Object, JsError> {
-    let p = meshperf_stats::lul::Probes {
-        phase,
-        t1,
-        t2,
-        t3,
-        t4,
-    };
+    let p = probes(phase, t1, t2, t3, t4);
     let l =
         meshperf_stats::lul_lanes::lanes(&p, seq, synced, sent as u64, probe_ms).map_err(js_err)?;
     Ok(columns(&[
