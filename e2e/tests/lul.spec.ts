@@ -114,6 +114,8 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   await page.getByTestId('standard-length').selectOption('quick');
   await page.getByTestId('standard-test').click();
   await expect(page.getByTestId('standard-progress')).toBeVisible();
+  // Live progress names the phase the agents are in.
+  await expect(page.getByTestId('standard-progress')).toHaveAttribute('aria-label', /download|upload|both/, { timeout: 15_000 });
   await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });
   await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
   await expect(page.getByTestId('step-error')).toHaveCount(0);
@@ -177,6 +179,8 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   await expect(n).toHaveText(String(s.phases[3].rtt_us.n));
   await expect(page.getByTestId('histogram')).toHaveAttribute('data-total', String(s.phases[3].rtt_us.n));
   await expect(page.getByTestId('cdf')).toBeVisible();
+  // The finished run is kept and overlaid: its CDF, of the chosen phase too.
+  await expect(page.getByTestId('overlay')).toHaveAttribute('data-series', '1');
   await page.getByTestId('lul-phase').selectOption('all');
 
   // The permalink reopens elsewhere with the same card.
