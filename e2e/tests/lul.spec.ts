@@ -2,8 +2,20 @@
 // from the parameter table) against two real agents: the step runs, the
 // existing views show it without errors, and the exported JSON carries the
 // four phases the agents measured.
-import { readFileSync } from 'node:fs';
-import { test, expect } from '../agents';
+//
+// Then the Standard test (latency under load, the bufferbloat preset) from the
+// page against two real agents, and `meshperf run --preset bufferbloat
+// --json -` against the same kind of pair: the summary card's figures are
+// the exported summary's, the lanes are drawn, every existing view works on
+// one phase's probes, a permalink reopens with the same card, and the CLI's
+// table prints the card's texts for the same result file.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Page } from '@playwright/test';
+import { test, expect, AGENT_BIN } from '../agents';
 
 test('latency_under_load runs from the plan form and shows in the existing views', async ({ page, agents }) => {
   const errors: string[] = [];
@@ -38,4 +50,186 @@ test('latency_under_load runs from the plan form and shows in the existing views
   const rtt = result.steps[0].samples.find((x: { kind: string }) => x.kind === 'rtt_ns');
   expect(rtt.values.length).toBe(s.probes_down.received);
   expect(errors).toEqual([]);
+});
+
+interface Fig {
+  key: string;
+  value: string;
+  from: string[];
+  div: number;
+  text: string;
+  basis: string;
+  uncertain: boolean;
+}
+
+/** Every figure of the card as the page shows it. */
+async function cardFigures(page: Page): Promise<Fig[]> {
+  await expect(page.getByTestId('lul-card')).toBeVisible({ timeout: 20_000 });
+  return page.getByTestId('lul-fig').evaluateAll((els) =>
+    els.map((e) => {
+      const d = (e as HTMLElement).dataset;
+      return {
+        key: d.key!,
+        value: d.value!,
+        from: d.from ? d.from.split(' ') : [],
+        div: Number(d.div),
+        text: e.querySelector('.num')!.textContent!,
+        basis: d.basis!,
+        uncertain: d.uncertain === 'true',
+      };
+    }),
+  );
+}
+
+const pointer = (doc: unknown, p: string): number =>
+  p.split('/').slice(1).reduce((o: any, k) => o?.[k], doc) as number;
+
+/** Each figure is its summary pointers' sum over its divisor, and says `<±U` exactly where the CLI does. */
+function checkAgainst(figs: Fig[], summary: any) {
+  expect(figs.length).toBe(33);
+  const unc = summary.clock?.uncertainty_us ?? Infinity;
+  for (const f of figs) {
+    if (!f.from.length) {
+      expect(f.value, f.key).toBe('');
+      continue;
+    }
+    const sum = f.from.reduce((a, p) => a + pointer(summary, p), 0);
+    expect(Number(f.value), f.key).toBe(sum / f.div);
+    const oneWay = /^[a-z]+\.(up|down)\.median$/.test(f.key);
+    expect(f.uncertain, f.key).toBe(oneWay && Math.abs(sum) <= unc);
+    if (f.uncertain) expect(f.text, f.key).toBe(`<±${(unc / 1e3).toFixed(3)}`);
+    else if (f.basis !== 'count') expect(f.text, f.key).toBe((sum / f.div).toFixed(f.div === 1e6 ? 1 : 3));
+    if (oneWay) expect(f.basis).toBe(summary.clock.basis);
+  }
+}
+
+test('the Standard test: card = exported JSON, lanes drawn, phases in every view, permalink reopens', async ({ page, agents, browser }) => {
+  test.setTimeout(120_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(agents.url());
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+  // The default is the preset as it is (about 30 s); the quick one keeps this test short.
+  await expect(page.getByTestId('standard-length')).toHaveValue('standard');
+  await page.getByTestId('standard-length').selectOption('quick');
+  await page.getByTestId('standard-test').click();
+  await expect(page.getByTestId('standard-progress')).toBeVisible();
+  // Live progress names the phase the agents are in.
+  await expect(page.getByTestId('standard-progress')).toHaveAttribute('aria-label', /download|upload|both/, { timeout: 15_000 });
+  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+  await expect(page.getByTestId('step-error')).toHaveCount(0);
+  // The plan form shows what ran: the bufferbloat preset, shortened.
+  await expect(page.getByTestId('kind')).toHaveValue('latency_under_load');
+
+  const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
+  expect(result.plan.name).toBe('bufferbloat');
+  const step = result.steps[0];
+  const s = step.summary;
+  expect(step.params).toMatchObject({ idle_s: 1, download_s: 1, streams: 4, probe_ms: 5 });
+  expect(s.complete).toBe(true);
+  const figs = await cardFigures(page);
+  checkAgainst(figs, s);
+  expect(Number(figs.find((f) => f.key === 'download.down')!.value)).toBeGreaterThan(0);
+
+  // The lanes: three uPlot charts with their series, drawn (pixels on every canvas).
+  const lanes = page.getByTestId('lul-lanes');
+  await expect(lanes).toHaveAttribute('data-probes', String(s.probes_down.received));
+  await expect(lanes).toHaveAttribute('data-lost', String(s.probes_up.sent - s.probes_down.received));
+  for (const [id, n] of [['tput', 4], ['latency', 4], ['loss', 2]] as const) {
+    await expect(page.getByTestId(`lul-lane-${id}`).locator('.u-legend .u-series')).toHaveCount(n);
+  }
+  const inked = await lanes.locator('canvas').evaluateAll((cs) =>
+    cs.map((c) => {
+      const g = (c as HTMLCanvasElement).getContext('2d')!;
+      const d = g.getImageData(0, 0, (c as HTMLCanvasElement).width, (c as HTMLCanvasElement).height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+      return n;
+    }),
+  );
+  expect(inked.length).toBe(3);
+  for (const n of inked.slice(0, 2)) expect(n).toBeGreaterThan(1000);
+  // Hovering the latency lane in the download phase shows the throughput lane's values there too.
+  const latency = page.getByTestId('lul-lane-latency');
+  const over = latency.locator('.u-over');
+  const box = (await over.boundingBox())!;
+  // Half way through the download phase (1.25 s to 2.25 s after the start).
+  const xMax = Number(await latency.locator('.uplot-host').getAttribute('data-x-max'));
+  await over.hover({ position: { x: (box.width * 1.75) / xMax, y: box.height / 2 } });
+  const down = page.getByTestId('lul-lane-tput').locator('.u-legend .u-series').nth(1).locator('.u-value');
+  await expect(down).toHaveText(/^[0-9][0-9.,]* Mbit\/s$/);
+  await expect(page.getByTestId('lul-lane-latency').locator('.u-legend .u-series').nth(1).locator('.u-value')).toHaveText(/ ms$/);
+
+  await page.getByTestId('lul-card').screenshot({ path: fileURLToPath(new URL('../screenshots/lul-card.png', import.meta.url)) });
+  await lanes.screenshot({ path: fileURLToPath(new URL('../screenshots/lul-lanes.png', import.meta.url)) });
+
+  // One phase at a time: statistics, step exports.
+  const n = page.getByTestId('stats').locator('td[data-stat=n][data-quantity=rtt]');
+  await expect(n).toHaveText(String(s.probes_down.received));
+  await page.getByTestId('lul-phase').selectOption('download');
+  await expect(n).toHaveText(String(s.phases[1].rtt_us.n));
+  const [stepJson] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-step-json').click()]);
+  const one = JSON.parse(readFileSync((await stepJson.path())!, 'utf8'));
+  const rtt = one.steps[0].samples.find((x: { kind: string }) => x.kind === 'rtt_ns').values;
+  expect(rtt.length).toBe(s.phases[1].rtt_us.n);
+  expect(new Set(one.steps[0].samples.find((x: { kind: string }) => x.kind === 'probe_phase').values)).toEqual(new Set([1]));
+  await page.getByTestId('lul-phase').selectOption('both');
+  await expect(n).toHaveText(String(s.phases[3].rtt_us.n));
+  await expect(page.getByTestId('histogram')).toHaveAttribute('data-total', String(s.phases[3].rtt_us.n));
+  await expect(page.getByTestId('cdf')).toBeVisible();
+  // The finished run is kept and overlaid: its CDF, of the chosen phase too.
+  await expect(page.getByTestId('overlay')).toHaveAttribute('data-series', '1');
+  await page.getByTestId('lul-phase').selectOption('all');
+
+  // The permalink reopens elsewhere with the same card.
+  await page.getByTestId('share').click();
+  const link = await page.getByTestId('permalink').inputValue();
+  expect(link).toContain('#r=');
+  const ctx = await browser.newContext();
+  const other = await ctx.newPage();
+  await other.goto(link);
+  expect(await cardFigures(other)).toEqual(figs);
+  await expect(other.getByTestId('lul-lanes')).toHaveAttribute('data-probes', String(s.probes_down.received));
+  await ctx.close();
+  expect(errors).toEqual([]);
+});
+
+test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures for the same file', async ({ page, agents }) => {
+  test.setTimeout(90_000);
+  const url = (a: typeof agents.a) => `${a.origin}/#token=${a.token}`;
+  const sets = ['idle_s=1', 'download_s=1', 'upload_s=1', 'both_s=1', 'gap_s=0.25', 'streams=2'].flatMap((x) => ['--set', x]);
+  const r = spawnSync(AGENT_BIN, ['run', '--agent', url(agents.a), '--agent', url(agents.b), '--preset', 'bufferbloat', ...sets, '--json', '-'], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  expect(r.status, r.stderr).toBe(0);
+  const result = JSON.parse(r.stdout);
+  const s = result.steps[0].summary;
+  expect(s.phases.map((p: { phase: string }) => p.phase)).toEqual(['idle', 'download', 'upload', 'both']);
+  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'bufferbloat.json');
+  writeFileSync(file, r.stdout);
+
+  await page.goto(`${agents.a.origin}/`);
+  await page.getByTestId('import').setInputFiles(file);
+  const figs = await cardFigures(page);
+  checkAgainst(figs, s);
+  // The CLI's per-phase table (on stderr with --json -) prints the card's texts.
+  const text = (k: string) => figs.find((f) => f.key === k)!.text;
+  const rows = r.stderr.split('\n');
+  for (const ph of ['idle', 'download', 'upload', 'both']) {
+    const row = rows.find((l) => l.startsWith(`${ph} `));
+    expect(row, `${ph} row in:\n${r.stderr}`).toBeTruthy();
+    const cells = row!.trim().split(/\s+/);
+    // phase, down, up, RTT p50, p90, p99, added, up p50, down p50, ...
+    expect(cells[7], `${ph} up`).toBe(text(`${ph}.up.median`));
+    expect(cells[8], `${ph} down`).toBe(text(`${ph}.down.median`));
+    if (ph === 'idle') expect(cells[3]).toBe(text('idle.rtt.median'));
+    else expect(cells[6]).toBe(['median', 'p90', 'p99'].map((q) => text(`${ph}.added_rtt.${q}`)).join('/'));
+    if (ph === 'download') expect(cells[1]).toBe(text('download.down'));
+    if (ph === 'upload') expect(cells[2]).toBe(text('upload.up'));
+  }
+  await expect(page.getByTestId('lul-clock')).toHaveText(rows.find((l) => l.startsWith('times in ms; '))!.slice('times in ms; '.length));
+  await expect(page.getByTestId('lul-lanes')).toHaveAttribute('data-probes', String(s.probes_down.received));
 });

@@ -15,6 +15,7 @@
 pub mod driver;
 pub mod export;
 pub mod frame;
+pub mod lul_card;
 pub mod matrix;
 pub mod msg;
 pub mod params;

@@ -18,6 +18,7 @@ pub mod error;
 pub mod fit;
 pub mod hist;
 pub mod lul;
+pub mod lul_lanes;
 #[cfg(feature = "codec")]
 pub mod permalink;
 #[cfg(feature = "codec")]

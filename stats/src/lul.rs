@@ -128,7 +128,7 @@ pub struct Probes<'a> {
 }
 
 /// Round trip of probe `i` without the responder's own time.
-fn rtt(p: &Probes, i: usize) -> f64 {
+pub(crate) fn rtt(p: &Probes, i: usize) -> f64 {
     (p.t4[i] - p.t1[i]) - (p.t3[i] - p.t2[i])
 }
 
@@ -152,8 +152,10 @@ fn fit_fastest(p: &Probes) -> Result<ClockFit, StatsError> {
     })
 }
 
-/// Analyses the answered probes: per phase delays and what the load added.
-pub fn analyze(p: &Probes, synced: bool) -> Result<Analysis, StatsError> {
+/// How the responder's times are placed on the requester's clock: taken as
+/// they are (`synced`) or through the offset and drift fitted to the
+/// fastest probes. Checks that the arrays are parallel and not empty.
+pub fn clock(p: &Probes, synced: bool) -> Result<Clock, StatsError> {
     let n = p.t1.len();
     for (what, len) in [
         ("probe t2", p.t2.len()),
@@ -175,7 +177,7 @@ pub fn analyze(p: &Probes, synced: bool) -> Result<Analysis, StatsError> {
         });
     }
     let min_rtt = (0..n).map(|i| rtt(p, i)).fold(f64::INFINITY, f64::min);
-    let clock = if synced {
+    Ok(if synced {
         Clock {
             synced,
             fit: ClockFit {
@@ -196,7 +198,13 @@ pub fn analyze(p: &Probes, synced: bool) -> Result<Analysis, StatsError> {
             fit,
             uncertainty_us: fit.uncertainty / 1e3,
         }
-    };
+    })
+}
+
+/// Analyses the answered probes: per phase delays and what the load added.
+pub fn analyze(p: &Probes, synced: bool) -> Result<Analysis, StatsError> {
+    let n = p.t1.len();
+    let clock = clock(p, synced)?;
     let (up, down) = one_way(p.t1, p.t2, p.t3, p.t4, &clock.fit)?;
     let of_phase = |code: usize, f: &dyn Fn(usize) -> f64| -> Option<Summary> {
         let v: Vec<f64> = (0..n)

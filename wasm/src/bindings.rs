@@ -41,6 +41,9 @@ export interface LulPhase { rtt: Summary | null; up: Summary | null; down: Summa
 export interface LulAnalysis { synced: boolean; offset_ns: number; drift_ppm: number;
   min_rtt_ns: number; uncertainty_us: number; residual_ns: number; probes_used: number;
   phases: LulPhase[]; }
+/** Latency under load probe by probe (s, ms), unanswered probes' times, phase spans. */
+export interface LulLanes { t_s: Float64Array; rtt_ms: Float64Array; up_ms: Float64Array;
+  down_ms: Float64Array; lost_t_s: Float64Array; start_s: Float64Array; end_s: Float64Array; }
 "#;
 
 fn js_err(e: StatsError) -> JsError {
@@ -610,6 +613,24 @@ mod codec {
     }
 }
 
+/// The answered probes of `lul_analyze` and `lul_lanes`.
+#[cfg(feature = "codec")]
+fn probes<'a>(
+    phase: &'a [u8],
+    t1: &'a [f64],
+    t2: &'a [f64],
+    t3: &'a [f64],
+    t4: &'a [f64],
+) -> meshperf_stats::lul::Probes<'a> {
+    meshperf_stats::lul::Probes {
+        phase,
+        t1,
+        t2,
+        t3,
+        t4,
+    }
+}
+
 /// Latency under load from the answered probes (`meshperf_stats::lul::analyze`), in
 /// the codec build (loaded on demand: the statistics build is the web app's
 /// first load, and this costs it 6.8 KB gzip):
@@ -627,13 +648,7 @@ pub fn lul_analyze(
     t4: &[f64],
     synced: bool,
 ) -> Result<Object, JsError> {
-    let p = meshperf_stats::lul::Probes {
-        phase,
-        t1,
-        t2,
-        t3,
-        t4,
-    };
+    let p = probes(phase, t1, t2, t3, t4);
     let a = meshperf_stats::lul::analyze(&p, synced).map_err(js_err)?;
     let o = Object::new();
     let c = &a.clock;
@@ -667,4 +682,48 @@ pub fn lul_analyze(
     }
     set(&o, "phases", phases.into());
     Ok(o)
+}
+
+/// The summary card of a `latency_under_load` driving side's summary (JSON
+/// in, JSON out: protocol/src/lul_card.rs, the rules `meshperf run`'s table
+/// follows): `{sections: [{title, figures: [{key, label, from, scale, value,
+/// unit, text, basis, uncertain}]}], clock, complete, note}`. Throws on
+/// another kind's summary.
+#[cfg(feature = "codec")]
+#[wasm_bindgen]
+pub fn lul_card(summary_json: &str) -> Result<String, JsError> {
+    meshperf_protocol::lul_card::card_json(summary_json).map_err(|e| JsError::new(&e))
+}
+
+/// The latency lanes of the answered probes (`meshperf_stats::lul_lanes`):
+/// arguments as `lul_analyze`, plus the sequence numbers `seq`, the probes
+/// `sent` and `probe_ms`. Returns Float64Arrays `t_s`, `rtt_ms`, `up_ms`,
+/// `down_ms`, `lost_t_s` and four-element `start_s`, `end_s` (per phase;
+/// NaN without probes).
+#[cfg(feature = "codec")]
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(unchecked_return_type = "LulLanes")]
+pub fn lul_lanes(
+    phase: &[u8],
+    seq: &[f64],
+    t1: &[f64],
+    t2: &[f64],
+    t3: &[f64],
+    t4: &[f64],
+    synced: bool,
+    sent: f64,
+    probe_ms: f64,
+) -> Result<Object, JsError> {
+    let p = probes(phase, t1, t2, t3, t4);
+    let l =
+        meshperf_stats::lul_lanes::lanes(&p, seq, synced, sent as u64, probe_ms).map_err(js_err)?;
+    Ok(columns(&[
+        ("t_s", &l.t_s),
+        ("rtt_ms", &l.rtt_ms),
+        ("up_ms", &l.up_ms),
+        ("down_ms", &l.down_ms),
+        ("lost_t_s", &l.lost_t_s),
+        ("start_s", &l.start_s),
+        ("end_s", &l.end_s),
+    ]))
 }

@@ -48,3 +48,25 @@ test('synced clocks: one-way delays are the timestamps\' differences', () => {
   assert.equal(a.phases[0].down.min, 20);
   assert.throws(() => m.lul_analyze(new Uint8Array(1), new Float64Array(2), new Float64Array(2), new Float64Array(2), new Float64Array(2), true), /different lengths/);
 });
+
+test('lanes probe by probe: the same one-way delays as the per-phase statistics, lost probes marked', () => {
+  const [phase, t1, t2, t3, t4] = probes(5.5e6, 10e6);
+  // Probes 10 and 11 never answered: drop them, 1202 were sent.
+  const keep = (a) => a.filter((_, i) => i !== 10 && i !== 11);
+  const seq = keep(Float64Array.from(phase, (_, i) => i));
+  const args = [keep(phase), keep(t1), keep(t2), keep(t3), keep(t4)];
+  const l = m.lul_lanes(args[0], seq, ...args.slice(1), false, 1202, 5);
+  const a = m.lul_analyze(...args, false);
+  assert.equal(l.t_s.length, 1198);
+  assert.equal(l.t_s[0], 1);
+  // The lanes' medians in the upload phase are the analysis' (us vs ms).
+  const median = (v) => {
+    const s = Float64Array.from(v).sort();
+    return (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2;
+  };
+  const up = l.up_ms.filter((_, i) => args[0][i] === 2);
+  assert.ok(Math.abs(median(up) * 1e3 - a.phases[2].up.median) < 1e-6, `${median(up)} ${a.phases[2].up.median}`);
+  assert.deepEqual(Array.from(l.lost_t_s, (t) => Math.round(t * 1e3)), [1050, 1055, 7000, 7005]);
+  assert.equal(l.start_s[2], 1 + 400 * 0.005);
+  assert.ok(Number.isNaN(l.start_s[1]));
+});

@@ -1,20 +1,13 @@
 //! `meshperf run`'s per-phase table of a `latency_under_load` step (the
 //! driving side's typed summary), times in ms.
 
-use meshperf_protocol::summary::{ClockBasis, LulSummary, Stats};
+use meshperf_protocol::lul_card::{clock_line, mbit, ms, one_way_text};
+use meshperf_protocol::summary::{LulSummary, Stats};
 use serde_json::Value;
 use std::fmt::Write;
 
-fn ms(us: f64) -> String {
-    format!("{:.3}", us / 1e3)
-}
-
 fn stat(s: &Option<Stats>, f: fn(&Stats) -> f64) -> String {
     s.as_ref().map_or("-".into(), |s| ms(f(s)))
-}
-
-fn mbit(bps: f64) -> String {
-    format!("{:.1}", bps / 1e6)
 }
 
 /// The table, and what the one-way delays rest on; `None` when the summary
@@ -22,11 +15,9 @@ fn mbit(bps: f64) -> String {
 pub fn table(summary: &Value) -> Option<String> {
     let s: LulSummary = serde_json::from_value(summary.clone()).ok()?;
     let unc = s.clock.map_or(f64::INFINITY, |c| c.uncertainty_us);
-    // A one-way figure smaller than its uncertainty means nothing: say so.
-    let one_way = |st: &Option<Stats>| match st {
-        Some(x) if x.median.abs() <= unc => format!("<±{}", ms(unc)),
-        _ => stat(st, |x| x.median),
-    };
+    // A one-way figure smaller than its uncertainty means nothing: say so
+    // (the page's summary card follows the same rule: lul_card.rs).
+    let one_way = |st: &Option<Stats>| one_way_text(st, unc);
     let loss = |lost: u64, sent: u64| {
         if sent == 0 {
             "-".to_string()
@@ -71,18 +62,8 @@ pub fn table(summary: &Value) -> Option<String> {
         );
     }
     let _ = match s.clock {
-        Some(c) if c.basis == ClockBasis::Synced => writeln!(
-            out,
-            "times in ms; one-way delays on the agents' system clocks (clocks: synced)"
-        ),
-        Some(c) => writeln!(
-            out,
-            "times in ms; one-way delays on estimated clocks: offset {:.1} us, drift {:.2} ppm, \
-             uncertainty ±{:.1} us (<± marks a delay smaller than that); their changes \
-             (added up/down) are not affected",
-            c.offset_us, c.drift_ppm, c.uncertainty_us
-        ),
-        None => writeln!(out, "no probe was answered: no delays"),
+        Some(_) => writeln!(out, "times in ms; {}", clock_line(&s)),
+        None => writeln!(out, "{}", clock_line(&s)),
     };
     let added = |f: fn(&meshperf_protocol::summary::LulPhaseSummary) -> Option<f64>| {
         s.phases

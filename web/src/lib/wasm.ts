@@ -128,7 +128,25 @@ export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_
   matrix_default_metric: (kind: string) => string;
   /** JSON `[{name, label}]`. */
   matrix_metrics: () => string;
+  /** A latency_under_load summary's card (protocol/src/lul_card.rs, the CLI's rules), JSON in and out. */
+  lul_card: (summary: string) => string;
+  /** Probe-by-probe latency lanes (stats/src/lul_lanes.rs). */
+  lul_lanes: (
+    phase: Uint8Array, seq: Float64Array, t1: Float64Array, t2: Float64Array, t3: Float64Array, t4: Float64Array,
+    synced: boolean, sent: number, probeMs: number,
+  ) => LulLanes;
 };
+
+/** stats/src/lul_lanes.rs `Lanes`: times in s, delays in ms; start_s/end_s per phase code (NaN: none). */
+export interface LulLanes {
+  t_s: Float64Array;
+  rtt_ms: Float64Array;
+  up_ms: Float64Array;
+  down_ms: Float64Array;
+  lost_t_s: Float64Array;
+  start_s: Float64Array;
+  end_s: Float64Array;
+}
 
 const STATS = './wasm-pkg/meshperf_stats.js';
 const CODEC = './wasm-pkg/meshperf_codec.js';
@@ -181,6 +199,8 @@ export function loadCodec(): Promise<Stats & Codec> {
       matrix_metric: c.matrix_metric as Codec['matrix_metric'],
       matrix_default_metric: c.matrix_default_metric as Codec['matrix_default_metric'],
       matrix_metrics: c.matrix_metrics as Codec['matrix_metrics'],
+      lul_card: c.lul_card as Codec['lul_card'],
+      lul_lanes: c.lul_lanes as Codec['lul_lanes'],
     };
     const both = { ...s, ...codec };
     loaded = both;

@@ -9,6 +9,7 @@
 // the JSON arrays they always were.
 
 import type { PlanJson } from '../plan/plan.svelte';
+import { KINDS } from '../plan/kinds';
 import type * as Wire from '../generated/wire/RunResult';
 import type { Role } from '../generated/wire/Role';
 import type { StepResult as WireStep } from '../generated/wire/StepResult';
@@ -89,8 +90,16 @@ export function sumStreams(streams: Float64Array[]): Float64Array {
   return out;
 }
 
+/** The sample interval: the summaries', the plan's, else the kind's default (latency_under_load: 100 ms). */
 export const intervalMs = (step: StepResult): number =>
-  Number(step.summary?.interval_ms ?? step.sides.server?.interval_ms ?? step.sides.client?.interval_ms ?? step.params.interval_ms ?? 10);
+  Number(
+    step.summary?.interval_ms ??
+      step.sides.server?.interval_ms ??
+      step.sides.client?.interval_ms ??
+      step.params.interval_ms ??
+      KINDS[step.kind]?.params.find((p) => p.name === 'interval_ms')?.default ??
+      10,
+  );
 
 /**
  * The side whose summary is the step's `summary` (the step driver chose it:

@@ -1,0 +1,73 @@
+// Latency under load one phase at a time (web/src/lib/lul/phase.svelte.ts):
+// the probe series keep the chosen phase's probes, in order, and the load
+// streams of that phase; other kinds and 'all' are left as they are. And the
+// summary card (protocol/src/lul_card.rs through the real codec module).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { test } from 'node:test';
+import * as m from '../src/lib/wasm-pkg/meshperf_codec.js';
+import { cardOf } from '../src/lib/lul/card.ts';
+
+// phase.svelte.ts holds the chosen phase in a Svelte rune; outside Svelte it is plain data.
+globalThis.$state = Object.assign((v) => v, { raw: (v) => v });
+const { atPhase, streamsOf } = await import('../src/lib/lul/phase.svelte.ts');
+
+m.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_codec_bg.wasm', import.meta.url)) });
+
+const series = (kind, values, role = 'client', stream = 0) => ({ role, kind, stream, values: Float64Array.from(values) });
+
+function step() {
+  const phase = [0, 0, 4, 1, 1, 4, 2, 3, 3];
+  return {
+    kind: 'latency_under_load',
+    params: { streams: 2 },
+    summary: { streams_per_direction: 2 },
+    samples: [
+      series('probe_phase', phase),
+      series('rtt_ns', phase.map((p, i) => 1000 * i + p)),
+      series('sequence', phase.map((_, i) => i)),
+      // up streams 0..3 (upload 0,1; both 2,3), down 4..7 (download 4,5; both 6,7)
+      ...[0, 1, 2, 3].map((i) => series('interval_bytes', [i], 'server', i)),
+      ...[4, 5, 6, 7].map((i) => series('interval_bytes', [i], 'client', i)),
+    ],
+  };
+}
+
+test('a phase keeps its probes in order and its load streams', () => {
+  const s = step();
+  const d = atPhase(s, 'download');
+  const get = (x, k) => Array.from(x.samples.find((y) => y.kind === k).values);
+  assert.deepEqual(get(d, 'rtt_ns'), [3001, 4001]);
+  assert.deepEqual(get(d, 'sequence'), [3, 4]);
+  assert.deepEqual(d.samples.filter((x) => x.kind === 'interval_bytes').map((x) => x.stream), [4, 5]);
+  const b = atPhase(s, 'both');
+  assert.deepEqual(get(b, 'rtt_ns'), [7003, 8003]);
+  assert.deepEqual(b.samples.filter((x) => x.kind === 'interval_bytes').map((x) => x.stream), [2, 3, 6, 7]);
+  assert.deepEqual(atPhase(s, 'idle').samples.filter((x) => x.kind === 'interval_bytes'), []);
+  // The same object for the same phase (views cache wasm sets by array); whole steps as they are.
+  assert.equal(atPhase(s, 'download'), d);
+  assert.equal(atPhase(s, 'all'), s);
+  const rr = { ...s, kind: 'udp_rr' };
+  assert.equal(atPhase(rr, 'download'), rr);
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 7].filter(streamsOf(2, 2)), [0, 1]);
+});
+
+test('the card comes from the codec module and refuses another summary', () => {
+  const flow = { sent: 10, received: 9, lost: 1, duplicates: 0, reordered: 0 };
+  const st = (m) => ({ n: 9, min: m, max: m, mean: m, sigma: 0, skew: 0, kurtosis: 0, median: m, iq25: m, iq75: m, p90: m, p99: m, p999: m, p9999: m, mad: 0 });
+  const phase = (name) => ({ phase: name, seconds: 1, down_bytes: 0, down_bits_per_second: 1.5e6, up_bytes: 0, up_bits_per_second: 0,
+    rtt_us: st(80), up_us: st(10), down_us: st(70), added_rtt_us: null, added_up_us: null, added_down_us: null,
+    probes_up: flow, probes_down: flow, probes_skipped: 0 });
+  const summary = { phases: [phase('idle'), phase('download')], clock: { basis: 'estimated', offset_us: 3, drift_ppm: 1, uncertainty_us: 40,
+    min_rtt_us: 80, residual_us: 1, probes_used: 3 }, probes_up: flow, probes_down: flow, probes_skipped: 0, probe_ms: 5, probe_bytes: 64,
+    streams_per_direction: 1, seconds: 2, foreign: 0, peer: 'x', complete: false, note: 'peer stopped answering', rate_capped_us: 0, base_ns: 1, peer_base_ns: 2 };
+  const c = cardOf(m, summary);
+  const fig = (k) => c.sections.flatMap((s) => s.figures).find((f) => f.key === k);
+  assert.deepEqual([fig('idle.up.median').text, fig('idle.up.median').uncertain], ['<±0.040', true]);
+  assert.deepEqual([fig('idle.down.median').text, fig('idle.down.median').value], ['0.070', 0.07]);
+  assert.deepEqual([fig('download.down').text, fig('download.down').from], ['1.5', ['/phases/1/down_bits_per_second']]);
+  assert.equal(fig('both.sum').value, null);
+  assert.equal(fig('loss.up').text, '1 of 10 (10.00%)');
+  assert.equal(c.note, 'peer stopped answering');
+  assert.throws(() => cardOf(m, { bytes: 1 }), /not a latency_under_load summary/);
+});
