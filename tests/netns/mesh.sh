@@ -74,64 +74,17 @@ line_mbit=${MESH_LINE_MBIT:-1000}
 dir=$(mktemp -d "/tmp/$id.XXXXXX")
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 pids=()
-agent_pid=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  ip netns del "$hub" 2>/dev/null || true
-  for i in $(seq "$hosts"); do ip netns del "${id}$i" 2>/dev/null || true; done
+  bridge_down
   rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
-
-# The hub: a bridge with an address of its own, where `meshperf run` runs.
-ip netns add "$hub"
-ip -n "$hub" link set lo up
-ip -n "$hub" link add br0 type bridge
-ip -n "$hub" addr add "$net.254/24" dev br0
-ip -n "$hub" link set br0 up
-for i in $(seq "$hosts"); do
-  ns=${id}$i
-  ip netns add "$ns"
-  ip -n "$ns" link set lo up
-  ip link add "${id}e$i" type veth peer name "${id}p$i"
-  ip link set "${id}e$i" netns "$ns"
-  ip link set "${id}p$i" netns "$hub"
-  ip -n "$ns" addr add "$net.$i/24" dev "${id}e$i"
-  ip -n "$ns" link set "${id}e$i" up
-  ip -n "$hub" link set "${id}p$i" master br0
-  ip -n "$hub" link set "${id}p$i" up
-done
-
-# shape HOST MBIT: a tbf on the host's link, both ways: what it sends leaves
-# through its veth, what it receives through the bridge's port to it. The
-# burst holds 2 ms at the rate (at least 32 KiB), well above the timers'
-# lateness. The queue holds 8 MiB, more than a TCP sender keeps in flight
-# (net.ipv4.tcp_wmem's 4 MiB at most), so a stream sees no loss: with a
-# 50 ms queue, the drops when slow start overshot it cost a pair to host 5
-# a retransmission timeout now and then (64 segments retransmitted, 44.1
-# instead of 47.8 Mbit/s), a figure of TCP's recovery, not of the path.
-shape() {
-  local burst=$(($2 * 1000000 / 8 / 500))
-  [ "$burst" -ge 32768 ] || burst=32768
-  ip netns exec "${id}$1" tc qdisc add dev "${id}e$1" root tbf rate "$2mbit" burst "$burst" limit 8mb
-  ip netns exec "$hub" tc qdisc add dev "${id}p$1" root tbf rate "$2mbit" burst "$burst" limit 8mb
-}
+# Hosts 1 to 5 on a bridge in the hub (bridge.sh).
+. "$root/tests/netns/bridge.sh"
 for i in $(seq "$hosts"); do
   if [ "$i" = "$shaped" ]; then shape "$i" "$rate_mbit"; elif [ "$line_mbit" != 0 ]; then shape "$i" "$line_mbit"; fi
 done
-
-urls=()
-for i in $(seq "$hosts"); do
-  MESHPERF_TOKEN=$token ip netns exec "${id}$i" timeout 150 nice -n -10 "$bin" agent --listen "$net.$i:7800" >"$dir/agent$i.out" 2>&1 &
-  pids+=($!)
-  agent_pid[i]=$!
-  urls+=(--agent "http://$net.$i:7800/#token=$token")
-done
-for i in $(seq "$hosts"); do
-  for _ in $(seq 100); do grep -q ' ready: ' "$dir/agent$i.out" 2>/dev/null && break; sleep 0.1; done
-  grep -q ' ready: ' "$dir/agent$i.out" || { cat "$dir/agent$i.out" >&2; fail "the agent on $net.$i did not start"; }
-done
+agents_up 150
 
 # matrix NAME [meshperf run flags...]: runs a matrix from the hub in the
 # background, the JSON to $dir/NAME.json, the table and the cells' lines to
