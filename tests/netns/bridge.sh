@@ -27,7 +27,7 @@ shape() {
 }
 
 # agents_up SECONDS: an agent on port 7800 in every host, for at most
-# SECONDS, at nice -10 (see mesh.sh), all ready; sets urls (the --agent
+# SECONDS, at nice -20 (see mesh.sh), all ready; sets urls (the --agent
 # flags of `meshperf run`, hub to hosts) and agent_pid[i] (the pid of the
 # `timeout` whose child is host i's agent).
 agents_up() {
@@ -35,7 +35,7 @@ agents_up() {
   agent_pid=()
   local i
   for i in $(seq "$hosts"); do
-    MESHPERF_TOKEN=$token ip netns exec "${id}$i" timeout "$1" nice -n -10 "$bin" agent --listen "$net.$i:7800" >"$dir/agent$i.out" 2>&1 &
+    MESHPERF_TOKEN=$token ip netns exec "${id}$i" timeout "$1" nice -n -20 "$bin" agent --listen "$net.$i:7800" >"$dir/agent$i.out" 2>&1 &
     pids+=($!)
     agent_pid[i]=$!
     urls+=(--agent "http://$net.$i:7800/#token=$token")
