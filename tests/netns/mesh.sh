@@ -52,7 +52,7 @@
 # alone, as CI does.
 #
 # Names are unique per run; everything is removed on exit, whether the checks
-# pass or not; every process is bounded by `timeout`. About 45 s. Exit 0 on
+# pass or not; every process is bounded by `timeout`. About 65 s. Exit 0 on
 # success or when skipped.
 set -euo pipefail
 
@@ -113,8 +113,8 @@ check() {
     || { grep -v '#r=' "$dir/$out.err" >&2 || true; fail "the $out matrix does not show the paths as they are"; }
 }
 
-# 1. Throughput, 2 s a pair.
-matrix stream --kind tcp_stream --set duration_s=2
+# 1. Throughput, 3 s a pair (a stall of the forwarding under load weighs less).
+matrix stream --kind tcp_stream --set duration_s=3
 rc=0; wait "$matrix_pid" || rc=$?
 [ $rc -eq 0 ] || { cat "$dir/stream.err" >&2; fail "the tcp_stream matrix exited $rc"; }
 ip netns exec "$hub" tc -s qdisc show dev "${id}p$shaped" | head -2
@@ -139,7 +139,7 @@ for i in $(seq "$hosts"); do
   if [ "$i" = "$delayed_from" ]; then "${ipt[@]}" -A OUTPUT -d "$net.$delayed_to" -j NFQUEUE --queue-num 8; fi
   "${ipt[@]}" -A OUTPUT -o "${id}e$i" -j NFQUEUE --queue-num 7
 done
-rr=(--kind tcp_rr --set duration_s=1)
+rr=(--kind tcp_rr --set duration_s=1.5)
 matrix rr "${rr[@]}"
 rc=0; wait "$matrix_pid" || rc=$?
 [ $rc -eq 0 ] || { cat "$dir/rr.err" >&2; fail "the tcp_rr matrix exited $rc"; }
