@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The netns half of the bench's mesh section (bench/mesh.mjs runs it; root
 # only): six hosts on one bridge (tests/netns/bridge.sh), each link at a line
-# rate of 1 Gbit/s (tbf, as in tests/netns/mesh.sh), an agent in each, and
+# rate of 1 Gbit/s (tbf, shaped as tests/netns/mesh.sh shapes its links; the
+# agents at nice -20 as there), an agent in each, and
 # the same matrix from the hub with the concurrent rounds and with --serial,
 # in that order and the reverse on alternate rounds. Prints one line per
 # matrix: "KIND MODE WALL_SECONDS FAILED_CELLS". Usage: mesh.sh ROUNDS.
