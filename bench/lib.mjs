@@ -6,6 +6,7 @@
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every
 // tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,11 +30,13 @@ export const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m
 export const fmt = (x, d = 2) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export function startAgent(cpu, extra = []) {
+/** An agent on 127.0.0.1 (port from the kernel) on CPU `cpu`; `stderr`
+ * 'ignore' drops its "stopped" line (the mesh section starts 64). */
+export function startAgent(cpu, extra = [], stderr = 'inherit') {
   return new Promise((resolve, reject) => {
-    const token = Math.random().toString(16).slice(2).padEnd(12, '0');
+    const token = randomBytes(16).toString('hex');
     const cmd = [...pin(cpu), bin, 'agent', '--listen', '127.0.0.1:0', '--quiet', ...extra];
-    const p = spawn(cmd[0], cmd.slice(1), { env: { ...process.env, MESHPERF_TOKEN: token }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(cmd[0], cmd.slice(1), { env: { ...process.env, MESHPERF_TOKEN: token }, stdio: ['ignore', 'pipe', stderr] });
     children.push(p);
     p.stdout.once('data', (d) => {
       const url = d.toString().match(/http:\/\/\S+/)?.[0];

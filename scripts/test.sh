@@ -115,6 +115,11 @@ if [ "$(id -u)" -eq 0 ]; then
     # Latency under load: a tbf queue in one direction and iptables probe
     # loss, against meshperf's added RTT, one-way delays and loss counts.
     counted netns-lul 300 "$ROOT/tests/netns/lul.sh"
+    # The mesh: five hosts on a bridge, one under tbf at 50 Mbit/s, one
+    # pair behind a 5 ms delay line; tcp_stream and tcp_rr matrices must
+    # pinpoint exactly those paths, and an agent killed mid-matrix only its
+    # own row and column.
+    counted netns-mesh 180 "$ROOT/tests/netns/mesh.sh"
     # The OCI image: the static (musl) build, the image built and unpacked
     # with umoci, its agent (chrooted, uid 65534, PID 1) against the plain
     # build's over a veth pair. The musl build is most of its time.
