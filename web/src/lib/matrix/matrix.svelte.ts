@@ -54,6 +54,13 @@ export const matrixActive = () => matrix.phase === 'checking' || matrix.phase ==
 /** A matrix result: its steps carry `pair` (or it is the matrix running now). */
 export const isMatrix = (r: RunResult): boolean => r === matrix.result || r.steps.some((s) => s.pair);
 
+/**
+ * The result's `agents`: each one's info with `endpoint`, the HOST:PORT the
+ * page reached it at (two agents on one host share every other field), so a
+ * ratio heatmap finds the same agent in another matrix (grid.ts `agentKeys`).
+ */
+const matrixAgents = (list: Agent[]): RunResult['agents'] => list.map((a) => (a.info ? { ...a.info, endpoint: a.host } : null)) as RunResult['agents'];
+
 let running: Drive[] = [];
 let stopping = false;
 
@@ -93,7 +100,7 @@ export async function runMatrix(plan: PlanJson, list: Agent[]): Promise<void> {
   const pairs = job.rounds.flat();
   Object.assign(matrix, { phase: 'running', round: 0, rounds: job.rounds.length, total: pairs.length });
   matrix.cells = Object.fromEntries(pairs.map((p) => [cellKey(p), 'waiting' as CellState]));
-  const agents = list.map((a) => a.info ?? null) as RunResult['agents'];
+  const agents = matrixAgents(list);
   let result: RunResult = { format: 'meshperf-result', version: 1, created_unix: Date.now() / 1000, plan, agents, steps: [] };
   matrix.result = result;
   stopping = false;
