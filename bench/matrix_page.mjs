@@ -1,7 +1,7 @@
 // The page with 64 agents (issue 11: "the page stays responsive while 64 x 63
 // cells update"): runs e2e/tests/matrix64.spec.ts (64 agent processes, a
 // udp_rr matrix of 4032 pairs from the page in Chromium, every long task
-// recorded) and prints its figures. Too slow for npm test (about 100 s here),
+// recorded) and prints its figures. Too long for npm test (about 40 s here),
 // so the spec runs only when MESHPERF_MATRIX64 is set, as here.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';

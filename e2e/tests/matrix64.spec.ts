@@ -2,7 +2,8 @@
 // cells update"): 64 real agent processes on loopback, a tiny udp_rr matrix
 // (4032 pairs) from the page while a PerformanceObserver records every long
 // task; every pair ends in the heatmap and no task blocks the page long.
-// About 100 s here: `npm run bench` runs it (bench/matrix_page.mjs, section
+// About 40 s here (the 4032 pairs ~30 s), on a machine others share:
+// `npm run bench` runs it (bench/matrix_page.mjs, section
 // matrix_page), npm test skips it unless MESHPERF_MATRIX64 is set.
 import { test, expect, startAgent, type Agent } from '../agents';
 
