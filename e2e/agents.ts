@@ -29,13 +29,16 @@ export interface Agent {
 
 const READY = / ready: (https?:\/\/[^\s]+)/;
 
-/** `extra`: more `meshperf agent` flags, e.g. `--tls-self-signed`. */
-export async function startAgent(name: string, allowOrigins: string[] = [], extra: string[] = []): Promise<Agent> {
+/**
+ * `extra`: more `meshperf agent` flags, e.g. `--tls-self-signed`; `ip`: the
+ * loopback address it listens on (any of 127.0.0.0/8), on an ephemeral port.
+ */
+export async function startAgent(name: string, allowOrigins: string[] = [], extra: string[] = [], ip = '127.0.0.1'): Promise<Agent> {
   if (!existsSync(AGENT_BIN)) {
     throw new Error(`${AGENT_BIN} not found: run npm run build first`);
   }
   const token = randomBytes(16).toString('hex');
-  const args = ['agent', '--listen', '127.0.0.1:0'];
+  const args = ['agent', '--listen', `${ip}:0`];
   for (const o of allowOrigins) args.push('--allow-origin', o);
   args.push(...extra);
   const proc = spawn(AGENT_BIN, args, {
@@ -125,12 +128,12 @@ export interface Mesh {
   urls: string[];
 }
 
-/** `n` agents for a matrix, the first serving the page; stopped with `stopAll`. */
-export async function startMesh(n: number): Promise<Mesh> {
+/** `n` agents for a matrix, the first serving the page; agent i listens on `ips[i]` if given. */
+export async function startMesh(n: number, ips: string[] = []): Promise<Mesh> {
   const list: Agent[] = [];
   try {
-    list.push(await startAgent('A'));
-    for (let i = 1; i < n; i++) list.push(await startAgent(String.fromCharCode(65 + i), [list[0].origin]));
+    list.push(await startAgent('A', [], [], ips[0]));
+    for (let i = 1; i < n; i++) list.push(await startAgent(i < 26 ? String.fromCharCode(65 + i) : `agent${i}`, [list[0].origin], [], ips[i]));
   } catch (e) {
     await Promise.all(list.map((a) => a.stop()));
     throw e;

@@ -85,10 +85,11 @@ test('three agents: every ordered pair once, the heatmap equals the exported JSO
     expect(s.summary?.rtt_us?.n).toBe(COUNT);
     const median = s.summary!.rtt_us!.median;
     const c = cell(page, s.pair.client, s.pair.server);
-    // The exact figure is the cell's title (shown on hover) and its value.
+    // The exact figure is the cell's value, its accessible name, and the tooltip hovering it shows.
     await c.hover();
     expect(Number(await c.getAttribute('data-value'))).toBe(median);
-    expect(await c.getAttribute('title')).toContain(`: ${median} us`);
+    expect(await c.getAttribute('aria-label')).toContain(`: ${median} us`);
+    await expect(page.getByTestId('heatmap-tip')).toHaveText(await c.getAttribute('aria-label') as string);
     // The cell shows it to three significant digits.
     expect(Number(await c.textContent())).toBe(Number(median.toPrecision(3)));
   }
@@ -145,7 +146,7 @@ test('an agent killed before the run fails exactly its row and column; the rest 
     }
   }
   await expect(page.getByTestId('matrix-failed')).toHaveText('4 pairs failed');
-  await expect(cell(page, 0, 2)).toHaveAttribute('title', /agent C .*not connected/);
+  await expect(cell(page, 0, 2)).toHaveAttribute('aria-label', /agent C .*not connected/);
   await page.screenshot({ path: shot('matrix-dead-agent'), fullPage: true });
 
   const steps = JSON.parse(await download(page, 'export-json')).steps as Step[];
@@ -172,8 +173,8 @@ test('Cancel stops every running pair within a second or two, and the agents are
   // The pairs that were running failed as cancelled; the rest were not run.
   const failed = page.locator('[data-testid=cell][data-state=failed]');
   expect(await failed.count()).toBeGreaterThan(0);
-  await expect(failed.first()).toHaveAttribute('title', /cancel/);
-  await expect(page.locator('[data-testid=cell][data-state=none]').first()).toHaveAttribute('title', /not run/);
+  await expect(failed.first()).toHaveAttribute('aria-label', /cancel/);
+  await expect(page.locator('[data-testid=cell][data-state=none]').first()).toHaveAttribute('aria-label', /not run/);
   await expect(page.locator('[data-testid=cell][data-state=waiting]')).toHaveCount(0);
 
   await runMatrix(page);

@@ -58,6 +58,13 @@ export const matrixActive = () => matrix.phase === 'checking' || matrix.phase ==
 /** A matrix result: its steps carry `pair` (or it is the matrix running now). */
 export const isMatrix = (r: RunResult): boolean => r === matrix.result || r.steps.some((s) => s.pair);
 
+/**
+ * The result's `agents`: each one's info with `endpoint`, the HOST:PORT the
+ * page reached it at (two agents on one host share every other field), so a
+ * ratio heatmap finds the same agent in another matrix (grid.ts `agentKeys`).
+ */
+const matrixAgents = (list: Agent[]): RunResult['agents'] => list.map((a) => (a.info ? { ...a.info, endpoint: a.host } : null)) as RunResult['agents'];
+
 let running: Drive[] = [];
 let stopping = false;
 /** Wakes a wait between retries when the user cancels. */
@@ -112,7 +119,7 @@ export async function runMatrix(plan: PlanJson, list: Agent[]): Promise<void> {
   const waiting: Record<string, CellState> = {};
   list.forEach((_, server) => list.forEach((_, client) => server !== client && (waiting[cellKey({ server, client })] = 'waiting')));
   matrix.cells = waiting;
-  const agents = list.map((a) => a.info ?? null) as RunResult['agents'];
+  const agents = matrixAgents(list);
   let result: RunResult = { format: 'meshperf-result', version: 1, created_unix: Date.now() / 1000, plan, agents, steps: [] };
   matrix.result = result;
   stopping = false;

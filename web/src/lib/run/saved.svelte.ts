@@ -40,14 +40,14 @@ export async function refresh(): Promise<void> {
   }
 }
 
-/** Stores a result and selects it for the overlay; resolves with its id. */
-export async function keep(r: RunResult): Promise<number | null> {
+/** Stores a result and (unless `overlay` is false) selects it for the overlay; resolves with its id. */
+export async function keep(r: RunResult, overlay = true): Promise<number | null> {
   try {
     // Results are never reactive proxies ($state.raw everywhere), so the
     // store clones `r` itself; a snapshot would copy every sample once more.
     const id = await saveRun(runLabel(r), r);
     await refresh();
-    if (!runs.selected.includes(id)) runs.selected.push(id);
+    if (overlay && !runs.selected.includes(id)) runs.selected.push(id);
     if (view.result === r) view.storedId = id;
     return id;
   } catch (e) {
