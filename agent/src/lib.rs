@@ -7,8 +7,8 @@
 //!   through the protocol's step driver, the matrix, output);
 //! * [`monitor`]: `meshperf monitor`, the matrix of `run` on a schedule,
 //!   served as Prometheus metrics;
-//! * [`log`] (the agent's record) and [`sysinfo`] (this host's cores,
-//!   addresses, kernel) serve all three.
+//! * [`log`] (the agent's record), [`sysinfo`] (this host's cores,
+//!   addresses, kernel) and [`token_file`] (`--token-file`) serve all three.
 //!
 //! `main.rs` only parses the command line; fuzz targets and tests reach the
 //! decoders through here. Dependencies run one way: `serve` and `run` use
@@ -20,3 +20,4 @@ pub mod monitor;
 pub mod run;
 pub mod serve;
 pub mod sysinfo;
+pub mod token_file;
