@@ -9,7 +9,7 @@ use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn meshperf(args: &[&str]) -> Command {
@@ -38,53 +38,21 @@ fn random_token() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// An agent started with `--token-file`: the process, its port and the
-/// URL it printed; stderr collected.
-struct FileAgent {
-    child: Child,
-    port: u16,
-    url: String,
+/// An agent whose token is only in `token_file`.
+fn file_agent(token_file: &Path, token: &str) -> AgentProc {
+    AgentProc::start_token(&["--token-file", token_file.to_str().unwrap()], token)
 }
 
-impl FileAgent {
-    fn start(token_file: &Path) -> FileAgent {
-        let mut child = meshperf(&[
-            "agent",
-            "--listen",
-            "127.0.0.1:0",
-            "--quiet",
-            "--token-file",
-        ])
-        .arg(token_file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no ready URL: {line:?}"))
-            .to_string();
-        let port = url
-            .trim_start_matches("http://127.0.0.1:")
-            .split('/')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        FileAgent { child, port, url }
+/// `meshperf monitor --listen LISTEN --runs 1` over `agents`, the token
+/// from `token_file`.
+fn monitor_once(listen: &str, agents: &[&str], token_file: &Path) -> Output {
+    let mut c = meshperf(&[
+        "monitor", "--listen", listen, "--runs", "1", "--every", "5s",
+    ]);
+    for a in agents {
+        c.args(["--agent", a]);
     }
-}
-
-impl Drop for FileAgent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    c.arg("--token-file").arg(token_file).output().unwrap()
 }
 
 /// The one line a refused command wrote, which must contain `what`;
@@ -107,9 +75,8 @@ fn one_line(o: &Output, what: &str) -> String {
 fn token_file_for_agent_run_and_monitor() {
     let token = random_token();
     let secret = file("token", &format!("{token}\n"), 0o400);
-    let a = FileAgent::start(&secret);
-    let b = FileAgent::start(&secret);
-    assert!(a.url.ends_with(&format!("/#token={token}")), "{}", a.url);
+    let a = file_agent(&secret, &token);
+    let b = file_agent(&secret, &token);
 
     let run = |extra: &[&str]| -> Output {
         let mut c = meshperf(&["run", "--kind", "tcp_rr", "--set", "count=50", "--quiet"]);
@@ -139,19 +106,7 @@ fn token_file_for_agent_run_and_monitor() {
 
     // The monitor: one run over both, through the file's token.
     let dns_b = format!("dns:127.0.0.1:{}", b.port);
-    let o = meshperf(&[
-        "monitor",
-        "--listen",
-        "127.0.0.1:0",
-        "--runs",
-        "1",
-        "--every",
-        "5s",
-    ])
-    .args(["--agent", &dns_a, "--agent", &dns_b, "--token-file"])
-    .arg(&secret)
-    .output()
-    .unwrap();
+    let o = monitor_once("127.0.0.1:0", &[&dns_a, &dns_b], &secret);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -392,23 +347,11 @@ fn agent_metrics_count_sessions_auth_failures_tests_and_refusals() {
 fn monitor_one_address_and_itself() {
     let token = random_token();
     let secret = file("token-self", &token, 0o600);
-    let a = FileAgent::start(&secret);
-    let b = FileAgent::start(&secret);
+    let a = file_agent(&secret, &token);
+    let b = file_agent(&secret, &token);
     let dns_a = format!("dns:127.0.0.1:{}", a.port);
 
-    let o = meshperf(&[
-        "monitor",
-        "--listen",
-        "127.0.0.1:0",
-        "--runs",
-        "1",
-        "--every",
-        "5s",
-    ])
-    .args(["--agent", &dns_a, "--token-file"])
-    .arg(&secret)
-    .output()
-    .unwrap();
+    let o = monitor_once("127.0.0.1:0", &[&dns_a], &secret);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -427,21 +370,7 @@ fn monitor_one_address_and_itself() {
     let listen = format!("127.0.0.1:{own_port}");
     let dns_self = format!("dns:127.0.0.1:{own_port}");
     let dns_b = format!("dns:127.0.0.1:{}", b.port);
-    let o = meshperf(&[
-        "monitor", "--listen", &listen, "--runs", "1", "--every", "5s",
-    ])
-    .args([
-        "--agent",
-        &dns_a,
-        "--agent",
-        &dns_self,
-        "--agent",
-        &dns_b,
-        "--token-file",
-    ])
-    .arg(&secret)
-    .output()
-    .unwrap();
+    let o = monitor_once(&listen, &[&dns_a, &dns_self, &dns_b], &secret);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
