@@ -37,7 +37,7 @@ const DEFAULT_SETS: [&str; 2] = ["count=200", "timeout_ms=500"];
 #[derive(clap::Args)]
 pub struct MonitorArgs {
     /// Agent URL (http://HOST:PORT/#token=T) or dns:NAME[:PORT][#token=T]
-    /// (every address of NAME, token from $MESHPERF_TOKEN); repeatable.
+    /// (every address of NAME, token from --token-file or $MESHPERF_TOKEN); repeatable.
     /// Resolved again before every run.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,

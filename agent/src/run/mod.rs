@@ -38,7 +38,7 @@ pub struct RunArgs {
     /// Agent URL as the agent printed it (http://HOST:PORT/#token=T, or
     /// https://HOST:PORT/#token=T&fp=HEX with TLS: the certificate is pinned), or
     /// dns:NAME[:PORT][#token=T] for an agent at every address of NAME (port
-    /// 7800 and $MESHPERF_TOKEN by default). The first serves, the second
+    /// 7800 and --token-file's or $MESHPERF_TOKEN's token by default). The first serves, the second
     /// drives; one agent plays both ends; with --matrix, any number.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
