@@ -8,7 +8,8 @@
 //! * [`monitor`]: `meshperf monitor`, the matrix of `run` on a schedule,
 //!   served as Prometheus metrics;
 //! * [`log`] (the agent's record), [`sysinfo`] (this host's cores,
-//!   addresses, kernel) and [`dns`] (names to addresses) serve all three.
+//!   addresses, kernel), [`dns`] (names to addresses) and [`token_file`]
+//!   (`--token-file`) serve all three.
 //!
 //! `main.rs` only parses the command line; fuzz targets and tests reach the
 //! decoders through here. Dependencies run one way: `serve` and `run` use
@@ -21,3 +22,4 @@ pub mod monitor;
 pub mod run;
 pub mod serve;
 pub mod sysinfo;
+pub mod token_file;

@@ -1,7 +1,8 @@
 """deploy/grafana/*.json: each dashboard parses as JSON, has unique panel
 ids, a heatmap panel over meshperf_pair_rtt_seconds, and every metric its
-queries name is one `meshperf monitor` exports (the names in
-agent/src/monitor/metrics.rs), so a renamed metric breaks this check rather
+queries name is one `meshperf monitor` exports or an agent's own counter
+(`meshperf agent --metrics`): the names in agent/src/monitor/metrics.rs and
+agent/src/serve/metrics.rs, so a renamed metric breaks this check rather
 than the dashboard. Exit 1 with one line per problem."""
 import json
 import pathlib
@@ -9,7 +10,8 @@ import re
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
-exported = set(re.findall(r'"(meshperf_[a-z0-9_]+)"', (root / "agent/src/monitor/metrics.rs").read_text()))
+exported = {m for src in ("agent/src/monitor/metrics.rs", "agent/src/serve/metrics.rs")
+            for m in re.findall(r'"(meshperf_[a-z0-9_]+)"', (root / src).read_text())}
 problems = []
 dashboards = sorted((root / "deploy/grafana").glob("*.json"))
 if not dashboards:
@@ -33,7 +35,7 @@ for path in dashboards:
         for e in exprs:
             for metric in re.findall(r"\bmeshperf_[a-z0-9_]+", e):
                 if metric not in exported:
-                    problems.append(f"{name}: panel {p.get('title')!r} queries {metric}, which meshperf monitor does not export")
+                    problems.append(f"{name}: panel {p.get('title')!r} queries {metric}, which neither meshperf monitor nor an agent's --metrics exports")
         if p.get("type") == "heatmap" and any("meshperf_pair_rtt_seconds" in e for e in exprs):
             heatmap = True
     if not heatmap:

@@ -1,39 +1,55 @@
 #!/usr/bin/env bash
 # A "cluster" in network namespaces (root only): four hosts, each its own
-# namespace with an agent, joined by a bridge in a fifth (the hub) that runs
-# a DNS server (dnsmasq: mesh.test has the four addresses, as a Kubernetes
-# headless Service lists its pods), `meshperf monitor --agent dns:mesh.test`
-# with a 2-second tcp_stream per pair every 25 s, and Debian's Prometheus
-# scraping it. Host 4's egress is shaped with tc tbf to 50 Mbit/s. After two
-# runs, PromQL through Prometheus's HTTP API must return one throughput series
-# per ordered pair (12), and the three lowest (bottomk) must be exactly the
-# pairs host 4 sends on, each well under the others. Everything is removed on
-# exit, whether the checks pass or not. Exit 0 on success or when skipped.
+# namespace running the agent from the unpacked OCI image as a container
+# runtime would (tests/netns/oci.sh: the image scripts/release.sh builds,
+# unpacked with umoci; its rootfs read-only, chrooted, user 65534, PID 1,
+# the image's own arguments plus --metrics), joined by a bridge in a fifth
+# (the hub) that runs a DNS server (dnsmasq: mesh.test has the four
+# addresses, as a Kubernetes headless Service lists its pods), `meshperf
+# monitor --agent dns:mesh.test --token-file` (the token as a mounted Secret
+# gives it) with a 2-second tcp_stream per pair every 25 s, and Debian's
+# Prometheus scraping the monitor and the four agents' own counters. Host
+# 4's egress is shaped with tc tbf to 50 Mbit/s. After two runs, PromQL
+# through Prometheus's HTTP API must return one throughput series per
+# ordered pair (12), and the three lowest (bottomk) must be exactly the pairs
+# host 4 sends on, each well under the others; each agent's counters must
+# show the tests it served and no failed authentication. Everything is
+# removed on exit, whether the checks pass or not. Exit 0 on success or when
+# skipped.
 set -euo pipefail
 fail() { echo "monitor cluster: FAILED: $*" >&2; exit 1; }
 if [ "$(id -u)" != 0 ]; then
   echo "monitor cluster: skipped (needs root to create network namespaces; CI runs it as root)"
   exit 0
 fi
-for tool in ip tc dnsmasq prometheus python3; do
+for tool in ip tc dnsmasq prometheus python3 umoci unshare chroot node; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs it as root)"
 done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
 [ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
+source "$root/tests/netns/oci.sh"
 id=mpc$$
 hub=${id}h
 net=10.77.$(($$ % 200 + 20))
 dir=$(mktemp -d /tmp/$id.XXXXXX)
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 pids=()
+unshares=()
 cleanup() {
+  oci_kill "${unshares[@]}"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for n in "$hub" "${id}1" "${id}2" "${id}3" "${id}4"; do ip netns del "$n" 2>/dev/null || true; done
   rm -rf "/etc/netns/$hub" "$dir"
 }
 trap cleanup EXIT INT TERM
+
+# The image (after tests/netns/image.sh in npm test, cargo has the static
+# binary already: this is the packing and unpacking).
+oci_unpack "$dir"
+echo "monitor cluster: OCI image $oci_tag built and unpacked in $oci_seconds s"
+(umask 077; printf '%s\n' "$token" >"$dir/token")
 
 ip netns add "$hub"
 ip -n "$hub" link set lo up
@@ -63,13 +79,20 @@ ip netns exec "$hub" timeout 200 dnsmasq --no-daemon --no-resolv --no-hosts --bi
   --host-record=mesh.test,$net.3 --host-record=mesh.test,$net.4 \
   >"$dir/dnsmasq.log" 2>&1 &
 pids+=($!)
+# The image's agents: its arguments (--listen 0.0.0.0:7800) and the
+# counters of the DaemonSet's (--metrics).
 for i in 1 2 3 4; do
-  MESHPERF_TOKEN=$token ip netns exec "${id}$i" timeout 200 "$bin" agent --listen "$net.$i:7800" >"$dir/agent$i.out" 2>&1 &
+  oci_agent "${id}$i" "$token" --metrics 0.0.0.0:9465 >"$dir/agent$i.out" 2>&1 &
   pids+=($!)
+  unshares[$i]=$!
 done
 for i in 1 2 3 4; do
   for _ in $(seq 100); do grep -q ' ready: ' "$dir/agent$i.out" 2>/dev/null && break; sleep 0.1; done
-  grep -q ' ready: ' "$dir/agent$i.out" || { cat "$dir/agent$i.out" >&2; fail "agent on $net.$i did not start"; }
+  grep -q " ready: http://$net.$i:7800/" "$dir/agent$i.out" || { cat "$dir/agent$i.out" >&2; fail "agent on $net.$i did not start"; }
+  apid=$(pgrep -P "${unshares[$i]}" | head -1)
+  [ -n "$apid" ] && [ "$(readlink "/proc/$apid/root")" = "$oci_rootfs" ] \
+    && grep -Eq '^Uid:\s+65534\s' "/proc/$apid/status" && grep -Eq '^NSpid:\s+[0-9]+\s+1$' "/proc/$apid/status" \
+    || fail "agent $i is not the image's (root $(readlink "/proc/$apid/root" 2>&1), $(grep -E '^(Uid|NSpid)' "/proc/$apid/status" 2>&1 | tr '\n\t' '  '))"
 done
 for _ in $(seq 50); do
   [ "$(ip netns exec "$hub" getent ahostsv4 mesh.test 2>/dev/null | awk '{print $1}' | sort -u | wc -l)" = 4 ] && break
@@ -79,7 +102,7 @@ done
   || { cat "$dir/dnsmasq.log" >&2; fail "mesh.test does not resolve to 4 addresses in the hub"; }
 
 # 12 pairs in 6 rounds of 2 s (plus set-up): about 15 s a run.
-MESHPERF_TOKEN=$token ip netns exec "$hub" timeout 200 "$bin" monitor --agent dns:mesh.test \
+ip netns exec "$hub" timeout 200 "$bin" monitor --agent dns:mesh.test --token-file "$dir/token" \
   --kind tcp_stream --set duration_s=2 --every 25s --jitter 1s --listen 127.0.0.1:9464 \
   >"$dir/monitor.out" 2>"$dir/monitor.err" &
 pids+=($!)
@@ -91,6 +114,9 @@ scrape_configs:
   - job_name: meshperf
     static_configs:
       - targets: ['127.0.0.1:9464']
+  - job_name: meshperf-agents
+    static_configs:
+      - targets: ['$net.1:9465', '$net.2:9465', '$net.3:9465', '$net.4:9465']
 YAML
 ip netns exec "$hub" timeout 200 prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
   --web.listen-address=127.0.0.1:9090 >"$dir/prometheus.log" 2>&1 &
@@ -120,7 +146,14 @@ assert worst_shaped < 55e6, f"host 4 sent at {worst_shaped / 1e6:.1f} Mbit/s thr
 assert worst_shaped * 4 < best_other, f"shaped {worst_shaped / 1e6:.1f} vs others from {best_other / 1e6:.1f} Mbit/s"
 up = query('sum(meshperf_pair_up{job="meshperf"})')
 assert float(up[0]["value"][1]) == 12, up
-print(f"monitor cluster: ok (dns:mesh.test: 4 agents, 12 pairs through Prometheus after {runs:.0f} runs; "
+# The agents' own counters, scraped from each: each served its 3 pairs of
+# run 1 at least (run 2's may not be scraped yet), and no wrong token.
+served = {s["metric"]["instance"]: float(s["value"][1]) for s in
+          query('sum by (instance) (meshperf_agent_tests_total{job="meshperf-agents",role="serve",kind="tcp_stream"})')}
+assert set(served) == {f"{net}.{i}:9465" for i in range(1, 5)} and all(3 <= v <= 6 for v in served.values()), served
+fails = query('sum(meshperf_agent_auth_failures_total{job="meshperf-agents"})')
+assert float(fails[0]["value"][1]) == 0, fails
+print(f"monitor cluster: ok (dns:mesh.test: 4 agents from the OCI image, 12 pairs through Prometheus after {runs:.0f} runs; "
       f"host 4's pairs {min(v for (s, _), v in pairs.items() if s == shaped) / 1e6:.1f} to {worst_shaped / 1e6:.1f} Mbit/s "
-      f"under tbf 50mbit, the others from {best_other / 1e9:.2f} Gbit/s)")
+      f"under tbf 50mbit, the others from {best_other / 1e9:.2f} Gbit/s; tests served per agent {sorted(served.values())})")
 PY

@@ -35,6 +35,7 @@ dir=/tmp/$id
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 pids=()
 cleanup() {
+  [ -n "${upid:-}" ] && oci_kill "$upid"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   ip netns del "$A" 2>/dev/null || true
@@ -43,17 +44,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$dir"
+source "$root/tests/netns/oci.sh"
 
 # 1. The image, built as a release builds it (web/dist from the build before).
-t0=$SECONDS
-timeout 900 bash "$root/scripts/release.sh" --no-web --arch amd64 --out "$dir/art" || fail "scripts/release.sh failed"
-echo "oci image: static binary and image built in $((SECONDS - t0)) s"
-(cd "$dir/art" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match the artifacts"
-mkdir "$dir/layout"
-tar -C "$dir/layout" -xf "$dir/art/meshperf-oci.tar"
-tag=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).manifests[0].annotations["org.opencontainers.image.ref.name"]' "$dir/layout/index.json")
-umoci unpack --image "$dir/layout:$tag" "$dir/bundle" >/dev/null || fail "umoci unpack failed"
-rootfs=$dir/bundle/rootfs
+oci_unpack "$dir"
+echo "oci image: static binary and image built and unpacked in $oci_seconds s"
+tag=$oci_tag rootfs=$oci_rootfs
 
 # 2. What is in it: /meshperf alone, root-owned 0755, static; the config.
 [ "$(cd "$rootfs" && find . -mindepth 1 | sort | tr '\n' ' ')" = "./meshperf " ] \
@@ -63,9 +59,9 @@ ldd "$rootfs/meshperf" 2>&1 | grep -Eq 'not a dynamic executable|statically link
 node -e '
   const c = JSON.parse(require("fs").readFileSync(process.argv[1])).process;
   if (c.user.uid !== 65534 || c.user.gid !== 65534) throw new Error(`user ${JSON.stringify(c.user)}`);
-  if (c.args[0] !== "/meshperf" || c.args[1] !== "agent") throw new Error(`args ${c.args}`);
-  for (const a of c.args) console.log(a);' "$dir/bundle/config.json" >"$dir/args" || fail "the image config is not user 65534, /meshperf agent"
-mapfile -t args <"$dir/args"
+  if (c.args[0] !== "/meshperf" || c.args[1] !== "agent") throw new Error(`args ${c.args}`);' \
+  "$dir/bundle/config.json" || fail "the image config is not user 65534, /meshperf agent"
+args=("${oci_args[@]}")
 # deploy/Containerfile builds the same image: built here with buildah (no
 # daemon; vfs storage and chroot isolation in $dir), unpacked, compared.
 mkdir -p "$dir/ctx/target/release-artifacts"
@@ -96,9 +92,7 @@ ip -n "$B" addr add "$ipb/24" dev "${id}1"; ip -n "$B" link set "${id}1" up
 # 4. The image's agent: rootfs read-only, chroot, uid 65534, PID 1, empty
 #    environment but the token; the image's arguments plus a data-port range.
 #    The read-only bind mount lives in the agent's own mount namespace.
-env -i MESHPERF_TOKEN="$token" ip netns exec "$A" unshare --pid --fork --kill-child --mount -- \
-  /bin/sh -c 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec chroot --userspec=65534:65534 "$0" "$@"' \
-  "$rootfs" "${args[@]}" --data-ports 5201-5204 >"$dir/image-agent.out" 2>&1 &
+oci_agent "$A" "$token" --data-ports 5201-5204 >"$dir/image-agent.out" 2>&1 &
 upid=$!
 pids+=("$upid")
 MESHPERF_TOKEN=$token ip netns exec "$B" timeout 300 "$plain" agent --listen "$ipb:7800" >"$dir/plain-agent.out" 2>&1 &
@@ -153,6 +147,7 @@ nsenter --target "$apid" --pid -- sh -c 'kill -TERM 1; sleep 5' 2>/dev/null &
 rc=0
 timeout 10 tail --pid="$upid" -f /dev/null || fail "the agent (PID 1) did not stop within 10 s of SIGTERM"
 wait "$upid" || rc=$?
+upid=  # reaped: its number may belong to another process now
 grep -q 'meshperf agent: stopped' "$dir/image-agent.out" || fail "no 'stopped' line after SIGTERM: $(tail -3 "$dir/image-agent.out")"
 [ $rc -eq 0 ] || fail "the agent exited $rc after SIGTERM"
 echo "oci image: ok (image built and unpacked, the Containerfile builds the same, tcp_stream and tcp_rr both ways against the plain build, /healthz, SIGTERM as PID 1)"

@@ -1,9 +1,10 @@
 //! The monitor's HTTP endpoint: `GET /metrics` (the latest snapshot) and
 //! `GET /healthz`, nothing else. One thread accepts; each connection gets a
 //! thread of its own, at most [`MAX_CONNS`] at once (the rest are closed),
-//! with a 5 s budget to send its request and take the answer.
+//! with a 5 s budget to send its request and take the answer. The agent's
+//! `--metrics` endpoint is this one too, its page rendered per scrape.
 
-use super::metrics::{Snapshot, CONTENT_TYPE};
+use super::metrics::CONTENT_TYPE;
 use crate::serve::http::simple;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -16,8 +17,13 @@ const MAX_CONNS: usize = 16;
 /// The largest request head read.
 const MAX_HEAD: usize = 8192;
 
-/// Serves `snap` on `listener` until the process ends.
-pub fn spawn(listener: TcpListener, snap: Snapshot) {
+/// Serves the page `page` returns on `listener` until the process ends;
+/// `who` (`meshperf monitor`) names the server in its 404.
+pub fn spawn<P>(listener: TcpListener, who: &'static str, page: P)
+where
+    P: Fn() -> Arc<String> + Send + Sync + 'static,
+{
+    let page = Arc::new(page);
     let busy = Arc::new(AtomicUsize::new(0));
     std::thread::spawn(move || {
         for conn in listener.incoming() {
@@ -26,16 +32,16 @@ pub fn spawn(listener: TcpListener, snap: Snapshot) {
                 busy.fetch_sub(1, Ordering::AcqRel);
                 continue;
             }
-            let (snap, busy) = (snap.clone(), busy.clone());
+            let (page, busy) = (page.clone(), busy.clone());
             std::thread::spawn(move || {
-                let _ = serve(conn, &snap);
+                let _ = serve(conn, who, &*page);
                 busy.fetch_sub(1, Ordering::AcqRel);
             });
         }
     });
 }
 
-fn serve(mut conn: TcpStream, snap: &Snapshot) -> std::io::Result<()> {
+fn serve(mut conn: TcpStream, who: &str, page: &dyn Fn() -> Arc<String>) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(5)))?;
     conn.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut buf = Vec::with_capacity(1024);
@@ -61,11 +67,11 @@ fn serve(mut conn: TcpStream, snap: &Snapshot) -> std::io::Result<()> {
             }
         }
     };
-    conn.write_all(&respond(&method, &path, snap))
+    conn.write_all(&respond(&method, &path, who, page))
 }
 
 /// The answer to one request.
-fn respond(method: &str, path: &str, snap: &Snapshot) -> Vec<u8> {
+fn respond(method: &str, path: &str, who: &str, page: &dyn Fn() -> Arc<String>) -> Vec<u8> {
     if method != "GET" && method != "HEAD" {
         return simple(
             405,
@@ -76,7 +82,7 @@ fn respond(method: &str, path: &str, snap: &Snapshot) -> Vec<u8> {
     match path.split('?').next() {
         Some("/healthz") => simple(200, "OK", "ok\n"),
         Some("/metrics") => {
-            let page = snap.get();
+            let page = page();
             let mut out = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\nContent-Length: {}\r\n\
                  Cache-Control: no-store\r\nConnection: close\r\n\r\n",
@@ -91,7 +97,7 @@ fn respond(method: &str, path: &str, snap: &Snapshot) -> Vec<u8> {
         _ => simple(
             404,
             "Not Found",
-            "not found: this is meshperf monitor (/metrics, /healthz)\n",
+            &format!("not found: this is {who} (/metrics, /healthz)\n"),
         ),
     }
 }

@@ -15,7 +15,7 @@
 //! others are measured. A run longer than `--every` delays the next one
 //! (never two at once), and says so on stderr.
 
-mod http;
+pub mod http;
 pub mod metrics;
 
 use crate::run::client::{AgentUrl, Ctl, CtlError};
@@ -36,10 +36,21 @@ const DEFAULT_SETS: [&str; 2] = ["count=200", "timeout_ms=500"];
 #[derive(clap::Args)]
 pub struct MonitorArgs {
     /// Agent URL (http://HOST:PORT/#token=T) or dns:NAME[:PORT][#token=T]
-    /// (every address of NAME, token from $MESHPERF_TOKEN); repeatable.
+    /// (every address of NAME, token from --token-file or $MESHPERF_TOKEN); repeatable.
     /// Resolved again before every run.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
+    /// Read the token of every --agent given without one (a dns: name, or
+    /// a URL with no #token=) from this file, e.g. a mounted Kubernetes
+    /// Secret, instead of $MESHPERF_TOKEN; read once, at start.
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<std::path::PathBuf>,
+    /// --token-file's token, read at start.
+    #[arg(skip)]
+    token: Option<String>,
+    /// Where /metrics is served, once bound: never an agent.
+    #[arg(skip)]
+    own: Option<SocketAddr>,
     /// Time from one run's start to the next, e.g. 30s, 5m.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration_arg)]
     every: Duration,
@@ -116,7 +127,7 @@ fn least_run_time(step: &Step, rounds: usize) -> f64 {
         * rounds as f64
 }
 
-pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
     let plan = match load_plan(&a) {
         Ok(p) => p,
         Err(e) => return usage(e),
@@ -138,10 +149,16 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
     if jitter >= a.every {
         return usage("--jitter must be shorter than --every");
     }
+    if let Some(path) = &a.token_file {
+        match crate::token_file::read(path, "meshperf monitor") {
+            Ok(t) => a.token = Some(t),
+            Err(e) => return usage(e),
+        }
+    }
     // Bad agent arguments (syntax, a missing token) are usage errors now;
     // a name with no addresses is only reported, run by run.
     for arg in &a.agent {
-        if let Err(CtlError::Usage(m)) = discover::agents(arg) {
+        if let Err(CtlError::Usage(m)) = discover::agents_with(arg, a.token.as_deref()) {
             return usage(m);
         }
     }
@@ -160,7 +177,9 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
     };
     state.publish(&snap);
     let bound = listener.local_addr()?;
-    http::spawn(listener, snap.clone());
+    a.own = Some(bound);
+    let page = snap.clone();
+    http::spawn(listener, "meshperf monitor", move || page.get());
     eprintln!(
         "meshperf monitor: {} every {} (jitter up to {}), metrics on http://{}/metrics",
         plan.name.as_deref().unwrap_or(plan.kind.name()),
@@ -213,6 +232,12 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
                     results.len(),
                     began.elapsed().as_secs_f64()
                 ));
+                if let [only] = &state.agents[..] {
+                    said.push(format!(
+                        "only one agent ({}): a matrix needs two or more; nothing is measured until another appears",
+                        only.addr
+                    ));
+                }
             }
         }
         done += 1;
@@ -245,6 +270,28 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether `u` (of `--agent arg`) is the monitor's own `/metrics` socket
+/// `own` (any address of this host when bound to any), which a `dns:` name
+/// may list: said on stderr, and left out (it is not an agent).
+fn is_self(arg: &str, u: &AgentUrl, own: Option<SocketAddr>) -> bool {
+    let (Some(own), Ok(ip)) = (own, u.host.parse::<std::net::IpAddr>()) else {
+        return false;
+    };
+    let ip = ip.to_canonical();
+    let me = u.port == own.port()
+        && (ip == own.ip()
+            || (own.ip().is_unspecified()
+                && (ip.is_loopback()
+                    || crate::sysinfo::addresses().iter().any(|(_, a)| *a == ip))));
+    if me {
+        eprintln!(
+            "meshperf monitor: --agent {arg}: {} is this monitor's own /metrics address, not an agent: left out",
+            u.hostport()
+        );
+    }
+    me
+}
+
 enum RunError {
     /// Stops the monitor (only before its first run).
     Usage(String),
@@ -265,8 +312,8 @@ fn run_once(
 ) -> Result<RunOutcome, RunError> {
     let mut urls: Vec<AgentUrl> = Vec::new();
     for arg in &a.agent {
-        match discover::agents(arg) {
-            Ok(u) => urls.extend(u),
+        match discover::agents_with(arg, a.token.as_deref()) {
+            Ok(u) => urls.extend(u.into_iter().filter(|u| !is_self(arg, u, a.own))),
             Err(CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m)) => {
                 return Err(RunError::Resolve(m))
             }

@@ -178,7 +178,7 @@ impl Ctl {
         let r = c.request(json!({"type": "auth", "token": addr.token}), &mut |_| {})?;
         if r["type"] != "auth_ok" {
             let why = if r["code"] == "auth_failed" {
-                "authentication failed (check the token in --agent)".to_string()
+                "authentication failed: it has another token (check #token= in --agent, --token-file or MESHPERF_TOKEN)".to_string()
             } else {
                 format!(
                     "authentication refused: {}",

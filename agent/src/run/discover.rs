@@ -1,8 +1,9 @@
 //! Agents found by DNS: `--agent dns:NAME[:PORT][#token=T]` stands for an
 //! agent at every address NAME resolves to (A and AAAA records, through the
 //! system resolver: a Kubernetes headless Service lists its pods that way).
-//! The port defaults to 7800 and the token to `$MESHPERF_TOKEN` (agents of
-//! one deployment share it, e.g. from a Secret).
+//! The port defaults to 7800 and the token to `--token-file`'s, else
+//! `$MESHPERF_TOKEN` (agents of one deployment share it, e.g. from a
+//! Secret).
 
 use super::client::{AgentUrl, CtlError};
 
@@ -11,9 +12,26 @@ pub const DEFAULT_PORT: u16 = 7800;
 
 /// The agents `arg` names: one for a URL as an agent prints it, one per
 /// address for `dns:NAME[:PORT]`, in address order (IPv4 first).
+/// (`meshperf run` and `monitor` call [`agents_with`]; this stays for
+/// callers with no `--token-file`.)
+#[allow(dead_code)]
 pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
+    agents_with(arg, None)
+}
+
+/// [`agents`], with `token` (`--token-file`'s) for an agent given without
+/// one, before `$MESHPERF_TOKEN`: a `dns:` name, or a URL with no `token=`.
+pub fn agents_with(arg: &str, token: Option<&str>) -> Result<Vec<AgentUrl>, CtlError> {
     let Some(rest) = arg.strip_prefix("dns:") else {
-        return AgentUrl::parse(arg).map(|u| vec![u]);
+        return match token {
+            Some(t) if !arg.contains("token=") => {
+                let sep = if arg.contains('#') { "&" } else { "#" };
+                // A bad URL is reported as given, without the file's token.
+                AgentUrl::parse(&format!("{arg}{sep}token={t}")).or_else(|_| AgentUrl::parse(arg))
+            }
+            _ => AgentUrl::parse(arg),
+        }
+        .map(|u| vec![u]);
     };
     let usage = |m: String| CtlError::Usage(format!("--agent {arg}: {m}"));
     let (name_port, frag) = rest.split_once('#').unwrap_or((rest, ""));
@@ -21,9 +39,12 @@ pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
         .split('&')
         .find_map(|kv| kv.strip_prefix("token="))
         .map(str::to_string)
+        .or_else(|| token.map(str::to_string))
         .or_else(|| std::env::var("MESHPERF_TOKEN").ok())
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| usage("no token: add #token=T or set MESHPERF_TOKEN".into()))?;
+        .ok_or_else(|| {
+            usage("no token: add #token=T, give --token-file PATH or set MESHPERF_TOKEN".into())
+        })?;
     let (name, port) = match name_port.rsplit_once(':') {
         Some((n, p)) if !n.contains(':') || n.starts_with('[') => (
             n.trim_start_matches('[').trim_end_matches(']'),
@@ -77,5 +98,21 @@ mod tests {
             Err(CtlError::Io(_))
         ));
         assert_eq!(agents("http://h:1/#token=x").unwrap().len(), 1);
+        // --token-file's token: for a name or a URL without one, not over one.
+        let f = agents_with("dns:127.0.0.1:9", Some("file")).unwrap();
+        assert_eq!(f[0].token, "file");
+        assert_eq!(
+            agents_with("dns:127.0.0.1#token=own", Some("file")).unwrap()[0].token,
+            "own"
+        );
+        assert_eq!(
+            agents_with("http://h:1/", Some("file")).unwrap()[0].token,
+            "file"
+        );
+        assert_eq!(
+            agents_with("http://h:1/#token=own", Some("file")).unwrap()[0].token,
+            "own"
+        );
+        assert!(matches!(agents("http://h:1/"), Err(CtlError::Usage(_))));
     }
 }

@@ -38,10 +38,15 @@ pub struct RunArgs {
     /// Agent URL as the agent printed it (http://HOST:PORT/#token=T, or
     /// https://HOST:PORT/#token=T&fp=HEX with TLS: the certificate is pinned), or
     /// dns:NAME[:PORT][#token=T] for an agent at every address of NAME (port
-    /// 7800 and $MESHPERF_TOKEN by default). The first serves, the second
+    /// 7800 and --token-file's or $MESHPERF_TOKEN's token by default). The first serves, the second
     /// drives; one agent plays both ends; with --matrix, any number.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
+    /// Read the token of every --agent given without one (a dns: name, or
+    /// a URL with no #token=) from this file, e.g. a mounted Kubernetes
+    /// Secret, instead of $MESHPERF_TOKEN; one trailing newline is dropped.
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<std::path::PathBuf>,
     /// Run the step between every ordered pair of the agents given (three
     /// or more, or two for both directions) and print the matrix: rows
     /// drive, columns serve. Pairs with no agent in common run at once.
@@ -226,9 +231,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         },
     };
+    let token = match &a.token_file {
+        Some(path) => match crate::token_file::read(path, "meshperf run") {
+            Ok(t) => Some(t),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
     let mut urls: Vec<AgentUrl> = Vec::new();
     for arg in &a.agent {
-        match discover::agents(arg) {
+        match discover::agents_with(arg, token.as_deref()) {
             Ok(u) => urls.extend(u),
             Err(CtlError::Usage(m)) | Err(CtlError::Auth(m)) => return usage(m),
             Err(CtlError::Io(m)) => {

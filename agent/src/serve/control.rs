@@ -4,6 +4,7 @@
 //! session that started them goes away (a closed browser stops the traffic).
 
 use super::auth;
+use super::metrics::{AuthFailure, Counters};
 use super::replay::Replay;
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::log::log;
@@ -111,6 +112,8 @@ pub struct Agent {
     ending: Vec<JoinHandle<()>>,
     /// Name lookups running (see [`MAX_LOOKUPS`]).
     lookups: Arc<AtomicUsize>,
+    /// Sessions, failed auths, tests and refusals (`--metrics`).
+    counters: Arc<Counters>,
 }
 
 /// Name lookups (`resolve`) an agent runs at once; more are refused.
@@ -141,7 +144,13 @@ impl Agent {
             live: Default::default(),
             ending: Vec::new(),
             lookups: Default::default(),
+            counters: Arc::new(Counters::new()),
         }
+    }
+
+    /// The agent's counters, for `--metrics` and the event loop.
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
     }
 
     /// Gives a new session its id and queues `hello`.
@@ -149,6 +158,7 @@ impl Agent {
         s.sid = self.next_sid;
         self.next_sid += 1;
         log!("session {} opened from {}", s.sid, s.from);
+        self.counters.session_opened();
         self.live.insert(s.sid);
         s.send(&Event::Hello {
             protocol: self.info.protocol,
@@ -312,6 +322,7 @@ impl Agent {
             running += 1;
         }
         if s.sid != 0 {
+            self.counters.session_closed();
             match running {
                 0 => log!("session {} closed", s.sid),
                 n => log!(
@@ -405,7 +416,10 @@ impl Agent {
                     port,
                     key,
                 },
-                Err((code, msg)) => refused(s.sid, id, test_id, kind, code, msg),
+                Err((code, msg)) => {
+                    self.counters.test_refused(code);
+                    refused(s.sid, id, test_id, kind, code, msg)
+                }
             },
             Request::Start {
                 id,
@@ -416,7 +430,10 @@ impl Agent {
                 peer,
             } => match self.start(s.sid, test_id, step, kind, params, peer) {
                 Ok(()) => Event::Started { id, test_id },
-                Err((code, msg)) => refused(s.sid, id, test_id, kind, code, msg),
+                Err((code, msg)) => {
+                    self.counters.test_refused(code);
+                    refused(s.sid, id, test_id, kind, code, msg)
+                }
             },
         };
         s.send(&reply);
@@ -483,6 +500,7 @@ impl Agent {
         let now = Instant::now();
         let ip = s.ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
         if let Some(left) = self.failures.blocked(ip, now) {
+            self.counters.auth_failed(AuthFailure::Blocked);
             log!(
                 "session {} from {}: refused, too many failed authentications from this address",
                 s.sid,
@@ -497,10 +515,12 @@ impl Agent {
                 ),
             ));
         } else if self.token.matches(token) {
+            self.counters.authenticated();
             s.authed = true;
             s.send(&self.auth_ok(id));
             return;
         } else {
+            self.counters.auth_failed(AuthFailure::WrongToken);
             let blocks = self.failures.fail(ip, now);
             log!(
                 "session {} from {}: wrong token, closing{}",
@@ -527,6 +547,7 @@ impl Agent {
 
     /// An unauthenticated session outlived its deadline: says so and ends.
     pub fn expire(&mut self, s: &mut Session, after: std::time::Duration) {
+        self.counters.auth_failed(AuthFailure::Timeout);
         log!(
             "session {} from {}: no auth within {} s, closing",
             s.sid,
@@ -618,6 +639,7 @@ impl Agent {
             limit: ctx.limit.clone(),
         };
         self.tests.insert((ctx.test_id, ctx.role), handle);
+        self.counters.test_started(ctx.role, ctx.kind);
         Ok(())
     }
 

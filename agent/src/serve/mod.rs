@@ -8,6 +8,7 @@
 //!   certificate or one made at start.
 //! * [`control`]: the control sessions (auth through [`auth`], requests,
 //!   replies, the tests this agent runs or serves).
+//! * [`metrics`]: the agent's own counters, on `--metrics ADDR:PORT`.
 //!
 //! Dependencies run one way: `server` holds `control` sessions; `control`
 //! never reaches back into `server`.
@@ -15,6 +16,7 @@
 pub mod auth;
 pub mod control;
 pub mod http;
+pub mod metrics;
 pub mod replay;
 pub mod server;
 pub mod tls;
@@ -38,6 +40,10 @@ pub struct AgentArgs {
     /// Control token (default: $MESHPERF_TOKEN, else 128 random bits).
     #[arg(long, value_name = "T")]
     token: Option<String>,
+    /// Read the control token from this file instead (e.g. a mounted
+    /// Kubernetes Secret); one trailing newline is dropped.
+    #[arg(long, value_name = "PATH", conflicts_with = "token")]
+    token_file: Option<std::path::PathBuf>,
     /// Another web origin allowed to drive this agent (repeatable), e.g. http://127.0.0.1:7800.
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
@@ -94,6 +100,11 @@ pub struct AgentArgs {
     /// its SHA-256 goes into the printed URL (fp=) for meshperf run to pin.
     #[arg(long)]
     tls_self_signed: bool,
+    /// Serve this agent's own counters (sessions, failed authentications,
+    /// tests started, refusals; counts only) as Prometheus metrics on
+    /// http://ADDR:PORT/metrics, e.g. 0.0.0.0:9465 (default: not served).
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<SocketAddr>,
     /// Print no record of sessions and tests on stderr (by default one
     /// timestamped line each: who connected, what ran, how it ended).
     #[arg(long, short)]
@@ -190,12 +201,20 @@ fn shown_ip(bound: IpAddr) -> Option<IpAddr> {
 
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     crate::log::set_quiet(a.quiet);
-    let token = match a.token.or_else(|| std::env::var("MESHPERF_TOKEN").ok()) {
+    let given = match &a.token_file {
+        Some(path) => {
+            Some(crate::token_file::read(path, "meshperf agent").map_err(anyhow::Error::msg)?)
+        }
+        None => a.token.or_else(|| std::env::var("MESHPERF_TOKEN").ok()),
+    };
+    let token = match given {
         Some(t) if t.len() < 8 => {
-            bail!("the token must be at least 8 characters (--token or MESHPERF_TOKEN)")
+            bail!(
+                "the token must be at least 8 characters (--token, --token-file or MESHPERF_TOKEN)"
+            )
         }
         Some(t) if t.len() < MIN_TOKEN && !a.listen.ip().is_loopback() => {
-            bail!("the token must be at least {MIN_TOKEN} characters when the agent listens beyond loopback ({}); leave --token and MESHPERF_TOKEN unset for a random one", a.listen.ip())
+            bail!("the token must be at least {MIN_TOKEN} characters when the agent listens beyond loopback ({}); leave --token, --token-file and MESHPERF_TOKEN unset for a random one", a.listen.ip())
         }
         Some(t)
             if !t
@@ -264,6 +283,16 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     };
     let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
     agent.data_ports = a.data_ports;
+    if let Some(at) = a.metrics {
+        let l = std::net::TcpListener::bind(at)
+            .map_err(|e| anyhow::anyhow!("--metrics {at}: {e}; choose another address or port"))?;
+        let bound = l.local_addr().context("reading the --metrics address")?;
+        eprintln!("meshperf agent: metrics on http://{bound}/metrics");
+        let counters = agent.counters().clone();
+        crate::monitor::http::spawn(l, "meshperf agent", move || {
+            std::sync::Arc::new(counters.render())
+        });
+    }
     let host = SocketAddr::new(shown_ip(local.ip()).unwrap_or(local.ip()), local.port());
     let url = match &tls {
         Some(id) => format!("https://{host}/#token={token}&fp={}", id.fingerprint),

@@ -333,6 +333,7 @@ impl Server {
             let why = format!(
                 "{ip} holds {here} connections, the most one address may (--max-per-source)"
             );
+            self.agent.counters().connection_refused(true);
             return self.refuse(sock, why);
         }
         if self.conns.len() >= self.guard.max_connections && !self.evict_oldest() {
@@ -340,6 +341,7 @@ impl Server {
                 "from {ip}: {} authenticated connections, the most this agent holds (--max-connections)",
                 self.conns.len()
             );
+            self.agent.counters().connection_refused(false);
             return self.refuse(sock, why);
         }
         // Control messages are small and wanted at once: with Nagle a

@@ -8,6 +8,7 @@
 mod util;
 
 mod agent;
+mod cluster;
 mod limits;
 mod lul;
 mod mesh;

@@ -84,11 +84,30 @@ impl AgentProc {
             .clone()
     }
 
+    /// Like [`AgentProc::start`] with no `MESHPERF_TOKEN`: `extra` gives
+    /// the token (e.g. `--token-file PATH`), and the ready URL must carry
+    /// `token`.
+    pub fn start_token(extra: &[&str], token: &str) -> AgentProc {
+        Self::spawn_with(extra, &[], false, None, Some(token))
+    }
+
     fn spawn(extra: &[&str], env: &[(&str, &str)], logged: bool, nofile: Option<u32>) -> AgentProc {
-        let token = format!(
-            "tok{:016x}",
-            std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
-        );
+        Self::spawn_with(extra, env, logged, nofile, None)
+    }
+
+    fn spawn_with(
+        extra: &[&str],
+        env: &[(&str, &str)],
+        logged: bool,
+        nofile: Option<u32>,
+        given: Option<&str>,
+    ) -> AgentProc {
+        let token = given.map(str::to_string).unwrap_or_else(|| {
+            format!(
+                "tok{:016x}",
+                std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
+            )
+        });
         let bin = env!("CARGO_BIN_EXE_meshperf");
         let mut cmd = match nofile {
             None => Command::new(bin),
@@ -97,6 +116,10 @@ impl AgentProc {
                 c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), bin]);
                 c
             }
+        };
+        match given {
+            None => cmd.env("MESHPERF_TOKEN", &token),
+            Some(_) => cmd.env_remove("MESHPERF_TOKEN"),
         };
         let mut child = cmd
             .arg("agent")
@@ -114,7 +137,6 @@ impl AgentProc {
                     &["--quiet"][..]
                 },
             )
-            .env("MESHPERF_TOKEN", &token)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(if logged {

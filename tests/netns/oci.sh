@@ -1,0 +1,50 @@
+# The OCI image as the netns tests use it (sourced by tests/netns/image.sh
+# and tests/monitor/cluster.sh; root only). Needs $root (the checkout) and
+# fail().
+#
+#   oci_unpack DIR    scripts/release.sh --no-web --arch amd64 --out DIR/art
+#                     (the static binary and the image; cargo rebuilds the
+#                     musl binary only when a source changed, so the second
+#                     test of a run pays a few seconds), the image unpacked
+#                     with umoci into DIR/bundle. Sets oci_tag, oci_rootfs
+#                     and oci_args (the image's entrypoint and command).
+#   oci_agent NETNS TOKEN ARGS...
+#                     runs the image's agent as a container runtime would:
+#                     in its own PID namespace (PID 1) and mount namespace,
+#                     the rootfs bind-mounted read-only, chrooted there, as
+#                     user 65534, with nothing in its environment but
+#                     MESHPERF_TOKEN, in network namespace NETNS; ARGS are
+#                     appended to the image's. It execs: run it in the
+#                     background and $! is the unshare process, whose child
+#                     is the agent (killing unshare kills it).
+#   oci_kill PID...   stops such unshare processes: SIGKILL, since unshare
+#                     --fork blocks SIGTERM and SIGINT while it waits for its
+#                     child; the agent dies with it (--kill-child).
+
+oci_unpack() {
+  local dir=$1 t0=$SECONDS
+  timeout 900 bash "$root/scripts/release.sh" --no-web --arch amd64 --out "$dir/art" || fail "scripts/release.sh failed"
+  (cd "$dir/art" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match the artifacts"
+  mkdir -p "$dir/layout"
+  tar -C "$dir/layout" -xf "$dir/art/meshperf-oci.tar"
+  oci_tag=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).manifests[0].annotations["org.opencontainers.image.ref.name"]' "$dir/layout/index.json")
+  umoci unpack --image "$dir/layout:$oci_tag" "$dir/bundle" >/dev/null || fail "umoci unpack failed"
+  oci_rootfs=$dir/bundle/rootfs
+  mapfile -t oci_args < <(node -e '
+    for (const a of JSON.parse(require("fs").readFileSync(process.argv[1])).process.args) console.log(a)' "$dir/bundle/config.json")
+  [ "${oci_args[0]:-}" = /meshperf ] || fail "the image's config does not run /meshperf: ${oci_args[*]}"
+  oci_seconds=$((SECONDS - t0))
+}
+
+oci_agent() {
+  local ns=$1 token=$2
+  shift 2
+  exec env -i MESHPERF_TOKEN="$token" ip netns exec "$ns" unshare --pid --fork --kill-child --mount -- \
+    /bin/sh -c 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec chroot --userspec=65534:65534 "$0" "$@"' \
+    "$oci_rootfs" "${oci_args[@]}" "$@"
+}
+
+oci_kill() {
+  local p
+  for p in "$@"; do kill -KILL "$p" 2>/dev/null || true; done
+}
