@@ -30,6 +30,7 @@ bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
 [ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
 source "$root/tests/netns/oci.sh"
 id=mpc$$
+hosts=4
 hub=${id}h
 net=10.77.$(($$ % 200 + 20))
 dir=$(mktemp -d /tmp/$id.XXXXXX)
@@ -38,9 +39,7 @@ pids=()
 unshares=()
 cleanup() {
   oci_kill "${unshares[@]}"
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  for n in "$hub" "${id}1" "${id}2" "${id}3" "${id}4"; do ip netns del "$n" 2>/dev/null || true; done
+  if declare -F bridge_down >/dev/null; then bridge_down; fi
   rm -rf "/etc/netns/$hub" "$dir"
 }
 trap cleanup EXIT INT TERM
@@ -51,23 +50,8 @@ oci_unpack "$dir"
 echo "monitor cluster: OCI image $oci_tag built and unpacked in $oci_seconds s"
 (umask 077; printf '%s\n' "$token" >"$dir/token")
 
-ip netns add "$hub"
-ip -n "$hub" link set lo up
-ip -n "$hub" link add br0 type bridge
-ip -n "$hub" addr add "$net.254/24" dev br0
-ip -n "$hub" link set br0 up
-for i in 1 2 3 4; do
-  ns=${id}$i
-  ip netns add "$ns"
-  ip -n "$ns" link set lo up
-  ip link add "${id}e$i" type veth peer name "${id}p$i"
-  ip link set "${id}e$i" netns "$ns"
-  ip link set "${id}p$i" netns "$hub"
-  ip -n "$ns" addr add "$net.$i/24" dev "${id}e$i"
-  ip -n "$ns" link set "${id}e$i" up
-  ip -n "$hub" link set "${id}p$i" master br0
-  ip -n "$hub" link set "${id}p$i" up
-done
+# The hub with its bridge and the four hosts (tests/netns/bridge.sh).
+source "$root/tests/netns/bridge.sh"
 # Host 4 sends at 50 Mbit/s at most.
 ip netns exec "${id}4" tc qdisc add dev "${id}e4" root tbf rate 50mbit burst 64kb latency 100ms
 

@@ -17,9 +17,22 @@ const MAX_CONNS: usize = 16;
 /// The largest request head read.
 const MAX_HEAD: usize = 8192;
 
-/// Serves the page `page` returns on `listener` until the process ends;
-/// `who` (`meshperf monitor`) names the server in its 404.
-pub fn spawn<P>(listener: TcpListener, who: &'static str, page: P)
+/// The latest matrix a monitor measured: its result file (as `meshperf run
+/// --json` writes it) and the web app's address with the whole result in
+/// the fragment (as `meshperf run` prints it).
+pub struct Latest {
+    pub json: String,
+    pub link: String,
+}
+
+/// Where the monitor keeps its [`Latest`] (none before its first run).
+pub type LatestMatrix = Arc<std::sync::Mutex<Option<Arc<Latest>>>>;
+
+/// Serves the page `page` returns on `listener` until the process ends, and
+/// with `latest` (the monitor) `/matrix` (a redirect to the page showing the
+/// latest matrix) and `/matrix.json`; `who` (`meshperf monitor`) names the
+/// server in its 404.
+pub fn spawn<P>(listener: TcpListener, who: &'static str, page: P, latest: Option<LatestMatrix>)
 where
     P: Fn() -> Arc<String> + Send + Sync + 'static,
 {
@@ -32,16 +45,21 @@ where
                 busy.fetch_sub(1, Ordering::AcqRel);
                 continue;
             }
-            let (page, busy) = (page.clone(), busy.clone());
+            let (page, busy, latest) = (page.clone(), busy.clone(), latest.clone());
             std::thread::spawn(move || {
-                let _ = serve(conn, who, &*page);
+                let _ = serve(conn, who, &*page, latest.as_ref());
                 busy.fetch_sub(1, Ordering::AcqRel);
             });
         }
     });
 }
 
-fn serve(mut conn: TcpStream, who: &str, page: &dyn Fn() -> Arc<String>) -> std::io::Result<()> {
+fn serve(
+    mut conn: TcpStream,
+    who: &str,
+    page: &dyn Fn() -> Arc<String>,
+    latest: Option<&LatestMatrix>,
+) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(5)))?;
     conn.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut buf = Vec::with_capacity(1024);
@@ -67,11 +85,31 @@ fn serve(mut conn: TcpStream, who: &str, page: &dyn Fn() -> Arc<String>) -> std:
             }
         }
     };
-    conn.write_all(&respond(&method, &path, who, page))
+    conn.write_all(&respond(&method, &path, who, page, latest))
+}
+
+/// A 200 answer with `body` (the head alone for HEAD).
+fn ok(method: &str, content_type: &str, body: &str) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if method == "GET" {
+        out.extend_from_slice(body.as_bytes());
+    }
+    out
 }
 
 /// The answer to one request.
-fn respond(method: &str, path: &str, who: &str, page: &dyn Fn() -> Arc<String>) -> Vec<u8> {
+fn respond(
+    method: &str,
+    path: &str,
+    who: &str,
+    page: &dyn Fn() -> Arc<String>,
+    latest: Option<&LatestMatrix>,
+) -> Vec<u8> {
     if method != "GET" && method != "HEAD" {
         return simple(
             405,
@@ -81,23 +119,37 @@ fn respond(method: &str, path: &str, who: &str, page: &dyn Fn() -> Arc<String>) 
     }
     match path.split('?').next() {
         Some("/healthz") => simple(200, "OK", "ok\n"),
-        Some("/metrics") => {
-            let page = page();
-            let mut out = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\nContent-Length: {}\r\n\
-                 Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-                page.len()
-            )
-            .into_bytes();
-            if method == "GET" {
-                out.extend_from_slice(page.as_bytes());
+        Some("/metrics") => ok(method, CONTENT_TYPE, &page()),
+        Some(p @ ("/matrix" | "/matrix.json")) if latest.is_some() => {
+            let now = latest.and_then(|l| l.lock().ok()?.clone());
+            match (now, p) {
+                (None, _) => simple(
+                    404,
+                    "Not Found",
+                    "no run has ended yet: /matrix answers after the first\n",
+                ),
+                (Some(l), "/matrix.json") => ok(method, "application/json", &l.json),
+                (Some(l), _) => format!(
+                    "HTTP/1.1 303 See Other\r\nLocation: {}\r\nContent-Type: text/plain\r\n\
+                     Content-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{}\n",
+                    l.link,
+                    l.link.len() + 1,
+                    l.link
+                )
+                .into_bytes(),
             }
-            out
         }
         _ => simple(
             404,
             "Not Found",
-            &format!("not found: this is {who} (/metrics, /healthz)\n"),
+            &format!(
+                "not found: this is {who} (/metrics, /healthz{})\n",
+                if latest.is_some() {
+                    ", /matrix, /matrix.json"
+                } else {
+                    ""
+                }
+            ),
         ),
     }
 }

@@ -22,7 +22,7 @@ use crate::run::client::{AgentUrl, Ctl, CtlError};
 use crate::run::{agent_refs, base_plan, discover, inline, output, rounds};
 use meshperf_protocol::matrix::{self, Pair};
 use meshperf_protocol::plan::{Plan, Step};
-use meshperf_protocol::result::StepResult;
+use meshperf_protocol::result::{RunResult, StepResult};
 use metrics::{AgentInfo, Snapshot, State};
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
@@ -78,6 +78,10 @@ pub struct MonitorArgs {
     /// One pair at a time (links that share a bottleneck).
     #[arg(long)]
     serial: bool,
+    /// The web app /matrix opens the latest matrix in (default: the page
+    /// of the run's first agent, http://HOST:PORT/).
+    #[arg(long, value_name = "URL")]
+    web: Option<String>,
     /// Stop after this many runs (default: until SIGTERM or Ctrl-C).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     runs: Option<u64>,
@@ -179,7 +183,13 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
     let bound = listener.local_addr()?;
     a.own = Some(bound);
     let page = snap.clone();
-    http::spawn(listener, "meshperf monitor", move || page.get());
+    let last_matrix = http::LatestMatrix::default();
+    http::spawn(
+        listener,
+        "meshperf monitor",
+        move || page.get(),
+        Some(last_matrix.clone()),
+    );
     eprintln!(
         "meshperf monitor: {} every {} (jitter up to {}), metrics on http://{}/metrics",
         plan.name.as_deref().unwrap_or(plan.kind.name()),
@@ -211,7 +221,10 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
                 said.push(format!("{m}; no run this time"));
                 state.resolve_errors += 1;
             }
-            Ok((agents, results)) => {
+            Ok((agents, results, last)) => {
+                if let Ok(mut l) = last_matrix.lock() {
+                    *l = Some(Arc::new(last));
+                }
                 let view: Vec<(String, String, &StepResult)> = results
                     .iter()
                     .map(|(p, r)| {
@@ -300,7 +313,43 @@ enum RunError {
 }
 
 /// One run: the agents (address, hostname) and each pair's result.
-type RunOutcome = (Vec<AgentInfo>, Vec<(Pair, StepResult)>);
+/// The agents of a run, each pair's result, and the run as a result file
+/// with the page link that opens it (for /matrix).
+type RunOutcome = (Vec<AgentInfo>, Vec<(Pair, StepResult)>, http::Latest);
+
+/// The run as `meshperf run --matrix --json` writes it, and the link to the
+/// page that shows it (`web`, else the first agent's page).
+fn latest(
+    plan: &Plan,
+    hellos: Vec<serde_json::Value>,
+    urls: &[AgentUrl],
+    web: Option<&str>,
+    results: &[(Pair, StepResult)],
+) -> http::Latest {
+    let mut doc = RunResult::new(plan.clone(), hellos, unix_now());
+    doc.steps = results
+        .iter()
+        .enumerate()
+        .map(|(i, (_, r))| StepResult {
+            index: i,
+            ..r.clone()
+        })
+        .collect();
+    let base = web.map(str::to_string).unwrap_or_else(|| {
+        urls.first().map_or_else(String::new, |u| {
+            let scheme = if u.fp.is_some() { "https" } else { "http" };
+            format!("{scheme}://{}/", u.hostport())
+        })
+    });
+    let base = base.split('#').next().unwrap_or("").to_string();
+    let link = match meshperf_stats::permalink::encode_reporting(&doc) {
+        Ok((link, _)) => format!("{base}#r={link}"),
+        Err(e) => format!("{base}#no-link: {e}"),
+    };
+    let mut json = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    json.push('\n');
+    http::Latest { json, link }
+}
 
 fn run_once(
     a: &MonitorArgs,
@@ -367,6 +416,13 @@ fn run_once(
         })
         .collect();
     let refs = agent_refs(&urls, &ctls);
+    let hellos: Vec<serde_json::Value> = ctls
+        .iter()
+        .map(|c| {
+            c.as_ref()
+                .map_or(serde_json::Value::Null, |c| c.hello.clone())
+        })
+        .collect();
     let mut agents = rounds::Agents { ctls, refs, gone };
     let total = schedule.pairs();
     let mut out = output::Output::new(true, None, plan, total);
@@ -390,5 +446,6 @@ fn run_once(
             results.push((pair, r));
         },
     );
-    Ok((infos, results))
+    let last = latest(plan, hellos, &urls, a.web.as_deref(), &results);
+    Ok((infos, results, last))
 }

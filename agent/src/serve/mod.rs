@@ -289,9 +289,12 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         let bound = l.local_addr().context("reading the --metrics address")?;
         eprintln!("meshperf agent: metrics on http://{bound}/metrics");
         let counters = agent.counters().clone();
-        crate::monitor::http::spawn(l, "meshperf agent", move || {
-            std::sync::Arc::new(counters.render())
-        });
+        crate::monitor::http::spawn(
+            l,
+            "meshperf agent",
+            move || std::sync::Arc::new(counters.render()),
+            None,
+        );
     }
     let host = SocketAddr::new(shown_ip(local.ip()).unwrap_or(local.ip()), local.port());
     let url = match &tls {

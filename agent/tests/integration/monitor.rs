@@ -233,6 +233,30 @@ fn monitor_serves_every_ordered_pair_and_a_killed_agent_fails_its_pairs() {
 
     let s = scrape_after(&m, 2.0, 30);
     m.wait_line("run 2: 3 agents, 6 of 6 pairs measured", 5);
+    // The latest matrix: its result file, and a link to the first agent's
+    // page carrying it (what the page opens as a matrix).
+    let (head, body) = http_get(&m.metrics, "/matrix.json");
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("application/json"),
+        "{head}"
+    );
+    let doc = meshperf_protocol::result::load(&body).unwrap();
+    assert_eq!(doc.steps.len(), 6);
+    assert!(doc
+        .steps
+        .iter()
+        .all(|s| s.pair.is_some() && s.error.is_none()));
+    let (head, _) = http_get(&m.metrics, "/matrix");
+    assert!(head.starts_with("HTTP/1.1 303"), "{head}");
+    let location = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap_or_else(|| panic!("{head}"));
+    let (page, link) = location.split_once("#r=").unwrap();
+    assert_eq!(page, format!("http://{}/", agents[0].addr()));
+    let linked = meshperf_stats::permalink::decode(link).unwrap();
+    assert_eq!(linked.steps.len(), 6);
+    assert!(linked.steps.iter().all(|s| s.pair.is_some()));
     let addrs: Vec<String> = agents.iter().map(AgentProc::addr).collect();
     let want: std::collections::BTreeSet<(String, String)> = addrs
         .iter()

@@ -85,17 +85,22 @@ function prepare(codec: Codec, plan: PlanJson, list: Agent[]): { step: PlanStep;
   }
   const bothWays = codec.matrix_both_ways(JSON.stringify(steps[0]));
   const schedule = new codec.MatrixSchedule(list.length, matrix.serial, bothWays);
-  for (let server = 0; server < list.length; server++)
-    for (let client = 0; client < list.length; client++) {
-      // A dead agent fails its pairs when they run; the live ones are checked now.
-      if (server === client || list[server].state !== 'ready' || list[client].state !== 'ready') continue;
-      try {
-        codec.check_steps(text, JSON.stringify([refs[server], refs[client]]));
-      } catch (e) {
-        schedule.free();
-        throw new Error(`${pairName({ server, client })}: ${(e as Error).message}; nothing was run`);
-      }
+  // A dead agent fails its pairs when they run; the live ones are checked
+  // now. A step's check is each agent's limits and the serving agent's
+  // placement, so a ring of pairs (each live agent serving once and driving
+  // once) finds what every pair would: N checks, not N(N-1) (4032 took a
+  // tenth of a second at 64 agents, in one task).
+  const live = list.map((a, i) => (a.state === 'ready' ? i : -1)).filter((i) => i >= 0);
+  for (const [k, server] of live.entries()) {
+    const client = live[(k + 1) % live.length];
+    if (client === server) continue;
+    try {
+      codec.check_steps(text, JSON.stringify([refs[server], refs[client]]));
+    } catch (e) {
+      schedule.free();
+      throw new Error(`${pairName({ server, client })}: ${(e as Error).message}; nothing was run`);
     }
+  }
   return { step: steps[0], schedule, bothWays, limits: JSON.parse(codec.matrix_strictest(refsJson)) as string[] };
 }
 
