@@ -3,7 +3,8 @@
 // the concurrent rounds (circle method: 3 pairs at once, 10 rounds) and with
 // --serial (30 steps), wall time of the whole `meshperf run`, medians of
 // BENCH_MESH_ROUNDS (default 3) alternating runs; target concurrent/serial
-// <= 0.45. 2. The controller's CPU per step: one `meshperf run --matrix`
+// <= 0.45: tcp_stream, tcp_rr on the bare links (bound by the two cores),
+// and tcp_rr over paths of 1 ms each way (delay lines; as between hosts). 2. The controller's CPU per step: one `meshperf run --matrix`
 // over 64 agents on loopback (64 ports on 127.0.0.1, alternately on CPU 0
 // and 1) with a tiny udp_rr step, 4032 pairs, user + sys CPU seconds of that
 // process alone (getrusage of the child, as /usr/bin/time) per step.
@@ -26,6 +27,7 @@ function meshRounds() {
   }
   const r = spawnSync('bash', [join(root, 'bench/mesh.sh'), String(rounds)], { encoding: 'utf8', timeout: 1_800_000 });
   if (r.status !== 0) throw new Error(`bench/mesh.sh exited ${r.status}: ${r.stderr}`);
+  if (r.stderr.trim()) console.log(r.stderr.trim());
   const walls = {};
   for (const line of r.stdout.split('\n').filter(Boolean)) {
     const [kind, mode, wall, failed] = line.split(' ');

@@ -26,6 +26,18 @@ shape() {
   ip netns exec "$hub" tc qdisc add dev "${id}p$1" root tbf rate "$2mbit" burst "$burst" limit 8mb
 }
 
+# delay_line HOST QUEUE MS SECONDS: a delay line in host HOST's namespace
+# (tests/netns/delay.py at real-time priority, $nfq_python: the caller's),
+# holding each packet of NFQUEUE QUEUE for MS ms, for at most SECONDS; the
+# caller's iptables rules send packets to the queue.
+delay_line() {
+  local out="$dir/delay$1-$2.out"
+  ip netns exec "${id}$1" timeout "$4" chrt -f 50 "$nfq_python" "$(dirname "${BASH_SOURCE[0]}")/delay.py" "$2" "$3" >"$out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do grep -q ready "$out" 2>/dev/null && break; sleep 0.1; done
+  grep -q ready "$out" || { cat "$out" >&2; fail "the delay line in host $1 did not start"; }
+}
+
 # agents_up SECONDS: an agent on port 7800 in every host, for at most
 # SECONDS, at nice -20 (see mesh.sh), all ready; sets urls (the --agent
 # flags of `meshperf run`, hub to hosts) and agent_pid[i] (the pid of the

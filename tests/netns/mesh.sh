@@ -121,17 +121,9 @@ ip netns exec "$hub" tc -s qdisc show dev "${id}p$shaped" | head -2
 check stream --shaped "$shaped" --rate-mbit "$rate_mbit" --line-mbit "$line_mbit"
 
 # 2. Round-trip times through the delay lines.
-# delay_line HOST QUEUE MS: a delay line in host HOST's namespace.
-delay_line() {
-  local out="$dir/delay$1-$2.out"
-  ip netns exec "${id}$1" timeout 120 chrt -f 50 "$nfq_python" "$root/tests/netns/delay.py" "$2" "$3" >"$out" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 50); do grep -q ready "$out" 2>/dev/null && break; sleep 0.1; done
-  grep -q ready "$out" || { cat "$out" >&2; fail "the delay line in host $1 did not start"; }
-}
 for i in $(seq "$hosts"); do
-  delay_line "$i" 7 "$base_ms"
-  if [ "$i" = "$delayed_from" ]; then delay_line "$i" 8 $((base_ms + delay_ms)); fi
+  delay_line "$i" 7 "$base_ms" 120
+  if [ "$i" = "$delayed_from" ]; then delay_line "$i" 8 $((base_ms + delay_ms)) 120; fi
 done
 for i in $(seq "$hosts"); do
   ipt=(ip netns exec "${id}$i" iptables)

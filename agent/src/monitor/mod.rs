@@ -337,7 +337,7 @@ fn latest(
         .collect();
     let base = web.map(str::to_string).unwrap_or_else(|| {
         urls.first().map_or_else(String::new, |u| {
-            let scheme = if u.fp.is_some() { "https" } else { "http" };
+            let scheme = if u.tls() { "https" } else { "http" };
             format!("{scheme}://{}/", u.hostport())
         })
     });

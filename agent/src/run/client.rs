@@ -31,10 +31,16 @@ pub struct AgentUrl {
     /// For an https URL: the SHA-256 of the agent's certificate (`fp=`),
     /// the one certificate trusted.
     pub fp: Option<[u8; 32]>,
+    /// For an https URL without `fp=` (or `dns:NAME#tls`): the certificate
+    /// is checked against the system's trusted roots (`SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR` honoured) and must name this host.
+    pub verify_name: Option<String>,
 }
 
 impl AgentUrl {
-    /// Parses `http://HOST:PORT/#token=T` or `https://HOST:PORT/#token=T&fp=HEX`.
+    /// Parses `http://HOST:PORT/#token=T`, `https://HOST:PORT/#token=T&fp=HEX`
+    /// (the certificate pinned) or `https://HOST:PORT/#token=T` (checked
+    /// against the system's trusted roots, naming HOST).
     pub fn parse(url: &str) -> Result<AgentUrl, CtlError> {
         let bad = || {
             CtlError::Usage(format!("--agent {url}: expected the URL the agent printed, like http://127.0.0.1:7800/#token=... or https://127.0.0.1:7800/#token=...&fp=..."))
@@ -58,23 +64,30 @@ impl AgentUrl {
             .ok_or_else(bad)?
             .to_string();
         let fp = match frag.split('&').find_map(|kv| kv.strip_prefix("fp=")) {
-            None if tls => return Err(CtlError::Usage(format!(
-                "--agent {url}: an https URL needs the certificate's fingerprint, &fp=HEX (64 hex digits of SHA-256), as the agent prints it"
-            ))),
-            Some(_) if !tls => return Err(CtlError::Usage(format!(
-                "--agent {url}: fp= pins a certificate, which only an https URL has"
-            ))),
+            Some(_) if !tls => {
+                return Err(CtlError::Usage(format!(
+                    "--agent {url}: fp= pins a certificate, which only an https URL has"
+                )))
+            }
             None => None,
-            Some(f) => Some(pin::parse_fp(f).ok_or_else(|| CtlError::Usage(format!(
-                "--agent {url}: fp={f} is not a SHA-256 fingerprint (64 hex digits)"
-            )))?),
+            Some(f) => Some(pin::parse_fp(f).ok_or_else(|| {
+                CtlError::Usage(format!(
+                    "--agent {url}: fp={f} is not a SHA-256 fingerprint (64 hex digits)"
+                ))
+            })?),
         };
         Ok(AgentUrl {
+            verify_name: (tls && fp.is_none()).then(|| host.clone()),
             host,
             port,
             token,
             fp,
         })
+    }
+
+    /// The agent speaks https and wss.
+    pub fn tls(&self) -> bool {
+        self.fp.is_some() || self.verify_name.is_some()
     }
 
     pub fn hostport(&self) -> String {
@@ -120,13 +133,20 @@ impl Ctl {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .map_err(|e| io(addr, e))?;
         let _ = stream.set_nodelay(true);
-        let (stream, url) = match addr.fp {
+        let trust = match (addr.fp, &addr.verify_name) {
+            (Some(fp), _) => Some((pin::client_config(fp), addr.host.as_str())),
+            (None, Some(name)) => {
+                Some((pin::roots_config().map_err(|e| io(addr, e))?, name.as_str()))
+            }
+            (None, None) => None,
+        };
+        let (stream, url) = match trust {
             None => (
                 CtlStream::Plain(stream),
                 format!("ws://{}/ws", addr.hostport()),
             ),
-            Some(fp) => {
-                let tls = pin::handshake(pin::client_config(fp), &addr.host, stream)
+            Some((cfg, name)) => {
+                let tls = pin::handshake(cfg, name, stream)
                     .map_err(|e| io(addr, format!("TLS handshake failed: {e}")))?;
                 (
                     CtlStream::Tls(Box::new(tls)),

@@ -62,6 +62,9 @@ pub fn agents_with(arg: &str, token: Option<&str>) -> Result<Vec<AgentUrl>, CtlE
         e if crate::dns::check_name(name).is_err() => usage(e),
         e => CtlError::Io(format!("--agent {arg}: {e}")),
     })?;
+    // `#tls`: the agents speak https with a certificate that names NAME
+    // (a Kubernetes Service's name), checked against the trusted roots.
+    let tls = frag.split('&').any(|kv| kv == "tls");
     Ok(ips
         .into_iter()
         .map(|ip| AgentUrl {
@@ -69,6 +72,7 @@ pub fn agents_with(arg: &str, token: Option<&str>) -> Result<Vec<AgentUrl>, CtlE
             port,
             token: token.clone(),
             fp: None,
+            verify_name: tls.then(|| name.to_string()),
         })
         .collect())
 }

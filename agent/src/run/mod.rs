@@ -487,7 +487,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         write(path, meshperf_protocol::export::csv(&result).into_bytes())?;
     }
     let web = a.web.clone().unwrap_or_else(|| {
-        let scheme = if urls[0].fp.is_some() {
+        let scheme = if urls[0].tls() {
             "https"
         } else {
             "http"

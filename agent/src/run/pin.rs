@@ -1,6 +1,7 @@
 //! The TLS side of `meshperf run`: a rustls client that trusts exactly the
-//! certificate whose SHA-256 the agent printed (`fp=` in its URL), and the
-//! stream a controller connection runs over.
+//! certificate whose SHA-256 the agent printed (`fp=` in its URL), or
+//! without `fp=` the system's trusted roots, and the stream a controller
+//! connection runs over.
 //!
 //! Pinning replaces the certificate-chain check, not the handshake's: the
 //! server must still prove it holds the pinned certificate's key (the
@@ -113,6 +114,34 @@ pub fn client_config(sha256: [u8; 32]) -> Arc<ClientConfig> {
     Arc::new(cfg)
 }
 
+/// A client that trusts the system's root certificates (the operating
+/// system's store, or `SSL_CERT_FILE` / `SSL_CERT_DIR`): for agents serving
+/// a certificate from a CA (`--tls-cert`, e.g. from an ACME client or a
+/// cluster's issuer) reached without a pinned `fp=`. The certificate must
+/// name the host asked for.
+pub fn roots_config() -> Result<Arc<ClientConfig>, String> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        let why = found
+            .errors
+            .first()
+            .map_or_else(|| "none found".to_string(), ToString::to_string);
+        return Err(format!(
+            "no trusted root certificates to check the agent's against ({why}); set SSL_CERT_FILE, or pin the certificate with &fp= as the agent prints it"
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("the ring provider speaks TLS 1.3")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
 /// Completes a TLS handshake on a connected (blocking) socket, so that a
 /// wrong certificate is reported as such and not as a WebSocket failure.
 pub fn handshake(
@@ -120,7 +149,8 @@ pub fn handshake(
     host: &str,
     mut sock: TcpStream,
 ) -> io::Result<rustls::StreamOwned<ClientConnection, TcpStream>> {
-    // Any name will do for a pinned certificate, but it goes out as SNI.
+    // Any name will do for a pinned certificate, but it goes out as SNI; a
+    // certificate checked against the roots must name it.
     let name = ServerName::try_from(host.to_string())
         .unwrap_or_else(|_| ServerName::try_from("meshperf-agent").expect("a valid name"));
     let mut conn = ClientConnection::new(cfg, name).map_err(io::Error::other)?;

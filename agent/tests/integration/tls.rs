@@ -100,15 +100,12 @@ fn a_wrong_fp_is_refused_in_one_line() {
             && err.contains("not the fp= of the URL"),
         "{err}"
     );
-    // An https URL without fp, or a malformed one, is a usage error.
-    let bare = a.url.split("&fp=").next().unwrap().to_string();
-    for (url, says) in [
-        (bare, "needs the certificate's fingerprint"),
-        (
-            format!("{}&fp=12ab", a.url.split("&fp=").next().unwrap()),
-            "is not a SHA-256",
-        ),
-    ] {
+    // A malformed fp is a usage error (an https URL without fp is checked
+    // against the trusted roots: see the test after this one).
+    for (url, says) in [(
+        format!("{}&fp=12ab", a.url.split("&fp=").next().unwrap()),
+        "is not a SHA-256",
+    )] {
         let o = run(&["--agent", &url, "--agent", &b.url, "--kind", "tcp_rr"]);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
@@ -255,6 +252,82 @@ fn tls_cert_and_key_from_pem_files_are_served_and_bad_ones_refused_in_one_line()
         assert!(
             lines.len() == 1 || lines[0].starts_with("error:"),
             "{args:?}: {err}"
+        );
+    }
+}
+
+/// An agent with a certificate from a CA (as an ACME client or a cluster's
+/// issuer gives one): `meshperf run` reaches it by an https URL without
+/// `fp=`, or by `dns:NAME#tls`, checking the certificate against the trusted
+/// roots (here `SSL_CERT_FILE` names the test's CA) and the name; a CA that
+/// did not sign it, or a certificate for another name, is refused in one
+/// line (exit 1) and nothing runs.
+#[test]
+fn without_fp_the_certificate_is_checked_against_the_trusted_roots_and_the_name() {
+    let dir = std::env::temp_dir().join(format!("meshperf-tls-ca-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = |name: &str| {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap()
+    };
+    let (ours, theirs) = (ca("meshperf test CA"), ca("another CA"));
+    let leaf = |names: &[&str]| {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        (params.signed_by(&key, &ours).unwrap(), key)
+    };
+    let (cert, key) = leaf(&["127.0.0.1"]);
+    let a = AgentProc::start(&[
+        "--tls-cert",
+        &write(&dir, "a.pem", &cert.pem()),
+        "--tls-key",
+        &write(&dir, "a-key.pem", &key.serialize_pem()),
+    ]);
+    let (cert, key) = leaf(&["agent.example"]);
+    let b = AgentProc::start(&[
+        "--tls-cert",
+        &write(&dir, "b.pem", &cert.pem()),
+        "--tls-key",
+        &write(&dir, "b-key.pem", &key.serialize_pem()),
+    ]);
+    let our_ca = write(&dir, "ca.pem", &ours.pem());
+    let their_ca = write(&dir, "other-ca.pem", &theirs.pem());
+    let run_with = |roots: &str, agent: &str| {
+        Command::new(env!("CARGO_BIN_EXE_meshperf"))
+            .args([
+                "run", "--agent", agent, "--kind", "tcp_rr", "--set", "count=50",
+            ])
+            .env("SSL_CERT_FILE", roots)
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap()
+    };
+    let https = |x: &AgentProc| format!("https://127.0.0.1:{}/#token={}", x.port, x.token);
+    for agent in [
+        https(&a),
+        format!("dns:127.0.0.1:{}#token={}&tls", a.port, a.token),
+    ] {
+        let o = run_with(&our_ca, &agent);
+        assert_eq!(o.status.code(), Some(0), "{agent}: {}", text(&o.stderr));
+        assert!(text(&o.stdout).contains("rtt"), "{}", text(&o.stdout));
+    }
+    for (roots, agent, says) in [
+        (&their_ca, https(&a), "UnknownIssuer"),
+        (&our_ca, https(&b), "not valid for name \"127.0.0.1\""),
+    ] {
+        let o = run_with(roots, &agent);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{agent}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("TLS handshake failed") && err.contains(says),
+            "{err}"
         );
     }
 }
