@@ -75,13 +75,13 @@ if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not 
 log "cargo test: $p passed, $f failed"
 
 # Fuzzing (fuzz/, nightly and cargo-fuzz from setup.sh): every decoder of
-# outside bytes, each target for FUZZ_SECONDS (default 8) from its seeds and
+# outside bytes, each target for FUZZ_SECONDS (default 4) from its seeds and
 # what earlier runs found; one test per target, passed when it finds no
 # crash. The build (about 3 CPU minutes from nothing) is its own phase.
 if [ -x "$CARGO_FUZZ_BIN" ] && rustup run nightly rustc --version >/dev/null 2>&1; then
     if phase fuzz-build bash "$ROOT/scripts/fuzz.sh" build; then
         for t in $(bash "$ROOT/scripts/fuzz.sh" list); do
-            counted "fuzz-$t" 120 "$ROOT/scripts/fuzz.sh" run "$t" "${FUZZ_SECONDS:-8}"
+            counted "fuzz-$t" 120 "$ROOT/scripts/fuzz.sh" run "$t" "${FUZZ_SECONDS:-4}"
         done
     else
         failed=$((failed + 1)); log "fuzz-build: 1 failed"
