@@ -1030,7 +1030,10 @@ mod tests {
         // Reflected: the driver's own line back to the driver.
         assert_eq!(feed(false, vec![first.clone()]), std::slice::from_ref(&bad));
         // Untagged, as a peer of the release before sends it.
-        assert_eq!(feed(true, vec![b"{\"sent\":5}\n".to_vec()]), std::slice::from_ref(&bad));
+        assert_eq!(
+            feed(true, vec![b"{\"sent\":5}\n".to_vec()]),
+            std::slice::from_ref(&bad)
+        );
     }
 
     #[test]

@@ -487,11 +487,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         write(path, meshperf_protocol::export::csv(&result).into_bytes())?;
     }
     let web = a.web.clone().unwrap_or_else(|| {
-        let scheme = if urls[0].tls() {
-            "https"
-        } else {
-            "http"
-        };
+        let scheme = if urls[0].tls() { "https" } else { "http" };
         format!("{scheme}://{}/", urls[0].hostport())
     });
     print_permalink(&web, &result, doc_on_stdout);
