@@ -64,20 +64,9 @@ fn parse(params: &Value, env: &EngineEnv) -> Result<LulParams, Refusal> {
 pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal> {
     let p = parse(params, env)?;
     let (listener, sock) = udp::serve_sockets(env, &udp_params(&p), true)?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| (ErrorCode::Io, e.to_string()))?
-        .port();
-    let key = peer::new_key();
-    Ok((
-        port,
-        key,
-        Box::new(move |ctx| {
-            let r = serve(&ctx, &p, listener, sock, &key);
-            ctx.report(r);
-            ctx.finished();
-        }),
-    ))
+    udp::serving_job(listener, sock, move |ctx, listener, sock, key| {
+        serve(ctx, &p, listener, sock, key)
+    })
 }
 
 /// Driving side set-up (see [`super::start`]).

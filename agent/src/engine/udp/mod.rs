@@ -556,6 +556,23 @@ pub fn prepare<T: UdpTest>(
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     let (listener, sock) = serve_sockets(env, p.sock(), T::SHARED_PORT)?;
+    serving_job(listener, sock, move |ctx, listener, sock, key| {
+        serve_flow(ctx, listener, key, T::KIND, sock).and_then(|f| p.serve(ctx, f))
+    })
+}
+
+/// A serving side's job over its TCP listener and UDP socket (the UDP kinds
+/// and latency_under_load): the port to give the controller, a fresh
+/// session key, and the job that runs `serve` and reports what it returns.
+pub fn serving_job<S, F>(
+    listener: TcpListener,
+    sock: UdpSocket,
+    serve: F,
+) -> Result<(u16, [u8; 16], super::Job), Refusal>
+where
+    S: Serialize,
+    F: FnOnce(&TestCtx, TcpListener, UdpSocket, &[u8; 16]) -> Result<S, TestError> + Send + 'static,
+{
     let port = listener
         .local_addr()
         .map_err(|e| (ErrorCode::Io, e.to_string()))?
@@ -565,7 +582,7 @@ pub fn prepare<T: UdpTest>(
         port,
         key,
         Box::new(move |ctx| {
-            let r = serve_flow(&ctx, listener, &key, T::KIND, sock).and_then(|f| p.serve(&ctx, f));
+            let r = serve(&ctx, listener, sock, &key);
             ctx.report(r);
             ctx.finished();
         }),
