@@ -85,8 +85,8 @@ const pointer = (doc: unknown, p: string): number =>
   p.split('/').slice(1).reduce((o: any, k) => o?.[k], doc) as number;
 
 /** Each figure is its summary pointers' sum over its divisor, and says `<±U` exactly where the CLI does. */
-function checkAgainst(figs: Fig[], summary: any) {
-  expect(figs.length).toBe(33);
+function checkAgainst(figs: Fig[], summary: any, count = 33) {
+  expect(figs.length).toBe(count);
   const unc = summary.clock?.uncertainty_us ?? Infinity;
   for (const f of figs) {
     if (!f.from.length) {
@@ -232,4 +232,33 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
   }
   await expect(page.getByTestId('lul-clock')).toHaveText(rows.find((l) => l.startsWith('times in ms; '))!.slice('times in ms; '.length));
   await expect(page.getByTestId('lul-lanes')).toHaveAttribute('data-probes', String(s.probes_down.received));
+});
+
+test('a tcp_stream with probe_ms shows the latency under its own load: card = the driving side\'s probe summary', async ({ page, agents }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(agents.url());
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+  await page.getByTestId('kind').selectOption('tcp_stream');
+  await page.getByText('more options').click();
+  await page.getByTestId('probe-ms').fill('5');
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+  await expect(page.getByTestId('step-error')).toHaveCount(0);
+  await expect(page.getByTestId('probe-title')).toHaveText('Latency under this load (probes every 5 ms)');
+  const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
+  const step = result.steps[0];
+  expect(step.params.probe_ms).toBe(5);
+  const probe = step.sides.client.probe;
+  expect(probe.phases.map((p: { phase: string }) => p.phase)).toEqual(['idle', 'upload']);
+  // Throughput 1 (upload), idle RTT 3, added RTT 3, one-way 2 + 2 + 2 added, loss 2.
+  const figs = await cardFigures(page);
+  checkAgainst(figs, probe, 15);
+  expect(Number(figs.find((f) => f.key === 'upload.up')!.value)).toBeGreaterThan(0);
+  // The probes' round trips are the step's rtt_ns samples: the statistics table shows them first.
+  const rtt = step.samples.find((x: { kind: string; role: string }) => x.kind === 'rtt_ns' && x.role === 'client');
+  expect(rtt.values.length).toBe(probe.probes_down.received);
+  expect(errors).toEqual([]);
 });

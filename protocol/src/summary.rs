@@ -131,6 +131,12 @@ pub struct StreamSummary {
     /// TCP: parameters, peer and socket options as the kernel has them.
     #[serde(flatten)]
     pub tcp: Option<TcpStreamSocket>,
+    /// `tcp_stream` with `probe_ms`, the driving side's: the UDP probe flow
+    /// beside the streams, as `latency_under_load` reports it (phase `idle`:
+    /// the path before the load started; then the loaded phase, `upload`,
+    /// `download` or `both` by `direction`, with the streams' throughput).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<LulSummary>,
     /// One human line (sent/received bytes, seconds, MByte/s).
     pub line: String,
 }

@@ -146,6 +146,16 @@ impl Output {
                 let _ = out.write_all(t.as_bytes());
             }
         }
+        // A stream's probe flow (`probe_ms`): the driving side's summary has it.
+        let probe = s.sides.client.as_ref().map(|c| &c["probe"]);
+        if let Some(t) = probe
+            .filter(|v| v.is_object())
+            .and_then(super::lul_out::table)
+        {
+            let every = probe.and_then(|v| v["probe_ms"].as_f64()).unwrap_or(0.0);
+            let _ = writeln!(out, "latency under this load (probes every {every} ms):");
+            let _ = out.write_all(t.as_bytes());
+        }
         if let (Some(t0), Some(wall)) = (s.started_unix, s.wall_seconds) {
             // The Perl seed's start time and total (not network) elapsed time.
             let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t0);

@@ -268,3 +268,138 @@ fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json
     let v: f64 = row[col].parse().unwrap();
     assert_eq!(v, f(&s["phases"][3]["added_rtt_us"]["median"]));
 }
+
+/// `probe_ms` on a bulk test (issue 13 part 4): a tcp_stream in both
+/// directions with a probe flow every 5 ms reports the latency under its
+/// own load: an idle lead-in, then the loaded phase, with the streams'
+/// rates, probes counted each way and the raw round trips as samples.
+#[test]
+fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let out = crate::run::run_ab(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "duration_s=1",
+            "--set",
+            "direction=both",
+            "--set",
+            "probe_ms=5",
+            "--set",
+            "clocks=synced",
+            "--json",
+            "-",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let step = &r["steps"][0];
+    let client = &step["sides"]["client"];
+    let s = &client["probe"];
+    let typed: LulSummary =
+        serde_json::from_value(s.clone()).unwrap_or_else(|e| panic!("{e}: {s}"));
+    assert_eq!(&serde_json::to_value(&typed).unwrap(), s);
+    assert!(step["sides"]["server"].get("probe").is_none(), "{step}");
+    assert_eq!(s["complete"], true, "{s}");
+    assert_eq!((f(&s["probe_ms"]), &s["probe_bytes"]), (5.0, &json!(64)));
+    let names: Vec<&str> = s["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["idle", "both"], "{s}");
+    let (idle, both) = (&s["phases"][0], &s["phases"][1]);
+    // The lead-in: 0.2 s of the idle path (20 probes of 5 ms, at least 0.2 s).
+    assert!((f(&idle["seconds"]) - 0.2).abs() < 0.05, "{idle}");
+    // The loaded phase is the streams' time, and its rates are the
+    // driving side's own figures each way.
+    let secs = f(&both["seconds"]);
+    assert!((0.99..1.5).contains(&secs), "{both}");
+    let (sent, recvd) = (f(&client["sent_bytes"]), f(&client["received_bytes"]));
+    let up_bps = sent * 8.0 / f(&client["send_seconds"]);
+    let down_bps = recvd * 8.0 / f(&client["recv_seconds"]);
+    assert!(
+        (f(&both["up_bits_per_second"]) / up_bps - 1.0).abs() < 1e-9,
+        "{both}"
+    );
+    assert!(
+        (f(&both["down_bits_per_second"]) / down_bps - 1.0).abs() < 1e-9,
+        "{both}"
+    );
+    assert!(up_bps > 1e8 && down_bps > 1e8, "{both}");
+    for p in [idle, both] {
+        let n = p["probes_up"]["sent"].as_u64().unwrap() + p["probes_skipped"].as_u64().unwrap();
+        let expect = f(&p["seconds"]) * 1e3 / 5.0;
+        assert!(
+            (n as f64 - expect).abs() <= 0.05 * expect + 3.0,
+            "{n} vs {expect}: {p}"
+        );
+        assert_eq!(p["probes_up"]["lost"], 0, "{p}");
+        assert_eq!(p["probes_down"]["lost"], 0, "{p}");
+        assert_eq!(p["rtt_us"]["n"], p["probes_down"]["received"], "{p}");
+        // One host, synced clocks: both one-way delays are positive.
+        assert!(
+            f(&p["up_us"]["median"]) > 0.0 && f(&p["down_us"]["median"]) > 0.0,
+            "{p}"
+        );
+    }
+    assert!(both["added_rtt_us"]["median"].is_f64(), "{both}");
+    assert_eq!(s["clock"]["basis"], "synced");
+    // Every answered probe's round trip is a raw sample of the driving side.
+    let rtt: Vec<&Value> = step["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "rtt_ns" && x["role"] == "client")
+        .collect();
+    assert_eq!(rtt.len(), 1, "{rtt:?}");
+    let answered = s["probes_down"]["received"].as_u64().unwrap();
+    assert_eq!(rtt[0]["values"].as_array().unwrap().len() as u64, answered);
+    // The CLI's table: the idle and loaded rows, with the JSON's p50 in ms.
+    let rows: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("latency under this load (probes every 5 ms)"))
+        .collect();
+    assert!(rows.len() > 4 && rows[1].starts_with("phase "), "{err}");
+    assert!(
+        rows[2].starts_with("idle") && rows[3].starts_with("both"),
+        "{err}"
+    );
+    let p50 = f(&both["rtt_us"]["median"]) / 1e3;
+    assert!(
+        rows[3].contains(&format!("{p50:.3}")),
+        "{} vs {p50}",
+        rows[3]
+    );
+}
+
+#[test]
+fn probe_ms_is_refused_where_no_probe_flow_can_run() {
+    let a = AgentProc::start(&["--max-udp-rate", "50k"]);
+    let mut ca = a.connect();
+    let cases = [
+        ("tcp_stream", json!({"probe_ms": 0.5}), "probe_ms: "),
+        (
+            "tcp_stream",
+            json!({"probe_ms": 5, "duration_s": 1}),
+            "probe_ms: 64-byte probes every 5 ms",
+        ),
+        ("unix_stream", json!({"probe_ms": 5}), "probe_ms"),
+    ];
+    for (i, (kind, params, text)) in cases.into_iter().enumerate() {
+        let r = ca.request(json!({"type": "prepare", "test_id": 300 + i, "step": 0,
+            "kind": kind, "params": params}));
+        assert_eq!(r["type"], "error", "{params}: {r}");
+        let m = r["message"].as_str().unwrap();
+        assert!(m.contains(text), "{params}: {m}");
+        assert!(!m.contains('\n'), "{m}");
+    }
+    let r = ca.request(json!({"type": "prepare", "test_id": 400, "step": 0,
+        "kind": "tcp_stream", "params": {"probe_ms": 100, "duration_s": 1}}));
+    assert_eq!(r["type"], "prepared", "{r}");
+}

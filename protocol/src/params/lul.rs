@@ -27,7 +27,7 @@
 
 use super::rr::bind_addr;
 use super::spec::lul::*;
-use super::spec::{CLIENT_BIND, SERVER_BIND};
+use super::spec::{ParamSpec, CLIENT_BIND, SERVER_BIND};
 use super::{Limits, ParamError, Reader, StreamParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -99,6 +99,81 @@ pub enum Clocks {
     Synced,
 }
 
+/// A probe flow beside a bulk test: `probe_ms` on `tcp_stream` (with its
+/// `probe_bytes` and `clocks`), the same datagrams and exchange as this
+/// kind's, so the stream reports the latency under its own load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeParams {
+    /// Time between two probes, ms.
+    pub probe_ms: f64,
+    /// Probe datagram size, bytes (answers are the same size).
+    pub probe_bytes: u64,
+    pub clocks: Clocks,
+}
+
+impl ProbeParams {
+    /// Reads `probe_ms` (absent: no probe flow), `probe_bytes` and
+    /// `clocks` by the kind's table entries (the last two apply only with
+    /// the first).
+    pub(crate) fn read(
+        r: &mut Reader,
+        [ms, bytes, clocks]: [&ParamSpec; 3],
+    ) -> Result<(Option<f64>, u64, Clocks), ParamError> {
+        Ok((r.opt_float(ms)?, r.int(bytes)?, read_clocks(r, clocks)?))
+    }
+
+    /// How long the flow probes the idle path before a bulk test's load
+    /// starts (its `idle` phase, the baseline of the added latency): 20
+    /// probes, from 0.2 s to 2 s.
+    pub fn lead_s(&self) -> f64 {
+        (self.probe_ms * 20.0 / 1e3).clamp(0.2, 2.0)
+    }
+
+    /// Probes sent over `seconds`.
+    pub fn probes(&self, seconds: f64) -> u64 {
+        (seconds * 1e3 / self.probe_ms).ceil() as u64
+    }
+
+    /// The probes over `seconds` within the agent's count and UDP rate.
+    pub fn within(&self, seconds: f64, limits: &Limits) -> Result<(), ParamError> {
+        let probes = self.probes(seconds);
+        if probes > limits.max_count {
+            return Err(ParamError::new(
+                PROBE_MS.name,
+                format!(
+                    "{probes} probes in {seconds} s is above the agent's limit of {} datagrams",
+                    limits.max_count
+                ),
+            ));
+        }
+        if let Some(max) = limits.max_udp_bits_per_second {
+            let rate = self.probe_bytes as f64 * 8.0 * 1e3 / self.probe_ms;
+            if rate > max {
+                return Err(ParamError::new(
+                    PROBE_MS.name,
+                    format!(
+                        "{}-byte probes every {} ms are {:.3} Mbit/s, above the agent's UDP rate \
+                         limit of {} Mbit/s",
+                        self.probe_bytes,
+                        self.probe_ms,
+                        rate / 1e6,
+                        max / 1e6
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn read_clocks(r: &mut Reader, spec: &ParamSpec) -> Result<Clocks, ParamError> {
+    Ok(match r.choice(spec)? {
+        "estimate" => Clocks::Estimate,
+        "synced" => Clocks::Synced,
+        o => unreachable!("clocks {o:?} is in the table but not read"),
+    })
+}
+
 /// Parameters of `latency_under_load`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LulParams {
@@ -138,11 +213,7 @@ impl LulParams {
         let msg_bytes = r.int(&MSG_BYTES)?;
         let probe_ms = r.float(&PROBE_MS)?;
         let probe_bytes = r.int(&PROBE_BYTES)?;
-        let clocks = match r.choice(&CLOCKS)? {
-            "estimate" => Clocks::Estimate,
-            "synced" => Clocks::Synced,
-            o => unreachable!("clocks {o:?} is in the table but not read"),
-        };
+        let clocks = read_clocks(&mut r, &CLOCKS)?;
         let interval_ms = r.int(&INTERVAL_MS)? as u32;
         let client_bind = bind_addr(&mut r, CLIENT_BIND.name)?;
         let server_bind = bind_addr(&mut r, SERVER_BIND.name)?;
@@ -186,33 +257,7 @@ impl LulParams {
                 ),
             ));
         }
-        let probes = self.probes();
-        if probes > limits.max_count {
-            return Err(ParamError::new(
-                PROBE_MS.name,
-                format!(
-                    "{probes} probes in {total} s is above the agent's limit of {} datagrams",
-                    limits.max_count
-                ),
-            ));
-        }
-        if let Some(max) = limits.max_udp_bits_per_second {
-            let rate = self.probe_bytes as f64 * 8.0 * 1e3 / self.probe_ms;
-            if rate > max {
-                return Err(ParamError::new(
-                    PROBE_MS.name,
-                    format!(
-                        "{}-byte probes every {} ms are {:.3} Mbit/s, above the agent's UDP rate \
-                         limit of {} Mbit/s",
-                        self.probe_bytes,
-                        self.probe_ms,
-                        rate / 1e6,
-                        max / 1e6
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        self.probe().within(total, limits)
     }
 
     /// How long `phase` runs, s.
@@ -232,7 +277,16 @@ impl LulParams {
 
     /// Probes the test sends (one every `probe_ms` over [`Self::total_s`]).
     pub fn probes(&self) -> u64 {
-        (self.total_s() * 1e3 / self.probe_ms).ceil() as u64
+        self.probe().probes(self.total_s())
+    }
+
+    /// The probe flow's parameters.
+    pub fn probe(&self) -> ProbeParams {
+        ProbeParams {
+            probe_ms: self.probe_ms,
+            probe_bytes: self.probe_bytes,
+            clocks: self.clocks,
+        }
     }
 
     /// Data connections the driving agent opens (the upload streams of

@@ -15,7 +15,9 @@ pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
 mod tcp;
 pub use tcp::TcpSocketParams;
 mod lul;
-pub use lul::{Clocks, LulParams, LulPhase, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN};
+pub use lul::{
+    Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN,
+};
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,

@@ -494,6 +494,25 @@ pub mod stream {
         default: DefaultValue::Num(10),
         ..super::INTERVAL_MS
     };
+    /// A UDP probe flow beside the streams (latency under their own load).
+    pub const PROBE_MS: ParamSpec = ParamSpec {
+        label: "latency probe interval (ms; empty: no probes)",
+        default: DefaultValue::Unset,
+        initial: None,
+        advanced: true,
+        tcp_only: true,
+        ..lul::PROBE_MS
+    };
+    pub const PROBE_BYTES: ParamSpec = ParamSpec {
+        tcp_only: true,
+        ..lul::PROBE_BYTES
+    };
+    pub const CLOCKS: ParamSpec = ParamSpec {
+        initial: None,
+        advanced: true,
+        tcp_only: true,
+        ..lul::CLOCKS
+    };
 }
 
 static STREAM: &[ParamSpec] = {
@@ -518,6 +537,9 @@ static STREAM: &[ParamSpec] = {
         CLIENT_BIND,
         SERVER_BIND,
         INTERVAL_MS,
+        PROBE_MS,
+        PROBE_BYTES,
+        CLOCKS,
     ]
 };
 

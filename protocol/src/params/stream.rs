@@ -3,7 +3,7 @@
 use super::rr::{bind_addr, congestion};
 use super::spec::stream::*;
 use super::spec::{CLIENT_BIND, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
-use super::{bound, Limits, ParamError, Reader};
+use super::{bound, Clocks, Limits, ParamError, ProbeParams, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -83,6 +83,21 @@ pub struct StreamParams {
     /// MTUs. The summary's `mss` is what the connection uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss: Option<u64>,
+    /// A UDP probe flow beside the streams every `probe_ms` (`tcp_stream`
+    /// only; absent: none): the latency under the test's own load. See
+    /// [`StreamParams::probe`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_ms: Option<f64>,
+    /// Its datagrams' size (used only with `probe_ms`).
+    #[serde(default = "default_probe_bytes")]
+    pub probe_bytes: u64,
+    /// Its clocks (used only with `probe_ms`).
+    #[serde(default)]
+    pub clocks: Clocks,
+}
+
+fn default_probe_bytes() -> u64 {
+    PROBE_BYTES.default_num()
 }
 
 /// Largest default SO_RCVLOWAT: at 10 Mbit/s a receiver still wakes every
@@ -90,6 +105,15 @@ pub struct StreamParams {
 pub const RCVLOWAT_DEFAULT_MAX: u64 = 128 * 1024;
 
 impl StreamParams {
+    /// The probe flow beside the streams, if `probe_ms` asks for one.
+    pub fn probe(&self) -> Option<ProbeParams> {
+        self.probe_ms.map(|probe_ms| ProbeParams {
+            probe_ms,
+            probe_bytes: self.probe_bytes,
+            clocks: self.clocks,
+        })
+    }
+
     /// Total bytes one stream's sender will write when count-bounded.
     pub fn bytes_per_stream(&self) -> Option<u64> {
         self.count.map(|c| c * self.msg_bytes)
@@ -139,6 +163,8 @@ impl StreamParams {
             o => unreachable!("payload {o:?} is in the table but not read"),
         };
         let interval_ms = r.int(&INTERVAL_MS)? as u32;
+        let (probe_ms, probe_bytes, clocks) =
+            ProbeParams::read(&mut r, [&PROBE_MS, &PROBE_BYTES, &CLOCKS])?;
         r.finish()?;
 
         let (count, duration_s) = bound(
@@ -152,6 +178,16 @@ impl StreamParams {
             limits,
         )?;
         super::paced_within(count, wait_us as f64, limits)?;
+        let probe = probe_ms.map(|probe_ms| ProbeParams {
+            probe_ms,
+            probe_bytes,
+            clocks,
+        });
+        if let Some(pp) = &probe {
+            // A count-bounded test may run up to the agent's time limit.
+            let secs = pp.lead_s() + duration_s.unwrap_or(limits.max_duration_s);
+            pp.within(secs, limits)?;
+        }
         Ok(StreamParams {
             msg_bytes,
             read_bytes,
@@ -171,6 +207,9 @@ impl StreamParams {
             rcvlowat,
             payload,
             mss,
+            probe_ms,
+            probe_bytes,
+            clocks,
         })
     }
 }
@@ -223,6 +262,36 @@ mod tests {
             parse(json!({"precedence": 8})).unwrap_err().param,
             "precedence"
         );
+    }
+
+    #[test]
+    fn a_probe_flow_is_asked_for_by_probe_ms_and_kept_within_the_limits() {
+        assert_eq!(parse(json!({})).unwrap().probe(), None);
+        let p = parse(json!({"probe_ms": 5, "duration_s": 2})).unwrap();
+        let pp = p.probe().unwrap();
+        assert_eq!((pp.probe_ms, pp.probe_bytes), (5.0, 64));
+        assert_eq!(pp.lead_s(), 0.2);
+        assert_eq!(pp.probes(2.2), 440);
+        for (v, text) in [
+            (json!({"probe_ms": 0.5}), "between 1 and 1000"),
+            (json!({"probe_ms": 1001}), "between 1 and 1000"),
+            (json!({"probe_ms": 5, "probe_bytes": 47}), "between 48"),
+        ] {
+            let e = parse(v.clone()).expect_err(&v.to_string());
+            assert!(e.message.contains(text), "{v}: {e}");
+        }
+        let capped = Limits {
+            max_udp_bits_per_second: Some(50_000.0),
+            max_count: 1000,
+            ..Limits::default()
+        };
+        let e = StreamParams::parse(&json!({"probe_ms": 5, "duration_s": 1}), &capped).unwrap_err();
+        assert_eq!(e.param, "probe_ms", "{e}");
+        assert!(e.message.contains("UDP rate limit of 0.05 Mbit/s"), "{e}");
+        // A count-bounded test may last the agent's whole time limit.
+        let e = StreamParams::parse(&json!({"probe_ms": 50}), &capped).unwrap_err();
+        assert!(e.message.contains("1220 probes in 61 s"), "{e}");
+        StreamParams::parse(&json!({"probe_ms": 50, "duration_s": 10}), &capped).unwrap();
     }
 
     #[test]

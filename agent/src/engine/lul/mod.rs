@@ -23,6 +23,7 @@
 //! stops answering probes (or whose streams fail) ends the test with the
 //! phases measured so far, and the summary says why.
 
+pub mod beside;
 mod load;
 mod probe;
 mod summary;
@@ -272,6 +273,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
                 seconds: t0.elapsed().as_secs_f64(),
                 down_bytes: down_bytes.0,
                 down_seconds: down_bytes.1,
+                up: None,
             });
             if k + 1 < LulPhase::ALL.len() {
                 phase_now.store(GAP_PHASE, Ordering::Relaxed);
@@ -293,27 +295,8 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
                 None => why.clone(),
             });
         }
-        let server = line
-            .send(&LulDriverLine::Done {
-                sent: r.sent.clone(),
-            })
-            .map_err(peer::gone)
-            .and_then(|()| {
-                line.expect::<LulServerLine>(LINE_WAIT, "the serving agent sent no end line")
-            });
-        let server = match server {
-            Ok(LulServerLine::Done {
-                probes,
-                phases,
-                base_ns,
-                foreign,
-                bad: _,
-            }) => Some(summary::Server {
-                probes,
-                phases,
-                base_ns,
-                foreign,
-            }),
+        let server = match end_counts(&mut line, &r.sent) {
+            Ok(s) => Some(s),
             Err(e) => {
                 note.get_or_insert(e.message);
                 None
@@ -321,7 +304,8 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
         };
         Ok(summary::build(
             ctx,
-            p,
+            &p.probe(),
+            p.streams,
             &done,
             &r,
             server.as_ref(),
@@ -329,6 +313,28 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
             peer_udp.to_string(),
             note,
         ))
+    })
+}
+
+/// The driving side's end of the probe flow: its counts of probes sent,
+/// answered by the serving side's (probes received, its phases, its clock).
+fn end_counts(line: &mut peer::Line, sent: &[u64]) -> Result<summary::Server, TestError> {
+    line.send(&LulDriverLine::Done {
+        sent: sent.to_vec(),
+    })
+    .map_err(peer::gone)?;
+    let LulServerLine::Done {
+        probes,
+        phases,
+        base_ns,
+        foreign,
+        bad: _,
+    } = line.expect(LINE_WAIT, "the serving agent sent no end line")?;
+    Ok(summary::Server {
+        probes,
+        phases,
+        base_ns,
+        foreign,
     })
 }
 

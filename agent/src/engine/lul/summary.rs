@@ -6,7 +6,7 @@ use super::probe::{Answer, Requested, CODES};
 use super::udp;
 use super::TestCtx;
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::params::{Clocks, LulParams, LulPhase};
+use meshperf_protocol::params::{Clocks, LulPhase, ProbeParams};
 use meshperf_protocol::peer::LulTally;
 use meshperf_protocol::summary::{
     AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulSummary, ProbeFlow,
@@ -20,6 +20,9 @@ pub struct Ran {
     /// Download bytes this side received, and over how long.
     pub down_bytes: u64,
     pub down_seconds: f64,
+    /// Upload bytes and seconds, where this side knows them (a stream
+    /// test's sender); `None`: the serving side's count ([`Server::phases`]).
+    pub up: Option<(u64, f64)>,
 }
 
 /// What the serving side sent back at the end.
@@ -73,7 +76,8 @@ fn send_samples(ctx: &TestCtx, first: &[Answer]) {
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     ctx: &TestCtx,
-    p: &LulParams,
+    p: &ProbeParams,
+    streams_per_direction: u32,
     ran: &[Ran],
     r: &Requested,
     server: Option<&Server>,
@@ -160,7 +164,8 @@ pub fn build(
                 .map(|a| a.phases[code].clone())
                 .unwrap_or_default();
             let up = server.and_then(|s| s.phases.iter().find(|sp| sp.phase == x.phase));
-            let (up_bytes, up_secs) = up.map_or((0, 0.0), |u| (u.up_bytes, u.up_seconds));
+            let (up_bytes, up_secs) =
+                x.up.unwrap_or_else(|| up.map_or((0, 0.0), |u| (u.up_bytes, u.up_seconds)));
             LulPhaseSummary {
                 phase: x.phase,
                 seconds: x.seconds,
@@ -201,7 +206,7 @@ pub fn build(
         probes_skipped: r.skipped.iter().sum(),
         probe_ms: p.probe_ms,
         probe_bytes: p.probe_bytes,
-        streams_per_direction: p.streams,
+        streams_per_direction,
         seconds: r.seconds,
         foreign: server.map(|s| s.foreign),
         peer,

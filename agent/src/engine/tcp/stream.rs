@@ -3,15 +3,16 @@
 //! differ only in how the connections are set up.
 
 use crate::engine::bulk::{Flow, Outcome};
+use crate::engine::lul::beside;
 use crate::engine::peer::{self, Connected};
 use crate::engine::side::{figures, layout};
 use crate::engine::sockopt::{self, Applied};
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
-use meshperf_protocol::params::{Kind, StreamParams};
+use meshperf_protocol::params::{Direction, Kind, LulPhase, StreamParams};
 use meshperf_protocol::summary::{StreamSummary, TcpStreamSocket};
 use serde_json::Value;
-use std::net::{IpAddr, TcpListener};
+use std::net::{IpAddr, TcpListener, UdpSocket};
 
 /// Serving side set-up (see [`crate::engine::prepare`]).
 pub fn prepare(
@@ -31,8 +32,16 @@ pub fn prepare(
         .local_addr()
         .map_err(|e| (ErrorCode::Io, e.to_string()))?
         .port();
+    let probe = match p.probe_ms {
+        Some(_) => Some(beside::open(env, ip)?),
+        None => None,
+    };
     let key = peer::new_key();
-    Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
+    Ok((
+        port,
+        key,
+        Box::new(move |ctx| serve(ctx, p, listener, key, probe)),
+    ))
 }
 
 /// Driving side set-up (see [`crate::engine::start`]).
@@ -48,24 +57,63 @@ pub fn start(
     Ok(Box::new(move |ctx| drive(ctx, p, peer_addr)))
 }
 
+/// The probe flow beside the streams (`probe_ms`), by role.
+enum Probe {
+    Serving(beside::Serving),
+    Driving(beside::Driving),
+}
+
 /// Serving side: accept the peer on `listener`, then run.
-fn serve(ctx: TestCtx, p: StreamParams, listener: TcpListener, key: [u8; 16]) {
+fn serve(
+    ctx: TestCtx,
+    p: StreamParams,
+    listener: TcpListener,
+    key: [u8; 16],
+    probe: Option<UdpSocket>,
+) {
     let dirs = layout(&p, Role::Server);
-    match peer::accept(&ctx, listener, &key, Kind::TcpStream, dirs.len()) {
-        Ok(conn) => ctx.report(run_side(&ctx, &p, conn, &dirs)),
-        Err(e) => ctx.fail(e.code, e.message),
-    }
+    let r = peer::accept(&ctx, listener, &key, Kind::TcpStream, dirs.len()).and_then(|mut conn| {
+        let probe = match (probe, p.probe()) {
+            (Some(sock), Some(pp)) => {
+                let max = beside::max_probes(&pp, p.duration_s, &ctx);
+                let s = beside::serve(&ctx, &mut conn.control, sock, conn.peer_ip, &pp, max)?;
+                Some(Probe::Serving(s))
+            }
+            _ => None,
+        };
+        run_side(&ctx, &p, conn, &dirs, probe)
+    });
+    ctx.report(r);
     ctx.finished();
 }
 
 /// Driving side: connect to the prepared peer, then run.
 fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr) {
     let dirs = layout(&p, Role::Client);
-    match peer::connect(&ctx, &peer_addr, Kind::TcpStream, &p.socket(), dirs.len()) {
-        Ok(conn) => ctx.report(run_side(&ctx, &p, conn, &dirs)),
-        Err(e) => ctx.fail(e.code, e.message),
-    }
+    let r = peer::connect(&ctx, &peer_addr, Kind::TcpStream, &p.socket(), dirs.len()).and_then(
+        |mut conn| {
+            let probe = match p.probe() {
+                Some(pp) => {
+                    let max = beside::max_probes(&pp, p.duration_s, &ctx);
+                    let d = beside::drive(&ctx, &mut conn.control, conn.peer_ip, &pp, max)?;
+                    Some(Probe::Driving(d))
+                }
+                None => None,
+            };
+            run_side(&ctx, &p, conn, &dirs, probe)
+        },
+    );
+    ctx.report(r);
     ctx.finished();
+}
+
+/// The phase a stream test's load is, seen from the driving agent.
+fn loaded_phase(d: Direction) -> LulPhase {
+    match d {
+        Direction::Send => LulPhase::Upload,
+        Direction::Receive => LulPhase::Download,
+        Direction::Both => LulPhase::Both,
+    }
 }
 
 fn run_side(
@@ -73,6 +121,7 @@ fn run_side(
     p: &StreamParams,
     mut conn: Connected,
     dirs: &[Flow],
+    mut probe: Option<Probe>,
 ) -> Result<StreamSummary, TestError> {
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
@@ -96,9 +145,32 @@ fn run_side(
     } else {
         std::time::Instant::now()
     };
+    if let Some(Probe::Driving(d)) = &mut probe {
+        d.load(loaded_phase(p.direction));
+    }
     let outcomes = crate::engine::side::run_streams(ctx, p, streams, start)?;
+    if let Some(Probe::Driving(d)) = &mut probe {
+        d.unload();
+    }
     let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let done = peer::exchange_done(&mut conn.control, moved)?;
+    let probe = match probe {
+        Some(Probe::Serving(s)) => {
+            s.finish(&mut conn.control)?;
+            None
+        }
+        Some(Probe::Driving(d)) => {
+            let (sent, recvd, send_s, recv_s) = figures_each_way(&outcomes);
+            Some(d.finish(
+                ctx,
+                &mut conn.control,
+                p.streams,
+                (recvd, recv_s),
+                (sent, send_s),
+            )?)
+        }
+        None => None,
+    };
     if let Some(per) = p.bytes_per_stream() {
         for o in outcomes.iter().filter(|o| !o.send) {
             if o.bytes != per {
@@ -112,13 +184,38 @@ fn run_side(
             }
         }
     }
-    Ok(summary(
+    let mut s = summary(
         p,
         &outcomes,
         applied.unwrap_or_default(),
         conn.peer_ip,
         done.bytes,
-    ))
+    );
+    s.probe = probe;
+    Ok(s)
+}
+
+/// Bytes sent and received, and the sending and receiving times (the
+/// longest stream's each way).
+fn figures_each_way(outs: &[Outcome]) -> (u64, u64, f64, f64) {
+    let secs_of = |send: bool| {
+        outs.iter()
+            .filter(|o| o.send == send)
+            .map(|o| o.last.as_secs_f64())
+            .fold(0.0, f64::max)
+    };
+    let bytes_of = |send: bool| {
+        outs.iter()
+            .filter(|o| o.send == send)
+            .map(|o| o.bytes)
+            .sum()
+    };
+    (
+        bytes_of(true),
+        bytes_of(false),
+        secs_of(true),
+        secs_of(false),
+    )
 }
 
 fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {
@@ -150,18 +247,11 @@ fn summary(
     peer: IpAddr,
     peer_bytes: u64,
 ) -> StreamSummary {
-    let secs_of = |send: bool| {
-        outs.iter()
-            .filter(|o| o.send == send)
-            .map(|o| o.last.as_secs_f64())
-            .fold(0.0, f64::max)
-    };
     let sum = |send: bool, f: fn(&Outcome) -> u64| {
         outs.iter().filter(|o| o.send == send).map(f).sum::<u64>()
     };
-    let (sent, recvd) = (sum(true, |o| o.bytes), sum(false, |o| o.bytes));
+    let (sent, recvd, send_s, recv_s) = figures_each_way(outs);
     let (writes, reads) = (sum(true, |o| o.ops), sum(false, |o| o.ops));
-    let (send_s, recv_s) = (secs_of(true), secs_of(false));
     let bytes = sent + recvd;
     let seconds = send_s.max(recv_s);
     let mut lines = Vec::new();
@@ -222,6 +312,7 @@ fn summary(
             mss_requested: p.mss,
             mss: applied.mss,
         }),
+        probe: None,
         line: lines.join("; "),
     }
 }

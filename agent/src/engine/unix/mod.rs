@@ -91,6 +91,7 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
         ("rcvlowat", p.rcvlowat.is_some()),
         ("client_bind", p.client_bind.is_some()),
         ("server_bind", p.server_bind.is_some()),
+        ("probe_ms", p.probe_ms.is_some()),
     ] {
         if set {
             return Err(not_unix(name));
