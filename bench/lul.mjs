@@ -93,15 +93,18 @@ function probeCost(agents) {
     rotated(r, [
       () => { without.push(meshperf(agents, plain).s.bits_per_second / 1e9); },
       () => {
-        const s = meshperf(agents, probed).s;
+        const { s, step } = meshperf(agents, probed);
         withp.push(s.bits_per_second / 1e9);
-        const p50 = s.probe?.rtt_us?.median;
-        if (p50 !== undefined) rtt.push(p50);
+        // The probe flow's summary (key `probe`, as latency_under_load's):
+        // an idle lead-in, then the phase under the stream's load.
+        const probe = s.probe ?? step.sides?.client?.probe;
+        const idle = probe?.phases?.find((p) => p.phase === 'idle'), loaded = probe?.phases?.find((p) => p.phase !== 'idle');
+        if (idle?.rtt_us && loaded?.rtt_us) rtt.push([idle.rtt_us.median, loaded.rtt_us.median]);
       },
     ]);
   }
-  if (rtt.length) console.log(`  probe RTT p50 under the stream's load: ${rtt.map((x) => fmt(x, 1)).join(' ')} us`);
-  else console.log('  (the summary has no probe.rtt_us: the probe figures were not found under key `probe`)');
+  if (rtt.length) console.log(`  probe RTT p50 idle / under the stream's load: ${rtt.map(([i, l]) => `${fmt(i, 1)}/${fmt(l, 1)}`).join(' ')} us`);
+  else console.log('  (no probe RTTs: the summary has no `probe` with an idle and a loaded phase)');
   report(`tcp_stream with probe_ms ${PROBE_MS} vs without`, withp, without, 'Gbit/s', '>= 0.98');
 }
 
@@ -138,6 +141,18 @@ function flentRun(idle, load) {
   return { idle: median(idleRtt), load: median(loadRtt), loss: (100 * lost) / sent, down: loaded('TCP download sum'), up: loaded('TCP upload sum') };
 }
 
+/** latency_under_load with a long both phase (4 streams each way) and,
+ * from 1.5 s into the run for SECS s, an irtt client on CPU 1 probing every
+ * PROBE_MS through the same load: both probe flows measure one queue. */
+function irttBeside(agents, round) {
+  const out = join(tmp, `irtt-${round}.json`);
+  const c = spawn('sh', ['-c', `sleep 1.5; exec taskset -c 1 irtt client -o ${out} -Q -d ${SECS}s -i ${PROBE_MS}ms --fill=rand 127.0.0.1:${IRTT_PORT}`], { stdio: 'ignore' });
+  children.push(c);
+  const done = new Promise((res) => c.once('exit', res));
+  const s = meshperf(agents, lulPlan([0.1, 0.1, 0.1, SECS + 2], { streams: 4, gap_s: 0 })).s;
+  return { probe: phase(s, 'both').rtt_us.median, out, done };
+}
+
 /** 3. flent rrul_be (4 TCP streams each way, irtt pings every 5 ms) beside
  * latency_under_load's idle and both phases (4 streams each way, probes
  * every 5 ms). crusader has no package in the registries this project
@@ -156,11 +171,12 @@ async function sideBySide(agents) {
   const irtt = serve(['irtt', 'server', '-b', `127.0.0.1:${IRTT_PORT}`, '-i', '0']);
   await sleep(500);
   for (const [p, name] of [[ns, 'netserver'], [irtt, 'irtt server']]) if (p.exitCode !== null) throw new Error(`${name} exited ${p.exitCode} (port in use?)`);
-  const f = [], m = [];
+  const f = [], m = [], same = [];
   try {
     for (let r = 0; r < ROUNDS; r++) {
       rotated(r, [
         () => { f.push(flentRun(SECS, SECS)); },
+        () => { same.push(irttBeside(agents, r)); },
         () => {
           const s = meshperf(agents, lulPlan([SECS, SECS, SECS, SECS], { streams: 4, gap_s: 0.5 })).s;
           const [idle, both] = [phase(s, 'idle'), phase(s, 'both')];
@@ -170,6 +186,7 @@ async function sideBySide(agents) {
         },
       ]);
     }
+    for (const x of same) await x.done;
   } finally {
     irtt.kill();
     ns.kill();
@@ -178,6 +195,9 @@ async function sideBySide(agents) {
   const line = (name, xs) => console.log(`  ${name.padEnd(34)} idle RTT p50 ${fmt(col(xs, 'idle') * 1e3, 1).padStart(7)} us, loaded p50 ${fmt(col(xs, 'load') * 1e3, 1).padStart(8)} us, loss ${fmt(col(xs, 'loss'), 2)} %, down ${fmt(col(xs, 'down') / 1e3).padStart(6)} Gbit/s, up ${fmt(col(xs, 'up') / 1e3).padStart(6)} Gbit/s`);
   line('flent rrul_be (irtt)', f);
   line('meshperf latency_under_load (both)', m);
+  const pairs = same.map((x) => [x.probe, JSON.parse(readFileSync(x.out, 'utf8')).stats.rtt.median / 1e3]);
+  console.log(`  the same load (latency_under_load's both phase), its probes and irtt every ${PROBE_MS} ms beside them, RTT p50 in us (probes/irtt): ${pairs.map(([a, b]) => `${fmt(a, 0)}/${fmt(b, 0)}`).join(' ')}`);
+  report('lul probe p50 vs irtt, same load, same run', pairs.map(([a]) => a), pairs.map(([, b]) => b), 'us', 'report (<= 1.05 x is as precise)', 'lower');
   report('lul loaded RTT p50 vs flent rrul_be irtt', m.map((x) => x.load * 1e3), f.map((x) => x.load * 1e3), 'us', 'report', 'lower');
   report('lul both-phase throughput vs flent rrul_be', m.map((x) => (x.down + x.up) / 1e3), f.map((x) => (x.down + x.up) / 1e3), 'Gbit/s', 'report');
 }
