@@ -15,6 +15,7 @@ const PROBE_BYTES = 64;
  * irtt on its default port (flent gives irtt the same -H as netperf). */
 const NETSERVER_PORT = 12866;
 const IRTT_PORT = 2112;
+const SOCKPERF_PORT = 11114;
 
 export async function lul(agents) {
   for (const [name, fn] of [['probe precision', probePrecision], ['probe cost', probeCost], ['flent side by side', sideBySide]]) {
@@ -145,12 +146,18 @@ function flentRun(idle, load) {
  * from 1.5 s into the run for SECS s, an irtt client on CPU 1 probing every
  * PROBE_MS through the same load: both probe flows measure one queue. */
 function irttBeside(agents, round) {
-  const out = join(tmp, `irtt-${round}.json`);
-  const c = spawn('sh', ['-c', `sleep 1.5; exec taskset -c 1 irtt client -o ${out} -Q -d ${SECS}s -i ${PROBE_MS}ms --fill=rand 127.0.0.1:${IRTT_PORT}`], { stdio: 'ignore' });
-  children.push(c);
-  const done = new Promise((res) => c.once('exit', res));
+  const out = join(tmp, `irtt-${round}.json`), spOut = join(tmp, `sockperf-${round}.txt`);
+  const later = (cmd) => {
+    const c = spawn('sh', ['-c', `sleep 1.5; exec taskset -c 1 ${cmd}`], { stdio: 'ignore' });
+    children.push(c);
+    return new Promise((res) => c.once('exit', res));
+  };
+  const done = Promise.all([
+    later(`irtt client -o ${out} -Q -d ${SECS}s -i ${PROBE_MS}ms --fill=rand 127.0.0.1:${IRTT_PORT}`),
+    later(`sockperf pp -i 127.0.0.1 -p ${SOCKPERF_PORT} -m ${PROBE_BYTES} -t ${SECS} --full-rtt --mps ${1000 / PROBE_MS} > ${spOut} 2>&1`),
+  ]);
   const s = meshperf(agents, lulPlan([0.1, 0.1, 0.1, SECS + 2], { streams: 4, gap_s: 0 })).s;
-  return { probe: phase(s, 'both').rtt_us.median, out, done };
+  return { probe: phase(s, 'both').rtt_us.median, out, spOut, done };
 }
 
 /** 3. flent rrul_be (4 TCP streams each way, irtt pings every 5 ms) beside
@@ -169,6 +176,7 @@ async function sideBySide(agents) {
   const serve = (cmd) => { const c = [...pin(0), ...cmd]; const p = spawn(c[0], c.slice(1), { stdio: 'ignore' }); children.push(p); return p; };
   const ns = serve(['netserver', '-D', '-L', '127.0.0.1', '-p', String(NETSERVER_PORT)]);
   const irtt = serve(['irtt', 'server', '-b', `127.0.0.1:${IRTT_PORT}`, '-i', '0']);
+  const sp = serve(['sockperf', 'sr', '-i', '127.0.0.1', '-p', String(SOCKPERF_PORT)]);
   await sleep(500);
   for (const [p, name] of [[ns, 'netserver'], [irtt, 'irtt server']]) if (p.exitCode !== null) throw new Error(`${name} exited ${p.exitCode} (port in use?)`);
   const f = [], m = [], same = [];
@@ -190,14 +198,17 @@ async function sideBySide(agents) {
   } finally {
     irtt.kill();
     ns.kill();
+    sp.kill();
   }
   const col = (xs, k) => median(xs.map((x) => x[k]));
   const line = (name, xs) => console.log(`  ${name.padEnd(34)} idle RTT p50 ${fmt(col(xs, 'idle') * 1e3, 1).padStart(7)} us, loaded p50 ${fmt(col(xs, 'load') * 1e3, 1).padStart(8)} us, loss ${fmt(col(xs, 'loss'), 2)} %, down ${fmt(col(xs, 'down') / 1e3).padStart(6)} Gbit/s, up ${fmt(col(xs, 'up') / 1e3).padStart(6)} Gbit/s`);
   line('flent rrul_be (irtt)', f);
   line('meshperf latency_under_load (both)', m);
-  const pairs = same.map((x) => [x.probe, JSON.parse(readFileSync(x.out, 'utf8')).stats.rtt.median / 1e3]);
-  console.log(`  the same load (latency_under_load's both phase), its probes and irtt every ${PROBE_MS} ms beside them, RTT p50 in us (probes/irtt): ${pairs.map(([a, b]) => `${fmt(a, 0)}/${fmt(b, 0)}`).join(' ')}`);
-  report('lul probe p50 vs irtt, same load, same run', pairs.map(([a]) => a), pairs.map(([, b]) => b), 'us', 'report (<= 1.05 x is as precise)', 'lower');
+  const trios = same.map((x) => [x.probe, JSON.parse(readFileSync(x.out, 'utf8')).stats.rtt.median / 1e3, sockperfPct(readFileSync(x.spOut, 'utf8'), '50.000')]);
+  console.log(`  the same load (latency_under_load's both phase), its probes with irtt and sockperf every ${PROBE_MS} ms beside them, RTT p50 in us (probes/irtt/sockperf): ${trios.map((t) => t.map((x) => fmt(x, 0)).join('/')).join(' ')}`);
+  const target = 'report (<= 1.05 x is as precise)';
+  report('lul probe p50 vs irtt, same load, same run', trios.map(([a]) => a), trios.map(([, b]) => b), 'us', target, 'lower');
+  report('lul probe p50 vs sockperf, same load, same run', trios.map(([a]) => a), trios.map(([, , c]) => c), 'us', target, 'lower');
   report('lul loaded RTT p50 vs flent rrul_be irtt', m.map((x) => x.load * 1e3), f.map((x) => x.load * 1e3), 'us', 'report', 'lower');
   report('lul both-phase throughput vs flent rrul_be', m.map((x) => (x.down + x.up) / 1e3), f.map((x) => (x.down + x.up) / 1e3), 'Gbit/s', 'report');
 }
