@@ -143,8 +143,9 @@ function flentRun(idle, load) {
 }
 
 /** latency_under_load with a long both phase (4 streams each way) and,
- * from 1.5 s into the run for SECS s, an irtt client on CPU 1 probing every
- * PROBE_MS through the same load: both probe flows measure one queue. */
+ * from 1.5 s into the run for SECS s, an irtt client and a sockperf
+ * ping-pong on CPU 1 probing every PROBE_MS through the same load: three
+ * probe flows through one load, each timed by its own tool. */
 function irttBeside(agents, round) {
   const out = join(tmp, `irtt-${round}.json`), spOut = join(tmp, `sockperf-${round}.txt`);
   const later = (cmd) => {
@@ -163,7 +164,7 @@ function irttBeside(agents, round) {
 /** 3. flent rrul_be (4 TCP streams each way, irtt pings every 5 ms) beside
  * latency_under_load's idle and both phases (4 streams each way, probes
  * every 5 ms). crusader has no package in the registries this project
- * reaches (see the line printed). */
+ * reaches (crates.io: a placeholder; npm, PyPI, Debian: none). */
 async function sideBySide(agents) {
   console.log(`\n== flent rrul_be beside latency_under_load, 4 TCP streams each way, pings every ${PROBE_MS} ms, idle ${SECS} s then ${SECS} s loaded, ${ROUNDS} rounds alternating`);
   console.log('  crusader: not available: the crates.io package `crusader` is a 0.0.1 placeholder (its main prints "Crusade!"), and the tool has no package in crates.io, npm, PyPI or Debian');
@@ -172,13 +173,13 @@ async function sideBySide(agents) {
     console.log(`  flent: skipped: ${missing.join(', ')} not installed (scripts/bench.sh installs flent, irtt and fping from Debian; see its log)`);
     return;
   }
-  // Both servers in the foreground, on ports of their own, ended by pid.
+  // The servers in the foreground, on ports of their own, ended by pid.
   const serve = (cmd) => { const c = [...pin(0), ...cmd]; const p = spawn(c[0], c.slice(1), { stdio: 'ignore' }); children.push(p); return p; };
   const ns = serve(['netserver', '-D', '-L', '127.0.0.1', '-p', String(NETSERVER_PORT)]);
   const irtt = serve(['irtt', 'server', '-b', `127.0.0.1:${IRTT_PORT}`, '-i', '0']);
   const sp = serve(['sockperf', 'sr', '-i', '127.0.0.1', '-p', String(SOCKPERF_PORT)]);
   await sleep(500);
-  for (const [p, name] of [[ns, 'netserver'], [irtt, 'irtt server']]) if (p.exitCode !== null) throw new Error(`${name} exited ${p.exitCode} (port in use?)`);
+  for (const [p, name] of [[ns, 'netserver'], [irtt, 'irtt server'], [sp, 'sockperf sr']]) if (p.exitCode !== null) throw new Error(`${name} exited ${p.exitCode} (port in use?)`);
   const f = [], m = [], same = [];
   try {
     for (let r = 0; r < ROUNDS; r++) {
