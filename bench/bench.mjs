@@ -13,8 +13,9 @@ import { wasmStats } from './wasm.mjs';
 import { samples } from './samples.mjs';
 import { mesh } from './mesh.mjs';
 import { matrixPage } from './matrix_page.mjs';
+import { lul } from './lul.mjs';
 
-const sections = { tcp_stream: tcpStream, tcp_rr: tcpRr, udp, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage };
+const sections = { tcp_stream: tcpStream, tcp_rr: tcpRr, udp, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }

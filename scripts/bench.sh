@@ -31,8 +31,22 @@ install_netperf() {
     as_root rm -f "$src"
 }
 
+# flent (with irtt for its UDP pings and fping for its ICMP ones) for the lul
+# section's side-by-side case, from Debian main; bounded in time, and a
+# failed install only skips that case (the section says so).
+install_flent() {
+    command -v flent >/dev/null && command -v irtt >/dev/null && command -v fping >/dev/null && return 0
+    log "installing flent, irtt and fping from Debian"
+    local pkgs=(flent irtt fping)
+    DEBIAN_FRONTEND=noninteractive as_root timeout 300 apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null ||
+        { as_root timeout 120 apt-get update >/dev/null &&
+            DEBIAN_FRONTEND=noninteractive as_root timeout 300 apt-get install -y --no-install-recommends "${pkgs[@]}" >/dev/null; } ||
+        log "flent could not be installed; the lul section skips flent side by side"
+}
+
 bash "$ROOT/scripts/setup.sh"
 bash "$ROOT/scripts/build.sh"
 install_peers
 install_netperf
+install_flent
 exec node "$ROOT/bench/bench.mjs" "$@"
