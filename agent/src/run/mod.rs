@@ -316,8 +316,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     .collect();
     if on_stdout.len() > 1 {
         return usage(format!(
-            "{} - cannot all have stdout: give one of them a file",
-            on_stdout.join(" -, ")
+            "{} - cannot {} have stdout: give all but one a file",
+            on_stdout.join(" - and "),
+            if on_stdout.len() == 2 { "both" } else { "all" }
         ));
     }
     let refs = agent_refs(&urls, &ctls);
