@@ -61,10 +61,14 @@ pub struct AgentRef {
 impl AgentRef {
     /// The agent's first local non-loopback IPv4 address (transport `tcp_local`).
     pub fn local_ipv4(&self) -> Option<IpAddr> {
+        self.ips().find(|ip| ip.is_ipv4() && !ip.is_loopback())
+    }
+
+    /// The addresses of [`AgentRef::addresses`], without their interfaces.
+    pub fn ips(&self) -> impl Iterator<Item = IpAddr> + '_ {
         self.addresses
             .iter()
             .filter_map(|a| a.split([' ', '/']).next()?.parse::<IpAddr>().ok())
-            .find(|ip| ip.is_ipv4() && !ip.is_loopback())
     }
 }
 
@@ -167,7 +171,28 @@ pub fn check_step(
             .check_params(&params, &limits)
             .map_err(|e| format!("{} would refuse it: {e}", a.label))?;
     }
-    Ok(())
+    check_bind(&params, "client_bind", &agents[place.client])?;
+    check_bind(&params, "server_bind", &agents[place.server])
+}
+
+/// `params[name]`, an address the agent must bind to, is one of the
+/// addresses its hello listed (loopback and the unspecified address always
+/// are: the agent checks the same, `agent/src/engine/bind.rs`); not checked
+/// when the agent listed none.
+fn check_bind(params: &Value, name: &str, agent: &AgentRef) -> Result<(), String> {
+    let Some(ip) = params[name].as_str().and_then(|t| t.parse::<IpAddr>().ok()) else {
+        return Ok(());
+    };
+    let mine: Vec<IpAddr> = agent.ips().collect();
+    if ip.is_loopback() || ip.is_unspecified() || mine.is_empty() || mine.contains(&ip) {
+        return Ok(());
+    }
+    let list: Vec<String> = mine.iter().map(ToString::to_string).collect();
+    Err(format!(
+        "{} would refuse it: {name}: {ip} is not an address of that host (its addresses: {})",
+        agent.label,
+        list.join(", ")
+    ))
 }
 
 /// One step being run: a state machine fed with what the agents say.
@@ -282,6 +307,16 @@ impl StepRun {
 
     pub fn test_id(&self) -> u32 {
         self.test_id
+    }
+
+    /// The step being run.
+    pub fn step(&self) -> &Step {
+        &self.step
+    }
+
+    /// The samples gathered so far.
+    pub fn samples(&self) -> &[Series] {
+        &self.samples
     }
 
     pub fn placement(&self) -> Placement {

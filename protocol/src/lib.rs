@@ -11,10 +11,12 @@
 //! * [`summary`]: the typed summary of each kind (the result's `summary` keys).
 //! * [`export`]: the CSV export of a result (the CLI's and the page's).
 //! * [`matrix`]: rounds of agent pairs and the headline figure of each cell.
+//! * [`json_stream`]: the lines of `meshperf run --json-stream`.
 
 pub mod driver;
 pub mod export;
 pub mod frame;
+pub mod json_stream;
 pub mod lul_card;
 pub mod matrix;
 pub mod msg;

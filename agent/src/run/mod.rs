@@ -10,11 +10,14 @@
 //! Exit status: 0 success, 1 a test failed (or an agent was unreachable), 2 a
 //! usage error (bad flags, unknown preset, unreadable plan, bad agent URL,
 //! wrong token, a parameter an agent would refuse), 130 interrupted (Ctrl-C
-//! or SIGTERM: what was measured is still printed, written and linked).
+//! or SIGTERM: what was measured is still printed, written and linked; see
+//! [`interrupt`]).
 
 pub(crate) mod client;
 pub(crate) mod discover;
 pub(crate) mod inline;
+pub(crate) mod interrupt;
+pub(crate) mod json_stream;
 mod lul_out;
 mod matrix_out;
 pub(crate) mod output;
@@ -95,6 +98,12 @@ pub struct RunArgs {
     /// Write one `;`-separated line per step here; `-` is stdout, alone.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
+    /// Write one JSON object per line here as the run goes (iperf3
+    /// --json-stream): a start line, the intervals of stream steps (every
+    /// -i seconds, default 1), each step as it ends, an end line; `-` is
+    /// stdout, alone. See docs/formats.md.
+    #[arg(long, value_name = "FILE")]
+    json_stream: Option<String>,
     /// Print only one `;`-separated record per step.
     #[arg(long)]
     quiet: bool,
@@ -281,9 +290,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
-    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(s, stop.clone())?;
-    }
+    interrupt::install(&stop)?;
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -298,8 +305,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .collect(),
         created,
     );
-    if a.json.as_deref() == Some("-") && a.csv.as_deref() == Some("-") {
-        return usage("--json - and --csv - cannot both have stdout");
+    let on_stdout: Vec<&str> = [
+        ("--json", &a.json),
+        ("--csv", &a.csv),
+        ("--json-stream", &a.json_stream),
+    ]
+    .iter()
+    .filter(|(_, p)| p.as_deref() == Some("-"))
+    .map(|(flag, _)| *flag)
+    .collect();
+    if on_stdout.len() > 1 {
+        return usage(format!(
+            "{} - cannot {} have stdout: give all but one a file",
+            on_stdout.join(" - and "),
+            if on_stdout.len() == 2 { "both" } else { "all" }
+        ));
     }
     let refs = agent_refs(&urls, &ctls);
     let n = urls.len();
@@ -340,7 +360,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             return usage(format!("step {}{at}: {e}; nothing was run", step.index));
         }
     }
-    let doc_on_stdout = a.json.as_deref() == Some("-") || a.csv.as_deref() == Some("-");
+    let doc_on_stdout = !on_stdout.is_empty();
     let total = if a.matrix {
         schedule.pairs()
     } else {
@@ -370,6 +390,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut out = output::Output::new(a.quiet || a.matrix, hist, &plan, total);
     out.interval_s = a.interval;
     out.to_stderr = doc_on_stdout;
+    out.say_interrupt = true;
+    if let Some(path) = &a.json_stream {
+        let every = a.interval.unwrap_or(json_stream::DEFAULT_INTERVAL_S);
+        let mut js = json_stream::JsonStream::open(path, every, &result, total)?;
+        js.matrix = a.matrix;
+        out.json_stream = Some(js);
+    }
     // Random, as the page's: two controllers started in the same second
     // took the same ids, and an agent refused the second as a duplicate.
     let mut seed = [0u8; 4];
@@ -378,6 +405,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut agents = rounds::Agents { ctls, refs, gone };
     let mut failed = false;
     let mut interrupted = 0;
+    // The step cut short by Ctrl-C and kept as partial.
+    let mut partial: Option<usize> = None;
     if a.matrix {
         rounds::run_matrix(
             &mut agents,
@@ -397,6 +426,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 failed |= sr.error.is_some();
                 out.cell(&sr, &agents.refs, metric);
                 sr.index = result.steps.len();
+                if let Some(js) = out.json_stream.as_mut() {
+                    js.step(&sr);
+                }
                 result.steps.push(sr);
             },
         );
@@ -413,13 +445,28 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         };
         for e in rounds::run_round(&mut agents, &[job], &stop, &mut out) {
             let mut sr = e.result;
+            sr.pair = None;
             if stop.load(Ordering::Relaxed) && sr.error.is_some() {
+                // Cut short by Ctrl-C: kept, marked partial, when its
+                // samples came back (udp_req_timo likewise shows what it
+                // had when the signal came).
                 interrupted += 1;
+                if let Some(p) = interrupt::partial(sr, e.fraction) {
+                    out.step_done();
+                    let _ = writeln!(out.text(), "{}", interrupt::partial_line(&p));
+                    if let Some(js) = out.json_stream.as_mut() {
+                        js.step(&p);
+                    }
+                    partial = Some(p.index);
+                    result.steps.push(p);
+                }
                 continue;
             }
             failed |= sr.error.is_some();
-            sr.pair = None;
             out.step(&sr);
+            if let Some(js) = out.json_stream.as_mut() {
+                js.step(&sr);
+            }
             result.steps.push(sr);
         }
         // A run between two agents ends with an agent lost.
@@ -446,18 +493,28 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let stopped = stop.load(Ordering::Relaxed);
     if stopped {
-        let kept = [("--json", &a.json), ("--csv", &a.csv)]
-            .iter()
-            .filter_map(|(flag, p)| p.as_ref().map(|p| format!("{flag} {p}")))
-            .collect::<Vec<_>>();
+        let kept = [
+            ("--json", &a.json),
+            ("--csv", &a.csv),
+            ("--json-stream", &a.json_stream),
+        ]
+        .iter()
+        .filter_map(|(flag, p)| p.as_ref().map(|p| format!("{flag} {p}")))
+        .collect::<Vec<_>>();
+        let whole = result.steps.len() - usize::from(partial.is_some());
         eprintln!(
-            "meshperf run: interrupted after {} of {total} step{}{}; {}",
-            result.steps.len(),
+            "meshperf run: interrupted after {whole} of {total} step{}{}; {}",
             if total == 1 { "" } else { "s" },
-            if interrupted > 0 {
-                format!(" ({interrupted} cut short and cancelled on its agents, left out)")
-            } else {
-                String::new()
+            match (partial, interrupted) {
+                (Some(i), _) => format!(
+                    " and step {} of {total} cut short (cancelled on its agents, kept as partial)",
+                    i + 1
+                ),
+                (None, 0) => String::new(),
+                (None, n) => format!(
+                    " ({n} cut short and cancelled on {} agents before any samples came back, left out)",
+                    if n == 1 { "its" } else { "their" }
+                ),
             },
             if kept.is_empty() {
                 "the link below has what was measured".to_string()
@@ -491,14 +548,25 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         format!("{scheme}://{}/", urls[0].hostport())
     });
     print_permalink(&web, &result, doc_on_stdout);
-    // 130 = 128 + SIGINT, as a shell reports a command Ctrl-C stopped.
-    Ok(ExitCode::from(if stopped {
-        130
+    let code = if stopped {
+        interrupt::EXIT_INTERRUPTED
     } else if failed {
         1
     } else {
         0
-    }))
+    };
+    if let Some(js) = out.json_stream.take() {
+        let end = meshperf_protocol::json_stream::StreamEnd {
+            steps: result.steps.len(),
+            failed: result.steps.iter().filter(|s| s.error.is_some()).count(),
+            interrupted: stopped,
+            exit: code,
+        };
+        if let Some(e) = js.end(end) {
+            eprintln!("meshperf run: --json-stream: {e}");
+        }
+    }
+    Ok(ExitCode::from(code))
 }
 
 /// Prints the permalink as the last line of stdout: `<web>#r=<link>`, the

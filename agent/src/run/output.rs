@@ -30,6 +30,10 @@ pub struct Output {
     /// The text goes to stderr: stdout carries a `--json -` or `--csv -`
     /// document and nothing else.
     pub to_stderr: bool,
+    /// `--json-stream`: lines written as the run goes.
+    pub json_stream: Option<super::json_stream::JsonStream>,
+    /// Say where the run stood when Ctrl-C stops it (`meshperf run`).
+    pub say_interrupt: bool,
 }
 
 /// Bins of the histograms `meshperf run -H` prints: udp_req_timo's `-b`
@@ -64,6 +68,8 @@ impl Output {
             hist,
             interval_s: None,
             to_stderr: false,
+            json_stream: None,
+            say_interrupt: false,
         }
     }
 
@@ -106,7 +112,12 @@ impl Output {
         let mut out = self.text();
         let point: Vec<String> = s.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if let Some(e) = &s.error {
-            let _ = writeln!(out, "step {} {}: FAILED: {e}", s.index, point.join(" "));
+            let at = if point.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", point.join(" "))
+            };
+            let _ = writeln!(out, "step {}{at}: FAILED: {e}", s.index);
             return;
         }
         if self.quiet {

@@ -70,6 +70,8 @@ pub struct Ended {
     pub result: StepResult,
     /// An agent refused it as busy with another test.
     pub busy: bool,
+    /// How far it had got (0 to 1) by the side furthest along.
+    pub fraction: f64,
 }
 
 /// Runs `jobs` at once and returns their results in the same order. A step
@@ -121,6 +123,7 @@ pub fn run_round(
             cancelled_at: None,
         });
     }
+    let mut announced = false;
     loop {
         while let Some(o) = queue.pop_front() {
             send(agents, &mut lives, &owner, o, &mut queue, out);
@@ -129,6 +132,20 @@ pub fn run_round(
             break;
         }
         let stopping = stop.load(Ordering::Relaxed);
+        if stopping && !announced && out.say_interrupt {
+            announced = true;
+            let running: Vec<(&Step, f64)> = lives
+                .iter()
+                .zip(jobs)
+                .filter(|(l, _)| !l.run.is_done())
+                .map(|(l, j)| (j.step, l.run.progress()))
+                .collect();
+            out.finish();
+            eprintln!(
+                "{}",
+                super::interrupt::where_it_stood(out.done(), out.total(), &running)
+            );
+        }
         for l in lives.iter_mut().filter(|l| !l.run.is_done()) {
             if stopping && !l.run.is_cancelling() {
                 queue.extend(l.run.cancel());
@@ -183,10 +200,14 @@ pub fn run_round(
         .zip(jobs)
         .map(|(mut l, job)| {
             let mut result = l.run.result(l.began.elapsed().as_secs_f64());
+            if let Some(js) = out.json_stream.as_mut() {
+                js.step_ended(job.test_id, &result);
+            }
             result.pair = Some(job.pair);
             Ended {
                 result,
                 busy: l.run.refused_busy(),
+                fraction: l.run.progress(),
             }
         })
         .collect()
@@ -319,7 +340,11 @@ fn feed(
             }
         }
         Incoming::Frame(h, v) => {
-            run.on_samples(&h, v);
+            if run.on_samples(&h, v) {
+                if let Some(js) = out.json_stream.as_mut() {
+                    js.samples(run);
+                }
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ mod lul;
 mod mesh;
 mod monitor;
 mod run;
+mod runctl;
 mod safety;
 mod soak;
 mod tcp;
