@@ -15,6 +15,7 @@ mod mesh;
 mod monitor;
 mod run;
 mod safety;
+mod seedopts;
 mod soak;
 mod tcp;
 mod tls;
