@@ -115,6 +115,24 @@ pub struct StreamSummary {
     /// TCP: milliseconds per MiB received (the Perl seed's figure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ms_per_mib: Option<f64>,
+    /// One entry per connection, in index order.
+    pub streams: Vec<StreamFigures>,
+    /// TCP: retransmitted segments, all connections (TCP_INFO at the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// TCP: the sample interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<u32>,
+    /// Bytes per write.
+    pub msg_bytes: u64,
+    /// `unix` for `unix_stream`; absent for TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// TCP: parameters, peer and socket options as the kernel has them.
+    #[serde(flatten)]
+    pub tcp: Option<TcpStreamSocket>,
+    // Keys added later go last, so a `--quiet` record's fields stay where
+    // scripts found them.
     /// Milliseconds per read call that moved data, receiving time over
     /// reads (the Perl seed's "Average milliseconds"); absent when this
     /// side read nothing.
@@ -134,22 +152,6 @@ pub struct StreamSummary {
     pub payload_file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_file_bytes: Option<u64>,
-    /// One entry per connection, in index order.
-    pub streams: Vec<StreamFigures>,
-    /// TCP: retransmitted segments, all connections (TCP_INFO at the end).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retransmits: Option<u64>,
-    /// TCP: the sample interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval_ms: Option<u32>,
-    /// Bytes per write.
-    pub msg_bytes: u64,
-    /// `unix` for `unix_stream`; absent for TCP.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<Transport>,
-    /// TCP: parameters, peer and socket options as the kernel has them.
-    #[serde(flatten)]
-    pub tcp: Option<TcpStreamSocket>,
     /// One human line (sent/received bytes, seconds, MByte/s).
     pub line: String,
 }
