@@ -5,20 +5,13 @@
 //! sockbench's speeds in bits and bytes with more than 64 parallel streams
 //! where the operator allows it.
 
-use crate::run::{run, run_ab, text, tmp};
+use crate::run::{run, run_ab, run_ok, text, tmp};
 use crate::util::AgentProc;
-use meshperf_protocol::result::{self, RunResult};
+use meshperf_protocol::result::RunResult;
 
-/// `meshperf run` with `a` serving and `b` driving that must succeed: its
-/// stdout and the result it wrote.
-fn run_json(a: &AgentProc, b: &AgentProc, name: &str, args: &[&str]) -> (String, RunResult) {
-    let json = tmp(&format!("seedopts-{name}.json"));
-    let mut all = args.to_vec();
-    all.extend(["--json", json.to_str().unwrap()]);
-    let o = run_ab(a, b, &all);
-    let out = text(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
-    let r = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+/// [`run_ok`] whose steps all succeeded.
+fn run_json(a: &AgentProc, b: &AgentProc, args: &[&str]) -> (String, RunResult) {
+    let (out, r) = run_ok(a, b, args);
     assert!(r.steps.iter().all(|s| s.error.is_none()), "{out}");
     (out, r)
 }
@@ -37,7 +30,6 @@ fn socketslurp_with_fewer_buffers_decides_how_much_moves() {
     let (out, r) = run_json(
         &a,
         &b,
-        "recv-count",
         &[
             "--preset",
             "socketsend",
@@ -76,7 +68,6 @@ fn socketslurp_with_fewer_buffers_decides_how_much_moves() {
     let (out, r) = run_json(
         &a,
         &b,
-        "recv-count-time",
         &[
             "--kind",
             "tcp_stream",
@@ -114,7 +105,6 @@ fn perl_figures_buffers_ms_per_read_averages_and_data_from_a_file() {
     let (out, r) = run_json(
         &a,
         &b,
-        "file",
         &[
             "--kind",
             "tcp_stream",
@@ -175,7 +165,6 @@ fn perl_figures_buffers_ms_per_read_averages_and_data_from_a_file() {
     let (out, r) = run_json(
         &a,
         &b,
-        "perl",
         &[
             "--kind",
             "tcp_stream",
@@ -264,7 +253,6 @@ fn sockbench_speeds_in_bits_and_bytes_and_streams_beyond_64_where_allowed() {
         let (out, r) = run_json(
             &a,
             &b,
-            kind,
             &[
                 "--kind",
                 kind,
