@@ -25,23 +25,29 @@ async function runSweep(page: Page, url: string, param: string, values: string) 
   await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
 }
 
-test('mss 1000 and payload zeros from "more options" reach both agents and read back from the kernel', async ({ page, agents }) => {
+test('mss 1000, payload zeros and recv_count 8 from "more options" reach both agents and read back from the kernel', async ({ page, agents }) => {
   await openPlan(page, agents.url(), 16);
   await page.getByText('more options').click();
   await page.getByTestId('mss').fill('1000');
   await page.getByTestId('payload').selectOption('zeros');
+  // socketslurp's own count: the receiver's 8 buffers of 1 MiB decide.
+  await page.getByTestId('recv-count').fill('8');
   await page.getByTestId('run').click();
 
   for (const side of ['summary-client', 'summary-server']) {
     const s = page.getByTestId(side);
     await expect(s).toBeVisible({ timeout: 30_000 });
-    await expect(s).toHaveAttribute('data-bytes', String(16 << 20));
+    await expect(s).toHaveAttribute('data-bytes', String(8 << 20));
     // Less the 12-byte timestamp option the connection negotiated.
     await expect(s).toContainText(/TCP segment size \(MSS\) asked → got\s*1000 B → (9[6-9]\d|1000) B/);
+    await expect(s).toContainText(/receiver buffers \(recv_count\)\s*8, the receiver decided/);
   }
+  // The receiving side (the serving agent) has the Perl seed's milliseconds per read.
+  await expect(page.getByTestId('summary-server')).toContainText(/ms per read \/ per MiB\s*[\d.]+ \/ [\d.]+/);
   const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
   const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
-  expect(result.steps[0].params).toMatchObject({ mss: 1000, payload: 'zeros' });
+  expect(result.steps[0].params).toMatchObject({ mss: 1000, payload: 'zeros', recv_count: 8 });
+  expect(result.steps[0].sides.client.limited_by).toBe('receiver');
   expect(result.steps[0].sides.server.mss).toBeLessThanOrEqual(1000);
   await expect(page.getByTestId('error')).toBeHidden();
 });

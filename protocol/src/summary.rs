@@ -131,6 +131,27 @@ pub struct StreamSummary {
     /// TCP: parameters, peer and socket options as the kernel has them.
     #[serde(flatten)]
     pub tcp: Option<TcpStreamSocket>,
+    // Keys added later go last, so a `--quiet` record's fields stay where
+    // scripts found them.
+    /// Milliseconds per read call that moved data, receiving time over
+    /// reads (the Perl seed's "Average milliseconds"); absent when this
+    /// side read nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms_per_read: Option<f64>,
+    /// The receiving end's own count of `read_bytes` buffers per stream
+    /// (socketslurp's), when the plan gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_count: Option<u64>,
+    /// With `recv_count`: which end's buffers decided how much moved,
+    /// `sender`, `receiver` or `equal` (socketsend: the end with fewer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<String>,
+    /// The file this side's writes carried (`payload_file`), read into
+    /// memory before the test, and its length in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_file_bytes: Option<u64>,
     /// `tcp_stream` with `probe_ms`, the driving side's: the UDP probe flow
     /// beside the streams, as `latency_under_load` reports it (phase `idle`:
     /// the path before the load started; then the loaded phase, `upload`,

@@ -21,6 +21,9 @@ pub struct PageBuf {
 
 // SAFETY: PageBuf owns its allocation exclusively, like Vec<u8>.
 unsafe impl Send for PageBuf {}
+// SAFETY: as Vec<u8>: a shared PageBuf only gives out `&[u8]` (no interior
+// mutability), so worker threads may read one payload file at once.
+unsafe impl Sync for PageBuf {}
 
 impl PageBuf {
     /// `len` bytes (at least one), all `fill`.

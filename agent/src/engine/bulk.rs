@@ -88,6 +88,9 @@ pub struct Workload {
     pub stall: Duration,
     /// Random bytes in the writes (else zeros).
     pub random: bool,
+    /// The writes carry this file's bytes in order, over and over
+    /// (`payload_file`); overrides `random`.
+    pub file: Option<std::sync::Arc<super::payload::FileData>>,
 }
 
 /// What one stream did.
@@ -284,10 +287,17 @@ fn worker<S: DataStream>(
             slots[0].finish(Some(format!("socket mode: {e}")));
         }
     }
-    let wbuf = if plan.random && slots.iter().any(|s| s.dir == Flow::Send) {
-        PageBuf::random(plan.msg_bytes)
-    } else {
-        PageBuf::new(plan.msg_bytes, 0)
+    let own;
+    let (wbuf, cycle): (&[u8], usize) = match &plan.file {
+        Some(f) => (&f.buf, f.len),
+        None => {
+            own = if plan.random && slots.iter().any(|s| s.dir == Flow::Send) {
+                PageBuf::random(plan.msg_bytes)
+            } else {
+                PageBuf::new(plan.msg_bytes, 0)
+            };
+            (&own, 0)
+        }
     };
     let mut rbuf = PageBuf::new(plan.read_bytes, 0);
     let mut events = Events::with_capacity(64);
@@ -309,7 +319,7 @@ fn worker<S: DataStream>(
                         plan,
                         start,
                         limit,
-                        &wbuf,
+                        (wbuf, cycle),
                         &mut next_due,
                         &live[s.out.index],
                         blocking,
@@ -376,7 +386,7 @@ fn send<S: DataStream>(
     plan: &Workload,
     start: Instant,
     limit: Option<u64>,
-    buf: &[u8],
+    (buf, cycle): (&[u8], usize),
     next_due: &mut Option<Instant>,
     live: &LiveStream,
     once: bool,
@@ -402,7 +412,14 @@ fn send<S: DataStream>(
         if let Some(l) = limit {
             end = end.min((l - (s.out.bytes - s.msg_off as u64)) as usize);
         }
-        match s.sock.write(&buf[s.msg_off..end]) {
+        // A payload file goes on where the last write ended (`cycle`, its
+        // length; `buf` has its start again after its end); else every
+        // write is the same buffer.
+        let origin = match cycle {
+            0 => 0,
+            n => ((s.out.bytes - s.msg_off as u64) % n as u64) as usize,
+        };
+        match s.sock.write(&buf[origin + s.msg_off..origin + end]) {
             Ok(0) => return s.finish(Some("the peer closed the connection".into())),
             Ok(n) => {
                 s.record(n, Instant::now(), start, plan.interval, live);

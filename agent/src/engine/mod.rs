@@ -24,6 +24,7 @@ pub mod bind;
 pub mod buf;
 pub mod bulk;
 pub mod lul;
+pub mod payload;
 pub mod peer;
 pub mod rr_loop;
 pub mod side;
@@ -348,6 +349,9 @@ pub struct EngineEnv<'a> {
     /// Ports a serving side may listen on (`--data-ports`); `None`: any
     /// port the kernel picks.
     pub data_ports: Option<(u16, u16)>,
+    /// Where stream tests may read payload files (`--payload-dir`); `None`:
+    /// the agent reads no files.
+    pub payload_dir: Option<&'a payload::PayloadDir>,
 }
 
 /// The kinds this agent runs.

@@ -25,6 +25,7 @@ impl Workload {
             interval: Duration::from_millis(p.interval_ms as u64),
             stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
             random: p.payload == Payload::Random,
+            file: None,
         }
     }
 }
@@ -37,7 +38,21 @@ pub fn run_streams<S: DataStream>(
     streams: Vec<(S, Flow)>,
     start: Instant,
 ) -> Result<Vec<Outcome>, TestError> {
-    let plan = Workload::from_params(p);
+    run_streams_with(ctx, p, streams, start, None)
+}
+
+/// [`run_streams`] whose writes carry `file` (`payload_file`), if given.
+pub fn run_streams_with<S: DataStream>(
+    ctx: &TestCtx,
+    p: &StreamParams,
+    streams: Vec<(S, Flow)>,
+    start: Instant,
+    file: Option<std::sync::Arc<super::payload::FileData>>,
+) -> Result<Vec<Outcome>, TestError> {
+    let plan = Workload {
+        file,
+        ..Workload::from_params(p)
+    };
     let n = streams.len();
     let live: Vec<LiveStream> = (0..n).map(|_| LiveStream::default()).collect();
     let mut sent = vec![0usize; n];
@@ -171,4 +186,23 @@ pub fn figures(o: &Outcome, tcp: bool) -> StreamFigures {
             retransmits: o.info.map(|i| i.total_retrans),
         }),
     }
+}
+
+/// With `recv_count`, which end's buffers decided how much moved: as the
+/// counts say when the sender has one; a time-bounded sender's when its
+/// time ran out before the receiver had every buffer, else the receiver's.
+pub fn limited_by(p: &StreamParams, outs: &[Outcome]) -> Option<String> {
+    let planned = p.limited_by()?;
+    if p.count.is_some() {
+        return Some(planned.to_string());
+    }
+    let quota = p.bytes_per_stream()?;
+    let full = outs.iter().all(|o| o.bytes == quota);
+    Some(if full { "receiver" } else { "sender" }.to_string())
+}
+
+/// Milliseconds per read over `seconds` of receiving (the Perl seed's
+/// "Average milliseconds"); `None` without reads.
+pub fn ms_per_read(seconds: f64, reads: u64) -> Option<f64> {
+    (reads > 0).then(|| seconds * 1e3 / reads as f64)
 }

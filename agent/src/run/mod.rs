@@ -23,6 +23,7 @@ mod matrix_out;
 pub(crate) mod output;
 pub mod pin;
 pub(crate) mod rounds;
+mod seed_out;
 
 use client::{AgentUrl, Ctl, CtlError};
 use meshperf_protocol::driver::{check_step, AgentRef};
@@ -82,6 +83,11 @@ pub struct RunArgs {
     /// --set msg_bytes=1M --set direction=receive. K/M/G are powers of 1024.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
+    /// Send this file's bytes in a tcp_stream (the Perl seed's --file): a
+    /// file name in the sending agent's --payload-dir, which that agent
+    /// reads into memory once before the test; --set payload_file=NAME.
+    #[arg(long, value_name = "NAME")]
+    file: Option<String>,
     /// Sweep a parameter (at most two, the first is the outer loop; they
     /// replace the plan's axes): NAME=a,b,c or NAME=FROM:TO:STEP or
     /// NAME=pow2:LOW:HIGH, e.g. --sweep resp_bytes=64:1500:8.
@@ -183,7 +189,14 @@ fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
 
 fn load_plan(a: &RunArgs) -> Result<Plan, String> {
     let base = base_plan(a.preset.as_deref(), a.plan.as_deref())?;
-    inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)
+    let mut plan = inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)?;
+    if let Some(f) = &a.file {
+        // A string whatever it looks like (--set would read "123" as a number).
+        plan.params
+            .insert("payload_file".into(), serde_json::Value::String(f.clone()));
+        plan.expand().map_err(|e| e.to_string())?;
+    }
+    Ok(plan)
 }
 
 /// The plan of `--preset NAME` or `--plan FILE`, if either was given.

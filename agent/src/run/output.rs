@@ -23,6 +23,8 @@ pub struct Output {
     repeat: u32,
     /// The headline figure of each repetition of the current point.
     reps: Vec<f64>,
+    /// Every figure of each repetition of the current point.
+    avgs: super::seed_out::Averages,
     /// Print each step's histogram (`-H`) with these bins.
     hist: Option<HistOpts>,
     /// Print stream steps' interval reports (`-i`), this many seconds each.
@@ -65,6 +67,7 @@ impl Output {
             sweep: !plan.sweep.is_empty() || plan.repeat > 1,
             repeat: plan.repeat,
             reps: Vec::new(),
+            avgs: Default::default(),
             hist,
             interval_s: None,
             to_stderr: false,
@@ -152,6 +155,9 @@ impl Output {
         if let Some(l) = rtt_line(&s.summary) {
             let _ = writeln!(out, "{l}");
         }
+        for l in super::seed_out::stream_lines(s) {
+            let _ = writeln!(out, "{l}");
+        }
         if s.kind == Kind::LatencyUnderLoad {
             if let Some(t) = super::lul_out::table(&s.summary) {
                 let _ = out.write_all(t.as_bytes());
@@ -193,6 +199,9 @@ impl Output {
                     self.reps.clear();
                 }
             }
+        }
+        for l in self.avgs.step(s, self.repeat) {
+            let _ = writeln!(out, "{l}");
         }
         self.histogram(&mut out, s);
     }

@@ -99,6 +99,8 @@ pub struct Agent {
     data_ip: IpAddr,
     /// `--data-ports`: the ports serving sides listen on.
     pub data_ports: Option<(u16, u16)>,
+    /// `--payload-dir` and `--max-payload-bytes`.
+    pub payload_dir: Option<engine::payload::PayloadDir>,
     tx: Sender<Outbound>,
     waker: Arc<mio::Waker>,
     next_sid: u64,
@@ -135,6 +137,7 @@ impl Agent {
             limits,
             data_ip,
             data_ports: None,
+            payload_dir: None,
             tx,
             waker,
             next_sid: 1,
@@ -648,6 +651,7 @@ impl Agent {
             limits: &self.limits,
             data_ip: self.data_ip,
             data_ports: self.data_ports,
+            payload_dir: self.payload_dir.as_ref(),
         }
     }
 

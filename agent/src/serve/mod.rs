@@ -84,6 +84,16 @@ pub struct AgentArgs {
     /// a few ports are enough.
     #[arg(long, value_name = "LO-HI", value_parser = port_range)]
     data_ports: Option<(u16, u16)>,
+    /// Directory whose files a tcp_stream may send as its data
+    /// (payload_file, the Perl seed's --file), each read into memory once
+    /// before the test; only regular files directly in it, no links
+    /// (default: none, the agent reads no files)
+    #[arg(long, value_name = "DIR")]
+    payload_dir: Option<std::path::PathBuf>,
+    /// Largest payload file one test may read into memory (suffixes K, M,
+    /// G: powers of 1024)
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = bytes_arg)]
+    max_payload_bytes: u64,
     /// Serve https and wss with this PEM certificate chain (e.g. an ACME
     /// client's fullchain.pem); needs --tls-key.
     #[arg(
@@ -283,6 +293,15 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     };
     let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
     agent.data_ports = a.data_ports;
+    if let Some(dir) = &a.payload_dir {
+        if !dir.is_dir() {
+            anyhow::bail!("--payload-dir {}: not a directory", dir.display());
+        }
+        agent.payload_dir = Some(crate::engine::payload::PayloadDir {
+            dir: dir.clone(),
+            max_bytes: a.max_payload_bytes,
+        });
+    }
     if let Some(at) = a.metrics {
         let l = std::net::TcpListener::bind(at)
             .map_err(|e| anyhow::anyhow!("--metrics {at}: {e}; choose another address or port"))?;

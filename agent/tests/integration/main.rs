@@ -16,6 +16,7 @@ mod monitor;
 mod run;
 mod runctl;
 mod safety;
+mod seedopts;
 mod soak;
 mod tcp;
 mod tls;

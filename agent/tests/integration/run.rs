@@ -29,7 +29,7 @@ pub(crate) fn run_ab(a: &AgentProc, b: &AgentProc, args: &[&str]) -> Output {
 }
 
 /// [`run_ab`] that must succeed, with its stdout and the result it wrote.
-fn run_ok(a: &AgentProc, b: &AgentProc, args: &[&str]) -> (String, RunResult) {
+pub(crate) fn run_ok(a: &AgentProc, b: &AgentProc, args: &[&str]) -> (String, RunResult) {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let json = tmp(&format!("run-ok-{n}.json"));

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 mod stream;
-pub use stream::{Direction, Payload, StreamParams};
+pub use stream::{payload_file_name, Direction, Payload, StreamParams};
 mod rr;
 pub use rr::RrParams;
 mod spec;

@@ -427,6 +427,17 @@ pub mod stream {
         initial: Some("1024"),
         ..super::COUNT
     };
+    /// socketslurp's count: the receiving end takes this many `read_bytes`
+    /// buffers per stream and no more; the end with fewer bytes (this, or
+    /// the sender's `count` x `msg_bytes`) decides how much moves.
+    pub const RECV_COUNT: ParamSpec = ParamSpec {
+        name: "recv_count",
+        label: "receiver's buffers (of read size)",
+        default: DefaultValue::Derived("as many as the sender sends"),
+        initial: None,
+        advanced: true,
+        ..COUNT
+    };
     pub const STREAMS: ParamSpec = ParamSpec {
         name: "streams",
         label: "streams",
@@ -489,6 +500,18 @@ pub mod stream {
         advanced: true,
         ..P
     };
+    /// The Perl seed's `--file`: the writes carry this file's bytes, in
+    /// order and from its start again at its end; a file name in the
+    /// sending agent's `--payload-dir`, read into memory once before the
+    /// test (so the disk is not measured).
+    pub const PAYLOAD_FILE: ParamSpec = ParamSpec {
+        name: "payload_file",
+        ty: ParamType::Text,
+        label: "payload file (in the sender's --payload-dir)",
+        advanced: true,
+        tcp_only: true,
+        ..P
+    };
     pub const INTERVAL_MS: ParamSpec = ParamSpec {
         label: "sample interval (ms)",
         default: DefaultValue::Num(10),
@@ -521,6 +544,7 @@ static STREAM: &[ParamSpec] = {
         MSG_BYTES,
         COUNT,
         DURATION_S,
+        RECV_COUNT,
         STREAMS,
         DIRECTION,
         WAIT_US,
@@ -528,6 +552,7 @@ static STREAM: &[ParamSpec] = {
         NODELAY,
         RCVLOWAT,
         PAYLOAD,
+        PAYLOAD_FILE,
         SNDBUF,
         RCVBUF,
         TOS,

@@ -46,6 +46,10 @@ pub struct StreamParams {
     pub count: Option<u64>,
     /// Duration in seconds, if the test is time-bounded.
     pub duration_s: Option<f64>,
+    /// `read_bytes` buffers the receiving end takes per stream
+    /// (socketslurp's count); `None`: whatever the sender sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_count: Option<u64>,
     /// Parallel streams.
     pub streams: u32,
     /// Who sends.
@@ -78,6 +82,10 @@ pub struct StreamParams {
     /// What the writes carry.
     #[serde(default)]
     pub payload: Payload,
+    /// The writes carry this file's bytes instead (a name in the sending
+    /// agent's `--payload-dir`; see [`payload_file_name`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_file: Option<String>,
     /// TCP_MAXSEG asked for, bytes: the largest segment either end sends
     /// (announced in the SYN), to compare segment sizes as seed 002 compares
     /// MTUs. The summary's `mss` is what the connection uses.
@@ -114,9 +122,30 @@ impl StreamParams {
         })
     }
 
-    /// Total bytes one stream's sender will write when count-bounded.
+    /// Bytes one stream moves at most: the sender's `count` x `msg_bytes`
+    /// or the receiver's `recv_count` x `read_bytes`, whichever is fewer
+    /// (socketsend/socketslurp: the end with fewer buffers decides);
+    /// `None` when neither bounds it (a time-bounded test).
     pub fn bytes_per_stream(&self) -> Option<u64> {
-        self.count.map(|c| c * self.msg_bytes)
+        let send = self.count.map(|c| c * self.msg_bytes);
+        let recv = self.recv_count.map(|c| c * self.read_bytes);
+        match (send, recv) {
+            (Some(s), Some(r)) => Some(s.min(r)),
+            (s, r) => s.or(r),
+        }
+    }
+
+    /// Which end's buffers decide how much moves, once the receiver has a
+    /// count of its own: `sender`, `receiver`, or `equal` (both the same
+    /// bytes); `None` without `recv_count`. A time-bounded sender decides
+    /// only if its time runs out first, which the figures then show.
+    pub fn limited_by(&self) -> Option<&'static str> {
+        let recv = self.recv_count? * self.read_bytes;
+        Some(match self.count.map(|c| c * self.msg_bytes) {
+            Some(send) if send < recv => "sender",
+            Some(send) if send == recv => "equal",
+            _ => "receiver",
+        })
     }
 
     /// The SO_RCVLOWAT a receiving TCP socket gets: as asked, else for an
@@ -140,6 +169,7 @@ impl StreamParams {
         let read_bytes = r.opt_int(&READ_BYTES)?.unwrap_or(msg_bytes);
         let count = r.opt_int(&COUNT)?;
         let duration_s = r.opt_float(&DURATION_S)?;
+        let recv_count = r.opt_int(&RECV_COUNT)?;
         let streams = r.int(&STREAMS)? as u32;
         let direction = match r.choice(&DIRECTION)? {
             "send" => Direction::Send,
@@ -162,6 +192,16 @@ impl StreamParams {
             "zeros" => Payload::Zeros,
             o => unreachable!("payload {o:?} is in the table but not read"),
         };
+        let payload_file = r
+            .string(PAYLOAD_FILE.name)?
+            .map(|f| payload_file_name(&f).map(|_| f))
+            .transpose()?;
+        if payload_file.is_some() && payload == Payload::Zeros {
+            return Err(ParamError::new(
+                PAYLOAD_FILE.name,
+                "the writes carry the file: give payload_file or payload zeros, not both",
+            ));
+        }
         let interval_ms = r.int(&INTERVAL_MS)? as u32;
         let (probe_ms, probe_bytes, clocks) =
             ProbeParams::read(&mut r, [&PROBE_MS, &PROBE_BYTES, &CLOCKS])?;
@@ -193,6 +233,7 @@ impl StreamParams {
             read_bytes,
             count,
             duration_s,
+            recv_count,
             streams,
             direction,
             wait_us,
@@ -206,12 +247,33 @@ impl StreamParams {
             server_bind,
             rcvlowat,
             payload,
+            payload_file,
             mss,
             probe_ms,
             probe_bytes,
             clocks,
         })
     }
+}
+
+/// Checks that `name` is a plain file name, as `payload_file` must be: not
+/// empty, at most 255 bytes, no `/` or NUL, not starting with `.` (no
+/// path, no parent, no hidden file), so it can only name a file directly
+/// in the directory the agent's operator allowed.
+pub fn payload_file_name(name: &str) -> Result<(), ParamError> {
+    let bad = name.is_empty()
+        || name.len() > 255
+        || name.starts_with('.')
+        || name.contains(['/', '\\', '\0']);
+    if bad {
+        return Err(ParamError::new(
+            PAYLOAD_FILE.name,
+            format!(
+                "must be a file name in the sending agent's --payload-dir (no path, not starting with '.'), got {name:?}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -233,6 +295,52 @@ mod tests {
         assert_eq!(p.streams, 1);
         assert_eq!(p.direction, Direction::Send);
         assert_eq!(p.bytes_per_stream(), Some(128 << 20));
+    }
+
+    #[test]
+    fn the_end_with_fewer_buffers_decides_how_much_moves() {
+        let p = parse(json!({"msg_bytes": 1024, "count": 100, "recv_count": 50})).unwrap();
+        assert_eq!(p.bytes_per_stream(), Some(51200));
+        assert_eq!(p.limited_by(), Some("receiver"));
+        let p = parse(json!({"msg_bytes": 1024, "count": 10, "recv_count": 50})).unwrap();
+        assert_eq!(p.bytes_per_stream(), Some(10240));
+        assert_eq!(p.limited_by(), Some("sender"));
+        // Buffers of the receiver's own size: 40 reads of 512 = 20 writes of 1024.
+        let p = parse(json!({"msg_bytes": 1024, "read_bytes": 512, "count": 20, "recv_count": 40}))
+            .unwrap();
+        assert_eq!(p.limited_by(), Some("equal"));
+        let p = parse(json!({"duration_s": 1, "recv_count": 8, "read_bytes": 1000})).unwrap();
+        assert_eq!(p.bytes_per_stream(), Some(8000));
+        assert_eq!(p.limited_by(), Some("receiver"));
+        assert_eq!(parse(json!({"count": 5})).unwrap().limited_by(), None);
+        assert_eq!(
+            parse(json!({"recv_count": 0})).unwrap_err().param,
+            "recv_count"
+        );
+    }
+
+    #[test]
+    fn payload_file_is_a_plain_name_only() {
+        let p = parse(json!({"payload_file": "testdata-10M.dat"})).unwrap();
+        assert_eq!(p.payload_file.as_deref(), Some("testdata-10M.dat"));
+        for bad in [
+            "",
+            "../etc/passwd",
+            "a/b",
+            ".hidden",
+            "/etc/passwd",
+            "a\\b",
+            "a\0b",
+        ] {
+            let e = parse(json!({"payload_file": bad})).unwrap_err();
+            assert_eq!(e.param, "payload_file", "{bad:?}: {e}");
+        }
+        let e = parse(json!({"payload_file": "x", "payload": "zeros"})).unwrap_err();
+        assert_eq!(e.param, "payload_file");
+        assert_eq!(
+            parse(json!({"payload_file": 1})).unwrap_err().param,
+            "payload_file"
+        );
     }
 
     #[test]

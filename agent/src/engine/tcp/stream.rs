@@ -4,8 +4,9 @@
 
 use crate::engine::bulk::{Flow, Outcome};
 use crate::engine::lul::beside;
+use crate::engine::payload;
 use crate::engine::peer::{self, Connected};
-use crate::engine::side::{figures, layout};
+use crate::engine::side::{figures, layout, limited_by, ms_per_read};
 use crate::engine::sockopt::{self, Applied};
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
@@ -13,6 +14,7 @@ use meshperf_protocol::params::{Direction, Kind, LulPhase, StreamParams};
 use meshperf_protocol::summary::{StreamSummary, TcpStreamSocket};
 use serde_json::Value;
 use std::net::{IpAddr, TcpListener, UdpSocket};
+use std::sync::Arc;
 
 /// Serving side set-up (see [`crate::engine::prepare`]).
 pub fn prepare(
@@ -23,6 +25,7 @@ pub fn prepare(
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     crate::engine::bind::check_server(p.server_bind)?;
     crate::engine::sockopt::check_congestion(p.congestion.as_deref())?;
+    let file = open_payload(&p, Role::Server, env)?;
     let ip = p.server_bind.unwrap_or(env.data_ip);
     let listener = crate::engine::bind::on_data_port(env.data_ports, |port| {
         peer::listen(ip, port, &p.socket())
@@ -40,7 +43,7 @@ pub fn prepare(
     Ok((
         port,
         key,
-        Box::new(move |ctx| serve(ctx, p, listener, key, probe)),
+        Box::new(move |ctx| serve(ctx, p, listener, key, file, probe)),
     ))
 }
 
@@ -54,7 +57,41 @@ pub fn start(
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     crate::engine::bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
     crate::engine::sockopt::check_congestion(p.congestion.as_deref())?;
-    Ok(Box::new(move |ctx| drive(ctx, p, peer_addr)))
+    let file = open_payload(&p, Role::Client, env)?;
+    Ok(Box::new(move |ctx| drive(ctx, p, peer_addr, file)))
+}
+
+/// The payload file of a side that sends (`payload_file`), opened and
+/// checked now, before the test is accepted; `None` for a side that only
+/// receives or a test without one.
+fn open_payload(
+    p: &StreamParams,
+    role: Role,
+    env: &crate::engine::EngineEnv,
+) -> Result<Option<payload::Opened>, crate::engine::Refusal> {
+    match &p.payload_file {
+        Some(name) if layout(p, role).contains(&Flow::Send) => {
+            payload::open(env.payload_dir, name).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Reads the opened payload file into memory before any data connection
+/// (the disk is not part of the test); on failure the side fails.
+fn load_payload(
+    ctx: &TestCtx,
+    p: &StreamParams,
+    file: Option<payload::Opened>,
+) -> Result<Option<Arc<payload::FileData>>, ()> {
+    match file.map(|f| f.read(p.msg_bytes as usize)).transpose() {
+        Ok(f) => Ok(f.map(Arc::new)),
+        Err(e) => {
+            ctx.fail(ErrorCode::Io, e.to_string());
+            ctx.finished();
+            Err(())
+        }
+    }
 }
 
 /// The probe flow beside the streams (`probe_ms`), by role.
@@ -69,8 +106,12 @@ fn serve(
     p: StreamParams,
     listener: TcpListener,
     key: [u8; 16],
+    file: Option<payload::Opened>,
     probe: Option<UdpSocket>,
 ) {
+    let Ok(file) = load_payload(&ctx, &p, file) else {
+        return;
+    };
     let dirs = layout(&p, Role::Server);
     let r = peer::accept(&ctx, listener, &key, Kind::TcpStream, dirs.len()).and_then(|mut conn| {
         let probe = match (probe, p.probe()) {
@@ -81,14 +122,17 @@ fn serve(
             }
             _ => None,
         };
-        run_side(&ctx, &p, conn, &dirs, probe)
+        run_side(&ctx, &p, conn, &dirs, file, probe)
     });
     ctx.report(r);
     ctx.finished();
 }
 
 /// Driving side: connect to the prepared peer, then run.
-fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr) {
+fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr, file: Option<payload::Opened>) {
+    let Ok(file) = load_payload(&ctx, &p, file) else {
+        return;
+    };
     let dirs = layout(&p, Role::Client);
     let r = peer::connect(&ctx, &peer_addr, Kind::TcpStream, &p.socket(), dirs.len()).and_then(
         |mut conn| {
@@ -100,7 +144,7 @@ fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr) {
                 }
                 None => None,
             };
-            run_side(&ctx, &p, conn, &dirs, probe)
+            run_side(&ctx, &p, conn, &dirs, file, probe)
         },
     );
     ctx.report(r);
@@ -121,8 +165,10 @@ fn run_side(
     p: &StreamParams,
     mut conn: Connected,
     dirs: &[Flow],
+    file: Option<Arc<payload::FileData>>,
     mut probe: Option<Probe>,
 ) -> Result<StreamSummary, TestError> {
+    let from_file = file.as_ref().map(|f| (f.name.clone(), f.len as u64));
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
     let sock = p.socket();
@@ -148,7 +194,7 @@ fn run_side(
     if let Some(Probe::Driving(d)) = &mut probe {
         d.load(loaded_phase(p.direction));
     }
-    let outcomes = crate::engine::side::run_streams(ctx, p, streams, start)?;
+    let outcomes = crate::engine::side::run_streams_with(ctx, p, streams, start, file)?;
     if let Some(Probe::Driving(d)) = &mut probe {
         d.unload();
     }
@@ -171,7 +217,9 @@ fn run_side(
         }
         None => None,
     };
-    if let Some(per) = p.bytes_per_stream() {
+    // Count-bounded, every receiving stream gets exactly its share; a
+    // time-bounded sender may stop before a receiver's recv_count is full.
+    if let Some(per) = p.count.and(p.bytes_per_stream()) {
         for o in outcomes.iter().filter(|o| !o.send) {
             if o.bytes != per {
                 return Err(TestError::new(
@@ -192,6 +240,7 @@ fn run_side(
         done.bytes,
     );
     s.probe = probe;
+    (s.payload_file, s.payload_file_bytes) = from_file.unzip();
     Ok(s)
 }
 
@@ -291,6 +340,11 @@ fn summary(
         } else {
             0.0
         }),
+        ms_per_read: ms_per_read(recv_s, reads),
+        recv_count: p.recv_count,
+        limited_by: limited_by(p, outs),
+        payload_file: None,
+        payload_file_bytes: None,
         streams,
         retransmits: Some(retransmits),
         interval_ms: Some(p.interval_ms),

@@ -97,6 +97,12 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
             return Err(not_unix(name));
         }
     }
+    if p.payload_file.is_some() {
+        return Err((
+            ErrorCode::BadParams,
+            format!("payload_file: tcp_stream only, not {}", kind.name()),
+        ));
+    }
     let n = super::side::layout(&p, Role::Client).len();
     Ok((Params::Stream(p), n))
 }
@@ -336,6 +342,9 @@ fn run_stream(
         } else {
             0.0
         },
+        ms_per_read: super::side::ms_per_read(seconds, reads),
+        recv_count: p.recv_count,
+        limited_by: super::side::limited_by(p, &outs),
         streams,
         msg_bytes: p.msg_bytes,
         transport: Some(Transport::Unix),
