@@ -13,6 +13,7 @@
 //! or SIGTERM: what was measured is still printed, written and linked).
 
 pub(crate) mod client;
+mod cpu_out;
 pub(crate) mod discover;
 pub(crate) mod inline;
 mod lul_out;
