@@ -49,6 +49,16 @@ test('mss 1000, payload zeros and recv_count 8 from "more options" reach both ag
   expect(result.steps[0].params).toMatchObject({ mss: 1000, payload: 'zeros', recv_count: 8 });
   expect(result.steps[0].sides.client.limited_by).toBe('receiver');
   expect(result.steps[0].sides.server.mss).toBeLessThanOrEqual(1000);
+  // Each side's CPU (issue 15): the panel shows the exported figures.
+  for (const role of ['client', 'server']) {
+    const c = result.steps[0].sides[role].cpu;
+    expect(c.user_seconds + c.system_seconds).toBeLessThanOrEqual(c.seconds * c.threads);
+    const dd = (k: string) => page.getByTestId(`summary-${role}`).locator(`xpath=.//dt[normalize-space()="${k}"]/following-sibling::dd[1]`);
+    await expect(dd('CPU')).toHaveText(
+      `${c.percent.toFixed(1)}% of a CPU (user ${c.user_seconds.toFixed(3)} s, system ${c.system_seconds.toFixed(3)} s, ${c.threads} threads, ${c.seconds.toFixed(3)} s)`,
+    );
+    if (c.host_percent != null) await expect(dd('host CPU')).toContainText(`${c.host_percent.toFixed(1)}% of ${c.host_cpus} CPUs`);
+  }
   await expect(page.getByTestId('error')).toBeHidden();
 });
 

@@ -3,8 +3,10 @@
 //! step: `step;kind;<axes>;repeat;started_unix;wall_seconds;<figures>;error`,
 //! nested figures flattened to dotted names (`rtt_us.p99`, `streams.1.bytes`);
 //! a matrix run has `client;server` (the agents' indices) after `kind`.
+//! Each side's `cpu` comes last among the figures, as `cpu.client.percent`,
+//! `cpu.server.user_seconds`, ... (the summary's own `cpu` is not repeated).
 
-use crate::result::RunResult;
+use crate::result::{RunResult, StepResult};
 use serde_json::Value;
 
 /// A summary's figures as `(name, value)` columns, in the order the summary
@@ -29,8 +31,29 @@ pub fn scalars(summary: &Value, arrays: bool) -> Vec<(String, String)> {
     }
     let mut out = Vec::new();
     if let Some(o) = summary.as_object() {
-        for (k, v) in o.iter().filter(|(k, _)| k.as_str() != "line") {
+        // `cpu` is each side's, and named so (see `step_scalars`).
+        for (k, v) in o
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "line" | "cpu"))
+        {
             walk(v, k.clone(), arrays, &mut out);
+        }
+    }
+    out
+}
+
+/// A step's figures for its CSV row: its summary's [`scalars`], then
+/// each side's `cpu` as `cpu.client.*` and `cpu.server.*`.
+fn step_scalars(s: &StepResult) -> Vec<(String, String)> {
+    let mut out = scalars(&s.summary, true);
+    for (role, side) in [("client", &s.sides.client), ("server", &s.sides.server)] {
+        if let Some(cpu) = side.as_ref().and_then(|v| v.get("cpu")) {
+            let one = serde_json::json!({ role: cpu });
+            out.extend(
+                scalars(&one, true)
+                    .into_iter()
+                    .map(|(k, v)| (format!("cpu.{k}"), v)),
+            );
         }
     }
     out
@@ -40,7 +63,7 @@ pub fn scalars(summary: &Value, arrays: bool) -> Vec<(String, String)> {
 pub fn csv(r: &RunResult) -> String {
     let mut cols: Vec<String> = Vec::new();
     for s in &r.steps {
-        for (k, _) in scalars(&s.summary, true) {
+        for (k, _) in step_scalars(s) {
             if !cols.contains(&k) {
                 cols.push(k);
             }
@@ -71,7 +94,7 @@ pub fn csv(r: &RunResult) -> String {
     out.push_str(&head.join(";"));
     out.push('\n');
     for s in &r.steps {
-        let vals = scalars(&s.summary, true);
+        let vals = step_scalars(s);
         let mut row = vec![s.index.to_string(), s.kind.name().to_string()];
         if pairs {
             let at = |f: fn(&crate::matrix::Pair) -> usize| {
@@ -101,4 +124,34 @@ pub fn csv(r: &RunResult) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_sides_cpu_gets_its_own_columns_and_records_keep_theirs() {
+        let cpu = |p: f64| json!({"seconds": 1.0, "user_seconds": 0.25, "percent": p});
+        let mut server = json!({"bytes": 10, "line": "x"});
+        server["cpu"] = cpu(40.0);
+        let step = json!({"index": 0, "kind": "tcp_stream", "summary": server,
+            "sides": {"client": {"bytes": 10, "cpu": cpu(90.0)}, "server": server}});
+        let r: RunResult = serde_json::from_value(json!({"format": "meshperf-result",
+            "version": 1, "plan": {"kind": "tcp_stream"}, "steps": [step]}))
+        .unwrap();
+        // A quiet record (the summary's scalars) is as before `cpu`.
+        assert_eq!(
+            scalars(&r.steps[0].summary, true),
+            [("bytes".into(), "10".into())]
+        );
+        let text = csv(&r);
+        let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(';').collect()).collect();
+        let cell = |name: &str| rows[1][rows[0].iter().position(|c| *c == name).unwrap()];
+        assert_eq!(cell("cpu.client.percent"), "90.0", "{text}");
+        assert_eq!(cell("cpu.server.percent"), "40.0", "{text}");
+        assert_eq!(cell("cpu.server.user_seconds"), "0.25", "{text}");
+        assert!(!rows[0].contains(&"cpu.percent"), "{text}");
+    }
 }

@@ -17,6 +17,7 @@
 //! | `udp_stream` (both sides) | [`UdpStreamSummary`] |
 //! | `latency_under_load` driving side | [`LulSummary`] |
 //! | `latency_under_load` serving side | [`LulServerSummary`] |
+//! | every kind, both sides: the `cpu` key, added by the agent as it reports | [`CpuSummary`] |
 //!
 //! `tcp_rr` and `udp_rr` keep separate structs because their keys come in
 //! different orders (and so do their CSV columns). Keys only one transport
@@ -25,7 +26,9 @@
 //! out; a field that is `null` on the wire is an `Option` without
 //! `skip_serializing_if`.
 
+mod cpu;
 mod lul;
+pub use cpu::CpuSummary;
 pub use lul::{
     AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulServerSummary,
     LulSummary, ProbeFlow,

@@ -196,12 +196,16 @@ pub fn run_workers<S: DataStream>(
         groups[i % workers].push((i, s, d));
     }
     let finished = AtomicU64::new(0);
+    // The test side's CPU figures count the workers too.
+    let meter = super::cpu::current();
     let mut all: Vec<Outcome> = std::thread::scope(|scope| {
         let handles: Vec<_> = groups
             .into_iter()
             .map(|g| {
                 let finished = &finished;
+                let meter = meter.as_deref();
                 scope.spawn(move || {
+                    let _cpu = super::cpu::Worker::count(meter);
                     let r = worker(g, plan, start, cancel, live);
                     finished.fetch_add(1, Ordering::Release);
                     r

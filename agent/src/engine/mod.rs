@@ -19,10 +19,13 @@
 //! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
 //!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
+//! * [`cpu`]: the CPU time of a side's threads and the host's, the `cpu`
+//!   key [`TestCtx::report`] adds to every summary.
 
 pub mod bind;
 pub mod buf;
 pub mod bulk;
+pub mod cpu;
 pub mod lul;
 pub mod payload;
 pub mod peer;
@@ -204,6 +207,7 @@ impl Limit {
 
     /// The side is connected to its peer: it may run `max` from now.
     pub fn begin(&self) {
+        cpu::begin();
         let end = self.base.elapsed() + self.max + LIMIT_GRACE;
         self.end_ns.store(end.as_nanos() as u64, Ordering::Relaxed);
     }
@@ -281,19 +285,28 @@ impl TestCtx {
     }
 
     /// Reports the outcome of this side: its summary (one of the typed
-    /// summaries of `meshperf_protocol::summary`) or its failure.
+    /// summaries of `meshperf_protocol::summary`, with the side's `cpu`
+    /// added) or its failure.
     pub fn report<S: serde::Serialize>(&self, r: Result<S, TestError>) {
         match r.and_then(|s| {
             serde_json::to_value(&s)
                 .map_err(|e| TestError::new(ErrorCode::Internal, format!("summary: {e}")))
         }) {
-            Ok(summary) => self.sink.event(&Event::Result {
-                test_id: self.test_id,
-                step: self.step,
-                role: self.role,
-                kind: self.kind,
-                summary,
-            }),
+            Ok(mut summary) => {
+                if let (Some(o), Some(c)) = (summary.as_object_mut(), cpu::finish()) {
+                    o.insert(
+                        "cpu".into(),
+                        serde_json::to_value(c).expect("cpu serializes"),
+                    );
+                }
+                self.sink.event(&Event::Result {
+                    test_id: self.test_id,
+                    step: self.step,
+                    role: self.role,
+                    kind: self.kind,
+                    summary,
+                })
+            }
             Err(e) => self.fail(e.code, e.message),
         }
     }

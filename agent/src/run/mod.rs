@@ -14,6 +14,7 @@
 //! [`interrupt`]).
 
 pub(crate) mod client;
+mod cpu_out;
 pub(crate) mod discover;
 pub(crate) mod inline;
 pub(crate) mod interrupt;

@@ -158,6 +158,9 @@ impl Output {
         for l in super::seed_out::stream_lines(s) {
             let _ = writeln!(out, "{l}");
         }
+        for l in super::cpu_out::lines(s) {
+            let _ = writeln!(out, "{l}");
+        }
         if s.kind == Kind::LatencyUnderLoad {
             if let Some(t) = super::lul_out::table(&s.summary) {
                 let _ = out.write_all(t.as_bytes());

@@ -658,7 +658,10 @@ impl Agent {
     fn spawn(&mut self, ctx: TestCtx, job: engine::Job, detail: String) -> Result<(), Refusal> {
         let c = ctx.clone();
         let name = format!("test-{}-{:?}", ctx.test_id, ctx.role).to_lowercase();
-        let t = std::thread::Builder::new().name(name).spawn(move || job(c));
+        let t = std::thread::Builder::new().name(name).spawn(move || {
+            engine::cpu::enter();
+            job(c)
+        });
         self.register(&ctx, t, detail)
     }
 

@@ -802,7 +802,18 @@ where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
     assert_eq!(end["type"], "result", "{what}: {end}");
-    let v = &end["summary"];
+    // Every side of every kind adds its `cpu` as it reports (issue 15),
+    // typed once for all kinds: checked the same way, then the rest.
+    let mut v = end["summary"].clone();
+    let cpu = v
+        .as_object_mut()
+        .and_then(|o| o.shift_remove("cpu"))
+        .unwrap_or_else(|| panic!("{what}: no cpu in {v}"));
+    let c: meshperf_protocol::summary::CpuSummary = serde_json::from_value(cpu.clone())
+        .unwrap_or_else(|e| panic!("{what}: cpu is not a CpuSummary: {e}\n{cpu}"));
+    let c = serde_json::to_value(c).unwrap();
+    assert_eq!((shape(&c), &c), (shape(&cpu), &cpu), "{what}: cpu differs");
+    let v = &v;
     let typed: T = serde_json::from_value(v.clone())
         .unwrap_or_else(|e| panic!("{what}: not its typed summary: {e}\n{v}"));
     let back = serde_json::to_value(&typed).unwrap();

@@ -9,6 +9,7 @@ mod util;
 
 mod agent;
 mod cluster;
+mod cpu;
 mod limits;
 mod lul;
 mod mesh;

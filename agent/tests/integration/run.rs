@@ -157,6 +157,7 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
         }
     }
     assert_eq!(cell(2, "streams.1.bytes"), "131072000", "{csv}");
+    crate::cpu::check_stream_run(&out, &file, &csv);
     // When each step started and how long it took in all (the Perl seed's
     // start time and total elapsed), also in the text.
     for (i, s) in file.steps.iter().enumerate() {
@@ -738,6 +739,9 @@ fn json_or_csv_to_stdout_leaves_stdout_to_that_document_alone() {
     let file = result::load(&text(&o.stdout)).expect("stdout is one result JSON");
     assert_eq!(file.steps.len(), 2);
     assert!(file.steps.iter().all(|s| s.summary["count"] == 30));
+    for s in &file.steps {
+        crate::cpu::sides(s);
+    }
     // The text and the permalink went to stderr.
     let err = text(&o.stderr);
     assert!(
@@ -796,6 +800,7 @@ fn unix_steps_run_inside_the_first_agent_when_two_are_given() {
     for s in &r.steps {
         assert!(s.error.is_none(), "{:?}", s.error);
         assert_eq!(s.summary["bytes"], 64 * 65536, "{}", s.summary);
+        crate::cpu::sides(s);
     }
     assert_eq!(r.steps[0].kind.name(), "unix_stream");
     assert_eq!(r.steps[1].kind.name(), "tcp_stream");

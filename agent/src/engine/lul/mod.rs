@@ -121,8 +121,10 @@ fn serve(
     let max_probes = p.probes() + 1;
     let ipv6 = conn.peer_ip.is_ipv6();
     let start = Instant::now();
+    let meter = super::cpu::current();
     std::thread::scope(|s| {
         let responder = s.spawn(|| {
+            let _cpu = super::cpu::Worker::count(meter.as_deref());
             probe::respond(
                 sock,
                 token,
@@ -230,8 +232,10 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
     let stop = AtomicBool::new(false);
     let silent = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
+    let meter = super::cpu::current();
     std::thread::scope(|s| {
         let requester = s.spawn(|| {
+            let _cpu = super::cpu::Worker::count(meter.as_deref());
             probe::request(
                 sock,
                 token,
