@@ -45,9 +45,14 @@ fn spawn<T: Send + 'static>(
     name: &str,
     f: impl FnOnce() -> io::Result<T> + Send + 'static,
 ) -> Result<JoinHandle<io::Result<T>>, TestError> {
+    // The thread's CPU time counts toward the test's (`cpu` in the summary).
+    let meter = crate::engine::cpu::current();
     std::thread::Builder::new()
         .name(name.into())
-        .spawn(f)
+        .spawn(move || {
+            let _cpu = crate::engine::cpu::Worker::count(meter.as_deref());
+            f()
+        })
         .map_err(|e| TestError::new(ErrorCode::Io, format!("cannot start the {name}: {e}")))
 }
 
