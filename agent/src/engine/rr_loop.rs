@@ -228,7 +228,7 @@ pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Clien
 
 /// Sleeps until `due`, spinning the last stretch (timer wake-ups here arrive
 /// up to ~200 us late).
-fn pace(due: Instant) {
+pub(crate) fn pace(due: Instant) {
     loop {
         let left = due.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -797,7 +797,7 @@ fn shape(v: &serde_json::Value) -> Vec<String> {
 /// same, key for key, in the same order, with the same JSON types. A key
 /// an engine writes that `T` lacks (dropped on the way back), a renamed or
 /// missing one (refused on the way in) or a changed type fails.
-fn strictly<T>(what: &str, end: &serde_json::Value) -> T
+pub(crate) fn strictly<T>(what: &str, end: &serde_json::Value) -> T
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {

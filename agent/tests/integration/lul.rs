@@ -24,10 +24,8 @@ fn latency_under_load_runs_every_phase_with_load_and_probes() {
     let s = &client["summary"];
     assert_eq!(s["complete"], true, "{s}");
     // Each side reports exactly its typed summary (the public keys).
-    let typed: LulSummary = serde_json::from_value(s.clone()).unwrap();
-    assert_eq!(&serde_json::to_value(&typed).unwrap(), s);
-    let sv: LulServerSummary = serde_json::from_value(server["summary"].clone()).unwrap();
-    assert_eq!(serde_json::to_value(&sv).unwrap(), server["summary"]);
+    crate::agent::strictly::<LulSummary>("latency_under_load, driving side", &client);
+    crate::agent::strictly::<LulServerSummary>("latency_under_load, serving side", &server);
     let phases = s["phases"].as_array().unwrap();
     let names: Vec<&str> = phases
         .iter()

@@ -54,6 +54,36 @@ fn udp_rr_times_every_request_between_two_agents() {
     assert_eq!(server["summary"]["replied"], 2000);
 }
 
+/// `wait_us` paces the requests on an absolute schedule (a request every
+/// 5 ms, as latency_under_load's probes), so the two can be compared at
+/// the same interval.
+#[test]
+fn udp_rr_wait_us_sends_a_request_every_interval() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let t0 = std::time::Instant::now();
+    let (client, _) = run_pair(
+        &mut cb,
+        &mut ca,
+        2,
+        "udp_rr",
+        json!({"count": 60, "wait_us": 5000}),
+    );
+    let took = t0.elapsed().as_secs_f64();
+    let s = &client["summary"];
+    assert_eq!(
+        (s["count"].as_u64(), s["timeouts"].as_u64()),
+        (Some(60), Some(0)),
+        "{s}"
+    );
+    // 59 waits of 5 ms between the first request and the last.
+    let secs = s["seconds"].as_f64().unwrap();
+    assert!((0.295..0.6).contains(&secs), "{secs} s: {s}");
+    assert!(took >= 0.295, "{took}");
+    // Paced, each round trip is one alone: no queue of requests behind it.
+    assert!(s["rtt_us"]["median"].as_f64().unwrap() < 5000.0, "{s}");
+}
+
 #[test]
 fn udp_stream_counts_every_datagram_in_both_directions() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
@@ -206,6 +236,8 @@ fn bad_input_is_refused_before_traffic_naming_the_parameter() {
         ("udp_rr", json!({"req_bytes": 70000}), "req_bytes"),
         ("udp_rr", json!({"count": 0}), "count"),
         ("udp_rr", json!({"timeout_ms": 0}), "timeout_ms"),
+        ("udp_rr", json!({"wait_us": -1}), "wait_us"),
+        ("udp_rr", json!({"count": 100, "wait_us": 1000000}), "count"),
     ] {
         for ty in ["prepare", "start"] {
             let r = c.request(

@@ -684,6 +684,12 @@ pub mod udp {
         ..P
     };
     pub const RR_INTERVAL_MS: ParamSpec = super::INTERVAL_MS;
+    /// A request every `wait_us` on an absolute schedule (netperf's
+    /// `-w`-paced UDP_RR; the probe flow's interval, for comparing them).
+    pub const RR_WAIT_US: ParamSpec = ParamSpec {
+        label: "time between requests (us; 0: back to back)",
+        ..rr::WAIT_US
+    };
 
     pub const PKT_BYTES: ParamSpec = ParamSpec {
         name: "pkt_bytes",
@@ -733,6 +739,7 @@ static UDP_RR: &[ParamSpec] = {
         RR_COUNT,
         DURATION_S,
         RR_TIMEOUT_MS,
+        RR_WAIT_US,
         SNDBUF,
         RCVBUF,
         TOS,

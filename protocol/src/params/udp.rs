@@ -86,6 +86,10 @@ pub struct UdpRrParams {
     pub duration_s: Option<f64>,
     /// How long to wait for each response, in ms.
     pub timeout_ms: u64,
+    /// A request every this many us, on an absolute schedule from the
+    /// first (0: each as soon as the last one's reply came).
+    #[serde(default)]
+    pub wait_us: u64,
     /// Socket options and addresses (flattened: the same JSON keys).
     #[serde(flatten)]
     pub sock: UdpSocketParams,
@@ -141,15 +145,20 @@ impl UdpRrParams {
             Some(d) => (limits.max_count, Some(d)),
         };
         let timeout_ms = r.int(&RR_TIMEOUT_MS)?;
+        let wait_us = r.int(&RR_WAIT_US)?;
         let sock = UdpSocketParams::parse(&mut r)?;
         let interval_ms = r.int(&RR_INTERVAL_MS)?;
         r.finish()?;
+        if duration_s.is_none() {
+            super::paced_within(Some(count), wait_us as f64, limits)?;
+        }
         Ok(UdpRrParams {
             req_bytes,
             resp_bytes,
             count,
             duration_s,
             timeout_ms,
+            wait_us,
             sock,
             interval_ms,
         })

@@ -58,7 +58,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     // until the duration limit: no request for `quiet` ends it. The loop
     // stamps each request (one clock read); the watchdog wakes it once the
     // quiet time has passed.
-    let quiet = STALL + Duration::from_millis(p.timeout_ms);
+    let quiet = STALL + Duration::from_millis(p.timeout_ms) + Duration::from_micros(p.wait_us);
     let base = Instant::now();
     let last_request = Arc::new(AtomicU64::new(0));
     let stamp = last_request.clone();
@@ -231,7 +231,22 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     let mut tick = Instant::now();
     let interval = Duration::from_millis(p.interval_ms);
     let mut cap = udp::RateCap::new(&ctx.limits);
+    let wait_ns = p.wait_us.saturating_mul(1000);
     for seq in 0..p.count {
+        if wait_ns > 0 {
+            let due = clock.start + Duration::from_nanos(wait_ns.saturating_mul(seq));
+            if until.is_some_and(|u| due >= u) {
+                break;
+            }
+            // Long waits in slices, so a cancel is seen within 20 ms.
+            while due.saturating_duration_since(Instant::now()) > Duration::from_millis(20) {
+                if ctx.cancelled() {
+                    return Err(TestError::cancelled());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            crate::engine::rr_loop::pace(due);
+        }
         // Before the send time is taken: the cap's wait is not round trip.
         if let Some(c) = cap.as_mut() {
             c.take(req.len());
