@@ -9,6 +9,7 @@ mod util;
 
 mod agent;
 mod cluster;
+mod figures;
 mod limits;
 mod lul;
 mod mesh;
