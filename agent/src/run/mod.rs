@@ -4,7 +4,7 @@
 //!
 //! The last line of stdout is the permalink (see `meshperf_stats::permalink`):
 //! the web app's address (the first agent's unless `--web`) with the whole
-//! result in the fragment. With `--json -` or `--csv -` stdout carries that
+//! result in the fragment; with `--quiet` it goes to stderr unless `--link`. With `--json -` or `--csv -` stdout carries that
 //! document alone and the text and the link go to stderr.
 //!
 //! Exit status: 0 success, 1 a test failed (or an agent was unreachable), 2 a
@@ -20,6 +20,7 @@ mod matrix_out;
 pub(crate) mod output;
 pub mod pin;
 pub(crate) mod rounds;
+mod seedtext;
 
 use client::{AgentUrl, Ctl, CtlError};
 use meshperf_protocol::driver::{check_step, AgentRef};
@@ -95,9 +96,13 @@ pub struct RunArgs {
     /// Write one `;`-separated line per step here; `-` is stdout, alone.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
-    /// Print only one `;`-separated record per step.
+    /// Print only one `;`-separated record per step, below a heading line
+    /// naming its fields; the permalink goes to stderr (see --link).
     #[arg(long)]
     quiet: bool,
+    /// Print the permalink as the last line of stdout with --quiet too.
+    #[arg(long)]
+    link: bool,
     /// Base URL of the web app for the permalink (default: the first agent's).
     #[arg(long, value_name = "URL")]
     web: Option<String>,
@@ -490,7 +495,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         let scheme = if urls[0].tls() { "https" } else { "http" };
         format!("{scheme}://{}/", urls[0].hostport())
     });
-    print_permalink(&web, &result, doc_on_stdout);
+    // --quiet leaves stdout to its records unless the link is asked for.
+    print_permalink(&web, &result, doc_on_stdout || (a.quiet && !a.link));
     // 130 = 128 + SIGINT, as a shell reports a command Ctrl-C stopped.
     Ok(ExitCode::from(if stopped {
         130
