@@ -26,6 +26,7 @@ pub mod bulk;
 pub mod lul;
 pub mod peer;
 pub mod rr_loop;
+pub mod seedfmt;
 pub mod side;
 pub mod sockopt;
 pub mod tcp;

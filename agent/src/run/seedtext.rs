@@ -6,6 +6,7 @@
 //! takes it. Numbers of the udpmon lines made here are printed as C's `%g`
 //! prints them (six significant digits), as the seed's lines are.
 
+use crate::engine::seedfmt::g6;
 use meshperf_protocol::export::scalars;
 use meshperf_protocol::params::Kind;
 use meshperf_protocol::result::StepResult;
@@ -22,35 +23,6 @@ pub const UDP_BW_MON_HEADING: &str = "pkt len; loop_count; num_timeout_zero; num
 /// The names of udp_bw_mon's quiet-mode record (`-q`), as the seed lists
 /// its elements: the heading of udp_stream's `--quiet` records.
 pub const UDP_BW_MON_QUIET_HEADING: &str = "time of day; sending_ip_address; dest_ip_address; pkt_len; loop_count; num_timeout_zero; num_timeout; Send_time_per_frame; wait_time; Send_total_send_time; Send_data_rate; num_recv; num_lost; num_badorder; Recv_total_time; Recv_time_per_frame; Recv_data_rate; Recv_wire_rate; num_in_hist; mean; sigma; skew; kurtosis; median; iq25; iq75";
-
-/// `v` as C's `printf("%g")` prints it: six significant digits, trailing
-/// zeros dropped, an exponent below 1e-4 and from 1e6 up (23.7852,
-/// 23785.2, 0.723978, 1.18412e+06).
-pub fn g6(v: f64) -> String {
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    if v == 0.0 {
-        return "0".into();
-    }
-    // The exponent after rounding to six digits (999999.7 is 1e+06).
-    let sci = format!("{v:.5e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{}e{sign}{:02}", trim(mant), exp.abs());
-    }
-    let decimals = (5 - exp).max(0) as usize;
-    trim(&format!("{v:.decimals$}"))
-}
 
 /// The heading above a step's record: the seed's for the kinds whose
 /// record is a seed's (request/response, udp_stream), else (`--quiet`
@@ -152,25 +124,6 @@ pub fn head(last: &mut String, h: Option<String>, out: &mut dyn std::io::Write) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_print_as_c_g_prints_them() {
-        for (v, want) in [
-            (23.7852, "23.7852"),
-            (23785.2, "23785.2"),
-            (2.10214, "2.10214"),
-            (0.7239781, "0.723978"),
-            (20.0, "20"),
-            (29985.0, "29985"),
-            (1184120.0, "1.18412e+06"),
-            (999999.7, "1e+06"),
-            (0.00001234, "1.234e-05"),
-            (0.0, "0"),
-            (-3.5, "-3.5"),
-        ] {
-            assert_eq!(g6(v), want, "{v}");
-        }
-    }
 
     #[test]
     fn headings_name_every_field_of_their_lines() {

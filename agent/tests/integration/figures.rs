@@ -214,6 +214,36 @@ fn quiet_records_carry_a_heading_and_the_link_only_when_asked() {
         .find_map(|l| l.strip_prefix("permalink: "))
         .unwrap_or_else(|| panic!("no link on stderr: {err}"));
     assert_eq!(permalink::decode(link).unwrap().steps.len(), 2);
+    // Its rates keep six significant digits as %g prints them (fixed
+    // decimals printed 0.0222 for 0.0222187 Mbit/s): udp_bw_mon -q -p50
+    // -w20000 -l10.
+    let (out, _, r) = run_json(
+        &a,
+        &b,
+        "quiet-udp-slow",
+        &[
+            "--kind",
+            "udp_stream",
+            "--set",
+            "pkt_bytes=50",
+            "--set",
+            "count=10",
+        ]
+        .into_iter()
+        .chain(["--set", "wait_us=20000", "--quiet"])
+        .collect::<Vec<_>>(),
+    );
+    let s = &r.steps[0].summary;
+    let f = fields(out.lines().nth(1).unwrap());
+    for (i, key) in [(10, "send_bits_per_second"), (16, "recv_bits_per_second")] {
+        let want = s[key].as_f64().unwrap() / 1e6;
+        let got: f64 = f[i].parse().unwrap();
+        assert!(
+            (got / want - 1.0).abs() < 1e-5,
+            "{key}: {} for {want}",
+            f[i]
+        );
+    }
 
     let (out, _, r) = run_json(
         &a,
