@@ -147,6 +147,11 @@ impl Output {
                 }
             }
         }
+        if let Some(l) = seedtext::tcp_bw_mon_line(s) {
+            let h = Some(seedtext::TCP_BW_MON_HEADING.to_string());
+            seedtext::head(&mut self.heading, h, &mut out);
+            let _ = writeln!(out, "{l}");
+        }
         if let Some(l) = seedtext::tos_line(s) {
             let _ = writeln!(out, "{l}");
         }

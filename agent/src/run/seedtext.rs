@@ -89,6 +89,63 @@ pub fn udp_bw_mon_line(sum: &Value) -> Option<String> {
     Some(fields.join("; "))
 }
 
+/// tcp_bw_mon's and tcp_bw_nstream's heading, above [`tcp_bw_mon_line`].
+pub const TCP_BW_MON_HEADING: &str =
+    "pkt len; loop_count; Time/loop us; wait_time; Total send time; data_rate; Total recv time; link:; recv_bytes; # reads";
+
+/// tcp_bw_mon's record of a one-way `tcp_stream` step of the shape
+/// tcp_bw_mon varies (more than one link, a wait between writes, or a scan
+/// of either), after the socketsend lines: write size, writes over all
+/// links, send time per write (us), wait (us), total send time (us), data
+/// rate (MByte/s: the seed's 11.4788 is its 1000 bytes per 87.1173 us),
+/// total receive time (us), then per data link `i:; bytes; reads` from 1
+/// (the seed's link 0 is its command stream; meshperf's control line is
+/// not a data link).
+pub fn tcp_bw_mon_line(s: &StepResult) -> Option<String> {
+    if s.kind != Kind::TcpStream {
+        return None;
+    }
+    let param = |k: &str| s.params.get(k).and_then(Value::as_f64);
+    let swept = s
+        .point
+        .iter()
+        .any(|(k, _)| k == "streams" || k == "wait_us");
+    let wait = param("wait_us").unwrap_or(0.0);
+    if !(swept || wait > 0.0 || param("streams").unwrap_or(1.0) > 1.0) {
+        return None;
+    }
+    let sides = [&s.sides.client, &s.sides.server];
+    let by = |key: &str| {
+        sides
+            .into_iter()
+            .flatten()
+            .find(|v| v[key].as_u64().unwrap_or(0) > 0)
+    };
+    let (snd, rcv) = (by("sent_bytes")?, by("received_bytes")?);
+    if snd == rcv {
+        return None; // direction both: tcp_bw_mon sends one way
+    }
+    let writes = snd["writes"].as_f64()?;
+    let send_us = snd["send_seconds"].as_f64()? * 1e6;
+    let per = if writes > 0.0 { send_us / writes } else { 0.0 };
+    let msg = snd["msg_bytes"].as_f64()?;
+    let mut f = vec![
+        g6(msg),
+        g6(writes),
+        g6(per),
+        g6(wait),
+        g6(send_us.round()),
+        g6(if per > 0.0 { msg / per } else { 0.0 }),
+        g6((rcv["recv_seconds"].as_f64()? * 1e6).round()),
+    ];
+    for (i, st) in rcv["streams"].as_array()?.iter().enumerate() {
+        f.push(format!("{}:", i + 1));
+        f.push(st["bytes"].as_u64()?.to_string());
+        f.push(st["reads"].as_u64()?.to_string());
+    }
+    Some(f.join("; "))
+}
+
 /// The TOS byte a step asked for and each side's socket has, in
 /// hexadecimal as udpmon's `-T` takes it: `tos 0x10: client 0x10, server
 /// 0x10`. None when the step set neither `tos` nor `precedence`.
@@ -130,5 +187,6 @@ mod tests {
         assert_eq!(RR_HEADING.split("; ").count(), 11);
         assert_eq!(UDP_BW_MON_HEADING.split("; ").count(), 13);
         assert_eq!(UDP_BW_MON_QUIET_HEADING.split("; ").count(), 26);
+        assert_eq!(TCP_BW_MON_HEADING.split("; ").count(), 10);
     }
 }

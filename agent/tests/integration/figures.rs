@@ -272,3 +272,56 @@ fn quiet_records_carry_a_heading_and_the_link_only_when_asked() {
     }
     assert!(lines[3].contains("#r=mp"), "{out}");
 }
+
+/// Issue 15 item 5 for TCP: tcp_bw_mon -p1000 -w100 -l100 -s2 (100 writes
+/// per link here) prints, after the socketsend lines, the seed's heading
+/// and its record with the bytes and reads of each link:
+///
+/// ```text
+/// pkt len; loop_count; Time/loop us; wait_time; Total send time; data_rate; Total recv time; link:; recv_bytes; # reads
+/// 1000; 200; 50.7066; 100; 10141; 19.7213; 10195; 1:; 100000; 100; 2:; 100000; 100
+/// ```
+#[test]
+fn tcp_bw_mon_prints_its_heading_and_a_record_per_link() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (out, _, r) = run_json(
+        &a,
+        &b,
+        "tcp-bw-mon",
+        &[
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "msg_bytes=1000",
+            "--set",
+            "wait_us=100",
+        ]
+        .into_iter()
+        .chain(["--set", "count=100", "--set", "streams=2"])
+        .collect::<Vec<_>>(),
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("pkt len; loop_count; Time/loop us; wait_time;"))
+        .unwrap_or_else(|| panic!("no heading:\n{out}"));
+    let f = fields(lines[at + 1]);
+    assert_eq!(f.len(), 13, "{out}");
+    assert_eq!([f[0], f[1], f[3]], ["1000", "200", "100"], "{out}");
+    let num = |i: usize| f[i].parse::<f64>().unwrap();
+    assert!((num(5) * num(2) / 1000.0 - 1.0).abs() < 1e-4, "{f:?}");
+    let sent = r.steps[0].sides.client.as_ref().unwrap();
+    let send_us = sent["send_seconds"].as_f64().unwrap() * 1e6;
+    assert!((num(4) - send_us).abs() <= 1.0, "{f:?} vs {send_us}");
+    assert_eq!(
+        [f[7], f[8], f[10], f[11]],
+        ["1:", "100000", "2:", "100000"],
+        "{f:?}"
+    );
+    // Reads as the receiver made them (one per write when it keeps up).
+    for i in [9, 12] {
+        assert!((1..=100).contains(&f[i].parse::<u64>().unwrap()), "{f:?}");
+    }
+    let recv_us = r.steps[0].summary["recv_seconds"].as_f64().unwrap() * 1e6;
+    assert!((num(6) - recv_us).abs() <= 1.0, "{f:?} vs {recv_us}");
+}
