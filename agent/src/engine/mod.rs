@@ -30,6 +30,7 @@ pub mod lul;
 pub mod payload;
 pub mod peer;
 pub mod rr_loop;
+pub mod seedfmt;
 pub mod side;
 pub mod sockopt;
 pub mod tcp;

@@ -8,12 +8,19 @@ use meshperf_protocol::plan::Plan;
 use serde_json::{json, Map, Value};
 
 /// One value as typed: JSON when it reads as JSON (`64`, `0.5`, `true`,
-/// `"x"`), a size with a K/M/G suffix in powers of 1024 (`1M` is 1048576),
+/// `"x"`), hexadecimal (`0x10`), a size with a K/M/G suffix in powers of
+/// 1024 (`1M` is 1048576),
 /// else the text itself (`receive`, `bbr`, `127.0.0.2`).
 pub fn value(text: &str) -> Value {
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         if !v.is_object() && !v.is_array() {
             return v;
+        }
+    }
+    // Hexadecimal, as udpmon takes its TOS (-T10 is 0x10).
+    if let Some(h) = text.strip_prefix("0x").or(text.strip_prefix("0X")) {
+        if let Ok(n) = u64::from_str_radix(h, 16) {
+            return Value::from(n);
         }
     }
     let mult = match text.chars().last() {
@@ -134,6 +141,9 @@ mod tests {
         assert_eq!(value("127.0.0.2"), json!("127.0.0.2"));
         assert_eq!(value("\"64\""), json!("64"));
         assert_eq!(value("1.5M"), json!("1.5M"), "left for the agent to refuse");
+        assert_eq!(value("0x10"), json!(16));
+        assert_eq!(value("0xB8"), json!(184));
+        assert_eq!(value("0xZ"), json!("0xZ"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! The last line of stdout is the permalink (see `meshperf_stats::permalink`):
 //! the web app's address (the first agent's unless `--web`) with the whole
-//! result in the fragment. With `--json -` or `--csv -` stdout carries that
+//! result in the fragment; with `--quiet` it goes to stderr unless `--link`. With `--json -` or `--csv -` stdout carries that
 //! document alone and the text and the link go to stderr.
 //!
 //! Exit status: 0 success, 1 a test failed (or an agent was unreachable), 2 a
@@ -25,6 +25,7 @@ pub(crate) mod output;
 pub mod pin;
 pub(crate) mod rounds;
 mod seed_out;
+mod seedtext;
 
 use client::{AgentUrl, Ctl, CtlError};
 use meshperf_protocol::driver::{check_step, AgentRef};
@@ -111,9 +112,13 @@ pub struct RunArgs {
     /// stdout, alone. See docs/formats.md.
     #[arg(long, value_name = "FILE")]
     json_stream: Option<String>,
-    /// Print only one `;`-separated record per step.
+    /// Print only one `;`-separated record per step, below a heading line
+    /// naming its fields; the permalink goes to stderr (see --link).
     #[arg(long)]
     quiet: bool,
+    /// Print the permalink as the last line of stdout with --quiet too.
+    #[arg(long)]
+    link: bool,
     /// Base URL of the web app for the permalink (default: the first agent's).
     #[arg(long, value_name = "URL")]
     web: Option<String>,
@@ -561,7 +566,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         let scheme = if urls[0].tls() { "https" } else { "http" };
         format!("{scheme}://{}/", urls[0].hostport())
     });
-    print_permalink(&web, &result, doc_on_stdout);
+    // --quiet leaves stdout to its records unless the link is asked for.
+    print_permalink(&web, &result, doc_on_stdout || (a.quiet && !a.link));
     let code = if stopped {
         interrupt::EXIT_INTERRUPTED
     } else if failed {

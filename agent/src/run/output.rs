@@ -2,6 +2,7 @@
 //! `sent ... MByte/s` lines, udpmon-style `;` records), progress on stderr
 //! (a bar on a terminal, plain lines otherwise), and the CSV export.
 
+use super::seedtext;
 use meshperf_protocol::export::scalars;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
@@ -36,6 +37,8 @@ pub struct Output {
     pub json_stream: Option<super::json_stream::JsonStream>,
     /// Say where the run stood when Ctrl-C stops it (`meshperf run`).
     pub say_interrupt: bool,
+    /// The column heading printed last (`seedtext::head`).
+    heading: String,
 }
 
 /// Bins of the histograms `meshperf run -H` prints: udp_req_timo's `-b`
@@ -73,6 +76,7 @@ impl Output {
             to_stderr: false,
             json_stream: None,
             say_interrupt: false,
+            heading: String::new(),
         }
     }
 
@@ -124,6 +128,7 @@ impl Output {
             return;
         }
         if self.quiet {
+            seedtext::head(&mut self.heading, seedtext::heading(s, true), &mut out);
             let _ = writeln!(out, "{}", record(s));
             self.histogram(&mut out, s);
             return;
@@ -143,14 +148,26 @@ impl Output {
         }
         // Each side's seed line, once: both sides of a udp_stream carry the
         // same record (the receiver's figures reach the sender at the end).
-        let mut lines: Vec<&str> = Vec::new();
+        // Below the seed's column heading, where it has one; udp_stream's
+        // as udp_bw_mon's 13 fields (its 26-field record is --quiet's).
+        seedtext::head(&mut self.heading, seedtext::heading(s, false), &mut out);
+        let mut lines: Vec<String> = Vec::new();
         for side in [&s.sides.client, &s.sides.server].into_iter().flatten() {
             if let Some(line) = side["line"].as_str().filter(|l| !l.is_empty()) {
+                let line = seedtext::normal_line(s.kind, side, line);
                 if !lines.contains(&line) {
-                    lines.push(line);
                     let _ = writeln!(out, "{line}");
+                    lines.push(line);
                 }
             }
+        }
+        if let Some(l) = seedtext::tcp_bw_mon_line(s) {
+            let h = Some(seedtext::TCP_BW_MON_HEADING.to_string());
+            seedtext::head(&mut self.heading, h, &mut out);
+            let _ = writeln!(out, "{l}");
+        }
+        if let Some(l) = seedtext::tos_line(s) {
+            let _ = writeln!(out, "{l}");
         }
         if let Some(l) = rtt_line(&s.summary) {
             let _ = writeln!(out, "{l}");

@@ -219,6 +219,7 @@ fn run_prints_seed_lines_and_a_permalink_that_decodes_to_the_json_file() {
         "--web",
         "https://example.org/meshperf/#old",
         "--quiet",
+        "--link",
     ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
@@ -488,8 +489,10 @@ fn a_plan_from_flags_alone_or_a_preset_with_values_changed() {
         ]
     );
     assert_eq!(file.plan.params["req_bytes"], 64);
-    // One record per step, then the permalink.
-    assert_eq!(out.lines().filter(|l| l.contains(';')).count(), 6, "{out}");
+    // The seed's heading, then one record per step (the link is on stderr).
+    assert!(out.starts_with("response len bytes; Req len;"), "{out}");
+    assert_eq!(out.lines().filter(|l| l.contains(';')).count(), 7, "{out}");
+    assert!(!out.contains("#r="), "{out}");
 
     // A preset with one value changed: socketsend moving 10 messages of 1 MiB.
     let (_, file) = run_ok(
@@ -1060,29 +1063,33 @@ fn matrix_measures_every_ordered_pair_in_rounds_and_a_dead_agent_fails_only_its_
 }
 
 /// Issue 15 item 3: a udp_stream step's seed record is printed once, not
-/// once per side (both sides' summaries carry the same udp_bw_mon line).
+/// once per side (both sides' summaries carry the same udp_bw_mon line):
+/// in normal mode as udp_bw_mon's 13 fields (the 26-field record is not
+/// printed), with --quiet as the record.
 #[test]
 fn a_udp_stream_record_is_printed_once() {
     let a = AgentProc::start(&[]);
     let b = AgentProc::start(&[]);
-    let (out, r) = run_ok(
-        &a,
-        &b,
-        &[
-            "--kind",
-            "udp_stream",
-            "--set",
-            "count=500",
-            "--set",
-            "wait_us=20",
-        ],
-    );
-    let line = r.steps[0].summary["line"].as_str().unwrap().to_string();
-    assert_eq!(
-        r.steps[0].sides.client.as_ref().unwrap()["line"],
-        r.steps[0].sides.server.as_ref().unwrap()["line"]
-    );
-    assert_eq!(out.lines().filter(|l| *l == line).count(), 1, "{out}");
+    for quiet in [false, true] {
+        let mut args = vec!["--kind", "udp_stream", "--set", "count=500"];
+        args.extend(["--set", "wait_us=20"]);
+        if quiet {
+            args.push("--quiet");
+        }
+        let (out, r) = run_ok(&a, &b, &args);
+        let line = r.steps[0].summary["line"].as_str().unwrap().to_string();
+        assert_eq!(
+            r.steps[0].sides.client.as_ref().unwrap()["line"],
+            r.steps[0].sides.server.as_ref().unwrap()["line"]
+        );
+        let printed = |l: &&str| *l == line;
+        assert_eq!(out.lines().filter(printed).count(), quiet as usize, "{out}");
+        let thirteen = out
+            .lines()
+            .filter(|l| l.split("; ").count() == 13 && l.starts_with("1400; 500; "))
+            .count();
+        assert_eq!(thirteen, !quiet as usize, "{out}");
+    }
 }
 
 /// Issue 15 item 4: `-H` names which mean it prints: the mean of all the

@@ -10,6 +10,7 @@
 //! burst, and after a stall of over 1 ms the schedule slips ([`Pacer`]).
 
 use crate::engine::peer::unexpected;
+use crate::engine::seedfmt::g6;
 use crate::engine::udp::batch::{RecvBatch, SendBatch};
 use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, DATA, HELLO};
 use crate::engine::{watchdog, TestCtx, TestError};
@@ -527,17 +528,17 @@ fn summary(
         format!("{sent}"),
         "0".into(),
         timeouts.to_string(),
-        format!("{:.4}", per(send_s, sent)),
+        g6(per(send_s, sent)),
         format!("{}", p.wait_us),
         format!("{:.0}", send_s * 1e6),
-        format!("{:.4}", send_bps / 1e6),
+        g6(send_bps / 1e6),
         format!("{received}"),
         format!("{}", rcv_count(|r| r.lost)),
         format!("{}", rcv_count(|r| r.out_of_order)),
         format!("{:.0}", recv_s * 1e6),
-        format!("{:.4}", per(recv_s, received)),
-        format!("{:.4}", recv_bps / 1e6),
-        format!("{:.4}", wire_bps / 1e6),
+        g6(per(recv_s, received)),
+        g6(recv_bps / 1e6),
+        g6(wire_bps / 1e6),
     ];
     let ia_fields = ia.map_or([0.0; 8], |s| {
         [
@@ -545,7 +546,7 @@ fn summary(
         ]
     });
     for v in ia_fields {
-        fields.push(format!("{v:.4}").trim_end_matches(".0000").to_string());
+        fields.push(g6(v));
     }
     UdpStreamFigures {
         sent: snd.map(|s| s.sent),

@@ -8,6 +8,11 @@
 //! (so a key works once) and connects. `peer.host`/`peer.port` are ignored.
 //! Every data connection still opens with the key preamble, checked in
 //! constant time, so nothing else that can reach the path gets in.
+//!
+//! A `unix_stream`'s two sides time their streams from one instant, the
+//! serving side's [`Go`] once it holds every connection: neither side's
+//! clock can start after bytes have queued for it (a receiver that started
+//! its own clock late reported transfers faster than its sender made them).
 
 use super::bulk::Flow;
 use super::peer::{preamble, preamble_index};
@@ -24,7 +29,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
@@ -39,6 +44,55 @@ struct Entry {
     key: [u8; KEY_LEN],
     kind: Kind,
     path: PathBuf,
+    go: Arc<Go>,
+}
+
+/// The start both sides of one test time their streams from: set by the
+/// serving side when it has accepted every connection (or failed to),
+/// waited for by the driving side before it moves a byte.
+#[derive(Default)]
+struct Go {
+    at: Mutex<Option<Result<Instant, ()>>>,
+    cv: Condvar,
+}
+
+impl Go {
+    fn set(&self, v: Result<Instant, ()>) {
+        *self.at.lock().unwrap() = Some(v);
+        self.cv.notify_all();
+    }
+
+    /// The serving side's start, once it has one.
+    fn wait(&self, ctx: &TestCtx) -> Result<Instant, TestError> {
+        let deadline = Instant::now() + peer::ACCEPT_WINDOW + Duration::from_secs(5);
+        let mut at = self.at.lock().unwrap();
+        loop {
+            match *at {
+                Some(Ok(t)) => return Ok(t),
+                Some(Err(())) => {
+                    return Err(TestError::new(
+                        ErrorCode::Io,
+                        "the serving side could not accept the connections",
+                    ))
+                }
+                None => {}
+            }
+            if ctx.cancelled() {
+                return Err(TestError::cancelled());
+            }
+            if Instant::now() > deadline {
+                return Err(TestError::new(
+                    ErrorCode::PeerTimeout,
+                    "the serving side did not start the transfer",
+                ));
+            }
+            at = self
+                .cv
+                .wait_timeout(at, Duration::from_millis(50))
+                .unwrap()
+                .0;
+        }
+    }
 }
 
 static PREPARED: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -130,12 +184,21 @@ pub fn prepare(
     };
     let path = dir.join("s");
     let listener = UnixListener::bind(&path).map_err(io)?;
-    PREPARED.lock().unwrap().push(Entry { key, kind, path });
+    let go = Arc::new(Go::default());
+    PREPARED.lock().unwrap().push(Entry {
+        key,
+        kind,
+        path,
+        go: go.clone(),
+    });
     Ok((
         0,
         key,
         Box::new(move |ctx| {
-            let r = accept(&ctx, &listener, &key, n).and_then(|socks| run_sockets(&ctx, &p, socks));
+            let socks = accept(&ctx, &listener, &key, n);
+            let start = Instant::now();
+            go.set(socks.as_ref().map(|_| start).map_err(|_| ()));
+            let r = socks.and_then(|socks| run_sockets(&ctx, &p, socks, start));
             drop(guard);
             ctx.report(r);
             ctx.finished();
@@ -180,7 +243,8 @@ pub fn start(
                 format!("cannot connect the Unix socket: {e}"),
             )
         });
-        ctx.report(r.and_then(|socks| run_sockets(&ctx, &p, socks)));
+        let r = r.and_then(|socks| Ok((entry.go.wait(&ctx)?, socks)));
+        ctx.report(r.and_then(|(start, socks)| run_sockets(&ctx, &p, socks, start)));
         ctx.finished();
     }))
 }
@@ -266,6 +330,7 @@ fn run_sockets(
     ctx: &TestCtx,
     p: &Params,
     mut socks: Vec<UnixStream>,
+    start: Instant,
 ) -> Result<Summary, TestError> {
     match p {
         Params::Rr(p) => {
@@ -280,7 +345,7 @@ fn run_sockets(
             sum.transport = Some(Transport::Unix);
             Ok(Summary::Rr(sum))
         }
-        Params::Stream(p) => run_stream(ctx, p, socks).map(Summary::Stream),
+        Params::Stream(p) => run_stream(ctx, p, socks, start).map(Summary::Stream),
     }
 }
 
@@ -288,6 +353,7 @@ fn run_stream(
     ctx: &TestCtx,
     p: &StreamParams,
     socks: Vec<UnixStream>,
+    start: Instant,
 ) -> Result<StreamSummary, TestError> {
     for s in &socks {
         let r = socket2::SockRef::from(s);
@@ -302,7 +368,7 @@ fn run_stream(
     }
     let dirs = super::side::layout(p, ctx.role);
     let streams: Vec<(UnixStream, Flow)> = socks.into_iter().zip(dirs).collect();
-    let outs = super::side::run_streams(ctx, p, streams, std::time::Instant::now())?;
+    let outs = super::side::run_streams(ctx, p, streams, start)?;
     let total = |send: bool| {
         outs.iter()
             .filter(|o| o.send == send)
