@@ -19,6 +19,7 @@ mod lul_out;
 mod matrix_out;
 pub(crate) mod output;
 pub mod pin;
+mod rate_out;
 pub(crate) mod rounds;
 
 use client::{AgentUrl, Ctl, CtlError};

@@ -131,7 +131,11 @@ impl Output {
         // same record (the receiver's figures reach the sender at the end).
         let mut lines: Vec<&str> = Vec::new();
         for side in [&s.sides.client, &s.sides.server].into_iter().flatten() {
-            if let Some(line) = side["line"].as_str().filter(|l| !l.is_empty()) {
+            // udp_stream direction both: the reverse flow's line too.
+            let of_side = [&side["line"], &side["reverse"]["line"]];
+            for line in of_side.into_iter().filter_map(|l| l.as_str()) {
+                let line = Some(line).filter(|l| !l.is_empty());
+                let Some(line) = line else { continue };
                 if !lines.contains(&line) {
                     lines.push(line);
                     let _ = writeln!(out, "{line}");
@@ -139,6 +143,9 @@ impl Output {
             }
         }
         if let Some(l) = rtt_line(&s.summary) {
+            let _ = writeln!(out, "{l}");
+        }
+        for l in super::rate_out::lines(s) {
             let _ = writeln!(out, "{l}");
         }
         if s.kind == Kind::LatencyUnderLoad {

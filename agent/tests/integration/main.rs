@@ -13,6 +13,7 @@ mod limits;
 mod lul;
 mod mesh;
 mod monitor;
+mod rate;
 mod run;
 mod safety;
 mod soak;

@@ -2,7 +2,7 @@
 
 use super::rr::{bind_addr, congestion};
 use super::spec::stream::*;
-use super::spec::{CLIENT_BIND, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
+use super::spec::{CLIENT_BIND, DURATION_S, OMIT_S, RATE, RCVBUF, SERVER_BIND, SNDBUF};
 use super::{bound, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -83,6 +83,13 @@ pub struct StreamParams {
     /// MTUs. The summary's `mss` is what the connection uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss: Option<u64>,
+    /// The rate asked for, bits per second of payload, all streams of one
+    /// direction together (each stream's sender is paced at its share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Warm-up left out of the figures, seconds (iperf3 -O; needs `duration_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_s: Option<f64>,
 }
 
 /// Largest default SO_RCVLOWAT: at 10 Mbit/s a receiver still wakes every
@@ -124,6 +131,8 @@ impl StreamParams {
             o => unreachable!("direction {o:?} is in the table but not read"),
         };
         let wait_us = r.int(&WAIT_US)?;
+        let rate = r.opt_rate(&RATE)?;
+        let omit_s = r.opt_float(&OMIT_S)?.filter(|&o| o > 0.0);
         let nodelay = r.flag(&NODELAY)?;
         let sndbuf = r.opt_int(&SNDBUF)?;
         let rcvbuf = r.opt_int(&RCVBUF)?;
@@ -152,6 +161,7 @@ impl StreamParams {
             limits,
         )?;
         super::paced_within(count, wait_us as f64, limits)?;
+        super::omit_within(omit_s, duration_s)?;
         Ok(StreamParams {
             msg_bytes,
             read_bytes,
@@ -171,6 +181,8 @@ impl StreamParams {
             rcvlowat,
             payload,
             mss,
+            rate,
+            omit_s,
         })
     }
 }

@@ -6,6 +6,7 @@ use crate::engine::bulk::{Flow, Outcome};
 use crate::engine::peer::{self, Connected};
 use crate::engine::side::{figures, layout};
 use crate::engine::sockopt::{self, Applied};
+use crate::engine::warmup;
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, StreamParams};
@@ -86,6 +87,7 @@ fn run_side(
         .into_iter()
         .zip(dirs.iter().copied())
         .collect();
+    let pacing_rate = pace_senders(p, &streams)?;
     // A side that receives counts from when its go left (the peer cannot
     // have sent anything before: a late wake-up of this thread cannot make
     // its transfer look faster than it was); one that only sends counts
@@ -96,7 +98,7 @@ fn run_side(
     } else {
         std::time::Instant::now()
     };
-    let outcomes = crate::engine::side::run_streams(ctx, p, streams, start)?;
+    let mut outcomes = crate::engine::side::run_streams(ctx, p, streams, start)?;
     let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let done = peer::exchange_done(&mut conn.control, moved)?;
     if let Some(per) = p.bytes_per_stream() {
@@ -112,13 +114,46 @@ fn run_side(
             }
         }
     }
-    Ok(summary(
+    let omitted = p.omit_s.map(|o| {
+        let iv = std::time::Duration::from_millis(p.interval_ms as u64);
+        warmup::omit(&mut outcomes, o, iv)
+    });
+    let mut s = summary(
         p,
         &outcomes,
         applied.unwrap_or_default(),
         conn.peer_ip,
         done.bytes,
-    ))
+    );
+    s.rate = p.rate;
+    s.pacing_rate = pacing_rate;
+    warmup::note(&mut s, omitted);
+    Ok(s)
+}
+
+/// `rate`: each connection this side sends on paced by the kernel at its
+/// share of the rate (the rate is per direction, all streams together),
+/// with [`warmup::PACING_HEADROOM`].
+/// Returns the rate the kernel holds for one connection.
+fn pace_senders(
+    p: &StreamParams,
+    streams: &[(std::net::TcpStream, Flow)],
+) -> Result<Option<f64>, TestError> {
+    let Some(rate) = p.rate else {
+        return Ok(None);
+    };
+    let mut held = None;
+    for (s, _) in streams.iter().filter(|(_, d)| *d == Flow::Send) {
+        let share = rate / p.streams as f64 * warmup::PACING_HEADROOM;
+        let r = warmup::pace(s, share).map_err(|e| {
+            TestError::new(
+                ErrorCode::BadParams,
+                format!("rate: SO_MAX_PACING_RATE: {e}"),
+            )
+        })?;
+        held = Some(r);
+    }
+    Ok(held)
 }
 
 fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {
@@ -223,6 +258,7 @@ fn summary(
             mss: applied.mss,
         }),
         line: lines.join("; "),
+        ..Default::default()
     }
 }
 
