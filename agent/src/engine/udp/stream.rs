@@ -160,12 +160,14 @@ fn send(
     while k < p.count {
         let now = Instant::now();
         let t = clock.ns(now);
-        if t >= end_ns {
+        // By rate, what fell due before the end still leaves.
+        let last_call = |b: &mut Bucket| b.due(end_ns as f64 - 1.0, k).is_err();
+        if t >= end_ns && bucket.as_mut().map_or(true, last_call) {
             break;
         }
         let mut due_now = 1;
         if let Some(b) = bucket.as_mut() {
-            match b.due(t as f64, k) {
+            match b.due(t.min(end_ns - 1) as f64, k) {
                 Ok(n) => {
                     due_now = n.min(p.count - k).min(BATCH as u64) as usize;
                     next_ns = 0.0;
