@@ -18,7 +18,7 @@ const HEAD: &str = "\
 // Generated from protocol/src/params/spec.rs by protocol/examples/export_params.rs
 // (npm run params -w web). Do not edit: change the Rust table and build again.
 
-export type ParamType = 'size' | 'int' | 'float' | 'bool' | 'enum' | 'text';
+export type ParamType = 'size' | 'int' | 'float' | 'bool' | 'enum' | 'text' | 'rate';
 /** One of the serving agent's limits (its `hello` carries them). */
 export type LimitName = 'max_msg_bytes' | 'max_duration_s' | 'max_streams' | 'max_count';
 

@@ -163,6 +163,26 @@ pub struct StreamSummary {
     pub probe: Option<LulSummary>,
     /// One human line (sent/received bytes, seconds, MByte/s).
     pub line: String,
+    /// The rate asked for, bits per second of payload per direction (absent:
+    /// as fast as it goes); `bits_per_second` is the rate achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// The ceiling the kernel paces each sending connection at
+    /// (SO_MAX_PACING_RATE: its share of `rate` and 20% to catch up with),
+    /// bits per second, on the sending side (absent: no `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_rate: Option<f64>,
+    /// Warm-up left out of the figures, seconds: whole intervals, so it
+    /// is `omit_s` rounded up to `interval_ms` (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_s: Option<f64>,
+    /// The first intervals of every stream's `IntervalBytes` samples that
+    /// are the warm-up: in the raw samples, not in the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_intervals: Option<u64>,
+    /// Bytes moved during the warm-up (not in `bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_bytes: Option<u64>,
 }
 
 /// One connection of a stream test.
@@ -440,6 +460,10 @@ pub struct UdpStreamSend {
     pub from: Option<String>,
     /// The receiver's IP address.
     pub to: String,
+    /// Datagrams sent during the warm-up (`omit_s`): sequence numbers below
+    /// this are left out of both sides' figures (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<u64>,
 }
 
 /// `udp_stream`: the receiver's own figures (`peer::UdpStreamReceiverLine::Stats`).
@@ -538,6 +562,20 @@ pub struct UdpStreamFigures {
     pub note: Option<String>,
     /// udp_bw_mon's line.
     pub line: String,
+    /// The rate asked for, bits per second of payload (absent: paced by
+    /// `wait_us`); `send_bits_per_second` is the rate achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// The time asked for, seconds (absent: bounded by `count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// The warm-up asked for, seconds (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_s: Option<f64>,
+    /// Datagrams of the warm-up, sequence numbers 0 to `omitted - 1`: in
+    /// the raw samples, not in the figures (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<u64>,
 }
 
 /// `udp_stream`: one side's summary: both sides' figures, this side's
@@ -552,6 +590,10 @@ pub struct UdpStreamSummary {
     pub socket: UdpSocketReport,
     /// The address this side's UDP flow is bound to.
     pub peer: String,
+    /// `direction` both: the serving agent's flow to the driving agent (the
+    /// top-level figures are the driving agent's flow to the serving one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<Box<UdpStreamFigures>>,
 }
 
 #[cfg(test)]

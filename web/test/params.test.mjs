@@ -50,7 +50,7 @@ test('the agent\'s minimums reach the form: udp_rr req_bytes from 18, not 1', ()
   assert.deepEqual([spec('udp_rr', 'duration_s').min, spec('udp_rr', 'duration_s').minExclusive], [0, true]);
   // Every number has a range; nothing else has one.
   for (const { params } of Object.values(KINDS)) {
-    for (const p of params) assert.equal(p.min != null, ['size', 'int', 'float'].includes(p.type), p.name);
+    for (const p of params) assert.equal(p.min != null, ['size', 'int', 'float', 'rate'].includes(p.type), p.name);
   }
 });
 
@@ -113,6 +113,22 @@ test('at the edges of the ranges a plan builds', () => {
   assert.equal(params('tcp_stream', { msg_bytes: '64M', streams: '64' }).streams, 64);
   assert.equal(params('tcp_rr', { duration_s: '0.5' }, 'duration').duration_s, 0.5);
   assert.equal(params('udp_stream', { wait_us: '0' }).wait_us, 0);
+});
+
+test('a rate reads as iperf3 -b does (k, M, G: powers of 1000), and by time', () => {
+  for (const kind of ['udp_stream', 'tcp_stream']) {
+    assert.equal(spec(kind, 'rate').type, 'rate', kind);
+    assert.ok(sweepable(kind).includes('rate'), kind);
+  }
+  const r = build('udp_stream', { wait_us: '', rate: '20M', duration_s: '1', omit_s: '0.5', direction: 'both' }, 'duration');
+  assert.ok('plan' in r, r.error);
+  assert.deepEqual(
+    [r.plan.params.rate, r.plan.params.duration_s, r.plan.params.omit_s, r.plan.params.direction, r.plan.params.count],
+    [20e6, 1, 0.5, 'both', undefined],
+  );
+  assert.equal(build('tcp_stream', { rate: '1.5G' }).plan.params.rate, 1.5e9);
+  assert.match(build('udp_stream', { rate: '20Mbit' }).error, /^rate: "20Mbit" is not a rate/);
+  assert.match(build('udp_stream', { rate: '0' }).error, /^rate: must be above 0/);
 });
 
 test('latency_under_load builds from the form and its probe interval is bounded', () => {

@@ -36,6 +36,7 @@ pub mod sockopt;
 pub mod tcp;
 pub mod udp;
 pub mod unix;
+pub mod warmup;
 pub mod watchdog;
 
 use meshperf_protocol::msg::PeerAddr;

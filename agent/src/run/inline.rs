@@ -3,7 +3,7 @@
 //! preset or plan file with some values changed (`--preset socketsend --set
 //! count=100`). The result is an ordinary [`Plan`], validated like any other.
 
-use meshperf_protocol::params::Kind;
+use meshperf_protocol::params::{parse_rate, Kind, ParamType};
 use meshperf_protocol::plan::Plan;
 use serde_json::{json, Map, Value};
 
@@ -33,6 +33,24 @@ pub fn value(text: &str) -> Value {
         Ok(n) if n.checked_mul(mult).is_some() => Value::from(n * mult),
         _ => Value::from(text),
     }
+}
+
+/// A rate parameter's values (`rate=20M`, `rate=10M,20M`) with their
+/// k/M/G suffixes read in powers of 1000, as iperf3's `-b` and the agent's
+/// `--max-udp-rate` read them; any other parameter's text as it is.
+fn rates(kind: Kind, name: &str, text: &str) -> String {
+    if !kind
+        .params()
+        .iter()
+        .any(|s| s.name == name && s.ty == ParamType::Rate)
+    {
+        return text.to_string();
+    }
+    let one = |t: &str| parse_rate(t).map_or(t.to_string(), |r| r.to_string());
+    text.split(',')
+        .map(|item| item.split(':').map(one).collect::<Vec<_>>().join(":"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `NAME=VALUE`.
@@ -109,13 +127,15 @@ pub fn build(
     };
     for s in sets {
         let (k, v) = pair("--set", s)?;
-        plan.params.insert(k.to_string(), value(v));
+        let v = rates(plan.kind, k, v);
+        plan.params.insert(k.to_string(), value(&v));
     }
     if !sweeps.is_empty() {
         plan.sweep = Map::new();
         for s in sweeps {
             let (k, v) = pair("--sweep", s)?;
-            plan.sweep.insert(k.to_string(), axis_for(k, v)?);
+            plan.sweep
+                .insert(k.to_string(), axis_for(k, &rates(plan.kind, k, v))?);
         }
     }
     if let Some(r) = repeat {
@@ -165,6 +185,42 @@ mod tests {
             json!([["::1", "::1"]])
         );
         assert!(axis("1:x:2").unwrap_err().contains("\"x\""));
+    }
+
+    #[test]
+    fn rates_read_in_powers_of_1000() {
+        let p = build(
+            None,
+            Some("udp_stream"),
+            &["rate=20M".into(), "duration_s=1".into()],
+            &["pkt_bytes=1000,1400".into()],
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.params["rate"], json!(20000000));
+        assert_eq!(p.params["duration_s"], json!(1));
+        let p = build(
+            None,
+            Some("tcp_stream"),
+            &[],
+            &["rate=10M:30M:10M".into()],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            p.sweep["rate"],
+            json!({"from": 10000000, "to": 30000000, "step": 10000000})
+        );
+        // Sizes keep their powers of 1024.
+        let p = build(
+            None,
+            Some("tcp_stream"),
+            &["msg_bytes=1M".into()],
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.params["msg_bytes"], json!(1048576));
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod lul_out;
 mod matrix_out;
 pub(crate) mod output;
 pub mod pin;
+mod rate_out;
 pub(crate) mod rounds;
 mod seed_out;
 mod seedtext;

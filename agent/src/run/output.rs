@@ -153,7 +153,11 @@ impl Output {
         seedtext::head(&mut self.heading, seedtext::heading(s, false), &mut out);
         let mut lines: Vec<String> = Vec::new();
         for side in [&s.sides.client, &s.sides.server].into_iter().flatten() {
-            if let Some(line) = side["line"].as_str().filter(|l| !l.is_empty()) {
+            // udp_stream direction both: the reverse flow's line too.
+            let of_side = [&side["line"], &side["reverse"]["line"]];
+            for line in of_side.into_iter().filter_map(|l| l.as_str()) {
+                let line = Some(line).filter(|l| !l.is_empty());
+                let Some(line) = line else { continue };
                 let line = seedtext::normal_line(s.kind, side, line);
                 if !lines.contains(&line) {
                     let _ = writeln!(out, "{line}");
@@ -176,6 +180,9 @@ impl Output {
             let _ = writeln!(out, "{l}");
         }
         for l in super::cpu_out::lines(s) {
+            let _ = writeln!(out, "{l}");
+        }
+        for l in super::rate_out::lines(s) {
             let _ = writeln!(out, "{l}");
         }
         if s.kind == Kind::LatencyUnderLoad {

@@ -15,6 +15,7 @@ mod limits;
 mod lul;
 mod mesh;
 mod monitor;
+mod rate;
 mod run;
 mod runctl;
 mod safety;

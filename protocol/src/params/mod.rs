@@ -18,6 +18,8 @@ mod lul;
 pub use lul::{
     Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN,
 };
+mod rate;
+pub use rate::parse_rate;
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
@@ -298,6 +300,22 @@ pub(crate) fn bound(
         }
     }
     Ok((count, duration_s))
+}
+
+/// `omit_s` (the warm-up left out of the figures) needs a `duration_s`
+/// longer than itself: what is left is what the figures are of.
+pub(crate) fn omit_within(omit_s: Option<f64>, duration_s: Option<f64>) -> Result<(), ParamError> {
+    match (omit_s, duration_s) {
+        (Some(o), None) => Err(ParamError::new(
+            "omit_s",
+            format!("{o} s of warm-up needs duration_s (the test's time, warm-up included)"),
+        )),
+        (Some(o), Some(d)) if o >= d => Err(ParamError::new(
+            "omit_s",
+            format!("must be shorter than duration_s ({d} s), got {o}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A plan that gives both `count` and `duration_s`.

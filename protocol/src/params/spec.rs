@@ -27,6 +27,10 @@ pub enum ParamType {
     Enum,
     /// Free text, checked by the parse function (an address, an algorithm name).
     Text,
+    /// Bits per second, fractions allowed; also read as text with a k, M or
+    /// G suffix in powers of 1000 (`20M`), as iperf3's `-b` and the agent's
+    /// `--max-udp-rate`.
+    Rate,
 }
 
 impl ParamType {
@@ -39,6 +43,7 @@ impl ParamType {
             ParamType::Bool => "bool",
             ParamType::Enum => "enum",
             ParamType::Text => "text",
+            ParamType::Rate => "rate",
         }
     }
 }
@@ -404,6 +409,28 @@ const COUNT: ParamSpec = ParamSpec {
     max: Some(Max::Limit(Limit::MaxCount)),
     ..P
 };
+/// Highest rate asked for: 1 Tbit/s.
+const RATE_MAX: u64 = 1_000_000_000_000;
+/// A sender's rate in bits per second of payload (iperf3 `-b`).
+pub const RATE: ParamSpec = ParamSpec {
+    name: "rate",
+    ty: ParamType::Rate,
+    label: "rate limit (bit/s; k, M, G = 1000s)",
+    min: Some(Min::Above(0)),
+    max: Some(Max::At(RATE_MAX)),
+    tcp_only: true,
+    ..P
+};
+/// Warm-up left out of the figures (iperf3 `-O`), seconds; needs `duration_s`.
+pub const OMIT_S: ParamSpec = ParamSpec {
+    name: "omit_s",
+    ty: ParamType::Float,
+    label: "warm-up left out (s)",
+    min: Some(Min::AtLeast(0)),
+    max: Some(Max::Limit(Limit::MaxDurationS)),
+    advanced: true,
+    ..P
+};
 
 // ---- tcp_stream, unix_stream -----------------------------------------------
 
@@ -548,6 +575,8 @@ static STREAM: &[ParamSpec] = {
         STREAMS,
         DIRECTION,
         WAIT_US,
+        RATE,
+        OMIT_S,
         READ_BYTES,
         NODELAY,
         RCVLOWAT,
@@ -710,9 +739,11 @@ pub mod udp {
         initial: Some("20"),
         ..stream::WAIT_US
     };
-    pub const DIRECTION: ParamSpec = ParamSpec {
-        options: &["send", "receive"],
-        ..stream::DIRECTION
+    pub const DIRECTION: ParamSpec = stream::DIRECTION;
+    /// The sender's rate instead of `wait_us`: the wait is worked out from it.
+    pub const RATE: ParamSpec = ParamSpec {
+        label: "rate (bit/s, instead of the wait; k, M, G = 1000s)",
+        ..super::RATE
     };
     /// Ethernet: IPG 12 + preamble 8 + header 14 + CRC 4 + IPv4 20 + UDP 8.
     pub const OVERHEAD_BYTES: ParamSpec = ParamSpec {
@@ -755,8 +786,11 @@ static UDP_STREAM: &[ParamSpec] = {
     &[
         PKT_BYTES,
         STREAM_COUNT,
+        DURATION_S,
         WAIT_US,
+        RATE,
         DIRECTION,
+        OMIT_S,
         SNDBUF,
         RCVBUF,
         TOS,
@@ -981,7 +1015,10 @@ mod tests {
                     refused(kind, s, json!(hi as f64 + 0.5));
                 }
             }
-            let numeric = matches!(s.ty, ParamType::Size | ParamType::Int | ParamType::Float);
+            let numeric = matches!(
+                s.ty,
+                ParamType::Size | ParamType::Int | ParamType::Float | ParamType::Rate
+            );
             assert_eq!(
                 numeric,
                 s.min.is_some(),

@@ -2,7 +2,7 @@
 
 use super::rr::{bind_addr, congestion};
 use super::spec::stream::*;
-use super::spec::{CLIENT_BIND, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
+use super::spec::{CLIENT_BIND, DURATION_S, OMIT_S, RATE, RCVBUF, SERVER_BIND, SNDBUF};
 use super::{bound, Clocks, Limits, ParamError, ProbeParams, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -91,6 +91,13 @@ pub struct StreamParams {
     /// MTUs. The summary's `mss` is what the connection uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss: Option<u64>,
+    /// The rate asked for, bits per second of payload, all streams of one
+    /// direction together (each stream's sender is paced at its share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Warm-up left out of the figures, seconds (iperf3 -O; needs `duration_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_s: Option<f64>,
     /// A UDP probe flow beside the streams every `probe_ms` (`tcp_stream`
     /// only; absent: none): the latency under the test's own load. See
     /// [`StreamParams::probe`].
@@ -178,6 +185,8 @@ impl StreamParams {
             o => unreachable!("direction {o:?} is in the table but not read"),
         };
         let wait_us = r.int(&WAIT_US)?;
+        let rate = r.opt_rate(&RATE)?;
+        let omit_s = r.opt_float(&OMIT_S)?.filter(|&o| o > 0.0);
         let nodelay = r.flag(&NODELAY)?;
         let sndbuf = r.opt_int(&SNDBUF)?;
         let rcvbuf = r.opt_int(&RCVBUF)?;
@@ -228,6 +237,7 @@ impl StreamParams {
             let secs = pp.lead_s() + duration_s.unwrap_or(limits.max_duration_s);
             pp.within(secs, limits)?;
         }
+        super::omit_within(omit_s, duration_s)?;
         Ok(StreamParams {
             msg_bytes,
             read_bytes,
@@ -252,6 +262,8 @@ impl StreamParams {
             probe_ms,
             probe_bytes,
             clocks,
+            rate,
+            omit_s,
         })
     }
 }

@@ -27,7 +27,7 @@
 
 use super::rr::bind_addr;
 use super::spec::udp::*;
-use super::spec::{ParamSpec, CLIENT_BIND, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
+use super::spec::{ParamSpec, CLIENT_BIND, DURATION_S, OMIT_S, RCVBUF, SERVER_BIND, SNDBUF};
 use super::{both_bounds, Direction, Limits, ParamError, Reader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -102,11 +102,24 @@ pub struct UdpRrParams {
 pub struct UdpStreamParams {
     /// Datagram size in bytes (udp_bw_mon -p), header included.
     pub pkt_bytes: u64,
-    /// Datagrams to send (udp_bw_mon -l).
+    /// Datagrams to send (udp_bw_mon -l); with `duration_s`, the most that
+    /// may leave in that time (at `wait_us`, the agent's count and byte limits).
     pub count: u64,
     /// Time between datagram sends in us (udp_bw_mon -w); fractions allowed.
+    /// With `rate`, worked out from it.
     pub wait_us: f64,
-    /// `send`: the driving agent sends; `receive`: the serving agent sends.
+    /// The rate asked for, bits per second of payload (iperf3 -b), if the
+    /// plan gave one instead of `wait_us`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Send for this many seconds instead of a count (iperf3 -t).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// Warm-up left out of the figures, seconds (iperf3 -O; needs `duration_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_s: Option<f64>,
+    /// `send`: the driving agent sends; `receive`: the serving agent sends;
+    /// `both`: each sends to the other at once (two flows, each paced alike).
     pub direction: Direction,
     /// Socket options and addresses (flattened: the same JSON keys).
     #[serde(flatten)]
@@ -170,19 +183,66 @@ impl UdpStreamParams {
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
         let mut r = Reader::new(v, limits)?;
         let pkt_bytes = size(&mut r, &PKT_BYTES)?;
-        let count = r.int(&STREAM_COUNT)?;
-        let wait_us = r.float(&WAIT_US)?;
+        let count = r.opt_int(&STREAM_COUNT)?;
+        let duration_s = r.opt_float(&DURATION_S)?;
+        let wait = r.opt_float(&WAIT_US)?;
+        let rate = r.opt_rate(&RATE)?;
         let direction = match r.choice(&DIRECTION)? {
             "send" => Direction::Send,
             "receive" => Direction::Receive,
+            "both" => Direction::Both,
             o => unreachable!("direction {o:?} is in the table but not read"),
         };
+        let omit_s = r.opt_float(&OMIT_S)?.filter(|&o| o > 0.0);
         let sock = UdpSocketParams::parse(&mut r)?;
         let overhead_bytes = r.int(&OVERHEAD_BYTES)?;
         let timeout_ms = r.int(&STREAM_TIMEOUT_MS)?;
         r.finish()?;
-        super::paced_within(Some(count), wait_us, limits)?;
-        if let Some(max) = limits.max_udp_bits_per_second {
+        let wait_us = match (wait, rate) {
+            (Some(_), Some(_)) => {
+                return Err(ParamError::new("rate", "give rate or wait_us, not both"))
+            }
+            (Some(w), None) => w,
+            (None, Some(bps)) => pkt_bytes as f64 * 8.0 / bps * 1e6,
+            (None, None) => WAIT_US.default_num() as f64,
+        };
+        // A rate alone runs for a time, as iperf3 -u -b does (10 s, or the
+        // agent's limit if shorter).
+        let duration_s = match (count, duration_s, rate) {
+            (Some(_), Some(_), _) => return Err(super::both_bounds()),
+            (None, None, Some(_)) => Some(limits.max_duration_s.min(10.0)),
+            (_, d, _) => d,
+        };
+        let count = match duration_s {
+            None => count.unwrap_or_else(|| STREAM_COUNT.default_num()),
+            // What may leave in that time, within the agent's count and bytes.
+            Some(d) => {
+                let paced = if wait_us > 0.0 {
+                    (d * 1e6 / wait_us).ceil().max(1.0) as u64
+                } else {
+                    u64::MAX
+                };
+                paced
+                    .min(limits.max_count)
+                    .min((limits.max_bytes / pkt_bytes).max(1))
+            }
+        };
+        super::omit_within(omit_s, duration_s)?;
+        if duration_s.is_none() {
+            super::paced_within(Some(count), wait_us, limits)?;
+        }
+        if let (Some(bps), Some(max)) = (rate, limits.max_udp_bits_per_second) {
+            if bps > max {
+                return Err(ParamError::new(
+                    "rate",
+                    format!(
+                        "{} is above the agent's UDP rate limit of {}",
+                        super::rate::mbit(bps),
+                        super::rate::mbit(max)
+                    ),
+                ));
+            }
+        } else if let Some(max) = limits.max_udp_bits_per_second {
             let min_wait = pkt_bytes as f64 * 8.0 / max * 1e6;
             if wait_us < min_wait {
                 return Err(ParamError::new(
@@ -208,6 +268,9 @@ impl UdpStreamParams {
             pkt_bytes,
             count,
             wait_us,
+            rate,
+            duration_s,
+            omit_s,
             direction,
             sock,
             overhead_bytes,
@@ -289,6 +352,57 @@ mod tests {
     }
 
     #[test]
+    fn udp_stream_by_rate_and_by_time() {
+        // 20 Mbit/s of 1400-byte datagrams: one every 560 us.
+        let p = st(json!({"rate": "20M", "duration_s": 1})).unwrap();
+        assert!((p.wait_us - 560.0).abs() < 1e-9, "{}", p.wait_us);
+        assert_eq!(
+            (p.rate, p.duration_s, p.count),
+            (Some(20e6), Some(1.0), 1786)
+        );
+        // A rate alone runs 10 s, as iperf3 -u -b does.
+        let p = st(json!({"rate": 1e6})).unwrap();
+        assert_eq!(p.duration_s, Some(10.0));
+        let e = st(json!({"rate": 1e6, "wait_us": 10})).unwrap_err();
+        assert_eq!(
+            (e.param.as_str(), e.message.as_str()),
+            ("rate", "give rate or wait_us, not both")
+        );
+        assert_eq!(st(json!({"rate": "fast"})).unwrap_err().param, "rate");
+        assert_eq!(st(json!({"rate": 0})).unwrap_err().param, "rate");
+        assert_eq!(
+            st(json!({"count": 5, "duration_s": 1})).unwrap_err().param,
+            "count"
+        );
+        // Unpaced by time: as many as the agent's count limit allows.
+        let p = st(json!({"duration_s": 2})).unwrap();
+        assert_eq!(p.count, Limits::default().max_count);
+        // Over the agent's UDP rate limit: refused naming `rate`.
+        let limits = Limits {
+            max_udp_bits_per_second: Some(100e6),
+            ..Limits::default()
+        };
+        let e = UdpStreamParams::parse(&json!({"rate": "200M"}), &limits).unwrap_err();
+        assert_eq!(e.param, "rate");
+        assert!(e.message.contains("100 Mbit/s"), "{e}");
+        assert!(UdpStreamParams::parse(&json!({"rate": "100M"}), &limits).is_ok());
+        // Warm-up: within a duration.
+        assert_eq!(
+            st(json!({"omit_s": 1, "duration_s": 2})).unwrap().omit_s,
+            Some(1.0)
+        );
+        assert_eq!(st(json!({"omit_s": 1})).unwrap_err().param, "omit_s");
+        assert_eq!(
+            st(json!({"omit_s": 2, "duration_s": 2})).unwrap_err().param,
+            "omit_s"
+        );
+        assert_eq!(
+            st(json!({"direction": "both"})).unwrap().direction,
+            Direction::Both
+        );
+    }
+
+    #[test]
     fn bad_input_names_the_parameter() {
         let bad = |v: Value| st(v).unwrap_err().param;
         assert_eq!(bad(json!({"pkt_bytes": 65508})), "pkt_bytes");
@@ -296,7 +410,7 @@ mod tests {
         assert_eq!(bad(json!({"wait_us": -1})), "wait_us");
         assert_eq!(bad(json!({"count": 0})), "count");
         assert_eq!(bad(json!({"timeout_ms": 0})), "timeout_ms");
-        assert_eq!(bad(json!({"direction": "both"})), "direction");
+        assert_eq!(bad(json!({"direction": "up"})), "direction");
         assert_eq!(bad(json!({"count": 1000000, "wait_us": 1000})), "count");
         assert_eq!(rr(json!({"req_bytes": 10})).unwrap_err().param, "req_bytes");
         assert_eq!(

@@ -12,6 +12,13 @@ export function parseSize(text: string): number {
   return Number.isInteger(n) ? n : NaN;
 }
 
+/** Parses a rate in bits per second as iperf3's `-b` reads it: `20M`, `1.5G`, `64k`, `1000` (k, M, G: powers of 1000); NaN if it is not one. */
+export function parseRate(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmg]?)\s*$/i.exec(text);
+  if (!m) return NaN;
+  return Number(m[1]) * ({ '': 1, k: 1e3, m: 1e6, g: 1e9 } as Record<string, number>)[m[2].toLowerCase()];
+}
+
 /** `1048576` -> `1 MiB`, `1500` -> `1500 B`: exact binary units when they fit. */
 export function formatSize(bytes: number): string {
   for (const [s, f] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {

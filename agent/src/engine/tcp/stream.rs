@@ -8,6 +8,7 @@ use crate::engine::payload;
 use crate::engine::peer::{self, Connected};
 use crate::engine::side::{figures, layout, limited_by, ms_per_read};
 use crate::engine::sockopt::{self, Applied};
+use crate::engine::warmup;
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Direction, Kind, LulPhase, StreamParams};
@@ -181,6 +182,7 @@ fn run_side(
         .into_iter()
         .zip(dirs.iter().copied())
         .collect();
+    let pacing_rate = pace_senders(p, &streams)?;
     // A side that receives counts from when its go left (the peer cannot
     // have sent anything before: a late wake-up of this thread cannot make
     // its transfer look faster than it was); one that only sends counts
@@ -194,7 +196,7 @@ fn run_side(
     if let Some(Probe::Driving(d)) = &mut probe {
         d.load(loaded_phase(p.direction));
     }
-    let outcomes = crate::engine::side::run_streams_with(ctx, p, streams, start, file)?;
+    let mut outcomes = crate::engine::side::run_streams_with(ctx, p, streams, start, file)?;
     if let Some(Probe::Driving(d)) = &mut probe {
         d.unload();
     }
@@ -232,6 +234,10 @@ fn run_side(
             }
         }
     }
+    let omitted = p.omit_s.map(|o| {
+        let iv = std::time::Duration::from_millis(p.interval_ms as u64);
+        warmup::omit(&mut outcomes, o, iv)
+    });
     let mut s = summary(
         p,
         &outcomes,
@@ -241,6 +247,9 @@ fn run_side(
     );
     s.probe = probe;
     (s.payload_file, s.payload_file_bytes) = from_file.unzip();
+    s.rate = p.rate;
+    s.pacing_rate = pacing_rate;
+    warmup::note(&mut s, omitted);
     Ok(s)
 }
 
@@ -265,6 +274,31 @@ fn figures_each_way(outs: &[Outcome]) -> (u64, u64, f64, f64) {
         secs_of(true),
         secs_of(false),
     )
+}
+
+/// `rate`: each connection this side sends on paced by the kernel at its
+/// share of the rate (the rate is per direction, all streams together),
+/// with [`warmup::PACING_HEADROOM`].
+/// Returns the rate the kernel holds for one connection.
+fn pace_senders(
+    p: &StreamParams,
+    streams: &[(std::net::TcpStream, Flow)],
+) -> Result<Option<f64>, TestError> {
+    let Some(rate) = p.rate else {
+        return Ok(None);
+    };
+    let mut held = None;
+    for (s, _) in streams.iter().filter(|(_, d)| *d == Flow::Send) {
+        let share = rate / p.streams as f64 * warmup::PACING_HEADROOM;
+        let r = warmup::pace(s, share).map_err(|e| {
+            TestError::new(
+                ErrorCode::BadParams,
+                format!("rate: SO_MAX_PACING_RATE: {e}"),
+            )
+        })?;
+        held = Some(r);
+    }
+    Ok(held)
 }
 
 fn side_line(verb: &str, prep: &str, bytes: u64, secs: f64, peer: IpAddr) -> String {
@@ -368,6 +402,7 @@ fn summary(
         }),
         probe: None,
         line: lines.join("; "),
+        ..Default::default()
     }
 }
 

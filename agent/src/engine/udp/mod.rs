@@ -445,6 +445,26 @@ pub struct Flow {
     pub connected: bool,
     /// Datagrams from anyone else (serving side only).
     pub foreign: u64,
+    /// More control lines, one per [`UdpTest::lines`] (udp_stream's
+    /// reverse flow), each sealed with a key of its own.
+    pub extra: Vec<Line>,
+}
+
+/// The label of the key that seals extra line `i` ([`Flow::extra`]).
+fn extra_key(key: &[u8; 16], i: usize) -> [u8; 16] {
+    peer::derive_key(key, &format!("udp extra line {i}"))
+}
+
+/// The data connections of `conn` as sealed lines ([`Flow::extra`]).
+fn extra_lines(data: Vec<std::net::TcpStream>, key: &[u8; 16], driver: bool) -> Vec<Line> {
+    data.into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut l = Line::new(s);
+            l.seal(&extra_key(key, i), driver);
+            l
+        })
+        .collect()
 }
 
 /// Serving side set-up: key check on the TCP control connection, then binding.
@@ -454,8 +474,10 @@ pub fn serve_flow(
     key: &[u8; 16],
     kind: Kind,
     sock: UdpSocket,
+    lines: usize,
 ) -> Result<Flow, TestError> {
-    let conn = peer::accept(ctx, listener, key, kind, 0)?;
+    let conn = peer::accept(ctx, listener, key, kind, lines)?;
+    let extra = extra_lines(conn.data, key, false);
     let mut line = conn.control;
     let mut foreign = 0;
     let (token, peer) = serve_bind(ctx, &mut line, &sock, conn.peer_ip, &mut foreign)?;
@@ -466,6 +488,7 @@ pub fn serve_flow(
         peer,
         connected: false,
         foreign,
+        extra,
     })
 }
 
@@ -475,9 +498,12 @@ pub fn drive_flow(
     peer_addr: &PeerAddr,
     kind: Kind,
     o: &UdpSocketParams,
+    lines: usize,
 ) -> Result<Flow, TestError> {
-    let conn = peer::connect(ctx, peer_addr, kind, &o.control(), 0)?;
+    let conn = peer::connect(ctx, peer_addr, kind, &o.control(), lines)?;
     let local = conn.control.stream().local_addr().map_err(io_err)?.ip();
+    let key = meshperf_protocol::peer::parse_key(&peer_addr.key).unwrap_or_default();
+    let extra = extra_lines(conn.data, &key, true);
     let mut line = conn.control;
     let (sock, token) = client_bind(ctx, &mut line, local, conn.peer_ip, o)?;
     let peer = sock.peer_addr().map_err(io_err)?;
@@ -488,6 +514,7 @@ pub fn drive_flow(
         peer,
         connected: true,
         foreign: 0,
+        extra,
     })
 }
 
@@ -539,6 +566,10 @@ pub trait UdpTest: Sized + Send + 'static {
     fn sock(&self) -> &UdpSocketParams;
     /// The serving side's port may take a [`twin`] (udp_rr's connected replies).
     const SHARED_PORT: bool = false;
+    /// Control lines beyond the first ([`Flow::extra`]).
+    fn lines(&self) -> usize {
+        0
+    }
     /// What the serving side reports.
     type ServeSummary: Serialize;
     /// What the driving side reports.
@@ -557,7 +588,7 @@ pub fn prepare<T: UdpTest>(
     let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     let (listener, sock) = serve_sockets(env, p.sock(), T::SHARED_PORT)?;
     serving_job(listener, sock, move |ctx, listener, sock, key| {
-        serve_flow(ctx, listener, key, T::KIND, sock).and_then(|f| p.serve(ctx, f))
+        serve_flow(ctx, listener, key, T::KIND, sock, p.lines()).and_then(|f| p.serve(ctx, f))
     })
 }
 
@@ -598,7 +629,8 @@ pub fn start<T: UdpTest>(
     let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     bind::check_client(p.sock().client_bind, p.sock().server_bind, &peer_addr)?;
     Ok(Box::new(move |ctx| {
-        let r = drive_flow(&ctx, &peer_addr, T::KIND, p.sock()).and_then(|f| p.drive(&ctx, f));
+        let r = drive_flow(&ctx, &peer_addr, T::KIND, p.sock(), p.lines())
+            .and_then(|f| p.drive(&ctx, f));
         ctx.report(r);
         ctx.finished();
     }))

@@ -50,41 +50,82 @@ impl UdpTest for UdpStreamParams {
     }
     type ServeSummary = UdpStreamSummary;
     type DriveSummary = UdpStreamSummary;
+    fn lines(&self) -> usize {
+        usize::from(self.direction == Direction::Both)
+    }
     fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<UdpStreamSummary, TestError> {
-        run_flow(ctx, self, f, self.direction == Direction::Receive)
+        run_flow(ctx, self, f, self.direction == Direction::Receive, false)
     }
     fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<UdpStreamSummary, TestError> {
-        run_flow(ctx, self, f, self.direction == Direction::Send)
+        run_flow(ctx, self, f, self.direction == Direction::Send, true)
     }
 }
 
 fn run_flow(
     ctx: &TestCtx,
     p: &UdpStreamParams,
-    f: Flow,
+    mut f: Flow,
     sending: bool,
+    driving: bool,
 ) -> Result<UdpStreamSummary, TestError> {
-    if !sending && p.sock.rcvbuf.is_none() {
+    let both = p.direction == Direction::Both;
+    if (both || !sending) && p.sock.rcvbuf.is_none() {
         // Before `applied`, so the summary's rcvbuf_actual is the real one.
         udp::grow_rcvbuf(&f.sock, 8 << 20);
     }
     let socket = udp::applied(&f.sock, &p.sock);
     // This side's view: the address its UDP flow is bound to.
     let peer = f.peer.to_string();
-    let figures = if sending {
-        send(ctx, p, f)?
+    let (figures, reverse) = if both {
+        // Two flows on the one pair of sockets, as tcp_stream's both has
+        // two sets of connections: the driving agent's to the serving one
+        // on the first control line (stream 0 of the samples), the serving
+        // agent's to the driving one on the second (stream 1); each side
+        // sends one and receives the other at once.
+        let line = f.extra.pop().ok_or_else(|| {
+            TestError::new(
+                ErrorCode::Protocol,
+                "direction both: no second control line",
+            )
+        })?;
+        let back = Flow {
+            line,
+            sock: f.sock.try_clone().map_err(udp::io_err)?,
+            extra: Vec::new(),
+            foreign: 0,
+            ..f
+        };
+        let (fwd, rev) = std::thread::scope(|sc| {
+            if driving {
+                let r = sc.spawn(|| receive(ctx, p, back, 1));
+                (send(ctx, p, f, 0), r.join())
+            } else {
+                let r = sc.spawn(|| send(ctx, p, back, 1));
+                (receive(ctx, p, f, 0), r.join())
+            }
+        });
+        let rev = rev.map_err(|_| TestError::new(ErrorCode::Internal, "reverse flow panicked"))?;
+        (fwd?, Some(Box::new(rev?)))
+    } else if sending {
+        (send(ctx, p, f, 0)?, None)
     } else {
-        receive(ctx, p, f)?
+        (receive(ctx, p, f, 0)?, None)
     };
     Ok(UdpStreamSummary {
         figures,
         socket,
         peer,
+        reverse,
     })
 }
 
-/// The sender: zero, paced burst, stats.
-fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigures, TestError> {
+/// The sender: zero, paced burst, stats; its samples are stream `stream`.
+fn send(
+    ctx: &TestCtx,
+    p: &UdpStreamParams,
+    mut f: Flow,
+    stream: u16,
+) -> Result<UdpStreamFigures, TestError> {
     f.line.send(&SenderLine::Zero).map_err(udp::gone)?;
     match f.line.expect(
         Duration::from_secs(5),
@@ -100,7 +141,13 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigu
         (!f.connected).then_some(f.peer),
     );
     let wait_ns = p.wait_us * 1e3;
-    let mut pacer = Pacer::new(wait_ns, floor_gap_ns(p, ctx.limits.max_udp_bits_per_second));
+    let floor_ns = floor_gap_ns(p, ctx.limits.max_udp_bits_per_second);
+    let mut pacer = Pacer::new(wait_ns, floor_ns);
+    // By `rate`: what is due leaves at once ([`Bucket`]).
+    let mut bucket = p
+        .rate
+        .filter(|_| wait_ns > 0.0)
+        .map(|_| Bucket::new(wait_ns, floor_ns));
     let mut times: Vec<u64> = Vec::with_capacity(p.count as usize);
     let mut note = None;
     let urgent = (wait_ns > 0.0).then(Urgent::raise);
@@ -109,9 +156,26 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigu
     let mut k = 0u64;
     // Earliest time (ns from the clock's start) the next datagram may leave.
     let mut next_ns = 0.0f64;
+    // A time-bounded burst ends here (ns from the clock's start).
+    let end_ns = p.duration_s.map_or(u64::MAX, |d| (d * 1e9) as u64);
     while k < p.count {
         let now = Instant::now();
         let t = clock.ns(now);
+        // By rate, what fell due before the end still leaves.
+        let last_call = |b: &mut Bucket| b.due(end_ns as f64 - 1.0, k).is_err();
+        if t >= end_ns && bucket.as_mut().map_or(true, last_call) {
+            break;
+        }
+        let mut due_now = 1;
+        if let Some(b) = bucket.as_mut() {
+            match b.due(t.min(end_ns - 1) as f64, k) {
+                Ok(n) => {
+                    due_now = n.min(p.count - k).min(BATCH as u64) as usize;
+                    next_ns = 0.0;
+                }
+                Err(at) => next_ns = at,
+            }
+        }
         let due = if wait_ns <= 0.0 {
             (p.count - k).min(BATCH as u64) as usize
         } else if (t as f64) < next_ns {
@@ -127,7 +191,8 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigu
             }
             continue;
         } else {
-            1 // paced: one datagram per call, each with its own send time
+            // By wait_us: one datagram per call, each with its own send time.
+            due_now
         };
         for i in 0..due {
             let h = Hdr {
@@ -142,8 +207,10 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigu
             Ok(n) => {
                 times.extend(std::iter::repeat(t).take(n));
                 k += n as u64;
-                if wait_ns > 0.0 {
-                    next_ns = pacer.next(t as f64, k);
+                match bucket.as_mut() {
+                    Some(b) => b.last_ns = t as f64,
+                    None if wait_ns > 0.0 => next_ns = pacer.next(t as f64, k),
+                    None => {}
                 }
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || udp::is_timeout(&e) => {}
@@ -166,15 +233,23 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigu
                 ));
                 break;
             }
-            udp::progress(ctx, clock.start, k * p.pkt_bytes, k as f64 / p.count as f64);
+            let done = match p.duration_s {
+                Some(d) => t as f64 / 1e9 / d,
+                None => k as f64 / p.count as f64,
+            };
+            udp::progress(ctx, clock.start, k * p.pkt_bytes, done);
         }
     }
     let sender_nice = urgent.as_ref().and_then(|u| u.raised);
     drop(urgent);
-    let send_seconds = times
+    // The warm-up's datagrams stay in the samples, not in the figures.
+    let omit_ns = p.omit_s.map_or(0, |o| (o * 1e9) as u64);
+    let omitted = times.partition_point(|&t| t < omit_ns);
+    let kept = &times[omitted..];
+    let send_seconds = kept
         .first()
         .map_or(0.0, |&t0| (clock.now_ns() - t0) as f64 / 1e9);
-    let gaps: Vec<f64> = times
+    let gaps: Vec<f64> = kept
         .windows(2)
         .map(|w| (w[1] - w[0]) as f64 / 1e3)
         .collect();
@@ -189,17 +264,18 @@ fn send(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigu
             p99: Summary::new(&errs).ok().map(|s| s.p99),
         },
         sender_nice,
-        schedule_slips: pacer.slips,
-        schedule_slipped_us: pacer.slip_ns / 1e3,
+        schedule_slips: bucket.as_ref().map_or(pacer.slips, |b| b.slips),
+        schedule_slipped_us: bucket.as_ref().map_or(pacer.slip_ns, |b| b.slip_ns) / 1e3,
         from: f.sock.local_addr().map(|a| a.ip().to_string()).ok(),
         to: f.peer.ip().to_string(),
+        omitted: p.omit_s.map(|_| omitted as u64),
     };
     ctx.sink.samples(
         SampleKind::SendTimeNs,
         ctx.role,
         ctx.test_id,
         ctx.step,
-        0,
+        stream,
         &times,
     );
     let wait = Duration::from_millis(p.timeout_ms) + Duration::from_secs(5);
@@ -314,6 +390,66 @@ impl Pacer {
     }
 }
 
+/// Longest stall a sender by `rate` makes up for: what fell due while it
+/// was held up leaves at once when it runs again, up to this much; the rest
+/// slips (counted in `schedule_slips`, `schedule_slipped_us`).
+const BUCKET_DEPTH_NS: f64 = 50e6;
+
+/// The schedule of a sender by `rate` (iperf3 `-b`): a token bucket. The
+/// `k`-th datagram falls due at `k * wait` (plus any slip) and every call
+/// sends all that are due, so a wake-up that comes late (up to ~200 us on
+/// these VMs, milliseconds on a loaded host) costs no rate: the datagrams
+/// it held up leave together. What a stall longer than
+/// [`BUCKET_DEPTH_NS`] held up is not sent. Under the agent's UDP rate cap
+/// nothing leaves faster than the cap: one datagram per `floor` instead.
+struct Bucket {
+    wait_ns: f64,
+    floor_ns: f64,
+    /// Datagrams the bucket holds.
+    depth: u64,
+    slip_ns: f64,
+    slips: u64,
+    slipping: bool,
+    /// When the last datagram left (ns from the start).
+    last_ns: f64,
+}
+
+impl Bucket {
+    fn new(wait_ns: f64, floor_ns: f64) -> Self {
+        Bucket {
+            wait_ns,
+            floor_ns,
+            depth: (BUCKET_DEPTH_NS / wait_ns).ceil().max(1.0) as u64,
+            slip_ns: 0.0,
+            slips: 0,
+            slipping: false,
+            last_ns: f64::NEG_INFINITY,
+        }
+    }
+
+    /// How many datagrams may leave at `t` (ns from the start) when `k`
+    /// have left, or when the next one falls due.
+    fn due(&mut self, t: f64, k: u64) -> Result<u64, f64> {
+        let capped = self.floor_ns > 0.0;
+        if capped && t < self.last_ns + self.floor_ns {
+            return Err(self.last_ns + self.floor_ns);
+        }
+        let owed = ((t - self.slip_ns) / self.wait_ns).floor() as u64 + 1;
+        if owed <= k {
+            return Err(k as f64 * self.wait_ns + self.slip_ns);
+        }
+        let mut n = owed - k;
+        let over = n > self.depth;
+        if over {
+            self.slip_ns += (n - self.depth) as f64 * self.wait_ns;
+            self.slips += u64::from(!self.slipping);
+            n = self.depth;
+        }
+        self.slipping = over;
+        Ok(if capped { 1 } else { n })
+    }
+}
+
 /// The shortest gap a late sender may use: never so short that the payload
 /// outruns the agent's UDP rate limit (which the wait itself respects).
 fn floor_gap_ns(p: &UdpStreamParams, max_bits_per_second: Option<f64>) -> f64 {
@@ -331,8 +467,14 @@ fn rx_spin(wait_us: f64) -> Duration {
     Duration::from_secs_f64((2.0 * wait_us).clamp(200.0, 500.0) / 1e6)
 }
 
-/// The receiver: records every datagram until the burst is over.
-fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamFigures, TestError> {
+/// The receiver: records every datagram until the burst is over; its
+/// samples are stream `stream`.
+fn receive(
+    ctx: &TestCtx,
+    p: &UdpStreamParams,
+    mut f: Flow,
+    stream: u16,
+) -> Result<UdpStreamFigures, TestError> {
     let kernel = udp::enable_timestamps(&f.sock);
     match f
         .line
@@ -438,8 +580,18 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamF
         }
     }
     let snd = stats.map(|(v, _)| v);
-    let a = meshperf_stats::udp::analyze(&seq, &arr, snd.as_ref().map(|s| s.sent), Some(&snt))
-        .map_err(|e| TestError::new(ErrorCode::Internal, format!("udp analysis: {e}")))?;
+    let a = match snd.as_ref().and_then(|s| s.omitted.map(|o| (o, s.sent))) {
+        // The figures of the datagrams sent after the warm-up, numbered
+        // from 0 as if the burst had started there.
+        Some((o, sent)) => {
+            let keep: Vec<usize> = (0..seq.len()).filter(|&i| seq[i] >= o).collect();
+            let pick = |v: &[u64], d: u64| keep.iter().map(|&i| v[i] - d).collect::<Vec<_>>();
+            let (s, a, t) = (pick(&seq, o), pick(&arr, 0), pick(&snt, 0));
+            meshperf_stats::udp::analyze(&s, &a, Some(sent - o), Some(&t))
+        }
+        None => meshperf_stats::udp::analyze(&seq, &arr, snd.as_ref().map(|s| s.sent), Some(&snt)),
+    }
+    .map_err(|e| TestError::new(ErrorCode::Internal, format!("udp analysis: {e}")))?;
     let rcv = UdpStreamReceive {
         received: a.received,
         lost: a.lost,
@@ -464,7 +616,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamF
         ctx.role,
         ctx.test_id,
         ctx.step,
-        0,
+        stream,
         &seq,
     );
     ctx.sink.samples(
@@ -472,7 +624,7 @@ fn receive(ctx: &TestCtx, p: &UdpStreamParams, mut f: Flow) -> Result<UdpStreamF
         ctx.role,
         ctx.test_id,
         ctx.step,
-        0,
+        stream,
         &arr,
     );
     let timeouts = u64::from(snd.is_none());
@@ -495,7 +647,10 @@ fn summary(
     note: Option<String>,
     timeouts: u64,
 ) -> UdpStreamFigures {
-    let (sent, send_s) = snd.map_or((0.0, 0.0), |s| (s.sent as f64, s.send_seconds));
+    // Datagrams of the warm-up are not in the figures.
+    let omitted = snd.and_then(|s| s.omitted);
+    let sent_n = snd.map(|s| s.sent - omitted.unwrap_or(0));
+    let (sent, send_s) = snd.map_or((0.0, 0.0), |s| (sent_n.unwrap_or(0) as f64, s.send_seconds));
     let (received, recv_s) = rcv.map_or((0.0, 0.0), |r| (r.received as f64, r.recv_seconds));
     let rate = |n: f64, bytes: u64, s: f64| {
         if s > 0.0 {
@@ -549,7 +704,7 @@ fn summary(
         fields.push(g6(v));
     }
     UdpStreamFigures {
-        sent: snd.map(|s| s.sent),
+        sent: sent_n,
         received: rcv.map(|r| r.received),
         lost: rcv.map(|r| r.lost),
         out_of_order: rcv.map(|r| r.out_of_order),
@@ -579,12 +734,16 @@ fn summary(
         complete: note.is_none(),
         note,
         line: fields.join("; "),
+        rate: p.rate,
+        duration_s: p.duration_s,
+        omit_s: p.omit_s,
+        omitted,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{floor_gap_ns, Pacer};
+    use super::{floor_gap_ns, Bucket, Pacer};
     use meshperf_protocol::params::{Limits, UdpStreamParams};
     use serde_json::json;
 
@@ -606,6 +765,52 @@ mod tests {
 
     fn gaps(wait_ns: f64, stall_ns: f64, n: u64) -> Vec<f64> {
         gaps_floor(wait_ns, stall_ns, n, 0.0).0
+    }
+
+    /// A sender by rate that wakes `late_ns` after each due time, `n` calls.
+    fn bucket_run(wait_ns: f64, floor_ns: f64, late_ns: f64, until_ns: f64) -> (Vec<f64>, Bucket) {
+        let mut b = Bucket::new(wait_ns, floor_ns);
+        let (mut t, mut k, mut sent) = (0.0f64, 0u64, Vec::new());
+        while t < until_ns {
+            match b.due(t, k) {
+                Ok(n) => {
+                    sent.extend(std::iter::repeat(t).take(n as usize));
+                    k += n;
+                    b.last_ns = t;
+                }
+                Err(at) => t = at + late_ns,
+            }
+        }
+        (sent, b)
+    }
+
+    #[test]
+    fn late_wake_ups_cost_a_sender_by_rate_no_datagrams() {
+        // Every wake-up 1.5 ms late at one datagram per 560 us (20 Mbit/s
+        // of 1400 B): the rate holds, in bursts of what fell due.
+        let (sent, b) = bucket_run(560e3, 0.0, 1.5e6, 1e9);
+        let on_time = (1e9f64 / 560e3).ceil();
+        assert!(
+            (sent.len() as f64 - on_time).abs() <= 3.0,
+            "{} of {on_time}",
+            sent.len()
+        );
+        assert_eq!(b.slips, 0);
+        // A stall past the bucket's depth slips.
+        let mut b = Bucket::new(560e3, 0.0);
+        assert_eq!(b.due(0.0, 0), Ok(1));
+        let n = b.due(100e6, 1).unwrap();
+        assert_eq!(n, (50e6f64 / 560e3).ceil() as u64);
+        assert_eq!(b.slips, 1);
+        assert!(b.slip_ns > 49e6, "{}", b.slip_ns);
+    }
+
+    #[test]
+    fn a_sender_by_rate_catches_up_no_faster_than_the_agent_cap() {
+        // Due every 560 us, the cap allows one per 112 us.
+        let (sent, _) = bucket_run(560e3, 112e3, 1.5e6, 0.5e9);
+        let gaps: Vec<f64> = sent.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|&g| g >= 112e3 - 1e-6), "{:?}", &gaps[..10]);
     }
 
     #[test]

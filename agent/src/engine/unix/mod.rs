@@ -143,6 +143,7 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
         ("mss", p.mss.is_some()),
         ("nodelay", p.nodelay),
         ("rcvlowat", p.rcvlowat.is_some()),
+        ("rate", p.rate.is_some()),
         ("client_bind", p.client_bind.is_some()),
         ("server_bind", p.server_bind.is_some()),
         ("probe_ms", p.probe_ms.is_some()),
@@ -368,7 +369,11 @@ fn run_stream(
     }
     let dirs = super::side::layout(p, ctx.role);
     let streams: Vec<(UnixStream, Flow)> = socks.into_iter().zip(dirs).collect();
-    let outs = super::side::run_streams(ctx, p, streams, start)?;
+    let mut outs = super::side::run_streams(ctx, p, streams, start)?;
+    let omitted = p.omit_s.map(|o| {
+        let iv = std::time::Duration::from_millis(p.interval_ms as u64);
+        super::warmup::omit(&mut outs, o, iv)
+    });
     let total = |send: bool| {
         outs.iter()
             .filter(|o| o.send == send)
@@ -396,7 +401,7 @@ fn run_stream(
         if sent > 0 { "sent" } else { "received" },
         super::tcp::stream::mbyte_per_s(bytes, seconds)
     );
-    Ok(StreamSummary {
+    let mut s = StreamSummary {
         bytes,
         seconds,
         bits_per_second: bps,
@@ -416,5 +421,7 @@ fn run_stream(
         transport: Some(Transport::Unix),
         line,
         ..Default::default()
-    })
+    };
+    super::warmup::note(&mut s, omitted);
+    Ok(s)
 }

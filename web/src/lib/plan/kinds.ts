@@ -45,7 +45,7 @@ export const isStream = (kind: string) => kind === 'tcp_stream' || kind === 'uni
 /** Parameters that can be swept, plus the categorical axes. */
 export function sweepable(kind: string): string[] {
   const ps = KINDS[kind]?.params ?? [];
-  const nums = ps.filter((p) => p.type === 'size' || p.type === 'int' || p.type === 'float').map((p) => p.name);
+  const nums = ps.filter((p) => p.type === 'size' || p.type === 'int' || p.type === 'float' || p.type === 'rate').map((p) => p.name);
   const cats = ps.filter((p) => p.type === 'enum' || p.type === 'bool' || p.type === 'text').map((p) => p.name);
   const transport = kind === 'tcp_stream' || kind === 'tcp_rr' || kind.startsWith('unix_') ? ['transport'] : [];
   return [...nums, ...transport, ...cats];

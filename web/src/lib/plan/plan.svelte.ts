@@ -3,7 +3,7 @@
 // steps is the wasm module's job (`expand_plan`), never done here.
 
 import { KINDS, rangeError, type ParamSpec } from './kinds';
-import { parseSize, sizeText } from '../units';
+import { parseRate, parseSize, sizeText } from '../units';
 
 export type Direction = 'send' | 'receive' | 'both';
 export type AxisForm = 'list' | 'range' | 'pow2';
@@ -71,6 +71,10 @@ function value(spec: ParamSpec | undefined, name: string, text: string): number 
   if (type === 'size') {
     const n = parseSize(t);
     return Number.isNaN(n) ? new Error(`${name}: "${t}" is not a size: use bytes or a suffix K, M, G (1K = 1024)`) : n;
+  }
+  if (type === 'rate') {
+    const n = parseRate(t);
+    return Number.isNaN(n) ? new Error(`${name}: "${t}" is not a rate: use bits per second or a suffix k, M, G (1M = 1000000)`) : n;
   }
   if (type === 'int' || type === 'float') {
     const n = Number(t);

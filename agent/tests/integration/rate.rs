@@ -1,0 +1,190 @@
+//! Streams by rate and by time (iperf3's `-b`, `-t`, `-O`) through `meshperf
+//! run` between two real agents: `udp_stream` paced by `rate` for a
+//! `duration_s`, measured by the receiver's count; a rate over the agent's
+//! `--max-udp-rate` refused before any traffic; `direction` both for UDP;
+//! `tcp_stream` paced by the kernel at `rate`; and a warm-up (`omit_s`) left
+//! out of the figures but kept in the raw samples.
+
+use crate::run::{run_ab, text, tmp};
+use crate::util::AgentProc;
+use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::Role;
+use meshperf_protocol::result::{self, RunResult, StepResult};
+use serde_json::Value;
+
+/// `meshperf run --kind KIND --set S...` (`sets`: `NAME=VALUE`) with `a`
+/// serving and `b` driving that must succeed: its stdout and the one step
+/// it ran.
+fn step(a: &AgentProc, b: &AgentProc, kind: &str, sets: &[&str]) -> (String, StepResult) {
+    let json = tmp(&format!("rate-{kind}-{}.json", sets.join("-")));
+    let mut all = vec!["--kind", kind];
+    for s in sets {
+        all.extend(["--set", s]);
+    }
+    all.extend(["--json", json.to_str().unwrap()]);
+    let o = run_ab(a, b, &all);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let r: RunResult = result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = r.steps.into_iter().next().unwrap();
+    assert!(s.error.is_none(), "{:?}", s.error);
+    (out, s)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn within(got: f64, want: f64, share: f64, what: &str) {
+    assert!(
+        (got / want - 1.0).abs() <= share,
+        "{what}: {got} against {want} (more than {}% off)",
+        share * 100.0
+    );
+}
+
+fn values<'a>(s: &'a StepResult, role: Role, kind: SampleKind, stream: u16) -> &'a [u64] {
+    s.samples
+        .iter()
+        .find(|x| x.role == role && x.kind == kind && x.stream == stream)
+        .map_or(&[], |x| &x.values)
+}
+
+#[test]
+fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
+    let a = AgentProc::start_logged(&["--max-udp-rate", "100M"]);
+    let b = AgentProc::start(&["--max-udp-rate", "100M"]);
+
+    // Over the serving agent's cap: a usage error naming `rate`, no traffic.
+    let o = run_ab(&a, &b, &["--kind", "udp_stream", "--set", "rate=200M"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rate: 200 Mbit/s is above the agent's UDP rate limit of 100 Mbit/s"),
+        "{err}"
+    );
+    assert!(
+        !a.log().iter().any(|l| l.contains(" test ")),
+        "{:#?}",
+        a.log()
+    );
+
+    // iperf3 -u -b 20M -t 1: 20 Mbit/s by the receiver's count.
+    let (out, s) = step(&a, &b, "udp_stream", &["rate=20M", "duration_s=1"]);
+    let m = &s.summary;
+    assert_eq!(m["rate"], 20e6, "{m}");
+    assert_eq!(m["lost"], 0, "{m}");
+    // By the receiver's count over the time asked, and first to last.
+    within(
+        f(&m["received"]) * 1400.0 * 8.0,
+        20e6,
+        0.03,
+        "received rate",
+    );
+    within(
+        f(&m["recv_bits_per_second"]),
+        20e6,
+        0.05,
+        "received, first to last",
+    );
+    within(f(&m["send_bits_per_second"]), 20e6, 0.03, "sent rate");
+    // 1400-byte datagrams every 560 us for 1 s.
+    within(f(&m["sent"]), 1786.0, 0.02, "datagrams");
+    assert!(f(&m["send_seconds"]) <= 1.01, "{m}");
+    assert!(out.contains("rate asked 20 Mbit/s"), "{out}");
+
+    // direction both: each agent sends 20 Mbit/s to the other at once.
+    let (out, s) = step(
+        &a,
+        &b,
+        "udp_stream",
+        &["rate=20M", "duration_s=0.5", "direction=both"],
+    );
+    let m = &s.summary;
+    let rev = &m["reverse"];
+    for (what, x) in [("driving to serving", m), ("serving to driving", rev)] {
+        within(f(&x["received"]) * 1400.0 * 8.0 / 0.5, 20e6, 0.05, what);
+    }
+    // Each flow's samples: the forward flow's arrivals at the serving
+    // agent (stream 0), the reverse flow's at the driving one (stream 1).
+    let fwd = values(&s, Role::Server, SampleKind::ArrivalNs, 0).len() as u64;
+    let back = values(&s, Role::Client, SampleKind::ArrivalNs, 1).len() as u64;
+    assert_eq!(fwd, m["received"].as_u64().unwrap());
+    assert_eq!(back, rev["received"].as_u64().unwrap());
+    // Both flows' udp_bw_mon lines are printed.
+    for x in [m, rev] {
+        assert!(out.contains(x["line"].as_str().unwrap()), "{out}");
+    }
+    assert!(out.contains("(serving agent to driving agent)"), "{out}");
+
+    // Warm-up: the first 0.5 s of 1 s out of the figures, in the samples.
+    let (_, s) = step(
+        &a,
+        &b,
+        "udp_stream",
+        &["rate=20M", "duration_s=1", "omit_s=0.5"],
+    );
+    let m = &s.summary;
+    let omitted = m["omitted"].as_u64().unwrap();
+    within(omitted as f64, 893.0, 0.02, "warm-up datagrams");
+    let sent = values(&s, Role::Client, SampleKind::SendTimeNs, 0);
+    assert_eq!(
+        sent.len() as u64,
+        omitted + m["sent"].as_u64().unwrap(),
+        "{m}"
+    );
+    assert!(sent[omitted as usize] >= 500_000_000, "first kept at 0.5 s");
+    assert_eq!(
+        m["received"].as_u64().unwrap() + m["lost"].as_u64().unwrap(),
+        m["sent"].as_u64().unwrap()
+    );
+    within(
+        f(&m["received"]) * 1400.0 * 8.0 / 0.5,
+        20e6,
+        0.03,
+        "received after the warm-up",
+    );
+    within(
+        f(&m["send_seconds"]),
+        0.5,
+        0.05,
+        "send time after the warm-up",
+    );
+}
+
+#[test]
+fn tcp_stream_rate_is_paced_by_the_kernel_and_the_warm_up_left_out() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    // iperf3 -b 50M -t 2 -O 1.
+    let (out, s) = step(
+        &a,
+        &b,
+        "tcp_stream",
+        &["rate=50M", "duration_s=2", "omit_s=1", "msg_bytes=64K"],
+    );
+    let m = &s.summary;
+    assert_eq!(m["rate"], 50e6, "{m}");
+    let sender = s.sides.client.as_ref().unwrap();
+    assert_eq!(sender["pacing_rate"], 60e6, "{sender}");
+    within(f(&m["bits_per_second"]), 50e6, 0.10, "throughput");
+    // Figures of the last second only: 1 s at 50 Mbit/s.
+    assert_eq!(m["omitted_intervals"], 100, "{m}");
+    within(f(&m["seconds"]), 1.0, 0.10, "seconds after the warm-up");
+    within(f(&m["bytes"]), 50e6 / 8.0, 0.10, "bytes after the warm-up");
+    // Every interval in the raw data: the warm-up's and the rest's bytes.
+    let iv = values(&s, Role::Server, SampleKind::IntervalBytes, 0);
+    assert!(iv.len() >= 199, "{} intervals", iv.len());
+    let (early, late) = iv.split_at(100);
+    assert_eq!(late.iter().sum::<u64>(), m["bytes"].as_u64().unwrap());
+    assert_eq!(
+        early.iter().sum::<u64>(),
+        m["omitted_bytes"].as_u64().unwrap()
+    );
+    within(
+        early.iter().sum::<u64>() as f64,
+        50e6 / 8.0,
+        0.15,
+        "warm-up bytes",
+    );
+    assert!(out.contains("rate asked 50 Mbit/s"), "{out}");
+}
