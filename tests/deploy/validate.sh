@@ -71,6 +71,10 @@ if command -v systemd-analyze >/dev/null; then
   # binary is not installed here, so /bin/true stands in for it.
   sed 's#^ExecStart=/usr/local/bin/meshperf #ExecStart=/bin/true #' "$unit" >"$tmp/meshperf-agent.service"
   out=$(systemd-analyze verify "$tmp/meshperf-agent.service" 2>&1) || fail "systemd-analyze verify $unit: $out"
+  # Only what it says of this unit: it also loads the host's own units and
+  # warns of theirs (e.g. "/lib/systemd/system/irtt.service:9: Special user
+  # nobody configured", from a package a benchmark installed).
+  out=$(printf '%s\n' "$out" | grep -v '^/\(lib\|usr/lib\|etc\|run\)/systemd/' || true)
   [ -z "$out" ] || fail "systemd-analyze verify $unit: $out"
   echo "deploy: $unit: systemd-analyze verify clean"
 else
