@@ -141,3 +141,18 @@ print(f"monitor cluster: ok (dns:mesh.test: 4 agents from the OCI image, 12 pair
       f"host 4's pairs {min(v for (s, _), v in pairs.items() if s == shaped) / 1e6:.1f} to {worst_shaped / 1e6:.1f} Mbit/s "
       f"under tbf 50mbit, the others from {best_other / 1e9:.2f} Gbit/s; tests served per agent {sorted(served.values())})")
 PY
+
+# Nothing outlives the test: each agent (its unshare process's child) is
+# gone once cleanup has run, not left in its deleted network namespace.
+agents=()
+for p in "${unshares[@]}"; do agents+=($(pgrep -P "$p" || true)); done
+[ ${#agents[@]} -eq $hosts ] || fail "found ${#agents[@]} agent processes under unshare, not $hosts"
+cleanup
+trap - EXIT
+for _ in $(seq 20); do
+  alive=$(for a in "${agents[@]}"; do ps -o stat= -p "$a" | grep -v Z || true; done)
+  [ -z "$alive" ] && break
+  sleep 0.1
+done
+[ -z "$alive" ] || fail "agents ${agents[*]} outlived the test"
+echo "monitor cluster: the $hosts agents stopped with the test"

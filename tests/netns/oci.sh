@@ -17,9 +17,9 @@
 #                     appended to the image's. It execs: run it in the
 #                     background and $! is the unshare process, whose child
 #                     is the agent (killing unshare kills it).
-#   oci_kill PID...   stops such unshare processes: SIGKILL, since unshare
-#                     --fork blocks SIGTERM and SIGINT while it waits for its
-#                     child; the agent dies with it (--kill-child).
+#   oci_kill PID...   stops such unshare processes and their agents: SIGKILL,
+#                     since unshare --fork blocks SIGTERM and SIGINT while it
+#                     waits for its child.
 
 oci_unpack() {
   local dir=$1 t0=$SECONDS
@@ -46,5 +46,10 @@ oci_agent() {
 
 oci_kill() {
   local p
+  # The agent first (unshare's child, PID 1 of its PID namespace): the
+  # parent-death signal --kill-child sets is cleared when chroot --userspec
+  # changes the uid, so killing unshare alone left the agents running in
+  # their (deleted) network namespaces.
+  for p in "$@"; do pkill -KILL -P "$p" 2>/dev/null || true; done
   for p in "$@"; do kill -KILL "$p" 2>/dev/null || true; done
 }

@@ -154,11 +154,11 @@ impl Output {
         let mut lines: Vec<String> = Vec::new();
         for side in [&s.sides.client, &s.sides.server].into_iter().flatten() {
             // udp_stream direction both: the reverse flow's line too.
-            let of_side = [&side["line"], &side["reverse"]["line"]];
-            for line in of_side.into_iter().filter_map(|l| l.as_str()) {
-                let line = Some(line).filter(|l| !l.is_empty());
-                let Some(line) = line else { continue };
-                let line = seedtext::normal_line(s.kind, side, line);
+            for flow in [side, &side["reverse"]] {
+                let Some(line) = flow["line"].as_str().filter(|l| !l.is_empty()) else {
+                    continue;
+                };
+                let line = seedtext::normal_line(s.kind, flow, line);
                 if !lines.contains(&line) {
                     let _ = writeln!(out, "{line}");
                     lines.push(line);
