@@ -49,6 +49,11 @@ test('mss 1000, payload zeros and recv_count 8 from "more options" reach both ag
   expect(result.steps[0].params).toMatchObject({ mss: 1000, payload: 'zeros', recv_count: 8 });
   expect(result.steps[0].sides.client.limited_by).toBe('receiver');
   expect(result.steps[0].sides.server.mss).toBeLessThanOrEqual(1000);
+  // tcp_bw_mon's per-link reads: the receiving side's connections as the JSON has them.
+  const link = result.steps[0].sides.server.streams[0];
+  await expect(page.getByTestId('summary-server').locator('xpath=.//dt[normalize-space()="links: bytes, reads"]/following-sibling::dd[1]')).toHaveText(
+    `${link.index + 1}: ${link.bytes} B, ${link.reads} reads`,
+  );
   // Each side's CPU (issue 15): the panel shows the exported figures.
   for (const role of ['client', 'server']) {
     const c = result.steps[0].sides[role].cpu;
