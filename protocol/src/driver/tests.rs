@@ -325,14 +325,29 @@ fn bind_addresses_are_checked_against_the_addresses_the_agents_listed() {
         e,
         "agent A would refuse it: server_bind: 10.9.9.9 is not an address of that host (its addresses: 127.0.0.1, 10.1.2.3)"
     );
-    assert_eq!(check_step(&bind("server_bind", "10.1.2.3"), 0, 1, &agents()), Ok(()));
+    assert_eq!(
+        check_step(&bind("server_bind", "10.1.2.3"), 0, 1, &agents()),
+        Ok(())
+    );
     // Loopback and any are every host's.
-    assert_eq!(check_step(&bind("client_bind", "127.0.0.9"), 1, 0, &agents()), Ok(()));
-    assert_eq!(check_step(&bind("client_bind", "::"), 1, 0, &agents()), Ok(()));
+    assert_eq!(
+        check_step(&bind("client_bind", "127.0.0.9"), 1, 0, &agents()),
+        Ok(())
+    );
+    assert_eq!(
+        check_step(&bind("client_bind", "::"), 1, 0, &agents()),
+        Ok(())
+    );
     let e = check_step(&bind("client_bind", "10.9.9.9"), 1, 0, &agents()).unwrap_err();
-    assert!(e.starts_with("agent A would refuse it: client_bind: 10.9.9.9"), "{e}");
+    assert!(
+        e.starts_with("agent A would refuse it: client_bind: 10.9.9.9"),
+        "{e}"
+    );
     // Agent B listed no addresses: left to the agent.
-    assert_eq!(check_step(&bind("client_bind", "10.9.9.9"), 0, 1, &agents()), Ok(()));
+    assert_eq!(
+        check_step(&bind("client_bind", "10.9.9.9"), 0, 1, &agents()),
+        Ok(())
+    );
 }
 
 #[test]

@@ -15,9 +15,7 @@ pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
 mod tcp;
 pub use tcp::TcpSocketParams;
 mod lul;
-pub use lul::{
-    Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN,
-};
+pub use lul::{Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN};
 mod rate;
 pub use rate::parse_rate;
 mod udp;
