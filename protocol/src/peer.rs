@@ -136,7 +136,9 @@ impl UdpSetup {
 
     /// The token as a number; `None` if it is not hex.
     pub fn token(&self) -> Option<u64> {
-        u64::from_str_radix(&self.token, 16).ok()
+        let mut b = [0u8; 8];
+        hex::decode_to_slice(&self.token, &mut b).ok()?;
+        Some(u64::from_be_bytes(b))
     }
 }
 
@@ -254,18 +256,13 @@ pub enum LulServerLine {
 
 /// Lower-case hex of a key.
 pub fn key_hex(key: &[u8; KEY_LEN]) -> String {
-    key.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(key)
 }
 
 /// Parses 32 hex digits into a key.
 pub fn parse_key(s: &str) -> Option<[u8; KEY_LEN]> {
-    if s.len() != KEY_LEN * 2 {
-        return None;
-    }
     let mut out = [0u8; KEY_LEN];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
+    hex::decode_to_slice(s, &mut out).ok()?;
     Some(out)
 }
 
@@ -279,6 +276,22 @@ mod tests {
         assert_eq!(parse_key(&key_hex(&k)), Some(k));
         assert_eq!(parse_key("zz"), None);
         assert_eq!(parse_key(&"g".repeat(32)), None);
+        // Only hex digits: u8::from_str_radix would read "+a" as 10, so a
+        // key spelled with a sign in a byte would pass (the fuzzer found
+        // it in a hello's tag).
+        let plus = format!("+a{}", "ab".repeat(15));
+        assert_eq!(plus.len(), 32);
+        assert_eq!(parse_key(&plus), None);
+        let token = |t: &str| {
+            UdpSetup {
+                udp_port: 1,
+                token: t.into(),
+            }
+            .token()
+        };
+        assert_eq!(token("+123456789abcdef"), None);
+        assert_eq!(token("00000000000000ff"), Some(255));
+        assert_eq!(token("ff"), None);
     }
 
     /// The lines keep the bytes agents of the previous version sent.

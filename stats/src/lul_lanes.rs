@@ -61,8 +61,7 @@ pub fn lanes(
     // Unanswered sequence numbers before, between and after the answered ones.
     let step = probe_ms / 1e3;
     let mut prev: Option<(f64, f64)> = None;
-    for i in 0..n {
-        let (q, t) = (seq[i], out.t_s[i]);
+    for (&q, &t) in seq.iter().zip(&out.t_s).take(n) {
         match prev {
             Some((pq, pt)) => {
                 for k in (pq as u64 + 1)..(q as u64) {

@@ -36,24 +36,16 @@ type HmacSha256 = Hmac<sha2::Sha256>;
 pub fn tag(key: &[u8; KEY_LEN], signed: &[u8]) -> String {
     let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
     m.update(signed);
-    m.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(m.finalize().into_bytes())
 }
 
 /// Whether `mac` (hex) is the tag of `signed` with `key`, compared in
 /// constant time.
 pub fn tag_ok(key: &[u8; KEY_LEN], signed: &[u8], mac: &str) -> bool {
-    let bytes: Option<Vec<u8>> = (mac.len() == 64)
-        .then(|| {
-            (0..32)
-                .map(|i| u8::from_str_radix(mac.get(2 * i..2 * i + 2)?, 16).ok())
-                .collect()
-        })
-        .flatten();
-    let Some(bytes) = bytes else { return false };
+    let mut bytes = [0u8; 32];
+    if hex::decode_to_slice(mac, &mut bytes).is_err() {
+        return false;
+    }
     let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
     m.update(signed);
     m.verify_slice(&bytes).is_ok()
@@ -971,6 +963,30 @@ mod tests {
         let mut other = p;
         other[KEY_LEN] = 4; // the tag of 3 with the index 4
         assert_eq!(preamble_index(&key, &other), None);
+    }
+
+    /// A tag is its 64 hex digits and nothing else: the fuzzer's hello had
+    /// the right tag with one byte spelled "+2" (u8::from_str_radix reads a
+    /// sign), and was accepted.
+    #[test]
+    fn a_tag_with_a_sign_in_a_byte_is_refused() {
+        let key = [9u8; KEY_LEN];
+        // A message whose tag has a byte below 0x10 ("0x" spelled "+x").
+        let (msg, good, i) = (0..)
+            .find_map(|n| {
+                let msg = format!("signed {n}");
+                let good = tag(&key, msg.as_bytes());
+                let i = (0..64).step_by(2).find(|&i| &good[i..i + 1] == "0")?;
+                Some((msg, good, i))
+            })
+            .unwrap();
+        let msg = msg.as_bytes();
+        assert!(tag_ok(&key, msg, &good));
+        assert!(tag_ok(&key, msg, &good.to_uppercase()));
+        let signed = format!("{}+{}", &good[..i], &good[i + 1..]);
+        assert_eq!(signed.len(), 64);
+        assert!(!tag_ok(&key, msg, &signed));
+        assert!(!tag_ok(&key, msg, &good[..62]));
     }
 
     /// After `seal`, lines carry tags: a line that arrives altered, twice,

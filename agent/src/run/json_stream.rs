@@ -94,7 +94,7 @@ impl JsonStream {
         secs: f64,
     ) -> Option<&mut IntervalCutter> {
         let s = run.step();
-        if !self.cutters.contains_key(&run.test_id()) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.cutters.entry(run.test_id()) {
             let c = IntervalCutter::new(
                 s.kind,
                 s.index,
@@ -104,7 +104,7 @@ impl JsonStream {
                 pair,
                 secs,
             )?;
-            self.cutters.insert(run.test_id(), c);
+            e.insert(c);
         }
         self.cutters.get_mut(&run.test_id())
     }

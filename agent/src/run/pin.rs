@@ -27,14 +27,9 @@ struct Pinned {
 /// Parses 64 hex digits (either case, `:` between bytes allowed, as
 /// `openssl x509 -fingerprint` prints them).
 pub fn parse_fp(s: &str) -> Option<[u8; 32]> {
-    let hex: String = s.chars().filter(|&c| c != ':').collect();
-    if hex.len() != 64 || !hex.is_ascii() {
-        return None;
-    }
+    let digits: String = s.chars().filter(|&c| c != ':').collect();
     let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
+    hex::decode_to_slice(digits, &mut out).ok()?;
     Some(out)
 }
 
@@ -55,7 +50,7 @@ impl ServerCertVerifier for Pinned {
             Err(rustls::Error::General(format!(
                 "the agent's certificate has SHA-256 {}, not the fp= of the URL; \
                  use the URL this agent printed (or someone is in between)",
-                hex(&got)
+                hex::encode(got)
             )))
         }
     }
@@ -91,10 +86,6 @@ impl ServerCertVerifier for Pinned {
             .signature_verification_algorithms
             .supported_schemes()
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// A TLS 1.3 client configuration pinned to `sha256`.

@@ -174,7 +174,7 @@ fn rate_arg(s: &str) -> Result<f64, String> {
 fn random_token() -> String {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).expect("the OS random source works");
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    hex::encode(b)
 }
 
 /// Tokens shorter than this are refused unless the agent listens on loopback.
@@ -288,7 +288,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         instance: {
             let mut b = [0u8; 8];
             getrandom::fill(&mut b).context("reading the OS random source")?;
-            b.iter().map(|x| format!("{x:02x}")).collect()
+            hex::encode(b)
         },
     };
     let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);

@@ -212,10 +212,7 @@ pub struct Identity {
 
 /// SHA-256 of a certificate's DER bytes, as 64 lower-case hex digits.
 pub fn fingerprint(der: &[u8]) -> String {
-    Sha256::digest(der)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(der))
 }
 
 fn config(

@@ -43,7 +43,7 @@ fn within(got: f64, want: f64, share: f64, what: &str) {
     );
 }
 
-fn values<'a>(s: &'a StepResult, role: Role, kind: SampleKind, stream: u16) -> &'a [u64] {
+fn values(s: &StepResult, role: Role, kind: SampleKind, stream: u16) -> &[u64] {
     s.samples
         .iter()
         .find(|x| x.role == role && x.kind == kind && x.stream == stream)

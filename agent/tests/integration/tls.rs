@@ -102,10 +102,12 @@ fn a_wrong_fp_is_refused_in_one_line() {
     );
     // A malformed fp is a usage error (an https URL without fp is checked
     // against the trusted roots: see the test after this one).
-    for (url, says) in [(
-        format!("{}&fp=12ab", a.url.split("&fp=").next().unwrap()),
-        "is not a SHA-256",
-    )] {
+    let base = a.url.split("&fp=").next().unwrap();
+    for (url, says) in [
+        (format!("{base}&fp=12ab"), "is not a SHA-256"),
+        // 64 characters, one byte spelled with a sign: not hex.
+        (format!("{base}&fp=+{}", "a".repeat(63)), "is not a SHA-256"),
+    ] {
         let o = run(&["--agent", &url, "--agent", &b.url, "--kind", "tcp_rr"]);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");

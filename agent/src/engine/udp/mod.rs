@@ -132,6 +132,12 @@ fn realtime_ns() -> i128 {
     ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
 }
 
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::new()
+    }
+}
+
 impl Clock {
     pub fn new() -> Clock {
         let start = Instant::now();
