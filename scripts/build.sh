@@ -5,7 +5,7 @@
 #   2. the kinds' parameter tables (protocol/src/params/spec.rs)
 #      as TypeScript                                 -> web/src/lib/generated/params.ts
 #   3. the web app (vite)                                      -> web/dist/
-#   4. the agent in release mode, web/dist embedded            -> target/release/meshperf
+#   4. the agent (profile release, or $MESHPERF_PROFILE), web/dist embedded -> target/release/meshperf
 # Expects scripts/setup.sh to have run (npm start / npm test do that first).
 set -euo pipefail
 SCRIPT_NAME=build
@@ -54,7 +54,7 @@ run_phase "npm run build -w web -> web/dist" npm run build -w web
 [ -f "$ROOT/web/dist/index.html" ] || die "web build did not produce web/dist/index.html"
 
 # 4. agent (its build.rs embeds web/dist)
-run_phase "cargo build --release -p meshperf-agent" cargo build --release -p meshperf-agent
+run_phase "cargo build --profile $MESHPERF_PROFILE -p meshperf-agent" cargo build --profile "$MESHPERF_PROFILE" -p meshperf-agent
 [ -x "$AGENT_BIN" ] || die "cargo did not produce $AGENT_BIN"
 log "agent: $AGENT_BIN ($(wc -c <"$AGENT_BIN") bytes)"
 log "built in $((SECONDS - t_all)) s"

@@ -11,7 +11,12 @@ WBG_VERSION="${WBG_VERSION:-0.2.130}"
 WBG_ROOT="$ROOT/.tools/wasm-bindgen-$WBG_VERSION"
 WBG_BIN="$WBG_ROOT/bin/wasm-bindgen"
 
-AGENT_BIN="${MESHPERF_BIN:-$ROOT/target/release/meshperf}"
+# The agent's cargo profile: release (fat LTO: what npm start, releases and
+# the bench run) unless MESHPERF_PROFILE names another. npm test builds
+# test-release, the profile its cargo test uses (thin LTO, parallel codegen),
+# so one build of the agent and its crates serves every phase of the suite.
+MESHPERF_PROFILE="${MESHPERF_PROFILE:-release}"
+AGENT_BIN="${MESHPERF_BIN:-$ROOT/target/$MESHPERF_PROFILE/meshperf}"
 
 # Debian's chromium is the only browser the tests use (no browser downloads).
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1

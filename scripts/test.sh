@@ -7,7 +7,12 @@
 # runners); the exit status is non-zero when anything failed.
 set -euo pipefail
 SCRIPT_NAME=test
+# The agent every phase runs (e2e, netns, monitor) is built in cargo test's
+# profile, test-release: one build for all (scripts/lib.sh). The release
+# profile's fat-LTO build is the OCI image test's (scripts/release.sh).
+export MESHPERF_PROFILE="${MESHPERF_PROFILE:-test-release}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+export MESHPERF_BIN="$AGENT_BIN"
 
 out="$ROOT/target/test-logs"
 mkdir -p "$out"

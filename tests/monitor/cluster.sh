@@ -26,7 +26,7 @@ for tool in ip tc dnsmasq prometheus python3 umoci unshare chroot node; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs it as root)"
 done
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
 [ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
 source "$root/tests/netns/oci.sh"
 id=mpc$$

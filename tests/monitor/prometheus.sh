@@ -11,7 +11,7 @@ fail() { echo "monitor prometheus: FAILED: $*" >&2; exit 1; }
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/setup.sh --test installs Debian's prometheus as root)"
 command -v python3 >/dev/null || fail "python3 is not installed"
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
 [ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
 dir=$(mktemp -d /tmp/mpprom.XXXXXX)
 pids=()

@@ -15,7 +15,7 @@ fi
 command -v dnsmasq >/dev/null || { echo "dns discovery: FAILED: dnsmasq is not installed (scripts/setup.sh --test installs dnsmasq-base)" >&2; exit 1; }
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
 [ -x "$bin" ] || { echo "dns discovery: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
 ns=mpdns$$
 dir=/tmp/$ns

@@ -5,7 +5,7 @@
 # mounted read-only and the agent started from it with the image's own
 # arguments, chrooted there, as user 65534, as PID 1 of a new PID namespace,
 # in network namespace A with nothing but MESHPERF_TOKEN in its environment.
-# An agent from the plain build (target/release/meshperf) runs in namespace B,
+# An agent from the plain build ($MESHPERF_BIN, else target/release/meshperf) runs in namespace B,
 # joined to A by a veth pair. Checked: the image's contents and config,
 # deploy/Containerfile built with buildah to the same rootfs and config,
 # GET /healthz from B as a kubelet probes, a tcp_stream and a tcp_rr matrix
@@ -25,7 +25,7 @@ for tool in umoci buildah ip unshare nsenter chroot node; do
 done
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-plain="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+plain="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
 [ -x "$plain" ] || fail "$plain is missing: run scripts/build.sh"
 id=mpi$$
 A=${id}a B=${id}b

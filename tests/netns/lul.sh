@@ -32,7 +32,7 @@ for tool in ip tc iptables node; do
 done
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
 [ -x "$bin" ] || { echo "$name: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
 id=mpl$$
 A=${id}a B=${id}b R=${id}r

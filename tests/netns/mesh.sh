@@ -66,7 +66,7 @@ for tool in ip tc iptables python3 chrt; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs it as root)"
 done
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${CARGO_TARGET_DIR:-$root/target}/release/meshperf"
+bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
 [ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
 nfq_python=${MESHPERF_NFQ_PYTHON:-$root/.tools/nfq/bin/python}
 "$nfq_python" -c 'import netfilterqueue' 2>/dev/null \

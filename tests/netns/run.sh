@@ -37,7 +37,7 @@ trap cleanup EXIT INT TERM
 mkdir -p "/tmp/$id"
 
 echo "netns harness: building"
-timeout 900 cargo build --release -q -p meshperf-agent
+timeout 900 cargo build --profile "${MESHPERF_PROFILE:-release}" -q -p meshperf-agent
 timeout 900 cargo test --profile test-release -q -p meshperf-agent --test netns --no-run
 
 # A - R - B (topology.sh).
@@ -48,7 +48,7 @@ timeout 900 cargo test --profile test-release -q -p meshperf-agent --test netns 
 # `pids` and the cleanup stops it.
 start_agent() {
   local out="/tmp/$id/$1.out" found
-  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 600 "${CARGO_TARGET_DIR:-target}"/release/meshperf agent --listen "$2:0" >"$out" 2>&1 &
+  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 600 "${MESHPERF_BIN:-${CARGO_TARGET_DIR:-target}/release/meshperf}" agent --listen "$2:0" >"$out" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
     found=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$out" 2>/dev/null | head -1 || true)
