@@ -234,31 +234,43 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
   await expect(page.getByTestId('lul-lanes')).toHaveAttribute('data-probes', String(s.probes_down.received));
 });
 
-test('a tcp_stream with probe_ms shows the latency under its own load: card = the driving side\'s probe summary', async ({ page, agents }) => {
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(agents.url());
-  await page.waitForFunction(() => document.body.dataset.ready === '1');
-  await page.getByTestId('kind').selectOption('tcp_stream');
-  await page.getByText('more options').click();
-  await page.getByTestId('probe-ms').fill('5');
-  await page.getByTestId('run').click();
-  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });
-  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
-  await expect(page.getByTestId('step-error')).toHaveCount(0);
-  await expect(page.getByTestId('probe-title')).toHaveText('Latency under this load (probes every 5 ms)');
-  const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
-  const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
-  const step = result.steps[0];
-  expect(step.params.probe_ms).toBe(5);
-  const probe = step.sides.client.probe;
-  expect(probe.phases.map((p: { phase: string }) => p.phase)).toEqual(['idle', 'upload']);
-  // Throughput 1 (upload), idle RTT 3, added RTT 3, one-way 2 + 2 + 2 added, loss 2.
-  const figs = await cardFigures(page);
-  checkAgainst(figs, probe, 15);
-  expect(Number(figs.find((f) => f.key === 'upload.up')!.value)).toBeGreaterThan(0);
-  // The probes' round trips are the step's rtt_ns samples: the statistics table shows them first.
-  const rtt = step.samples.find((x: { kind: string; role: string }) => x.kind === 'rtt_ns' && x.role === 'client');
-  expect(rtt.values.length).toBe(probe.probes_down.received);
-  expect(errors).toEqual([]);
-});
+// A bulk test with probe_ms: tcp_stream (its streams' own rate), and
+// udp_stream by rate and time (the probe flow on a socket of its own).
+for (const [kind, fill] of [
+  ['tcp_stream', {}],
+  ['udp_stream', { rate: '20M', duration: '1' }],
+] as const) {
+  test(`a ${kind} with probe_ms shows the latency under its own load: card = the driving side's probe summary, lanes of its probes`, async ({ page, agents }) => {
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(agents.url());
+    await page.waitForFunction(() => document.body.dataset.ready === '1');
+    await page.getByTestId('kind').selectOption(kind);
+    await page.getByText('more options').click();
+    await page.getByTestId('probe-ms').fill('5');
+    for (const [id, v] of Object.entries(fill)) await page.getByTestId(id).fill(v);
+    await page.getByTestId('run').click();
+    await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });
+    await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+    await expect(page.getByTestId('step-error')).toHaveCount(0);
+    await expect(page.getByTestId('probe-title')).toHaveText('Latency under this load (probes every 5 ms)');
+    const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+    const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
+    const step = result.steps[0];
+    expect(step.params.probe_ms).toBe(5);
+    const probe = step.sides.client.probe;
+    expect(probe.phases.map((p: { phase: string }) => p.phase)).toEqual(['idle', 'upload']);
+    // Throughput 1 (upload), idle RTT 3, added RTT 3, one-way 2 + 2 + 2 added, loss 2.
+    const figs = await cardFigures(page);
+    checkAgainst(figs, probe, 15);
+    expect(Number(figs.find((f) => f.key === 'upload.up')!.value)).toBeGreaterThan(0);
+    // The probes' round trips are the step's rtt_ns samples (a series of
+    // their own, stream 65535): the statistics table shows them first.
+    const rtt = step.samples.filter((x: { kind: string; role: string }) => x.kind === 'rtt_ns' && x.role === 'client');
+    expect(rtt.map((x: { stream: number }) => x.stream)).toEqual([probe.samples_stream]);
+    expect(rtt[0].values.length).toBe(probe.probes_down.received);
+    // The lanes are drawn from those probes (not from the test's own series).
+    await expect(page.getByTestId('lul-lanes')).toHaveAttribute('data-probes', String(probe.probes_down.received));
+    expect(errors).toEqual([]);
+  });
+}

@@ -13,7 +13,7 @@
 //! against any result file.
 
 use crate::params::LulPhase;
-use crate::summary::{ClockBasis, LulPhaseSummary, LulSummary, Stats};
+use crate::summary::{ClockBasis, LulPhaseSummary, LulSummary, Stats, Timestamps};
 use serde::Serialize;
 
 /// Milliseconds from us, as the CLI prints them.
@@ -328,8 +328,20 @@ impl Builder<'_> {
     }
 }
 
-/// The line that says what the one-way delays rest on (the CLI's footer).
+/// The line that says what the one-way delays rest on, and where the
+/// receive times come from (the CLI's footer, the card's last line).
 pub fn clock_line(s: &LulSummary) -> String {
+    let basis = clock_basis(s);
+    match (s.clock, s.timestamps) {
+        (None, _) => basis,
+        (Some(_), Timestamps::Kernel) => format!("{basis}; receive times from the kernel"),
+        (Some(_), Timestamps::User) => {
+            format!("{basis}; receive times from the reading threads (a busy host's wake-ups are in the delays)")
+        }
+    }
+}
+
+fn clock_basis(s: &LulSummary) -> String {
     match s.clock {
         Some(c) if c.basis == ClockBasis::Synced => {
             "one-way delays on the agents' system clocks (clocks: synced)".into()
@@ -460,6 +472,17 @@ mod tests {
         // Changes are not affected by the uncertainty.
         assert!(!figure(&c, "upload.added_up.median").uncertain);
         assert!(c.clock.contains("uncertainty ±30.0 us"), "{}", c.clock);
+        // A result from before kernel timestamps says its are the threads'.
+        assert!(
+            c.clock.ends_with(
+                "receive times from the reading threads (a busy host's wake-ups are in the delays)"
+            ),
+            "{}",
+            c.clock
+        );
+        let mut k: LulSummary = serde_json::from_value(summary("estimated", 30.0)).unwrap();
+        k.timestamps = Timestamps::Kernel;
+        assert!(card(&k).clock.ends_with("; receive times from the kernel"));
         let synced = card(&serde_json::from_value(summary("synced", 0.0)).unwrap());
         let up = figure(&synced, "idle.up.median");
         assert_eq!(

@@ -29,7 +29,9 @@
 
 use crate::msg::ErrorCode;
 use crate::params::{Kind, LulPhase};
-use crate::summary::{LulServerPhase, UdpStreamFigures, UdpStreamReceive, UdpStreamSend};
+use crate::summary::{
+    LulServerPhase, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend,
+};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
@@ -251,6 +253,10 @@ pub enum LulServerLine {
         base_ns: u64,
         foreign: u64,
         bad: u64,
+        /// Where its receive times (`t2`) came from (absent from agents
+        /// before kernel timestamps: `user`).
+        #[serde(default)]
+        timestamps: Timestamps,
     },
 }
 

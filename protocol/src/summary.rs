@@ -31,7 +31,7 @@ mod lul;
 pub use cpu::CpuSummary;
 pub use lul::{
     AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulServerSummary,
-    LulSummary, ProbeFlow,
+    LulSummary, ProbeFlow, BESIDE_STREAM,
 };
 
 use crate::params::Direction;
@@ -594,6 +594,12 @@ pub struct UdpStreamSummary {
     /// top-level figures are the driving agent's flow to the serving one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse: Option<Box<UdpStreamFigures>>,
+    /// The driving side of a burst with `probe_ms`: the probe flow beside
+    /// it, as `latency_under_load` reports it (phase `idle`, then
+    /// `upload`, `download` or `both` by `direction`, with the burst's
+    /// throughput as its receivers counted it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<LulSummary>,
 }
 
 #[cfg(test)]

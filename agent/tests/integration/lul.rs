@@ -102,6 +102,20 @@ fn latency_under_load_runs_every_phase_with_load_and_probes() {
         assert_eq!(got, n, "{kind:?}");
     }
     assert!(!cb.samples(SampleKind::IntervalBytes).is_empty());
+    // Receive times are the kernel's on both agents, and a probe's kernel
+    // arrival (t2) is never after the answer leaves (t3, the thread's).
+    assert_eq!(s["timestamps"], "kernel", "{s}");
+    let series = |kind| -> Vec<u64> {
+        cb.samples(kind)
+            .iter()
+            .flat_map(|f| f.values.clone())
+            .collect()
+    };
+    let (t2, t3) = (
+        series(SampleKind::PeerRecvNs),
+        series(SampleKind::PeerSendNs),
+    );
+    assert!(t2.iter().zip(&t3).all(|(a, b)| a <= b));
 }
 
 #[test]
@@ -348,6 +362,7 @@ fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
     }
     assert!(both["added_rtt_us"]["median"].is_f64(), "{both}");
     assert_eq!(s["clock"]["basis"], "synced");
+    assert_eq!(s["timestamps"], "kernel", "{s}");
     // Every answered probe's round trip is a raw sample of the driving side.
     let rtt: Vec<&Value> = step["samples"]
         .as_array()
@@ -376,6 +391,114 @@ fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
     );
 }
 
+/// `probe_ms` on a UDP burst: a udp_stream both ways at 20 Mbit/s each with
+/// a probe flow every 5 ms on a socket of its own. The burst's own figures
+/// are untouched, the probe flow reports the idle lead-in and the loaded
+/// phase with each direction's rate as its receiver counted it, and its
+/// raw probes are a series of their own (stream 65535), apart from the
+/// burst's sequence and arrival series.
+#[test]
+fn a_udp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let out = crate::run::run_ab(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "udp_stream",
+            "--set",
+            "rate=20M",
+            "--set",
+            "duration_s=1",
+            "--set",
+            "direction=both",
+            "--set",
+            "probe_ms=5",
+            "--set",
+            "clocks=synced",
+            "--json",
+            "-",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let step = &r["steps"][0];
+    let client = &step["sides"]["client"];
+    let s = &client["probe"];
+    let typed: LulSummary =
+        serde_json::from_value(s.clone()).unwrap_or_else(|e| panic!("{e}: {s}"));
+    assert_eq!(&serde_json::to_value(&typed).unwrap(), s);
+    assert!(step["sides"]["server"].get("probe").is_none(), "{step}");
+    assert_eq!(s["complete"], true, "{s}");
+    assert_eq!(s["timestamps"], "kernel", "{s}");
+    assert_eq!(s["samples_stream"], 65535, "{s}");
+    let names: Vec<&str> = s["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["idle", "both"], "{s}");
+    let (idle, both) = (&s["phases"][0], &s["phases"][1]);
+    assert!((f(&idle["seconds"]) - 0.2).abs() < 0.05, "{idle}");
+    assert!((0.99..1.6).contains(&f(&both["seconds"])), "{both}");
+    // Each direction's loaded rate is its receiver's count over its time:
+    // up the driving agent's flow (the top-level figures), down the
+    // serving agent's (`reverse`).
+    let pkt = f(&client["pkt_bytes"]);
+    let rate = |x: &Value| f(&x["received"]) * pkt * 8.0 / f(&x["recv_seconds"]);
+    for (key, x) in [("up", client), ("down", &client["reverse"])] {
+        let got = f(&both[format!("{key}_bits_per_second")]);
+        assert!((got / rate(x) - 1.0).abs() < 1e-9, "{key}: {got} vs {x}");
+        assert!((15e6..25e6).contains(&got), "{key}: {got}");
+        // The burst is whole: every datagram sent arrived.
+        assert_eq!(x["received"], x["sent"], "{x}");
+    }
+    for p in [idle, both] {
+        assert_eq!(p["probes_up"]["lost"], 0, "{p}");
+        assert_eq!(p["probes_down"]["lost"], 0, "{p}");
+    }
+    // The probes' raw series are stream 65535 of the driving side; the
+    // burst's sequence series are streams 0 and 1, whole.
+    let series = |kind: &str, stream: u64| -> Vec<&Value> {
+        step["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["kind"] == kind && x["role"] == "client" && x["stream"] == stream)
+            .collect()
+    };
+    let answered = s["probes_down"]["received"].as_u64().unwrap();
+    for kind in [
+        "rtt_ns",
+        "sequence",
+        "send_time_ns",
+        "arrival_ns",
+        "probe_phase",
+    ] {
+        let v = series(kind, 65535);
+        assert_eq!(v.len(), 1, "{kind}");
+        assert_eq!(
+            v[0]["values"].as_array().unwrap().len() as u64,
+            answered,
+            "{kind}"
+        );
+    }
+    let burst = series("sequence", 1);
+    assert_eq!(burst.len(), 1, "the reverse flow's sequence series");
+    assert_eq!(
+        burst[0]["values"].as_array().unwrap().len() as u64,
+        client["reverse"]["received"].as_u64().unwrap()
+    );
+    // The CLI prints the probe table under the burst's lines.
+    let rows: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("latency under this load (probes every 5 ms)"))
+        .collect();
+    assert!(rows.len() > 4 && rows[3].starts_with("both"), "{err}");
+}
+
 #[test]
 fn probe_ms_is_refused_where_no_probe_flow_can_run() {
     let a = AgentProc::start(&["--max-udp-rate", "50k"]);
@@ -388,6 +511,17 @@ fn probe_ms_is_refused_where_no_probe_flow_can_run() {
             "probe_ms: 64-byte probes every 5 ms",
         ),
         ("unix_stream", json!({"probe_ms": 5}), "probe_ms"),
+        (
+            "udp_stream",
+            json!({"probe_ms": 5, "duration_s": 1, "rate": 10000}),
+            "probe_ms: 64-byte probes every 5 ms",
+        ),
+        // Each within the limit, together not.
+        (
+            "udp_stream",
+            json!({"probe_ms": 20, "rate": 30000}),
+            "probe_ms: the burst (",
+        ),
     ];
     for (i, (kind, params, text)) in cases.into_iter().enumerate() {
         let r = ca.request(json!({"type": "prepare", "test_id": 300 + i, "step": 0,

@@ -760,6 +760,20 @@ pub mod udp {
         advanced: true,
         ..RR_TIMEOUT_MS
     };
+    /// A UDP probe flow beside the burst (latency under its own load), on
+    /// a socket of its own, as tcp_stream's.
+    pub const PROBE_MS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..stream::PROBE_MS
+    };
+    pub const PROBE_BYTES: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..stream::PROBE_BYTES
+    };
+    pub const CLOCKS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..stream::CLOCKS
+    };
 }
 
 static UDP_RR: &[ParamSpec] = {
@@ -799,6 +813,9 @@ static UDP_STREAM: &[ParamSpec] = {
         SERVER_BIND,
         OVERHEAD_BYTES,
         STREAM_TIMEOUT_MS,
+        PROBE_MS,
+        PROBE_BYTES,
+        CLOCKS,
     ]
 };
 

@@ -25,6 +25,7 @@
 //! | 6      | 4    | sequence number (counts stay below 2^32)           |
 //! | 10     | 8    | sender's time in ns since its test start           |
 
+use super::lul::{Clocks, ProbeParams};
 use super::rr::bind_addr;
 use super::spec::udp::*;
 use super::spec::{ParamSpec, CLIENT_BIND, DURATION_S, OMIT_S, RCVBUF, SERVER_BIND, SNDBUF};
@@ -128,6 +129,21 @@ pub struct UdpStreamParams {
     pub overhead_bytes: u64,
     /// Quiet time after which the receiver stops waiting, in ms.
     pub timeout_ms: u64,
+    /// A UDP probe flow beside the burst every `probe_ms` (absent: none):
+    /// the latency under the test's own load, as tcp_stream's. See
+    /// [`UdpStreamParams::probe`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_ms: Option<f64>,
+    /// Its datagrams' size (used only with `probe_ms`).
+    #[serde(default = "default_probe_bytes")]
+    pub probe_bytes: u64,
+    /// Its clocks (used only with `probe_ms`).
+    #[serde(default)]
+    pub clocks: Clocks,
+}
+
+fn default_probe_bytes() -> u64 {
+    PROBE_BYTES.default_num()
 }
 
 /// A datagram size within the table's range, refused with what its ends are.
@@ -197,6 +213,8 @@ impl UdpStreamParams {
         let sock = UdpSocketParams::parse(&mut r)?;
         let overhead_bytes = r.int(&OVERHEAD_BYTES)?;
         let timeout_ms = r.int(&STREAM_TIMEOUT_MS)?;
+        let (probe_ms, probe_bytes, clocks) =
+            ProbeParams::read(&mut r, [&PROBE_MS, &PROBE_BYTES, &CLOCKS])?;
         r.finish()?;
         let wait_us = match (wait, rate) {
             (Some(_), Some(_)) => {
@@ -264,7 +282,7 @@ impl UdpStreamParams {
                 ),
             ));
         }
-        Ok(UdpStreamParams {
+        let p = UdpStreamParams {
             pkt_bytes,
             count,
             wait_us,
@@ -275,6 +293,41 @@ impl UdpStreamParams {
             sock,
             overhead_bytes,
             timeout_ms,
+            probe_ms,
+            probe_bytes,
+            clocks,
+        };
+        if let Some(pp) = p.probe() {
+            // A count-bounded burst may run up to the agent's time limit.
+            let secs = pp.lead_s() + duration_s.unwrap_or(limits.max_duration_s);
+            pp.within(secs, limits)?;
+            // The burst and its probes together within the UDP rate limit.
+            if let (Some(max), true) = (limits.max_udp_bits_per_second, wait_us > 0.0) {
+                let burst = pkt_bytes as f64 * 8.0 / wait_us * 1e6;
+                let probes = pp.probe_bytes as f64 * 8.0 * 1e3 / pp.probe_ms;
+                if burst + probes > max {
+                    return Err(ParamError::new(
+                        PROBE_MS.name,
+                        format!(
+                            "the burst ({}) and its probes ({}) together are above the agent's \
+                             UDP rate limit of {}",
+                            super::rate::mbit(burst),
+                            super::rate::mbit(probes),
+                            super::rate::mbit(max)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// The probe flow beside the burst, if `probe_ms` asks for one.
+    pub fn probe(&self) -> Option<ProbeParams> {
+        self.probe_ms.map(|probe_ms| ProbeParams {
+            probe_ms,
+            probe_bytes: self.probe_bytes,
+            clocks: self.clocks,
         })
     }
 }

@@ -4,7 +4,7 @@
 //! "Up" is the driving agent to the serving agent, "down" the way back;
 //! `download` is the phase where the serving agent sends.
 
-use super::Stats;
+use super::{Stats, Timestamps};
 use crate::params::LulPhase;
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +119,10 @@ pub struct LulClock {
     pub probes_used: u64,
 }
 
+/// The `stream` of the raw probe series of a probe flow beside a bulk test
+/// (`probe_ms`): apart from the test's own series (streams from 0 up).
+pub const BESIDE_STREAM: u16 = u16::MAX;
+
 /// `latency_under_load`, the driving side (the step's summary).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LulSummary {
@@ -156,6 +160,18 @@ pub struct LulSummary {
     /// The same of the serving agent (null: it did not say): the
     /// `peer_recv_ns` and `peer_send_ns` samples are ns since then.
     pub peer_base_ns: Option<u64>,
+    /// Where the receive times of probes (`t2`) and answers (`t4`) come
+    /// from: `kernel` when both agents took every one from the kernel
+    /// (SO_TIMESTAMPNS: the datagram's arrival, not the thread's wake-up,
+    /// so a busy host's scheduling is not in the delays), else `user`
+    /// (results before kernel timestamps: `user`).
+    #[serde(default)]
+    pub timestamps: Timestamps,
+    /// The `stream` of this flow's raw probe series (`rtt_ns`, `sequence`,
+    /// the four timestamps, `probe_phase`) on the driving side: 0 for
+    /// `latency_under_load`, [`BESIDE_STREAM`] beside a bulk test.
+    #[serde(default)]
+    pub samples_stream: u16,
 }
 
 /// One phase of the serving side: what it received of the upload load.

@@ -1,4 +1,5 @@
-//! A probe flow beside a bulk test (`probe_ms` on `tcp_stream`), so the
+//! A probe flow beside a bulk test (`probe_ms` on `tcp_stream` and
+//! `udp_stream`), so the
 //! stream reports the latency under its own load: the probes, answers and
 //! end exchange of `latency_under_load` ([`super::probe`]) over a UDP
 //! socket of their own, bound on the stream test's control line before its
@@ -8,7 +9,9 @@
 //! the added latency), then tags its probes with the loaded phase (`upload`,
 //! `download` or `both` by the stream's direction) until the streams end.
 //! Its summary is a `latency_under_load` summary of those two phases
-//! (`StreamSummary::probe`), worked out by the same code ([`super::summary`]).
+//! (`StreamSummary::probe`, `UdpStreamSummary::probe`), worked out by the
+//! same code ([`super::summary`]); its raw probes are stream
+//! [`BESIDE_STREAM`] of the driving side, apart from the test's own series.
 
 use super::probe::{self, ProbeClock, Requested, Responded};
 use super::summary::{self, Ran};
@@ -16,9 +19,9 @@ use super::{udp, LINE_WAIT};
 use crate::engine::peer::{self, Line};
 use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
-use meshperf_protocol::params::{LulPhase, ProbeParams, UdpSocketParams, GAP_PHASE};
+use meshperf_protocol::params::{Direction, LulPhase, ProbeParams, UdpSocketParams, GAP_PHASE};
 use meshperf_protocol::peer::{LulDriverLine, LulServerLine};
-use meshperf_protocol::summary::LulSummary;
+use meshperf_protocol::summary::{LulSummary, BESIDE_STREAM};
 use std::io;
 use std::net::{IpAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -54,6 +57,54 @@ fn spawn<T: Send + 'static>(
             f()
         })
         .map_err(|e| TestError::new(ErrorCode::Io, format!("cannot start the {name}: {e}")))
+}
+
+/// The probe flow beside a test, by role.
+pub enum Probe {
+    Serving(Serving),
+    Driving(Driving),
+}
+
+/// The phase a bulk test's load is, seen from the driving agent.
+pub fn loaded_phase(d: Direction) -> LulPhase {
+    match d {
+        Direction::Send => LulPhase::Upload,
+        Direction::Receive => LulPhase::Download,
+        Direction::Both => LulPhase::Both,
+    }
+}
+
+impl Probe {
+    /// The load starts now (driving side; the serving side only answers).
+    pub fn load(&mut self, phase: LulPhase) {
+        if let Probe::Driving(d) = self {
+            d.load(phase);
+        }
+    }
+
+    /// The load is over.
+    pub fn unload(&mut self) {
+        if let Probe::Driving(d) = self {
+            d.unload();
+        }
+    }
+
+    /// After the test's own end exchange on `line`: the serving side
+    /// answers the counts; the driving side works the flow out (see
+    /// [`Driving::finish`]) and returns its summary.
+    pub fn finish(
+        self,
+        ctx: &TestCtx,
+        line: &mut Line,
+        streams: u32,
+        down: (u64, f64),
+        up: (u64, f64),
+    ) -> Result<Option<LulSummary>, TestError> {
+        match self {
+            Probe::Serving(s) => s.finish(line).map(|_| None),
+            Probe::Driving(d) => d.finish(ctx, line, streams, down, up).map(Some),
+        }
+    }
 }
 
 /// The serving side's answering thread.
@@ -113,6 +164,7 @@ impl Serving {
                     base_ns: self.base_ns,
                     foreign: self.foreign + r.foreign,
                     bad: r.bad,
+                    timestamps: probe::stamps(r.kernel_stamps),
                 })
                 .map_err(peer::gone),
             other => Err(peer::unexpected("done", &other)),
@@ -257,6 +309,7 @@ impl Driving {
             self.base_ns,
             std::mem::take(&mut self.peer_udp),
             note,
+            BESIDE_STREAM,
         ))
     }
 }

@@ -181,6 +181,7 @@ fn serve(
                 base_ns: clock.base_ns,
                 foreign: foreign + r.foreign,
                 bad: r.bad,
+                timestamps: probe::stamps(r.kernel_stamps),
             });
         }
         Ok(LulServerSummary {
@@ -316,6 +317,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
             clock.base_ns,
             peer_udp.to_string(),
             note,
+            0,
         ))
     })
 }
@@ -333,12 +335,14 @@ fn end_counts(line: &mut peer::Line, sent: &[u64]) -> Result<summary::Server, Te
         base_ns,
         foreign,
         bad: _,
+        timestamps,
     } = line.expect(LINE_WAIT, "the serving agent sent no end line")?;
     Ok(summary::Server {
         probes,
         phases,
         base_ns,
         foreign,
+        timestamps,
     })
 }
 

@@ -4,14 +4,21 @@
 //! serving agent stamps when it received it (t2) and when it answers (t3)
 //! and sends it back, to the bound peer only, once per probe, no larger
 //! than the probe, within its `--max-udp-rate`; the driving agent stamps the
-//! answer's arrival (t4).
+//! answer's arrival (t4). Both receive times are the kernel's
+//! (SO_TIMESTAMPNS) where it gives them: the datagram's arrival, not the
+//! wake-up of the thread that reads it, which on a busy host comes
+//! milliseconds later (the threads wait behind the load's) and would be
+//! counted as delay.
 
+use super::super::udp::batch::RecvBatch;
 use super::super::udp::{self, Clock, Hdr, RateCap};
 use meshperf_protocol::params::{Limits, GAP_PHASE};
 use meshperf_protocol::peer::LulTally;
+use meshperf_protocol::summary::Timestamps;
 use std::collections::HashSet;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -53,7 +60,6 @@ impl ProbeClock {
 /// Waits up to `d` for `sock` to be readable (ppoll: ns resolution, where
 /// SO_RCVTIMEO rounds to the kernel's tick, several ms).
 fn wait_readable(sock: &UdpSocket, d: Duration) {
-    use std::os::fd::AsRawFd;
     let mut pfd = libc::pollfd {
         fd: sock.as_raw_fd(),
         events: libc::POLLIN,
@@ -71,6 +77,37 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
 }
 
+/// Where receive times came from, by whether all were the kernel's.
+pub fn stamps(kernel: bool) -> Timestamps {
+    if kernel {
+        Timestamps::Kernel
+    } else {
+        Timestamps::User
+    }
+}
+
+/// Datagrams taken per receive call.
+const BATCH: usize = 8;
+
+/// Receive buffers for datagrams of `bytes` (one byte more, so a longer
+/// datagram shows as one, truncated), with kernel timestamps asked for.
+fn receiver(sock: &UdpSocket, bytes: usize) -> (RecvBatch, bool) {
+    (
+        RecvBatch::new(BATCH, bytes + 1),
+        udp::enable_timestamps(sock),
+    )
+}
+
+/// Datagram `i` of the last receive and when it arrived on `clock`: the
+/// kernel's time if it gave one (and `true`), else now.
+fn arrived<'a>(rb: &'a RecvBatch, i: usize, clock: &Clock) -> (&'a [u8], u64, bool) {
+    let (data, _, ts) = rb.get(i);
+    match ts {
+        Some((s, ns)) => (data, clock.since_realtime(s, ns), true),
+        None => (data, clock.now_ns(), false),
+    }
+}
+
 /// What the responder counted.
 pub struct Responded {
     /// Per phase code.
@@ -78,6 +115,8 @@ pub struct Responded {
     pub bad: u64,
     pub foreign: u64,
     pub capped_us: f64,
+    /// Every probe's receive time was the kernel's.
+    pub kernel_stamps: bool,
 }
 
 /// Serving side: answers the bound peer's probes until `stop`. At most
@@ -100,7 +139,7 @@ pub fn respond(
     sock.connect(peer)?;
     let strangers = udp::twin(&sock)?;
     sock.set_read_timeout(Some(Duration::from_millis(20)))?;
-    let mut buf = vec![0u8; 65536];
+    let (mut rb, mut kernel_stamps) = receiver(&sock, probe_bytes);
     let mut answer = vec![0u8; probe_bytes];
     let mut cap = RateCap::new(limits);
     let mut seqs = Vec::new();
@@ -110,41 +149,45 @@ pub fn respond(
     let (mut bad, mut foreign) = (0u64, 0u64);
     let mut checked = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        match sock.recv(&mut buf) {
-            Ok(n) => {
-                let t2 = clock.clock.now_ns();
-                match Hdr::read(&buf[..n]) {
-                    Some(h)
-                        if h.is(PROBE, token)
-                            && n == probe_bytes
-                            && (buf[PHASE_AT] as usize) < CODES
-                            && h.seq < max_probes =>
-                    {
-                        let phase = buf[PHASE_AT];
-                        seqs.push(h.seq);
-                        phases.push(phase);
-                        if !seen.insert(h.seq) {
-                            continue; // a copy: counted, not answered
+        match rb.recv(sock.as_raw_fd()) {
+            Ok(got) => {
+                for i in 0..got {
+                    let (buf, t2, kernel) = arrived(&rb, i, &clock.clock);
+                    let n = buf.len();
+                    match Hdr::read(buf) {
+                        Some(h)
+                            if h.is(PROBE, token)
+                                && n == probe_bytes
+                                && (buf[PHASE_AT] as usize) < CODES
+                                && h.seq < max_probes =>
+                        {
+                            kernel_stamps &= kernel;
+                            let phase = buf[PHASE_AT];
+                            seqs.push(h.seq);
+                            phases.push(phase);
+                            if !seen.insert(h.seq) {
+                                continue; // a copy: counted, not answered
+                            }
+                            answer.copy_from_slice(buf);
+                            Hdr {
+                                kind: ANSWER,
+                                token,
+                                ..h
+                            }
+                            .write(&mut answer);
+                            answer[T2_AT..T2_AT + 8].copy_from_slice(&t2.to_le_bytes());
+                            if let Some(c) = cap.as_mut() {
+                                c.take(answer.len());
+                            }
+                            let t3 = clock.clock.now_ns();
+                            answer[T3_AT..T3_AT + 8].copy_from_slice(&t3.to_le_bytes());
+                            if sock.send(&answer).is_ok() {
+                                answered[phase as usize] += 1;
+                            }
                         }
-                        answer.copy_from_slice(&buf[..n]);
-                        Hdr {
-                            kind: ANSWER,
-                            token,
-                            ..h
-                        }
-                        .write(&mut answer);
-                        answer[T2_AT..T2_AT + 8].copy_from_slice(&t2.to_le_bytes());
-                        if let Some(c) = cap.as_mut() {
-                            c.take(answer.len());
-                        }
-                        let t3 = clock.clock.now_ns();
-                        answer[T3_AT..T3_AT + 8].copy_from_slice(&t3.to_le_bytes());
-                        if sock.send(&answer).is_ok() {
-                            answered[phase as usize] += 1;
-                        }
+                        Some(h) if h.is(udp::HELLO, token) => {}
+                        _ => bad += 1,
                     }
-                    Some(h) if h.is(udp::HELLO, token) => {}
-                    _ => bad += 1,
                 }
             }
             Err(e) if udp::is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
@@ -176,6 +219,7 @@ pub fn respond(
         bad,
         foreign,
         capped_us: udp::capped_us(&cap),
+        kernel_stamps,
     })
 }
 
@@ -205,6 +249,8 @@ pub struct Requested {
     pub capped_us: f64,
     /// From the first probe to the last answer awaited.
     pub seconds: f64,
+    /// Every answer's arrival time was the kernel's.
+    pub kernel_stamps: bool,
 }
 
 /// How long without any answer before the peer is taken to be gone.
@@ -232,7 +278,7 @@ pub fn request(
     sock.set_nonblocking(true)?;
     let quiet = silence_limit(probe_ms);
     let mut probe = vec![0u8; probe_bytes];
-    let mut buf = vec![0u8; 65536];
+    let (mut rb, mut kernel_stamps) = receiver(&sock, probe_bytes);
     let mut cap = RateCap::new(limits);
     let mut sent = vec![0u64; CODES];
     let mut skipped = vec![0u64; CODES];
@@ -305,23 +351,28 @@ pub fn request(
             None => next,
         };
         wait_readable(&sock, wake.saturating_duration_since(Instant::now()));
-        match sock.recv(&mut buf) {
-            Ok(n) => {
-                let t4 = clock.clock.now_ns();
-                match Hdr::read(&buf[..n]) {
-                    Some(h) if h.is(ANSWER, token) && n == probe_bytes && h.seq < seq => {
-                        last_answer = Instant::now();
-                        unique.insert(h.seq);
-                        arrivals.push(Answer {
-                            seq: h.seq,
-                            phase: buf[PHASE_AT],
-                            t1: t1s[h.seq as usize],
-                            t2: u64_at(&buf, T2_AT),
-                            t3: u64_at(&buf, T3_AT),
-                            t4,
-                        });
+        match rb.recv_now(sock.as_raw_fd()) {
+            Ok(got) => {
+                for i in 0..got {
+                    let (buf, t4, kernel) = arrived(&rb, i, &clock.clock);
+                    match Hdr::read(buf) {
+                        Some(h)
+                            if h.is(ANSWER, token) && buf.len() == probe_bytes && h.seq < seq =>
+                        {
+                            kernel_stamps &= kernel;
+                            last_answer = Instant::now();
+                            unique.insert(h.seq);
+                            arrivals.push(Answer {
+                                seq: h.seq,
+                                phase: buf[PHASE_AT],
+                                t1: t1s[h.seq as usize],
+                                t2: u64_at(&buf, T2_AT),
+                                t3: u64_at(&buf, T3_AT),
+                                t4,
+                            });
+                        }
+                        _ => {}
                     }
-                    _ => {}
                 }
             }
             Err(e)
@@ -338,5 +389,6 @@ pub fn request(
         silent: why,
         capped_us: udp::capped_us(&cap),
         seconds: start.elapsed().as_secs_f64(),
+        kernel_stamps,
     })
 }

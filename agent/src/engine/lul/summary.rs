@@ -10,6 +10,7 @@ use meshperf_protocol::params::{Clocks, LulPhase, ProbeParams};
 use meshperf_protocol::peer::LulTally;
 use meshperf_protocol::summary::{
     AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulSummary, ProbeFlow,
+    Timestamps,
 };
 use meshperf_stats::lul::{self, Added, Probes};
 
@@ -31,6 +32,8 @@ pub struct Server {
     pub phases: Vec<LulServerPhase>,
     pub base_ns: u64,
     pub foreign: u64,
+    /// Where its receive times (t2) came from.
+    pub timestamps: Timestamps,
 }
 
 fn bps(bytes: u64, secs: f64) -> f64 {
@@ -53,7 +56,7 @@ fn added(a: Option<Added>) -> Option<AddedLatency> {
 /// frames: `rtt_ns`, and the raw `sequence`, `probe_phase`,
 /// `send_time_ns` (t1), `peer_recv_ns` (t2), `peer_send_ns` (t3),
 /// `arrival_ns` (t4).
-fn send_samples(ctx: &TestCtx, first: &[Answer]) {
+fn send_samples(ctx: &TestCtx, first: &[Answer], stream: u16) {
     let col = |f: fn(&Answer) -> u64| first.iter().map(f).collect::<Vec<u64>>();
     let rtt = col(|a| {
         a.t4.saturating_sub(a.t1)
@@ -69,7 +72,7 @@ fn send_samples(ctx: &TestCtx, first: &[Answer]) {
         (SampleKind::ArrivalNs, col(|a| a.t4)),
     ] {
         ctx.sink
-            .samples(kind, ctx.role, ctx.test_id, ctx.step, 0, &v);
+            .samples(kind, ctx.role, ctx.test_id, ctx.step, stream, &v);
     }
 }
 
@@ -84,6 +87,7 @@ pub fn build(
     base_ns: u64,
     peer: String,
     mut note: Option<String>,
+    stream: u16,
 ) -> LulSummary {
     let seqs: Vec<u64> = r.arrivals.iter().map(|a| a.seq).collect();
     let codes: Vec<u8> = r.arrivals.iter().map(|a| a.phase).collect();
@@ -96,7 +100,7 @@ pub fn build(
         }
     }
     first.sort_by_key(|a| a.seq);
-    send_samples(ctx, &first);
+    send_samples(ctx, &first, stream);
     // The responder's times on the requester's origin: through the two
     // system clocks (exact when they agree; the estimate corrects the rest).
     let shift = server.map_or(0.0, |s| s.base_ns as f64 - base_ns as f64);
@@ -215,5 +219,10 @@ pub fn build(
         rate_capped_us: r.capped_us,
         base_ns,
         peer_base_ns: server.map(|s| s.base_ns),
+        timestamps: match server {
+            Some(s) if s.timestamps == Timestamps::Kernel && r.kernel_stamps => Timestamps::Kernel,
+            _ => Timestamps::User,
+        },
+        samples_stream: stream,
     }
 }

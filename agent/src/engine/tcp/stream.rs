@@ -11,7 +11,7 @@ use crate::engine::sockopt::{self, Applied};
 use crate::engine::warmup;
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
-use meshperf_protocol::params::{Direction, Kind, LulPhase, StreamParams};
+use meshperf_protocol::params::{Kind, StreamParams};
 use meshperf_protocol::summary::{StreamSummary, TcpStreamSocket};
 use serde_json::Value;
 use std::net::{IpAddr, TcpListener, UdpSocket};
@@ -95,12 +95,6 @@ fn load_payload(
     }
 }
 
-/// The probe flow beside the streams (`probe_ms`), by role.
-enum Probe {
-    Serving(beside::Serving),
-    Driving(beside::Driving),
-}
-
 /// Serving side: accept the peer on `listener`, then run.
 fn serve(
     ctx: TestCtx,
@@ -119,7 +113,7 @@ fn serve(
             (Some(sock), Some(pp)) => {
                 let max = beside::max_probes(&pp, p.duration_s, &ctx);
                 let s = beside::serve(&ctx, &mut conn.control, sock, conn.peer_ip, &pp, max)?;
-                Some(Probe::Serving(s))
+                Some(beside::Probe::Serving(s))
             }
             _ => None,
         };
@@ -141,7 +135,7 @@ fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr, file: Option<payloa
                 Some(pp) => {
                     let max = beside::max_probes(&pp, p.duration_s, &ctx);
                     let d = beside::drive(&ctx, &mut conn.control, conn.peer_ip, &pp, max)?;
-                    Some(Probe::Driving(d))
+                    Some(beside::Probe::Driving(d))
                 }
                 None => None,
             };
@@ -152,22 +146,13 @@ fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr, file: Option<payloa
     ctx.finished();
 }
 
-/// The phase a stream test's load is, seen from the driving agent.
-fn loaded_phase(d: Direction) -> LulPhase {
-    match d {
-        Direction::Send => LulPhase::Upload,
-        Direction::Receive => LulPhase::Download,
-        Direction::Both => LulPhase::Both,
-    }
-}
-
 fn run_side(
     ctx: &TestCtx,
     p: &StreamParams,
     mut conn: Connected,
     dirs: &[Flow],
     file: Option<Arc<payload::FileData>>,
-    mut probe: Option<Probe>,
+    mut probe: Option<beside::Probe>,
 ) -> Result<StreamSummary, TestError> {
     let from_file = file.as_ref().map(|f| (f.name.clone(), f.len as u64));
     let ipv6 = conn.peer_ip.is_ipv6();
@@ -193,29 +178,25 @@ fn run_side(
     } else {
         std::time::Instant::now()
     };
-    if let Some(Probe::Driving(d)) = &mut probe {
-        d.load(loaded_phase(p.direction));
+    if let Some(pr) = &mut probe {
+        pr.load(beside::loaded_phase(p.direction));
     }
     let mut outcomes = crate::engine::side::run_streams_with(ctx, p, streams, start, file)?;
-    if let Some(Probe::Driving(d)) = &mut probe {
-        d.unload();
+    if let Some(pr) = &mut probe {
+        pr.unload();
     }
     let moved: u64 = outcomes.iter().map(|o| o.bytes).sum();
     let done = peer::exchange_done(&mut conn.control, moved)?;
     let probe = match probe {
-        Some(Probe::Serving(s)) => {
-            s.finish(&mut conn.control)?;
-            None
-        }
-        Some(Probe::Driving(d)) => {
+        Some(pr) => {
             let (sent, recvd, send_s, recv_s) = figures_each_way(&outcomes);
-            Some(d.finish(
+            pr.finish(
                 ctx,
                 &mut conn.control,
                 p.streams,
                 (recvd, recv_s),
                 (sent, send_s),
-            )?)
+            )?
         }
         None => None,
     };

@@ -24,10 +24,11 @@ pub mod batch;
 pub mod rr;
 pub mod stream;
 
+use super::lul::beside;
 use super::sockopt::set_int;
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, Event, PeerAddr};
-use meshperf_protocol::params::{Kind, Limits, ParamError, UdpSocketParams};
+use meshperf_protocol::params::{Kind, Limits, ParamError, ProbeParams, UdpSocketParams};
 use meshperf_protocol::peer::{UdpBound, UdpSetup};
 use meshperf_protocol::summary::{Stats, UdpSocketReport};
 use meshperf_stats::stats::Summary;
@@ -454,6 +455,9 @@ pub struct Flow {
     /// More control lines, one per [`UdpTest::lines`] (udp_stream's
     /// reverse flow), each sealed with a key of its own.
     pub extra: Vec<Line>,
+    /// The probe flow beside the test ([`UdpTest::probe`]), bound on
+    /// `line` after the flow's own hand-shake.
+    pub probe: Option<beside::Probe>,
 }
 
 /// The label of the key that seals extra line `i` ([`Flow::extra`]).
@@ -495,6 +499,7 @@ pub fn serve_flow(
         connected: false,
         foreign,
         extra,
+        probe: None,
     })
 }
 
@@ -521,6 +526,7 @@ pub fn drive_flow(
         connected: true,
         foreign: 0,
         extra,
+        probe: None,
     })
 }
 
@@ -576,6 +582,15 @@ pub trait UdpTest: Sized + Send + 'static {
     fn lines(&self) -> usize {
         0
     }
+    /// A probe flow beside the test (`probe_ms`; [`Flow::probe`]).
+    fn probe(&self) -> Option<ProbeParams> {
+        None
+    }
+    /// How long the test runs, if it is bounded by time (for the probes'
+    /// count; otherwise the agent's time limit bounds it).
+    fn duration_s(&self) -> Option<f64> {
+        None
+    }
     /// What the serving side reports.
     type ServeSummary: Serialize;
     /// What the driving side reports.
@@ -593,8 +608,22 @@ pub fn prepare<T: UdpTest>(
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     let (listener, sock) = serve_sockets(env, p.sock(), T::SHARED_PORT)?;
+    let ip = sock
+        .local_addr()
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
+        .ip();
+    let probe_sock = match p.probe() {
+        Some(_) => Some(beside::open(env, ip)?),
+        None => None,
+    };
     serving_job(listener, sock, move |ctx, listener, sock, key| {
-        serve_flow(ctx, listener, key, T::KIND, sock, p.lines()).and_then(|f| p.serve(ctx, f))
+        let mut f = serve_flow(ctx, listener, key, T::KIND, sock, p.lines())?;
+        if let (Some(pp), Some(ps)) = (p.probe(), probe_sock) {
+            let max = beside::max_probes(&pp, p.duration_s(), ctx);
+            let s = beside::serve(ctx, &mut f.line, ps, f.peer.ip(), &pp, max)?;
+            f.probe = Some(beside::Probe::Serving(s));
+        }
+        p.serve(ctx, f)
     })
 }
 
@@ -635,8 +664,14 @@ pub fn start<T: UdpTest>(
     let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     bind::check_client(p.sock().client_bind, p.sock().server_bind, &peer_addr)?;
     Ok(Box::new(move |ctx| {
-        let r = drive_flow(&ctx, &peer_addr, T::KIND, p.sock(), p.lines())
-            .and_then(|f| p.drive(&ctx, f));
+        let r = drive_flow(&ctx, &peer_addr, T::KIND, p.sock(), p.lines()).and_then(|mut f| {
+            if let Some(pp) = p.probe() {
+                let max = beside::max_probes(&pp, p.duration_s(), &ctx);
+                let d = beside::drive(&ctx, &mut f.line, f.peer.ip(), &pp, max)?;
+                f.probe = Some(beside::Probe::Driving(d));
+            }
+            p.drive(&ctx, f)
+        });
         ctx.report(r);
         ctx.finished();
     }))

@@ -9,6 +9,7 @@
 //! sender that fell behind catches up with slightly shorter gaps, never a
 //! burst, and after a stall of over 1 ms the schedule slips ([`Pacer`]).
 
+use crate::engine::lul::beside;
 use crate::engine::peer::unexpected;
 use crate::engine::seedfmt::g6;
 use crate::engine::udp::batch::{RecvBatch, SendBatch};
@@ -17,7 +18,7 @@ use crate::engine::{watchdog, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{
-    Direction, Kind, Limits, ParamError, UdpSocketParams, UdpStreamParams,
+    Direction, Kind, Limits, ParamError, ProbeParams, UdpSocketParams, UdpStreamParams,
 };
 use meshperf_protocol::peer::{
     UdpStreamReceiverLine as ReceiverLine, UdpStreamSenderLine as SenderLine,
@@ -53,6 +54,12 @@ impl UdpTest for UdpStreamParams {
     fn lines(&self) -> usize {
         usize::from(self.direction == Direction::Both)
     }
+    fn probe(&self) -> Option<ProbeParams> {
+        UdpStreamParams::probe(self)
+    }
+    fn duration_s(&self) -> Option<f64> {
+        self.duration_s
+    }
     fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<UdpStreamSummary, TestError> {
         run_flow(ctx, self, f, self.direction == Direction::Receive, false)
     }
@@ -76,6 +83,10 @@ fn run_flow(
     let socket = udp::applied(&f.sock, &p.sock);
     // This side's view: the address its UDP flow is bound to.
     let peer = f.peer.to_string();
+    let mut probe = f.probe.take();
+    if let Some(pr) = &mut probe {
+        pr.load(beside::loaded_phase(p.direction));
+    }
     let (figures, reverse) = if both {
         // Two flows on the one pair of sockets, as tcp_stream's both has
         // two sets of connections: the driving agent's to the serving one
@@ -88,34 +99,60 @@ fn run_flow(
                 "direction both: no second control line",
             )
         })?;
-        let back = Flow {
+        let mut back = Flow {
             line,
             sock: f.sock.try_clone().map_err(udp::io_err)?,
-            extra: Vec::new(),
+            token: f.token,
+            peer: f.peer,
+            connected: f.connected,
             foreign: 0,
-            ..f
+            extra: Vec::new(),
+            probe: None,
         };
         let (fwd, rev) = std::thread::scope(|sc| {
             if driving {
-                let r = sc.spawn(|| receive(ctx, p, back, 1));
-                (send(ctx, p, f, 0), r.join())
+                let r = sc.spawn(|| receive(ctx, p, &mut back, 1));
+                (send(ctx, p, &mut f, 0), r.join())
             } else {
-                let r = sc.spawn(|| send(ctx, p, back, 1));
-                (receive(ctx, p, f, 0), r.join())
+                let r = sc.spawn(|| send(ctx, p, &mut back, 1));
+                (receive(ctx, p, &mut f, 0), r.join())
             }
         });
         let rev = rev.map_err(|_| TestError::new(ErrorCode::Internal, "reverse flow panicked"))?;
         (fwd?, Some(Box::new(rev?)))
     } else if sending {
-        (send(ctx, p, f, 0)?, None)
+        (send(ctx, p, &mut f, 0)?, None)
     } else {
-        (receive(ctx, p, f, 0)?, None)
+        (receive(ctx, p, &mut f, 0)?, None)
+    };
+    let probe = match probe {
+        Some(mut pr) => {
+            pr.unload();
+            // Each direction's throughput as its receiver counted it: up
+            // is the driving agent's flow (the top-level figures when it
+            // sends), down the serving agent's.
+            let got = |x: &UdpStreamFigures| {
+                (
+                    x.received.unwrap_or(0) * p.pkt_bytes,
+                    x.recv_seconds.unwrap_or(0.0),
+                )
+            };
+            let none = (0, 0.0);
+            let (down, up) = match (p.direction, &reverse) {
+                (Direction::Both, Some(r)) => (got(r), got(&figures)),
+                (Direction::Send, _) => (none, got(&figures)),
+                _ => (got(&figures), none),
+            };
+            pr.finish(ctx, &mut f.line, 1, down, up)?
+        }
+        None => None,
     };
     Ok(UdpStreamSummary {
         figures,
         socket,
         peer,
         reverse,
+        probe,
     })
 }
 
@@ -123,7 +160,7 @@ fn run_flow(
 fn send(
     ctx: &TestCtx,
     p: &UdpStreamParams,
-    mut f: Flow,
+    f: &mut Flow,
     stream: u16,
 ) -> Result<UdpStreamFigures, TestError> {
     f.line.send(&SenderLine::Zero).map_err(udp::gone)?;
@@ -472,7 +509,7 @@ fn rx_spin(wait_us: f64) -> Duration {
 fn receive(
     ctx: &TestCtx,
     p: &UdpStreamParams,
-    mut f: Flow,
+    f: &mut Flow,
     stream: u16,
 ) -> Result<UdpStreamFigures, TestError> {
     let kernel = udp::enable_timestamps(&f.sock);

@@ -15,7 +15,13 @@ export interface LaneData {
   tput: [number[], (number | null)[], (number | null)[], (number | null)[]];
 }
 
-const probe = (step: StepResult, kind: string) => seriesOf(step, kind, 'client')[0]?.values ?? new Float64Array(0);
+// The probe flow's raw series: the driving side's, of the stream the
+// summary names (0 for latency_under_load, 65535 beside a bulk test; older
+// results say nothing and mean 0).
+const probe = (step: StepResult, kind: string) => {
+  const at = Number(step.summary?.samples_stream ?? 0);
+  return seriesOf(step, kind, 'client').find((x) => x.stream === at)?.values ?? new Float64Array(0);
+};
 
 /**
  * Null when the step carries no raw probes (a link too long for them
