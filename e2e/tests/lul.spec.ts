@@ -235,10 +235,11 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
 });
 
 // A bulk test with probe_ms: tcp_stream (its streams' own rate), and
-// udp_stream by rate and time (the probe flow on a socket of its own).
+// udp_stream paced for a time (the probe flow on a socket of its own).
 for (const [kind, fill] of [
   ['tcp_stream', {}],
-  ['udp_stream', { rate: '20M', duration: '1' }],
+  // 1400-byte datagrams every 560 us (20 Mbit/s) for 1 s.
+  ['udp_stream', { 'wait-us': '560', duration: '1' }],
 ] as const) {
   test(`a ${kind} with probe_ms shows the latency under its own load: card = the driving side's probe summary, lanes of its probes`, async ({ page, agents }) => {
     const errors: string[] = [];
@@ -248,6 +249,7 @@ for (const [kind, fill] of [
     await page.getByTestId('kind').selectOption(kind);
     await page.getByText('more options').click();
     await page.getByTestId('probe-ms').fill('5');
+    if ('duration' in fill) await page.locator('input[type=radio][value=duration]').check();
     for (const [id, v] of Object.entries(fill)) await page.getByTestId(id).fill(v);
     await page.getByTestId('run').click();
     await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });

@@ -366,8 +366,8 @@ pub fn request(
                                 seq: h.seq,
                                 phase: buf[PHASE_AT],
                                 t1: t1s[h.seq as usize],
-                                t2: u64_at(&buf, T2_AT),
-                                t3: u64_at(&buf, T3_AT),
+                                t2: u64_at(buf, T2_AT),
+                                t3: u64_at(buf, T3_AT),
                                 t4,
                             });
                         }
