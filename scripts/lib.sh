@@ -13,7 +13,7 @@ WBG_BIN="$WBG_ROOT/bin/wasm-bindgen"
 
 # The agent's cargo profile: release (fat LTO: what npm start, releases and
 # the bench run) unless MESHPERF_PROFILE names another. npm test builds
-# test-release, the profile its cargo test uses (thin LTO, parallel codegen),
+# test-release, the profile its cargo test uses (no cross-crate LTO, parallel codegen),
 # so one build of the agent and its crates serves every phase of the suite.
 MESHPERF_PROFILE="${MESHPERF_PROFILE:-release}"
 AGENT_BIN="${MESHPERF_BIN:-$ROOT/target/$MESHPERF_PROFILE/meshperf}"
