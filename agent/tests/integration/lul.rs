@@ -520,7 +520,7 @@ fn probe_ms_is_refused_where_no_probe_flow_can_run() {
         (
             "udp_stream",
             json!({"probe_ms": 20, "rate": 30000}),
-            "probe_ms: the burst (",
+            "probe_ms: the burst (0.030 Mbit/s) and its probes (0.026 Mbit/s) together are above the agent's UDP rate limit of 0.050 Mbit/s",
         ),
     ];
     for (i, (kind, params, text)) in cases.into_iter().enumerate() {

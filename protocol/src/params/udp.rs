@@ -309,11 +309,11 @@ impl UdpStreamParams {
                     return Err(ParamError::new(
                         PROBE_MS.name,
                         format!(
-                            "the burst ({}) and its probes ({}) together are above the agent's \
-                             UDP rate limit of {}",
-                            super::rate::mbit(burst),
-                            super::rate::mbit(probes),
-                            super::rate::mbit(max)
+                            "the burst ({:.3} Mbit/s) and its probes ({:.3} Mbit/s) together are \
+                             above the agent's UDP rate limit of {:.3} Mbit/s",
+                            burst / 1e6,
+                            probes / 1e6,
+                            max / 1e6
                         ),
                     ));
                 }
