@@ -122,6 +122,34 @@ impl ProbeParams {
         Ok((r.opt_float(ms)?, r.int(bytes)?, read_clocks(r, clocks)?))
     }
 
+    /// The probe flow `probe_ms` asks for beside a bulk test (`None`: no
+    /// probe flow), from a kind's `probe_ms`, `probe_bytes` and `clocks`.
+    pub fn of(probe_ms: Option<f64>, probe_bytes: u64, clocks: Clocks) -> Option<ProbeParams> {
+        probe_ms.map(|probe_ms| ProbeParams {
+            probe_ms,
+            probe_bytes,
+            clocks,
+        })
+    }
+
+    /// [`ProbeParams::of`], checked against `limits` over the lead and a
+    /// test of `duration_s` (a count-bounded test may run up to the
+    /// agent's time limit).
+    pub(crate) fn beside(
+        probe_ms: Option<f64>,
+        probe_bytes: u64,
+        clocks: Clocks,
+        duration_s: Option<f64>,
+        limits: &Limits,
+    ) -> Result<Option<ProbeParams>, ParamError> {
+        let probe = ProbeParams::of(probe_ms, probe_bytes, clocks);
+        if let Some(pp) = &probe {
+            let secs = pp.lead_s() + duration_s.unwrap_or(limits.max_duration_s);
+            pp.within(secs, limits)?;
+        }
+        Ok(probe)
+    }
+
     /// How long the flow probes the idle path before a bulk test's load
     /// starts (its `idle` phase, the baseline of the added latency): 20
     /// probes, from 0.2 s to 2 s.

@@ -122,11 +122,7 @@ pub const RCVLOWAT_DEFAULT_MAX: u64 = 128 * 1024;
 impl StreamParams {
     /// The probe flow beside the streams, if `probe_ms` asks for one.
     pub fn probe(&self) -> Option<ProbeParams> {
-        self.probe_ms.map(|probe_ms| ProbeParams {
-            probe_ms,
-            probe_bytes: self.probe_bytes,
-            clocks: self.clocks,
-        })
+        ProbeParams::of(self.probe_ms, self.probe_bytes, self.clocks)
     }
 
     /// Bytes one stream moves at most: the sender's `count` x `msg_bytes`
@@ -227,16 +223,7 @@ impl StreamParams {
             limits,
         )?;
         super::paced_within(count, wait_us as f64, limits)?;
-        let probe = probe_ms.map(|probe_ms| ProbeParams {
-            probe_ms,
-            probe_bytes,
-            clocks,
-        });
-        if let Some(pp) = &probe {
-            // A count-bounded test may run up to the agent's time limit.
-            let secs = pp.lead_s() + duration_s.unwrap_or(limits.max_duration_s);
-            pp.within(secs, limits)?;
-        }
+        ProbeParams::beside(probe_ms, probe_bytes, clocks, duration_s, limits)?;
         super::omit_within(omit_s, duration_s)?;
         Ok(StreamParams {
             msg_bytes,

@@ -297,10 +297,7 @@ impl UdpStreamParams {
             probe_bytes,
             clocks,
         };
-        if let Some(pp) = p.probe() {
-            // A count-bounded burst may run up to the agent's time limit.
-            let secs = pp.lead_s() + duration_s.unwrap_or(limits.max_duration_s);
-            pp.within(secs, limits)?;
+        if let Some(pp) = ProbeParams::beside(probe_ms, probe_bytes, clocks, duration_s, limits)? {
             // The burst and its probes together within the UDP rate limit.
             if let (Some(max), true) = (limits.max_udp_bits_per_second, wait_us > 0.0) {
                 let burst = pkt_bytes as f64 * 8.0 / wait_us * 1e6;
@@ -324,11 +321,7 @@ impl UdpStreamParams {
 
     /// The probe flow beside the burst, if `probe_ms` asks for one.
     pub fn probe(&self) -> Option<ProbeParams> {
-        self.probe_ms.map(|probe_ms| ProbeParams {
-            probe_ms,
-            probe_bytes: self.probe_bytes,
-            clocks: self.clocks,
-        })
+        ProbeParams::of(self.probe_ms, self.probe_bytes, self.clocks)
     }
 }
 
