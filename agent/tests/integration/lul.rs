@@ -281,42 +281,47 @@ fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json
     assert_eq!(v, f(&s["phases"][3]["added_rtt_us"]["median"]));
 }
 
+/// A bulk test in both directions with probes every 5 ms on synced clocks
+/// (`args` name the kind and its load), run by `meshperf run --json -`
+/// between two fresh agents: its step and stderr, once the driving side's
+/// `probe` is checked to be a whole, typed latency_under_load summary that
+/// only the driving side has.
+fn probed_run(args: &[&str]) -> (Value, String) {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let mut all = args.to_vec();
+    all.extend([
+        "--set",
+        "direction=both",
+        "--set",
+        "probe_ms=5",
+        "--set",
+        "clocks=synced",
+        "--json",
+        "-",
+    ]);
+    let out = crate::run::run_ab(&a, &b, &all);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let mut r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let step = r["steps"][0].take();
+    let s = &step["sides"]["client"]["probe"];
+    let typed: LulSummary =
+        serde_json::from_value(s.clone()).unwrap_or_else(|e| panic!("{e}: {s}"));
+    assert_eq!(&serde_json::to_value(&typed).unwrap(), s);
+    assert!(step["sides"]["server"].get("probe").is_none(), "{step}");
+    assert_eq!(s["complete"], true, "{s}");
+    (step, err)
+}
+
 /// `probe_ms` on a bulk test (issue 13 part 4): a tcp_stream in both
 /// directions with a probe flow every 5 ms reports the latency under its
 /// own load: an idle lead-in, then the loaded phase, with the streams'
 /// rates, probes counted each way and the raw round trips as samples.
 #[test]
 fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
-    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let out = crate::run::run_ab(
-        &a,
-        &b,
-        &[
-            "--kind",
-            "tcp_stream",
-            "--set",
-            "duration_s=1",
-            "--set",
-            "direction=both",
-            "--set",
-            "probe_ms=5",
-            "--set",
-            "clocks=synced",
-            "--json",
-            "-",
-        ],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let step = &r["steps"][0];
+    let (step, err) = probed_run(&["--kind", "tcp_stream", "--set", "duration_s=1"]);
     let client = &step["sides"]["client"];
     let s = &client["probe"];
-    let typed: LulSummary =
-        serde_json::from_value(s.clone()).unwrap_or_else(|e| panic!("{e}: {s}"));
-    assert_eq!(&serde_json::to_value(&typed).unwrap(), s);
-    assert!(step["sides"]["server"].get("probe").is_none(), "{step}");
-    assert_eq!(s["complete"], true, "{s}");
     assert_eq!((f(&s["probe_ms"]), &s["probe_bytes"]), (5.0, &json!(64)));
     let names: Vec<&str> = s["phases"]
         .as_array()
@@ -399,38 +404,16 @@ fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
 /// burst's sequence and arrival series.
 #[test]
 fn a_udp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
-    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let out = crate::run::run_ab(
-        &a,
-        &b,
-        &[
-            "--kind",
-            "udp_stream",
-            "--set",
-            "rate=20M",
-            "--set",
-            "duration_s=1",
-            "--set",
-            "direction=both",
-            "--set",
-            "probe_ms=5",
-            "--set",
-            "clocks=synced",
-            "--json",
-            "-",
-        ],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let step = &r["steps"][0];
+    let (step, err) = probed_run(&[
+        "--kind",
+        "udp_stream",
+        "--set",
+        "rate=20M",
+        "--set",
+        "duration_s=1",
+    ]);
     let client = &step["sides"]["client"];
     let s = &client["probe"];
-    let typed: LulSummary =
-        serde_json::from_value(s.clone()).unwrap_or_else(|e| panic!("{e}: {s}"));
-    assert_eq!(&serde_json::to_value(&typed).unwrap(), s);
-    assert!(step["sides"]["server"].get("probe").is_none(), "{step}");
-    assert_eq!(s["complete"], true, "{s}");
     assert_eq!(s["timestamps"], "kernel", "{s}");
     assert_eq!(s["samples_stream"], 65535, "{s}");
     let names: Vec<&str> = s["phases"]
