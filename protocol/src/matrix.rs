@@ -16,17 +16,11 @@
 
 use crate::driver::AgentRef;
 use crate::params::{Kind, Limits};
+/// Where a matrix cell's pair is defined: with the step results that carry it.
+pub use crate::result::Pair;
 use crate::result::StepResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// One test of a round: agent `server` serves, agent `client` drives.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Pair {
-    pub server: usize,
-    pub client: usize,
-}
 
 /// Rounds of ordered pairs over `n` agents, no agent twice in a round,
 /// every ordered pair exactly once (circle method, both orientations).

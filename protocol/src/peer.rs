@@ -29,6 +29,9 @@
 
 use crate::msg::ErrorCode;
 use crate::params::{Kind, LulPhase};
+/// What the responding agent of a `udp_rr` counted: the `done` line carries
+/// it, and the responder's summary holds it (defined there).
+pub use crate::summary::UdpRrServerCounts;
 use crate::summary::{
     LulServerPhase, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend,
 };
@@ -193,19 +196,6 @@ pub enum UdpRrRequesterLine {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum UdpRrResponderLine {
     Done { server: UdpRrServerCounts },
-}
-
-/// What the responding agent of a `udp_rr` counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct UdpRrServerCounts {
-    /// Requests of this test from the bound peer.
-    pub received: u64,
-    /// Replies sent.
-    pub replied: u64,
-    /// Datagrams from the bound peer that were not requests of this test.
-    pub bad: u64,
-    /// Datagrams from anyone else (never answered).
-    pub foreign: u64,
 }
 
 /// `latency_under_load`: lines from the driving agent to the serving agent.

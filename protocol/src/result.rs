@@ -15,13 +15,20 @@
 //! of a stream test, the requester of a request/response test.
 
 use crate::frame::SampleKind;
-use crate::matrix::Pair;
 use crate::msg::Role;
 use crate::params::Kind;
 use crate::plan::{Plan, Transport};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
+
+/// One test of a matrix round (see [`crate::matrix`]): agent `server` serves, agent `client` drives.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Pair {
+    pub server: usize,
+    pub client: usize,
+}
 
 /// The `format` field of every result file.
 pub const FORMAT: &str = "meshperf-result";

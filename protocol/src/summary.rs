@@ -35,7 +35,6 @@ pub use lul::{
 };
 
 use crate::params::Direction;
-use crate::peer::UdpRrServerCounts;
 use crate::plan::Transport;
 use serde::{Deserialize, Serialize};
 
@@ -392,6 +391,19 @@ pub struct UdpRrSummary {
     /// Socket options.
     #[serde(flatten)]
     pub socket: UdpSocketReport,
+}
+
+/// What the responding agent of a `udp_rr` counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UdpRrServerCounts {
+    /// Requests of this test from the bound peer.
+    pub received: u64,
+    /// Replies sent.
+    pub replied: u64,
+    /// Datagrams from the bound peer that were not requests of this test.
+    pub bad: u64,
+    /// Datagrams from anyone else (never answered).
+    pub foreign: u64,
 }
 
 /// `udp_rr`, the responder (serving side).

@@ -33,11 +33,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::net::IpAddr;
 
-/// The smallest probe: the header, the phase and the responder's two times.
-pub const PROBE_MIN_LEN: u64 = 48;
-/// The largest probe: one unfragmented datagram on an Ethernet path (1500
-/// - 20 IPv4 - 8 UDP).
-pub const PROBE_MAX_LEN: u64 = 1472;
+/// The probe sizes' ends, defined with the parameter table that bounds
+/// `probe_bytes` by them.
+pub use super::spec::lul::{PROBE_MAX_LEN, PROBE_MIN_LEN};
 /// The phase byte of a probe sent between two phases.
 pub const GAP_PHASE: u8 = 4;
 

@@ -823,8 +823,13 @@ static UDP_STREAM: &[ParamSpec] = {
 
 /// `latency_under_load` (`LulParams::parse`).
 pub mod lul {
-    use super::super::lul::{PROBE_MAX_LEN, PROBE_MIN_LEN};
     use super::*;
+
+    /// The smallest probe: the header, the phase and the responder's two times.
+    pub const PROBE_MIN_LEN: u64 = 48;
+    /// The largest probe: one unfragmented datagram on an Ethernet path (1500
+    /// - 20 IPv4 - 8 UDP).
+    pub const PROBE_MAX_LEN: u64 = 1472;
 
     /// A phase: above 0 s, within the agent's duration limit.
     const PHASE: ParamSpec = ParamSpec {
