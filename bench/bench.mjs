@@ -1,6 +1,6 @@
 // npm run bench: meshperf side by side with iperf3, netperf and sockperf on
 // loopback, alternating rounds, medians and ratios against the targets of
-// DESIGN.md ("Performance targets"). Prints figures; asserts nothing.
+// docs/design.md ("Performance targets"). Prints figures; asserts nothing.
 // BENCH_ROUNDS, BENCH_SECONDS and BENCH_ONLY=section,... tune a run.
 //
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every

@@ -1,7 +1,7 @@
 // Shared helpers of the benchmark sections (bench.mjs has the overview).
 // npm run bench: meshperf side by side with iperf3, netperf and sockperf on
 // loopback, alternating rounds, medians and ratios against the targets of
-// DESIGN.md ("Performance targets"). Prints figures; asserts nothing.
+// docs/design.md ("Performance targets"). Prints figures; asserts nothing.
 //
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every
 // tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.

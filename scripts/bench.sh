@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm run bench: meshperf side by side with iperf3, netperf and sockperf on
-# loopback (bench/bench.mjs prints medians and ratios; DESIGN.md has the
+# loopback (bench/bench.mjs prints medians and ratios; docs/design.md has the
 # targets). Installs the peer tools from Debian when missing; netperf lives in
 # Debian's non-free component, enabled for that one install only.
 set -euo pipefail
@@ -24,8 +24,21 @@ install_netperf() {
     log "installing netperf from Debian non-free"
     local src=/etc/apt/sources.list.d/meshperf-nonfree.sources
     local codename; codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
-    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-        "$codename" | as_root tee "$src" >/dev/null
+    # The machine's own archive (a local mirror where it has one): the URI
+    # of the source that serves this release's main, deb822 or one-line.
+    local uri
+    uri="$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v cn="$codename" '
+        /^[ \t]*$/ { if (u != "" && s && m) { print u; exit } u = ""; s = 0; m = 0; next }
+        /^URIs:/ { u = $2 }
+        /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == cn) s = 1 }
+        /^Components:/ { for (i = 2; i <= NF; i++) if ($i == "main") m = 1 }
+        END { if (u != "" && s && m) print u }' | head -n 1)"
+    [ -n "$uri" ] || uri="$(cat /etc/apt/sources.list 2>/dev/null | awk -v cn="$codename" '
+        $1 == "deb" { i = 2; if ($i ~ /^\[/) while ($i !~ /\]$/) i++; if ($i ~ /^\[/ || $i ~ /\]$/) i++
+                      if ($(i + 1) == cn) { print $i; exit } }')"
+    [ -n "$uri" ] || { log "no apt source serves $codename main here: netperf not installed; its rows will fail"; return 0; }
+    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        "$uri" "$codename" | as_root tee "$src" >/dev/null
     as_root apt-get update -o Dir::Etc::sourcelist="$src" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 >/dev/null || true
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y netperf >/dev/null || log "netperf could not be installed; its rows will fail"
     as_root rm -f "$src"

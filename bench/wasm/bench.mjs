@@ -1,5 +1,5 @@
 // The wasm statistics benchmark page: for each n, full statistics (the
-// DESIGN.md summary: n, min, max, mean, sigma, skew, kurtosis, median,
+// docs/design.md summary: n, min, max, mean, sigma, skew, kurtosis, median,
 // quartiles, p90..p99.99, MAD) plus a 1-unit histogram, by the wasm module
 // (samples pushed once into a SampleSet, as the web app does) and by a
 // straightforward JS version (sort-based quantiles, two-pass moments, a

@@ -1,6 +1,6 @@
 //! The summary each side of a test reports in its `result` event: one typed
 //! struct per kind family, so the keys scripts and the page read (a stable
-//! public interface, DESIGN.md "Public interfaces") are written down once.
+//! public interface, docs/design.md "Public interfaces") are written down once.
 //!
 //! The engines build these and the agent sends `serde_json::to_value` of
 //! them; the wire type (`msg::Event::Result`) and the result file keep a
@@ -38,7 +38,7 @@ use crate::params::Direction;
 use crate::plan::Transport;
 use serde::{Deserialize, Serialize};
 
-/// The statistics object of DESIGN.md (`rtt_us`, `send_gap_us`,
+/// The statistics object of docs/design.md (`rtt_us`, `send_gap_us`,
 /// `interarrival_us`): the fields of `meshperf_stats::stats::Summary`, in
 /// its order, in the unit the key that holds it names (protocol cannot
 /// name the stats crate's type: that crate depends on this one).
@@ -656,7 +656,7 @@ mod tests {
         STATS.iter().map(|k| format!("{of}.{k}")).collect()
     }
 
-    /// DESIGN.md "Public interfaces" (and docs/formats.md): the documented
+    /// docs/design.md "Public interfaces" (and docs/formats.md): the documented
     /// summary keys of every kind are fields of its struct.
     #[test]
     fn every_documented_summary_key_is_a_field() {

@@ -1,7 +1,7 @@
 //! Summary statistics of one set of samples, computed exactly from the raw
 //! values (never from histogram bins).
 //!
-//! Definitions (the udpmon ones, see DESIGN.md "Statistics"):
+//! Definitions (the udpmon ones, see docs/design.md "Statistics"):
 //! - `sigma` is the population standard deviation sqrt(m2), where
 //!   mk = (1/n) sum (x - mean)^k;
 //! - `skew` = m3 / m2^1.5 and `kurtosis` = m4 / m2^2 - 3 (excess kurtosis,

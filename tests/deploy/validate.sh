@@ -5,7 +5,7 @@
 # default, each component alone, overlays/node) when kubectl or kustomize is
 # installed; then tests/deploy/check.py on the built objects (restricted
 # profile, probes, Secret, ports); then the systemd unit (deploy/systemd/)
-# checked for what the README says it has; then the Grafana dashboard
+# checked for what docs/deploy.md says it has; then the Grafana dashboard
 # (tests/deploy/grafana.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,14 +58,14 @@ else
   "$kv_dir/bin/python" tests/deploy/check.py base deploy/kubernetes/base/*.yaml
 fi
 
-# The systemd unit: the README points to it; it must say what the README says.
+# The systemd unit: the deploy guide points to it; it must say what the guide says.
 unit=deploy/systemd/meshperf-agent.service
 for line in 'EnvironmentFile=/etc/meshperf/agent.env' 'DynamicUser=yes' 'NoNewPrivileges=yes' \
     'AmbientCapabilities=CAP_SYS_NICE CAP_NET_ADMIN' 'CapabilityBoundingSet=CAP_SYS_NICE CAP_NET_ADMIN'; do
   grep -qxF "$line" "$unit" || fail "$unit lacks '$line'"
 done
 grep -qE '^ExecStart=/usr/local/bin/meshperf agent --listen 0\.0\.0\.0:7800 --data-ports 5201-5204( |$)' "$unit" || fail "$unit: ExecStart is not the agent on 7800 with --data-ports 5201-5204"
-grep -qF "($unit)" README.md || fail "README.md does not point to $unit"
+grep -qF "(../$unit)" docs/deploy.md || fail "docs/deploy.md does not point to $unit"
 if command -v systemd-analyze >/dev/null; then
   # Every key known to this systemd (it warns, exit 0, on unknown ones); the
   # binary is not installed here, so /bin/true stands in for it.

@@ -3,7 +3,7 @@
 //! per batch; long-lived samples live in a [`SampleSet`] handle so they are
 //! copied into wasm memory once. Errors throw a JS `Error` whose message is
 //! the [`StatsError`] text. Object keys are the JS contract (snake_case, the
-//! DESIGN.md summary keys) and never change meaning. Only what JS calls is
+//! docs/design.md summary keys) and never change meaning. Only what JS calls is
 //! bound (the page through web/src/lib/wasm.ts; `SampleSet` also by the
 //! wasm benchmark, bench/wasm/): UDP analysis, rate series, x/y decimation
 //! and `check_times` serve native callers and tests, and every binding is

@@ -311,7 +311,7 @@ pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Serve
     })
 }
 
-/// The statistics object of DESIGN.md (`rtt_us` and friends) from ns samples.
+/// The statistics object of docs/design.md (`rtt_us` and friends) from ns samples.
 pub fn stats_us(ns: &[u64]) -> Option<Stats> {
     let us: Vec<f64> = ns.iter().map(|&v| v as f64 / 1e3).collect();
     // The same object udp_rr reports.

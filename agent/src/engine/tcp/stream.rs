@@ -303,7 +303,7 @@ pub fn mbyte_per_s(bytes: u64, secs: f64) -> String {
     format!("{v:.decimals$}")
 }
 
-/// The summary of one side (keys per DESIGN.md, more may be added).
+/// The summary of one side (keys per docs/design.md, more may be added).
 fn summary(
     p: &StreamParams,
     outs: &[Outcome],

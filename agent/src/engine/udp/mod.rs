@@ -530,7 +530,7 @@ pub fn drive_flow(
     })
 }
 
-/// The statistics object of DESIGN.md (`rtt_us` and friends) of `s`.
+/// The statistics object of docs/design.md (`rtt_us` and friends) of `s`.
 pub fn stats(s: &Summary) -> Stats {
     Stats {
         n: s.n as u64,

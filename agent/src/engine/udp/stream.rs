@@ -675,7 +675,7 @@ fn receive(
     Ok(out)
 }
 
-/// Both sides' figures in one summary (DESIGN.md keys) with the seed's
+/// Both sides' figures in one summary (docs/design.md keys) with the seed's
 /// line; a side whose figures never came (`None`) leaves its keys null.
 fn summary(
     p: &UdpStreamParams,
