@@ -72,10 +72,10 @@ test('a permalink printed by meshperf run opens with no agent running and shows 
   }
 });
 
-// The fixtures the codec's own tests decode (stats/tests/fixtures): links of
+// The fixtures the codec's own tests decode (protocol/tests/fixtures): links of
 // format 1 and 2, made by earlier builds, open in today's page.
 const fixture = (name: string) =>
-  readFileSync(fileURLToPath(new URL(`../../stats/tests/fixtures/${name}`, import.meta.url)), 'utf8').trim().split('\n');
+  readFileSync(fileURLToPath(new URL(`../../protocol/tests/fixtures/${name}`, import.meta.url)), 'utf8').trim().split('\n');
 
 test('links of every older format open in the page with the statistics of their samples', async ({ browser }) => {
   const site = await staticSite();

@@ -192,7 +192,7 @@ fn plan_files() {
 
 fn permalinks() {
     for f in ["permalink-v1.txt", "permalink-v2.txt"] {
-        let text = std::fs::read_to_string(Path::new("stats/tests/fixtures").join(f)).unwrap();
+        let text = std::fs::read_to_string(Path::new("protocol/tests/fixtures").join(f)).unwrap();
         // The fixtures are wrapped; a link is one line.
         let text: String = text.split_whitespace().collect();
         put("permalink", text.as_bytes());

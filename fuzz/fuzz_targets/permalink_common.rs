@@ -1,8 +1,8 @@
 //! What the two permalink targets check on any link text. The codec's crate
-//! is named here only (`meshperf_stats`; it was `meshperf_wasm` before the
-//! move): rename it in this one `use`.
+//! is named here only (`meshperf_protocol`; it was `meshperf_stats`, and
+//! `meshperf_wasm` before that): rename it in this one `use`.
 
-pub use meshperf_stats::permalink;
+pub use meshperf_protocol::permalink;
 
 /// A link that decodes re-encodes to one that decodes to the same result,
 /// through the typed entry point and through the JSON one.

@@ -12,6 +12,8 @@
 //! * [`export`]: the CSV export of a result (the CLI's and the page's).
 //! * [`matrix`]: rounds of agent pairs and the headline figure of each cell.
 //! * [`json_stream`]: the lines of `meshperf run --json-stream`.
+//! * [`permalink`]: the permalink codec (a whole result in a URL fragment);
+//!   [`plan_json`]: plans and presets as JSON for the page.
 
 pub mod driver;
 pub mod export;
@@ -22,7 +24,9 @@ pub mod matrix;
 pub mod msg;
 pub mod params;
 pub mod peer;
+pub mod permalink;
 pub mod plan;
+pub mod plan_json;
 pub mod presets;
 pub mod result;
 pub mod summary;

@@ -39,42 +39,9 @@ use crate::plan::Transport;
 use serde::{Deserialize, Serialize};
 
 /// The statistics object of docs/design.md (`rtt_us`, `send_gap_us`,
-/// `interarrival_us`): the fields of `meshperf_stats::stats::Summary`, in
-/// its order, in the unit the key that holds it names (protocol cannot
-/// name the stats crate's type: that crate depends on this one).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Stats {
-    /// Number of samples (a whole number).
-    pub n: u64,
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Population standard deviation.
-    pub sigma: f64,
-    /// m3 / m2^1.5 (udpmon's definition); 0 when all values are equal.
-    pub skew: f64,
-    /// m4 / m2^2 - 3; 0 when all values are equal.
-    pub kurtosis: f64,
-    /// 50th percentile.
-    pub median: f64,
-    /// 25th percentile.
-    pub iq25: f64,
-    /// 75th percentile.
-    pub iq75: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// 99.99th percentile.
-    pub p9999: f64,
-    /// Median absolute deviation from the median (unscaled).
-    pub mad: f64,
-}
+/// `interarrival_us`): the statistics crate's summary itself, in the unit
+/// the key that holds it names.
+pub use meshperf_stats::stats::Summary as Stats;
 
 /// Which way one connection of a stream test moved data, from the
 /// reporting side's point of view.

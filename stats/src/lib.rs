@@ -5,13 +5,12 @@
 //! ([`stats`]), histograms and CDFs ([`hist`]), least-squares fits and
 //! confidence intervals ([`fit`]), UDP receive analysis ([`udp`]), clock
 //! offset, drift and one-way delays from four-timestamp probes ([`clock`])
-//! and series helpers for plotting ([`series`]); with the default feature
-//! `codec`, the permalink codec (`permalink`) and plan expansion and presets
-//! (`plans`), which read and write the protocol's serde types.
+//! and series helpers for plotting ([`series`]). A leaf: it depends on no
+//! meshperf crate (the permalink codec and plan expansion, which read and
+//! write the protocol's serde types, are the protocol's).
 //!
 //! The agent links it natively; `wasm/` is the thin wasm-bindgen layer that
-//! puts it in the web app (built once without `codec`, for the first load,
-//! and once with it).
+//! puts it in the web app.
 
 pub mod clock;
 pub mod error;
@@ -19,10 +18,6 @@ pub mod fit;
 pub mod hist;
 pub mod lul;
 pub mod lul_lanes;
-#[cfg(feature = "codec")]
-pub mod permalink;
-#[cfg(feature = "codec")]
-pub mod plans;
 mod select;
 pub mod series;
 pub mod stats;

@@ -27,11 +27,14 @@ use crate::select::{select, CHUNK};
 /// `iq25, median, iq75, p90, p99, p999, p9999`.
 pub const QUANTILE_PROBS: [f64; 7] = [0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999];
 
-/// Statistics of one sample set. Keys match the JS/JSON contract.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Statistics of one sample set. Keys match the JS/JSON contract: this is
+/// also the statistics object of every result summary (`rtt_us`,
+/// `send_gap_us`, `interarrival_us`, ...; the protocol's `summary::Stats`),
+/// in the unit the key that holds it names.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
-    /// Number of samples (>= 1).
-    pub n: usize,
+    /// Number of samples (>= 1; 0 only in a default, empty object).
+    pub n: u64,
     /// Smallest value.
     pub min: f64,
     /// Largest value.
@@ -222,7 +225,7 @@ impl Summary {
             false,
         )[0];
         Ok(Summary {
-            n,
+            n: n as u64,
             min,
             max,
             mean: mean.clamp(min, max),

@@ -256,7 +256,7 @@ mod codec {
     /// `samples_replaced: true`). Throws with a one-line message.
     #[wasm_bindgen]
     pub fn permalink_encode(result_json: &str) -> Result<String, JsError> {
-        meshperf_stats::permalink::encode_json(result_json)
+        meshperf_protocol::permalink::encode_json(result_json)
             .map_err(|e| JsError::new(&e.to_string()))
     }
 
@@ -265,20 +265,20 @@ mod codec {
     /// truncated, damaged or newer link.
     #[wasm_bindgen]
     pub fn permalink_decode(text: &str) -> Result<String, JsError> {
-        meshperf_stats::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
+        meshperf_protocol::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
     }
 
     /// The steps (JSON array of {index, kind, params, point, repeat, transport})
     /// a plan (JSON) expands to, in run order. Throws on an invalid plan.
     #[wasm_bindgen]
     pub fn expand_plan(plan_json: &str) -> Result<String, JsError> {
-        meshperf_stats::plans::expand_json(plan_json).map_err(|e| JsError::new(&e))
+        meshperf_protocol::plan_json::expand_json(plan_json).map_err(|e| JsError::new(&e))
     }
 
     /// The built-in plans as JSON: `[{name, plan}]`, `plan` an object.
     #[wasm_bindgen]
     pub fn presets() -> String {
-        meshperf_stats::plans::presets_json()
+        meshperf_protocol::plan_json::presets_json()
     }
 
     /// The whole run as `;`-separated CSV, one row per step (the columns of

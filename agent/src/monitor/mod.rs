@@ -342,7 +342,7 @@ fn latest(
         })
     });
     let base = base.split('#').next().unwrap_or("").to_string();
-    let link = match meshperf_stats::permalink::encode_reporting(&doc) {
+    let link = match meshperf_protocol::permalink::encode_reporting(&doc) {
         Ok((link, _)) => format!("{base}#r={link}"),
         Err(e) => format!("{base}#no-link: {e}"),
     };

@@ -2,7 +2,7 @@
 //! the same control protocol the web app uses, prints the seeds' text output
 //! on stdout and progress on stderr, and writes the result format.
 //!
-//! The last line of stdout is the permalink (see `meshperf_stats::permalink`):
+//! The last line of stdout is the permalink (see `meshperf_protocol::permalink`):
 //! the web app's address (the first agent's unless `--web`) with the whole
 //! result in the fragment; with `--quiet` it goes to stderr unless `--link`. With `--json -` or `--csv -` stdout carries that
 //! document alone and the text and the link go to stderr.
@@ -595,7 +595,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 /// stdout carries a `-` document).
 fn print_permalink(web: &str, result: &RunResult, to_stderr: bool) {
     let base = web.split('#').next().unwrap_or(web);
-    match meshperf_stats::permalink::encode_reporting(result) {
+    match meshperf_protocol::permalink::encode_reporting(result) {
         Ok((link, replaced)) => {
             if replaced {
                 eprintln!("meshperf run: too many samples for a link: the permalink carries histograms and summaries; the --json file has every raw sample");

@@ -6,8 +6,8 @@
 
 use crate::run::{run_ab, text, tmp};
 use crate::util::AgentProc;
+use meshperf_protocol::permalink;
 use meshperf_protocol::result::{self, RunResult};
-use meshperf_stats::permalink;
 
 const RR_HEADING: &str = "response len bytes; Req len; msg_count; loop_count; num_bad; time/frame us; Mbytes/s; ave time; min time; max time; num timeouts";
 const UDP_BW_MON_HEADING: &str = "pkt len; loop_count; num_timeout_zero; num_timeout; Time/frame us; wait_time; data_rate; num_recv; num_lost; num_badorder; time; time/recv pkt; recv_data_rate";

@@ -254,7 +254,7 @@ fn monitor_serves_every_ordered_pair_and_a_killed_agent_fails_its_pairs() {
         .unwrap_or_else(|| panic!("{head}"));
     let (page, link) = location.split_once("#r=").unwrap();
     assert_eq!(page, format!("http://{}/", agents[0].addr()));
-    let linked = meshperf_stats::permalink::decode(link).unwrap();
+    let linked = meshperf_protocol::permalink::decode(link).unwrap();
     assert_eq!(linked.steps.len(), 6);
     assert!(linked.steps.iter().all(|s| s.pair.is_some()));
     let addrs: Vec<String> = agents.iter().map(AgentProc::addr).collect();

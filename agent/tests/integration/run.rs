@@ -4,8 +4,8 @@
 
 use crate::util::AgentProc;
 use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::permalink;
 use meshperf_protocol::result::{self, RunResult};
-use meshperf_stats::permalink;
 use std::process::{Command, Output};
 
 fn url(a: &AgentProc) -> String {

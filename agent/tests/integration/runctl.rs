@@ -176,7 +176,10 @@ fn ctrl_c_says_where_the_run_stood_keeps_the_partial_step_and_exits_130() {
         .and_then(|l| l.split("#r=").nth(1))
         .expect("a permalink");
     assert_eq!(
-        meshperf_stats::permalink::decode(link).unwrap().steps.len(),
+        meshperf_protocol::permalink::decode(link)
+            .unwrap()
+            .steps
+            .len(),
         2
     );
     // The stream: both steps as the file has them, then the end.

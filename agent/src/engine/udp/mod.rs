@@ -530,25 +530,10 @@ pub fn drive_flow(
     })
 }
 
-/// The statistics object of docs/design.md (`rtt_us` and friends) of `s`.
+/// The statistics object of docs/design.md (`rtt_us` and friends) of `s`:
+/// the same type (kept for the callers' `.map(udp::stats)`).
 pub fn stats(s: &Summary) -> Stats {
-    Stats {
-        n: s.n as u64,
-        min: s.min,
-        max: s.max,
-        mean: s.mean,
-        sigma: s.sigma,
-        skew: s.skew,
-        kurtosis: s.kurtosis,
-        median: s.median,
-        iq25: s.iq25,
-        iq75: s.iq75,
-        p90: s.p90,
-        p99: s.p99,
-        p999: s.p999,
-        p9999: s.p9999,
-        mad: s.mad,
-    }
+    *s
 }
 
 /// A progress event for this side.

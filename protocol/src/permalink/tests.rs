@@ -1,6 +1,6 @@
 use super::*;
-use meshperf_protocol::plan::{Plan, Transport};
-use meshperf_protocol::result::{Sides, StepResult};
+use crate::plan::{Plan, Transport};
+use crate::result::{Sides, StepResult};
 use serde_json::json;
 
 /// xorshift64*: deterministic, no dependency.
@@ -52,7 +52,9 @@ fn hello(host: &str) -> Value {
 fn rtt_summary(v: &[u64]) -> Value {
     let us: Vec<f64> = v.iter().map(|&x| x as f64 / 1e3).collect();
     let mut o = Map::new();
-    for (k, x) in crate::stats::Summary::new(&us).map_or([].into(), |s| s.fields().to_vec()) {
+    for (k, x) in
+        meshperf_stats::stats::Summary::new(&us).map_or([].into(), |s| s.fields().to_vec())
+    {
         o.insert(k.into(), json!(x));
     }
     json!({"count": v.len(), "timeouts": 0, "bad": 0, "rtt_us": o})

@@ -42,15 +42,13 @@
 //! says `"samples_replaced": true` so the page can say so and offer the JSON
 //! file. Decoding checks the tag, the version (a newer one asks for a newer
 //! meshperf), the base64 text, the zlib checksum and every length, and then
-//! upgrades the result through [`meshperf_protocol::result::upgrade`], so links
+//! upgrades the result through [`crate::result::upgrade`], so links
 //! from older result versions still open.
 
-use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::Role;
-use meshperf_protocol::params::Kind;
-use meshperf_protocol::result::{
-    self, primary_role, ResultError, RunResult, Series, SeriesHistogram,
-};
+use crate::frame::SampleKind;
+use crate::msg::Role;
+use crate::params::Kind;
+use crate::result::{self, primary_role, ResultError, RunResult, Series, SeriesHistogram};
 use serde_json::{Map, Number, Value};
 use thiserror::Error;
 

@@ -1,10 +1,10 @@
 //! Plans for the web app: expansion into steps and the preset list, as JSON
-//! strings for the wasm facade. The definitions live in `meshperf_protocol`
-//! (one meaning of a plan for the page and `meshperf run`); this only
-//! converts, through the protocol's serde types.
+//! strings for the wasm facade. The definitions live in [`crate::plan`] and
+//! [`crate::presets`] (one meaning of a plan for the page and `meshperf
+//! run`); this only converts, through their serde types.
 
-use meshperf_protocol::plan::{Plan, PlanError};
-use meshperf_protocol::presets;
+use crate::plan::{Plan, PlanError};
+use crate::presets;
 use serde_json::{json, Value};
 
 /// `text` as a [`Plan`], read as a `Value` first as results are
