@@ -185,9 +185,11 @@ fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured()
     // events, then the serving agent freezes: no answer, no byte, no close.
     loop {
         let m = cb.next_text();
-        let at = (m["type"] == "progress" && m["test_id"] == 9)
-            .then(|| m["elapsed_s"].as_f64().unwrap())
-            .unwrap_or(0.0);
+        let at = if m["type"] == "progress" && m["test_id"] == 9 {
+            m["elapsed_s"].as_f64().unwrap()
+        } else {
+            0.0
+        };
         assert!(m["type"] != "result" && m["type"] != "error", "{m}");
         cb.events.push(m);
         if at >= 1.5 {
