@@ -118,7 +118,7 @@ matrix() {
 check() {
   local out=$1; shift
   python3 "$root/tests/netns/mesh_check.py" "$dir/$out.json" --hosts "$hosts" "$@" \
-    || { grep -v '#r=' "$dir/$out.err" >&2 || true; fail "the $out matrix does not show the paths as they are"; }
+    || { grep -v '#r=' "$dir/$out.err" >&2 || true; fail "the $out matrix does not show the paths as they are (load average $(cut -d' ' -f1-3 /proc/loadavg))"; }
 }
 
 # 1. Throughput, 3 s a pair (a stall of the forwarding under load weighs less).
