@@ -42,3 +42,8 @@ random_token() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 CARGO_FUZZ_VERSION=0.13.2
 CARGO_FUZZ_ROOT="$ROOT/.tools/cargo-fuzz-$CARGO_FUZZ_VERSION"
 CARGO_FUZZ_BIN="$CARGO_FUZZ_ROOT/bin/cargo-fuzz"
+
+# kustomize (tests/deploy/validate.sh builds deploy/kubernetes with it),
+# pinned, built by `go install` into .tools/ (v5.8.2 and later need Go 1.27).
+KUSTOMIZE_VERSION=v5.8.1
+KUSTOMIZE_BIN="$ROOT/.tools/kustomize-$KUSTOMIZE_VERSION/kustomize"

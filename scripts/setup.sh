@@ -4,7 +4,9 @@
 #
 #   scripts/setup.sh           Rust wasm target, wasm-bindgen-cli, npm packages
 #   scripts/setup.sh --test    the same plus Debian's chromium for Playwright,
-#                              kubernetes-validate (PyPI) in .tools/kv, as root
+#                              kubernetes-validate (PyPI) in .tools/kv,
+#                              kustomize (Go modules, if go is installed) in
+#                              .tools/kustomize-VERSION, as root
 #                              NetfilterQueue (PyPI) in .tools/nfq, and as
 #                              root the netns tests' Debian packages (dnsmasq,
 #                              umoci, buildah, prometheus) and Rust's x86_64-unknown-linux-musl target,
@@ -167,6 +169,18 @@ if [ $want_test -eq 1 ]; then
             "$kv/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tests/deploy/requirements.txt"
         cp "$ROOT/tests/deploy/requirements.txt" "$kv_stamp"
     fi
+    # --- kustomize for tests/deploy/validate.sh, pinned, from the Go module
+    # proxy into .tools/kustomize-VERSION (about 90 s once) ------------------
+    if [ ! -x "$KUSTOMIZE_BIN" ]; then
+        if command -v go >/dev/null; then
+            run_phase "go install kustomize $KUSTOMIZE_VERSION into .tools/" \
+                env GOBIN="$(dirname "$KUSTOMIZE_BIN")" GOFLAGS=-buildvcs=false \
+                go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+            [ -x "$KUSTOMIZE_BIN" ] || die "go install kustomize did not leave $KUSTOMIZE_BIN"
+        else
+            log "go not found: kustomize $KUSTOMIZE_VERSION not installed, so tests/deploy/validate.sh fails (not run) unless kustomize or kubectl is on PATH"
+        fi
+    fi
     # --- as root, NetfilterQueue for the delay line of tests/netns/lul.sh, in
     # a venv in .tools/nfq, pinned by tests/netns/requirements-nfq.txt -------
     nfq="$ROOT/.tools/nfq"
@@ -208,4 +222,4 @@ if [ $want_test -eq 1 ]; then
     fi
 fi
 
-log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate, nightly + cargo-fuzz'))"
+log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate, kustomize, nightly + cargo-fuzz'))"

@@ -7,7 +7,8 @@
 //! Checks: under `tc tbf rate 50mbit` the measured UDP receive rate is within
 //! 2% of the goodput tbf allows; with an `iptables -m statistic` DROP rule
 //! meshperf's lost count equals the rule's packet counter exactly; and a
-//! `tcp_stream` through a lossy router sees retransmits.
+//! `tcp_stream` through a lossy router counts at least the packets the rule
+//! dropped as retransmits, and at most the sending namespace's own count.
 //!
 //! `test = false` in Cargo.toml: a plain `cargo test` neither runs it nor
 //! counts it as passed; `run.sh` asks for it by name.
@@ -110,24 +111,43 @@ fn sh(args: &[&str]) -> String {
 /// UDP datagrams namespace `ns`'s sockets had no buffer room for (the
 /// kernel's RcvbufErrors in /proc/net/snmp, per network namespace).
 fn rcvbuf_errors(ns: &str) -> u64 {
+    snmp(ns, "Udp:", "RcvbufErrors")
+}
+
+/// Counter `name` of the `proto` lines ("Udp:", "Tcp:") of namespace `ns`'s
+/// /proc/net/snmp.
+fn snmp(ns: &str, proto: &str, name: &str) -> u64 {
     let t = sh(&["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"]);
-    let udp: Vec<Vec<&str>> = t
+    let rows: Vec<Vec<&str>> = t
         .lines()
-        .filter(|l| l.starts_with("Udp:"))
+        .filter(|l| l.starts_with(proto))
         .map(|l| l.split_whitespace().collect())
         .collect();
-    let at = udp[0]
+    let at = rows[0]
         .iter()
-        .position(|h| *h == "RcvbufErrors")
-        .expect("RcvbufErrors in /proc/net/snmp");
-    udp[1][at].parse().expect("a count")
+        .position(|h| *h == name)
+        .unwrap_or_else(|| panic!("{name} in /proc/net/snmp"));
+    rows[1][at].parse().expect("a count")
+}
+
+/// TCP segments namespace `ns` retransmitted (RetransSegs in /proc/net/snmp).
+fn tcp_retrans_segs(ns: &str) -> u64 {
+    snmp(ns, "Tcp:", "RetransSegs")
 }
 
 fn drop_count() -> u64 {
+    drop_counters().0
+}
+
+/// Packet and byte counters of the first DROP rule in FORWARD.
+fn drop_counters() -> (u64, u64) {
     let t = sh(&["iptables", "-L", "FORWARD", "-v", "-x", "-n"]);
     t.lines()
         .find(|l| l.contains("DROP"))
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .and_then(|l| {
+            let mut f = l.split_whitespace().map(|x| x.parse().ok());
+            Some((f.next()??, f.next()??))
+        })
         .expect("a DROP rule in FORWARD")
 }
 
@@ -139,6 +159,7 @@ fn netns_ground_truth() {
         .expect("MESHPERF_NETNS_B: run tests/netns/run.sh as root");
     let to_b = std::env::var("MESHPERF_NETNS_DEV_B").expect("router's device towards B");
     let from_a = std::env::var("MESHPERF_NETNS_DEV_A").expect("router's device towards A");
+    let ns_a = std::env::var("MESHPERF_NETNS_NS_A").expect("A's network namespace");
     let ns_b = std::env::var("MESHPERF_NETNS_NS_B").expect("B's network namespace");
     let (mut a, mut b) = (Agent::connect(&a), Agent::connect(&b));
 
@@ -222,21 +243,63 @@ fn netns_ground_truth() {
     assert!(dropped > 500, "{dropped}");
     assert_eq!(s["lost"].as_u64(), Some(dropped + overflowed), "{s}");
 
-    // 3. TCP through a lossy router retransmits.
+    // 3. TCP through a lossy router retransmits what the router dropped.
+    // The rule drops 10% of A's data packets (IP length 100 and more: no
+    // bare ACK, SYN or FIN) while the connection has carried less than
+    // `early` bytes from A. The sender's figure is read when its last write
+    // is taken, with at most its send buffer not yet acknowledged (`sndbuf`:
+    // the autotuning ceiling, or twice wmem_max if set by hand): every byte
+    // below 16 MiB - sndbuf has arrived by then, so every packet the rule
+    // dropped has been sent again and counted. The router forwards GSO
+    // packets (up to 64 KiB, one header for the lot: 12 to 29 of them
+    // dropped in a run here, against 389 to 609 segments retransmitted), so
+    // a dropped packet of L bytes held at least L / MTU segments (a whole
+    // segment on the wire is at most the MTU) and at least one. So
+    // meshperf's retransmits are at least the rule's packets and its bytes
+    // over the MTU, and at most A's kernel-wide count of retransmitted
+    // segments over the test (A's other connections only add to that).
+    let total = 256 * 65536u64;
+    let sysctl = |k: &str| {
+        let t = sh(&["ip", "netns", "exec", &ns_a, "sysctl", "-n", k]);
+        t.split_whitespace().last().unwrap().parse::<u64>().unwrap()
+    };
+    let sndbuf = sysctl("net.ipv4.tcp_wmem").max(2 * sysctl("net.core.wmem_max"));
+    // 1 MiB for a write that overshoots the buffer and for the headers.
+    let early = total.saturating_sub(sndbuf + (1 << 20));
+    assert!(
+        early >= 4 << 20,
+        "a send buffer of {sndbuf} bytes leaves {early} of the 16 MiB to drop from: lower tcp_wmem"
+    );
+    let connbytes = format!("0:{early}");
     let rule = [
         "FORWARD",
+        "-i",
+        &from_a,
         "-p",
         "tcp",
+        "-m",
+        "length",
+        "--length",
+        "100:65535",
+        "-m",
+        "connbytes",
+        "--connbytes",
+        &connbytes,
+        "--connbytes-dir",
+        "original",
+        "--connbytes-mode",
+        "bytes",
         "-m",
         "statistic",
         "--mode",
         "random",
         "--probability",
-        "0.05",
+        "0.1",
         "-j",
         "DROP",
     ];
     sh(&[&["iptables", "-A"][..], &rule[..]].concat());
+    let retrans_before = tcp_retrans_segs(&ns_a);
     let s = run(
         &mut a,
         &mut b,
@@ -244,10 +307,22 @@ fn netns_ground_truth() {
         "tcp_stream",
         json!({"msg_bytes": 65536, "count": 256}),
     );
+    let (dropped, dropped_bytes) = drop_counters();
+    let retrans_a = tcp_retrans_segs(&ns_a) - retrans_before;
     sh(&[&["iptables", "-D"][..], &rule[..]].concat());
+    let mtu: u64 = std::fs::read_to_string(format!("/sys/class/net/{from_a}/mtu"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let least = dropped.max(dropped_bytes.div_ceil(mtu));
+    let retransmits = s["retransmits"].as_u64().unwrap();
     println!(
-        "tcp_stream through 5% loss: retransmits {}",
-        s["retransmits"]
+        "tcp_stream through 10% loss: iptables dropped {dropped} data packets ({dropped_bytes} bytes: at least {least} segments of MTU {mtu}), meshperf retransmits {retransmits}, A's kernel retransmitted {retrans_a} segments"
     );
-    assert!(s["retransmits"].as_u64().unwrap() > 0, "{s}");
+    assert!(dropped > 0, "the rule dropped nothing: no test: {s}");
+    assert!(
+        (least..=retrans_a).contains(&retransmits),
+        "retransmits {retransmits} not between the {least} segments dropped and A's {retrans_a}: {s}"
+    );
 }

@@ -158,17 +158,18 @@ test('an agent killed before the run fails exactly its row and column; the rest 
   }
 });
 
-test('Cancel stops every running pair within a second or two, and the agents are free for the next matrix', async ({ page, mesh }) => {
+test('Cancel stops every running pair at once, not at the confirmation timeout, and the agents are free for the next matrix', async ({ page, mesh }) => {
   await openMesh(page, mesh);
   await startStreams(page, 20);
   const running = page.locator('[data-testid=cell][data-state=running]');
   await expect(running.first()).toBeVisible();
   await expect(page.getByTestId('matrix-running')).toContainText('→');
-  await page.waitForTimeout(500);
-  const t0 = Date.now();
+  // Pairs whose agents never got the cancel would run until the page's 15 s
+  // wait for their confirmation (drive.ts) or their own 20 s; the agents
+  // act on it within their 100 ms check: the status must say cancelled well
+  // before either (5 s on a loaded machine).
   await page.getByTestId('matrix-cancel').click();
   await expect(page.getByTestId('matrix-status')).toHaveAttribute('data-phase', 'cancelled', { timeout: 5_000 });
-  expect(Date.now() - t0).toBeLessThan(2_000);
   await expect(running).toHaveCount(0);
   // The pairs that were running failed as cancelled; the rest were not run.
   const failed = page.locator('[data-testid=cell][data-state=failed]');

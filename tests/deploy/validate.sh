@@ -2,14 +2,16 @@
 # deploy/: every Kubernetes manifest validated against the API schemas of a
 # current release (PyPI's kubernetes-validate, strict: unknown fields are
 # errors), on the files and on what kustomize builds of each variant (the
-# default, each component alone, overlays/node) when kubectl or kustomize is
-# installed; then tests/deploy/check.py on the built objects (restricted
+# default, each component alone, overlays/node: the pinned kustomize that
+# scripts/setup.sh --test installs, else kustomize or kubectl on PATH; with
+# none the test fails as not run); then tests/deploy/check.py on the built objects (restricted
 # profile, probes, Secret, ports); then the systemd unit (deploy/systemd/)
 # checked for what docs/deploy.md says it has; then the Grafana dashboard
 # (tests/deploy/grafana.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+. scripts/lib.sh   # KUSTOMIZE_BIN
 k8s_version=1.37.0
 kv_dir=.tools/kv
 fail() { echo "deploy: FAILED: $*" >&2; exit 1; }
@@ -31,32 +33,29 @@ sys.exit(f"a usable token ({len(t)} characters) in {sys.argv[1]}" if len(t) >= 8
   || fail "deploy/kubernetes/secret.example.yaml must keep an unusable placeholder"
 
 kustomize=()
-if command -v kustomize >/dev/null; then kustomize=(kustomize build)
+if [ -x "$KUSTOMIZE_BIN" ]; then kustomize=("$KUSTOMIZE_BIN" build)
+elif command -v kustomize >/dev/null; then kustomize=(kustomize build)
 elif command -v kubectl >/dev/null && kubectl kustomize --help >/dev/null 2>&1; then kustomize=(kubectl kustomize)
 fi
-if [ ${#kustomize[@]} -gt 0 ]; then
-  k=$root/deploy/kubernetes
-  build() { # NAME DIR
-    "${kustomize[@]}" "$2" >"$tmp/$1.yaml" || fail "${kustomize[*]} $2"
-    validate "$tmp/$1.yaml"
-  }
-  build default "$k"
-  build node "$k/overlays/node"
-  for c in "$k"/components/*/; do
-    name=$(basename "$c")
-    mkdir "$tmp/$name"
-    # (kustomize takes relative paths only)
-    printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n' \
-      "$(realpath --relative-to="$tmp/$name" "$k/base")" "$(realpath --relative-to="$tmp/$name" "$c")" >"$tmp/$name/kustomization.yaml"
-    build "component-$name" "$tmp/$name"
-  done
-  echo "deploy: built with ${kustomize[*]} and valid: default, overlays/node, components $(cd "$k/components" && echo *)"
-  "$kv_dir/bin/python" tests/deploy/check.py base "$tmp/default.yaml"
-  "$kv_dir/bin/python" tests/deploy/check.py node "$tmp/node.yaml"
-else
-  echo "deploy: kustomize and kubectl not installed: the kustomizations are not built; files validated and checked as they are"
-  "$kv_dir/bin/python" tests/deploy/check.py base deploy/kubernetes/base/*.yaml
-fi
+[ ${#kustomize[@]} -gt 0 ] || fail "NOT RUN: no kustomize ($KUSTOMIZE_BIN, kustomize or kubectl), so the kustomizations were not built: run scripts/setup.sh --test (it needs go) or install kubectl"
+k=$root/deploy/kubernetes
+build() { # NAME DIR
+  "${kustomize[@]}" "$2" >"$tmp/$1.yaml" || fail "${kustomize[*]} $2"
+  validate "$tmp/$1.yaml"
+}
+build default "$k"
+build node "$k/overlays/node"
+for c in "$k"/components/*/; do
+  name=$(basename "$c")
+  mkdir "$tmp/$name"
+  # (kustomize takes relative paths only)
+  printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n' \
+    "$(realpath --relative-to="$tmp/$name" "$k/base")" "$(realpath --relative-to="$tmp/$name" "$c")" >"$tmp/$name/kustomization.yaml"
+  build "component-$name" "$tmp/$name"
+done
+echo "deploy: built with ${kustomize[*]} and valid: default, overlays/node, components $(cd "$k/components" && echo *)"
+"$kv_dir/bin/python" tests/deploy/check.py base "$tmp/default.yaml"
+"$kv_dir/bin/python" tests/deploy/check.py node "$tmp/node.yaml"
 
 # The systemd unit: the deploy guide points to it; it must say what the guide says.
 unit=deploy/systemd/meshperf-agent.service

@@ -2,7 +2,8 @@
 # Ground truth in network namespaces (root only): two end namespaces A and B
 # joined through a router namespace R with veth pairs, one meshperf agent in
 # A and one in B, and agent/tests/netns.rs run inside R to compare meshperf
-# with tc tbf (rate), iptables -m statistic (loss) and TCP retransmits.
+# with tc tbf (rate), iptables -m statistic (loss) and TCP retransmits
+# (against the DROP rule's counter and the sender's /proc/net/snmp).
 # Names are unique per run (mp<pid>a/b/r); everything is removed on exit,
 # whether the checks pass or not. Exit 0 on success or when skipped.
 set -euo pipefail
@@ -62,6 +63,6 @@ start_agent "$B" "$ipb" url_b
 echo "netns harness: agents $url_a and $url_b, router $R"
 
 MESHPERF_NETNS_A=$url_a MESHPERF_NETNS_B=$url_b \
-MESHPERF_NETNS_DEV_A=${id}a1 MESHPERF_NETNS_DEV_B=${id}b1 MESHPERF_NETNS_NS_B=$B \
+MESHPERF_NETNS_DEV_A=${id}a1 MESHPERF_NETNS_DEV_B=${id}b1 MESHPERF_NETNS_NS_A=$A MESHPERF_NETNS_NS_B=$B \
   ip netns exec "$R" timeout 300 cargo test --profile test-release -q --offline -p meshperf-agent --test netns -- --nocapture
 echo "netns harness: ok"

@@ -43,7 +43,8 @@ pub(crate) fn sides(s: &StepResult) -> [CpuSummary; 2] {
 
 /// A busy `tcp_stream` run (the driving agent sends): both sides' figures
 /// in range, a sender that used CPU and threads beyond its own (the stream
-/// workers), the `cpu:` lines printed from the same figures as the JSON,
+/// workers), the `cpu:` lines printed from the same figures as the JSON
+/// (the expected line written out here, not built by the CLI's function),
 /// and the CSV's `cpu.client.*` / `cpu.server.*` cells equal to them.
 pub(crate) fn check_stream_run(out: &str, file: &RunResult, csv: &str) {
     let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(';').collect()).collect();
@@ -60,7 +61,13 @@ pub(crate) fn check_stream_run(out: &str, file: &RunResult, csv: &str) {
         );
         assert!(client.host_percent.is_some() && server.host_percent.is_some());
         for (role, c) in [("client", client), ("server", server)] {
-            let line = format!("cpu: {role} {}", c.text());
+            // The line as the README shows it, written here from the JSON's
+            // figures (not with the function the CLI prints it with).
+            let host = c.host_percent.unwrap();
+            let line = format!(
+                "cpu: {role} {:.1}% of a CPU (user {:.3} s, system {:.3} s, {} threads, {:.3} s); host {host:.1}% of {} CPUs",
+                c.percent, c.user_seconds, c.system_seconds, c.threads, c.seconds, c.host_cpus
+            );
             assert!(out.lines().any(|l| l == line), "no {line:?} in\n{out}");
             let cell = |k: &str| {
                 let name = format!("cpu.{role}.{k}");
@@ -69,8 +76,10 @@ pub(crate) fn check_stream_run(out: &str, file: &RunResult, csv: &str) {
             };
             let num = |k: &str| cell(k).parse::<f64>().unwrap_or(f64::NAN);
             assert_eq!(num("user_seconds"), c.user_seconds, "{csv}");
+            assert_eq!(num("system_seconds"), c.system_seconds, "{csv}");
             assert_eq!(num("percent"), c.percent, "{csv}");
             assert_eq!(num("threads"), c.threads as f64, "{csv}");
+            assert_eq!(num("host_percent"), host, "{csv}");
         }
     }
 }

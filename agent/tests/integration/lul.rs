@@ -180,9 +180,23 @@ fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured()
         "kind": "latency_under_load", "params": params,
         "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}));
     assert_eq!(start["type"], "started", "{start}");
-    // Into the download phase, then the serving agent freezes: no answer,
-    // no byte, no close.
-    std::thread::sleep(std::time::Duration::from_millis(1800));
+    // Into the download phase (from 1.3 s to 6.3 s of the test: idle 1 s,
+    // a gap of 0.3 s), by the driving agent's own clock in its progress
+    // events, then the serving agent freezes: no answer, no byte, no close.
+    loop {
+        let m = cb.next_text();
+        let at = if m["type"] == "progress" && m["test_id"] == 9 {
+            m["elapsed_s"].as_f64().unwrap()
+        } else {
+            0.0
+        };
+        assert!(m["type"] != "result" && m["type"] != "error", "{m}");
+        cb.events.push(m);
+        if at >= 1.5 {
+            assert!(at < 6.0, "the first progress past 1.5 s came at {at} s");
+            break;
+        }
+    }
     let pid = a.child.id().to_string();
     let signal = |s: &str| {
         let ok = std::process::Command::new("kill")

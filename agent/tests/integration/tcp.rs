@@ -136,9 +136,17 @@ fn unix_sockets_run_inside_one_agent_with_one_time_keys() {
         assert_eq!(end["summary"]["sent_bytes"], 2 * 65536 * 500, "{end}");
         assert_eq!(end["summary"]["received_bytes"], 2 * 65536 * 500, "{end}");
     }
-    // The private directory is gone once the test ended.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    // The private directory is gone once the test ended (removed as the
+    // serving side ends, which may be just after its result was sent).
+    let t0 = std::time::Instant::now();
+    while std::fs::read_dir(&tmp).unwrap().count() > 0 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "left behind: {:?}",
+            std::fs::read_dir(&tmp).unwrap().collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     // A key works once; a wrong one never.
     let prep = srv.request(json!({"type": "prepare", "test_id": 3, "step": 0, "kind": "unix_rr", "params": {"count": 5}}));
     let mut start = |id: u32, key: &Value| {
