@@ -213,7 +213,7 @@ if [ $want_test -eq 1 ]; then
             exec 8>&-
         fi
     else
-        log "rustup not found: no nightly toolchain, so npm test skips the fuzz targets"
+        log "rustup not found: no nightly toolchain for the fuzz targets, so npm test counts them as failed (install rustup, then re-run)"
     fi
     # --- as root, the static (musl) target for the OCI image test ------------
     if [ "$(id -u)" -eq 0 ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib" ]; then

@@ -2,14 +2,16 @@
 //! (`msg::Request`, with each kind's `params` as the agent parses them)
 //! and those an agent sends a controller (`msg::Event`, read by
 //! `meshperf run`). Whatever decodes encodes to text that decodes to the same
-//! message, and parameters an agent accepts are within its limits.
+//! message, and parameters an agent accepts are within its limits: a paced
+//! test's count fits the agent's time, and its time holds at least
+//! `MIN_PACED_MESSAGES` messages and is not cut short by a count limit.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::params::{
     Kind, Limits, LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
-    UDP_MAX_PAYLOAD, UDP_MIN_LEN,
+    MIN_PACED_MESSAGES, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -37,6 +39,23 @@ fn check_params(kind: Kind, params: &Value, l: &Limits) {
             assert!(p.msg_bytes <= l.max_msg_bytes, "{p:?}");
             assert!(p.count.is_some() != p.duration_s.is_some(), "{p:?}");
             assert!(within_time(p.duration_s), "{p:?}");
+            // A rate's writes: a count within the agent's time, a time
+            // that holds at least 2 writes per stream.
+            let w = p.write_wait_us();
+            assert!(w >= p.wait_us as f64, "{p:?}");
+            match (p.count, p.duration_s) {
+                (Some(c), None) => {
+                    assert!(
+                        c as f64 * w / 1e6 <= l.max_duration_s * (1.0 + 1e-9),
+                        "{p:?}"
+                    )
+                }
+                (None, Some(d)) => assert!(
+                    w * MIN_PACED_MESSAGES as f64 / 1e6 <= d * (1.0 + 1e-9),
+                    "{p:?}"
+                ),
+                _ => unreachable!(),
+            }
             if let Some(b) = p.bytes_per_stream() {
                 assert!(
                     b as u128 * p.streams as u128 <= l.max_bytes as u128,
@@ -60,12 +79,38 @@ fn check_params(kind: Kind, params: &Value, l: &Limits) {
         Kind::UdpStream => UdpStreamParams::parse(params, l).map(|p| {
             assert!(udp_size(p.pkt_bytes), "{p:?}");
             assert!(p.count <= l.max_count, "{p:?}");
-            assert!(p.wait_us >= 0.0 && p.count as f64 * p.wait_us / 1e6 <= l.max_duration_s);
+            assert!(
+                p.count as u128 * p.pkt_bytes as u128 <= l.max_bytes as u128,
+                "{p:?}"
+            );
+            assert!(p.wait_us >= 0.0 && within_time(p.duration_s), "{p:?}");
+            let secs = |n: u64| n as f64 * p.wait_us / 1e6;
+            match p.duration_s {
+                // A count fits the agent's time.
+                None => assert!(secs(p.count) <= l.max_duration_s * (1.0 + 1e-9), "{p:?}"),
+                // Paced for a time: at least 2 datagrams, the last one
+                // inside the time, and enough to fill it (not a count
+                // limit that would end the test early).
+                Some(d) if p.wait_us > 0.0 => {
+                    assert!(p.count >= MIN_PACED_MESSAGES, "{p:?}");
+                    assert!(secs(p.count - 1) < d * (1.0 + 1e-9), "{p:?}");
+                    assert!(secs(p.count) >= d * (1.0 - 1e-9), "{p:?}");
+                }
+                Some(_) => {}
+            }
         }),
         Kind::LatencyUnderLoad => LulParams::parse(params, l).map(|p| {
             let phases = [p.idle_s, p.download_s, p.upload_s, p.both_s];
-            assert!(phases.iter().all(|&d| (0.0..=l.max_duration_s).contains(&d)), "{p:?}");
-            assert!(p.gap_s >= 0.0 && (1.0..=1000.0).contains(&p.probe_ms), "{p:?}");
+            assert!(
+                phases
+                    .iter()
+                    .all(|&d| (0.0..=l.max_duration_s).contains(&d)),
+                "{p:?}"
+            );
+            assert!(
+                p.gap_s >= 0.0 && (1.0..=1000.0).contains(&p.probe_ms),
+                "{p:?}"
+            );
             assert!(p.streams <= l.max_streams, "{p:?}");
         }),
     };

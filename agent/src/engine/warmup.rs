@@ -75,13 +75,9 @@ pub fn note(s: &mut StreamSummary, o: Option<Omitted>) {
 /// buffer (megabytes, autotuned), which drains at the rate after the test's
 /// time is up, and the receiver's time would run on by that much.
 pub fn write_wait(p: &StreamParams) -> Duration {
-    let wait = Duration::from_micros(p.wait_us);
-    match p.rate {
-        Some(r) => wait.max(Duration::from_secs_f64(
-            p.msg_bytes as f64 * 8.0 * p.streams as f64 / r,
-        )),
-        None => wait,
-    }
+    // The protocol's, so the wait the agent keeps is the one its
+    // parameters were checked with (`StreamParams::write_wait_us`).
+    Duration::from_secs_f64(p.write_wait_us() / 1e6)
 }
 
 /// The kernel paces a connection this much above its share of the rate:

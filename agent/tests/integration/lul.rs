@@ -510,7 +510,7 @@ fn probe_ms_is_refused_where_no_probe_flow_can_run() {
         ("unix_stream", json!({"probe_ms": 5}), "probe_ms"),
         (
             "udp_stream",
-            json!({"probe_ms": 5, "duration_s": 1, "rate": 10000}),
+            json!({"probe_ms": 5, "duration_s": 1, "rate": 30000}),
             "probe_ms: 64-byte probes every 5 ms",
         ),
         // Each within the limit, together not.

@@ -155,6 +155,11 @@ impl ProbeParams {
         (self.probe_ms * 20.0 / 1e3).clamp(0.2, 2.0)
     }
 
+    /// The flow's rate one way, bits per second of UDP payload.
+    pub fn bits_per_second(&self) -> f64 {
+        self.probe_bytes as f64 * 8.0 * 1e3 / self.probe_ms
+    }
+
     /// Probes sent over `seconds`.
     pub fn probes(&self, seconds: f64) -> u64 {
         (seconds * 1e3 / self.probe_ms).ceil() as u64
@@ -173,7 +178,7 @@ impl ProbeParams {
             ));
         }
         if let Some(max) = limits.max_udp_bits_per_second {
-            let rate = self.probe_bytes as f64 * 8.0 * 1e3 / self.probe_ms;
+            let rate = self.bits_per_second();
             if rate > max {
                 return Err(ParamError::new(
                     PROBE_MS.name,

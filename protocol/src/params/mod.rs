@@ -16,6 +16,8 @@ mod tcp;
 pub use tcp::TcpSocketParams;
 mod lul;
 pub use lul::{Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN};
+mod pace;
+pub use pace::MIN_PACED_MESSAGES;
 mod rate;
 pub use rate::parse_rate;
 mod udp;
@@ -251,27 +253,6 @@ pub(crate) fn mss(r: &mut Reader) -> Result<Option<u64>, ParamError> {
 /// never both; each was read within its range (`Reader::opt_int`,
 /// `Reader::opt_float`). `bytes_per_count` is what one count moves in total
 /// (for the `max_bytes` limit), with its formula named.
-/// A count-bounded test that waits `wait_us` between messages must fit in
-/// the agent's duration limit (count x wait_us alone): checked before any
-/// traffic rather than found when the serving side's limit ends it.
-pub(crate) fn paced_within(
-    count: Option<u64>,
-    wait_us: f64,
-    limits: &Limits,
-) -> Result<(), ParamError> {
-    let secs = count.unwrap_or(0) as f64 * wait_us / 1e6;
-    if secs > limits.max_duration_s {
-        return Err(ParamError::new(
-            "count",
-            format!(
-                "count x wait_us = {secs:.1} s is above the agent's limit of {} s",
-                limits.max_duration_s
-            ),
-        ));
-    }
-    Ok(())
-}
-
 pub(crate) fn bound(
     count: Option<u64>,
     duration_s: Option<f64>,

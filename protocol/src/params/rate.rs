@@ -48,6 +48,18 @@ pub fn mbit(bits_per_second: f64) -> String {
     format!("{} Mbit/s", bits_per_second / 1e6)
 }
 
+/// A rate as asked, in the unit that reads best: `2 bit/s`, `2.24 kbit/s`,
+/// `20 Mbit/s` (k, M, G: powers of 1000, as `rate` reads them).
+pub fn rate_text(bits_per_second: f64) -> String {
+    let (div, unit) = match bits_per_second {
+        b if b >= 1e9 => (1e9, "Gbit/s"),
+        b if b >= 1e6 => (1e6, "Mbit/s"),
+        b if b >= 1e3 => (1e3, "kbit/s"),
+        _ => (1.0, "bit/s"),
+    };
+    format!("{} {unit}", bits_per_second / div)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +73,9 @@ mod tests {
         assert_eq!(parse_rate("M"), None);
         assert_eq!(parse_rate("fast"), None);
         assert_eq!(parse_rate(""), None);
+        assert_eq!(rate_text(2.0), "2 bit/s");
+        assert_eq!(rate_text(2240.0), "2.24 kbit/s");
+        assert_eq!(rate_text(20e6), "20 Mbit/s");
+        assert_eq!(rate_text(1.5e9), "1.5 Gbit/s");
     }
 }

@@ -1,5 +1,6 @@
 //! Parameters of `tcp_stream` and `unix_stream`.
 
+use super::pace::Pace;
 use super::rr::{bind_addr, congestion};
 use super::spec::stream::*;
 use super::spec::{CLIENT_BIND, DURATION_S, OMIT_S, RATE, RCVBUF, SERVER_BIND, SNDBUF};
@@ -120,6 +121,16 @@ fn default_probe_bytes() -> u64 {
 pub const RCVLOWAT_DEFAULT_MAX: u64 = 128 * 1024;
 
 impl StreamParams {
+    fn pace_of(msg_bytes: u64, streams: u32, wait_us: u64, rate: Option<f64>) -> Pace {
+        Pace::new("write", msg_bytes, streams, wait_us as f64, rate)
+    }
+
+    /// Time between one stream's writes, us: `wait_us`, or with `rate` at
+    /// least a message at the stream's share of it.
+    pub fn write_wait_us(&self) -> f64 {
+        Self::pace_of(self.msg_bytes, self.streams, self.wait_us, self.rate).wait_us
+    }
+
     /// The probe flow beside the streams, if `probe_ms` asks for one.
     pub fn probe(&self) -> Option<ProbeParams> {
         ProbeParams::of(self.probe_ms, self.probe_bytes, self.clocks)
@@ -222,7 +233,9 @@ impl StreamParams {
             ),
             limits,
         )?;
-        super::paced_within(count, wait_us as f64, limits)?;
+        // The writes' pace (`wait_us`, or what `rate` gives each stream)
+        // against the count or duration, in one place with udp_stream's.
+        Self::pace_of(msg_bytes, streams, wait_us, rate).within(count, duration_s, limits)?;
         ProbeParams::beside(probe_ms, probe_bytes, clocks, duration_s, limits)?;
         super::omit_within(omit_s, duration_s)?;
         Ok(StreamParams {
@@ -399,6 +412,55 @@ mod tests {
         let e = StreamParams::parse(&json!({"probe_ms": 50}), &capped).unwrap_err();
         assert!(e.message.contains("1220 probes in 61 s"), "{e}");
         StreamParams::parse(&json!({"probe_ms": 50, "duration_s": 10}), &capped).unwrap();
+    }
+
+    #[test]
+    fn a_rate_is_checked_against_the_count_or_time_as_udp_streams_is() {
+        // 20 Mbit/s over 4 streams of 64 KiB writes: each stream writes every
+        // 4 x 524288 bits / 20e6 = 104.8576 ms.
+        let p = parse(json!({"rate": "20M", "streams": 4, "msg_bytes": 65536, "duration_s": 2}))
+            .unwrap();
+        assert!(
+            (p.write_wait_us() - 104857.6).abs() < 1e-6,
+            "{}",
+            p.write_wait_us()
+        );
+        // wait_us when it is the slower.
+        let p = parse(json!({"rate": "20M", "wait_us": 200000, "duration_s": 2})).unwrap();
+        assert_eq!(p.write_wait_us(), 200000.0);
+        // One 128 KiB write in the test's 10 s: no rate to speak of.
+        let e = parse(json!({"rate": 2, "duration_s": 10})).unwrap_err();
+        assert_eq!(e.param, "rate", "{e}");
+        assert!(
+            e.message.starts_with(
+                "2 bit/s is one 131072-byte write every 524288 s, fewer than 2 in the test's \
+                 10 s: give rate 210k or more"
+            ),
+            "{e}"
+        );
+        assert!(parse(json!({"rate": "210k", "duration_s": 10})).is_ok());
+        let e = parse(json!({"rate": "500k", "streams": 4, "duration_s": 10})).unwrap_err();
+        assert!(
+            e.message.contains("131072-byte write on each of 4 streams"),
+            "{e}"
+        );
+        assert!(e.message.contains("give rate 839k or more"), "{e}");
+        // A count at a rate past the agent's time: 1024 writes of 128 KiB at
+        // 1 Mbit/s take 1074 s, and the agent would stop it at 60.
+        let e = parse(json!({"rate": "1M"})).unwrap_err();
+        assert_eq!(e.param, "rate", "{e}");
+        assert!(
+            e.message
+                .contains("in 1073.7 s, above the agent's limit of 60 s"),
+            "{e}"
+        );
+        assert!(e.message.contains("give rate 17.9M or more"), "{e}");
+        assert_eq!(parse(json!({"rate": "17.9M"})).unwrap().count, Some(1024));
+        assert_eq!(parse(json!({"rate": "17.8M"})).unwrap_err().param, "rate");
+        // wait_us alone: 2 writes in the time, as for a datagram.
+        let e = parse(json!({"wait_us": 600000, "duration_s": 1})).unwrap_err();
+        assert_eq!(e.param, "wait_us", "{e}");
+        assert!(e.message.contains("wait at most 500000 us"), "{e}");
     }
 
     #[test]

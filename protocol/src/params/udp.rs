@@ -26,6 +26,7 @@
 //! | 10     | 8    | sender's time in ns since its test start           |
 
 use super::lul::{Clocks, ProbeParams};
+use super::pace::Pace;
 use super::rr::bind_addr;
 use super::spec::udp::*;
 use super::spec::{ParamSpec, CLIENT_BIND, DURATION_S, OMIT_S, RCVBUF, SERVER_BIND, SNDBUF};
@@ -179,7 +180,11 @@ impl UdpRrParams {
         let interval_ms = r.int(&RR_INTERVAL_MS)?;
         r.finish()?;
         if duration_s.is_none() {
-            super::paced_within(Some(count), wait_us as f64, limits)?;
+            Pace::new("request", req_bytes, 1, wait_us as f64, None).within(
+                Some(count),
+                None,
+                limits,
+            )?;
         }
         Ok(UdpRrParams {
             req_bytes,
@@ -216,14 +221,18 @@ impl UdpStreamParams {
         let (probe_ms, probe_bytes, clocks) =
             ProbeParams::read(&mut r, [&PROBE_MS, &PROBE_BYTES, &CLOCKS])?;
         r.finish()?;
-        let wait_us = match (wait, rate) {
-            (Some(_), Some(_)) => {
-                return Err(ParamError::new("rate", "give rate or wait_us, not both"))
-            }
-            (Some(w), None) => w,
-            (None, Some(bps)) => pkt_bytes as f64 * 8.0 / bps * 1e6,
-            (None, None) => WAIT_US.default_num() as f64,
-        };
+        if wait.is_some() && rate.is_some() {
+            return Err(ParamError::new("rate", "give rate or wait_us, not both"));
+        }
+        // The wait, given or worked out from the rate, and every count and
+        // time it implies are checked in one place (`pace.rs`).
+        let wait = wait.unwrap_or(if rate.is_some() {
+            0.0
+        } else {
+            WAIT_US.default_num() as f64
+        });
+        let pace = Pace::new("datagram", pkt_bytes, 1, wait, rate);
+        pace.udp_rate_within(limits)?;
         // A rate alone runs for a time, as iperf3 -u -b does (10 s, or the
         // agent's limit if shorter).
         let duration_s = match (count, duration_s, rate) {
@@ -233,46 +242,12 @@ impl UdpStreamParams {
         };
         let count = match duration_s {
             None => count.unwrap_or_else(|| STREAM_COUNT.default_num()),
-            // What may leave in that time, within the agent's count and bytes.
-            Some(d) => {
-                let paced = if wait_us > 0.0 {
-                    (d * 1e6 / wait_us).ceil().max(1.0) as u64
-                } else {
-                    u64::MAX
-                };
-                paced
-                    .min(limits.max_count)
-                    .min((limits.max_bytes / pkt_bytes).max(1))
-            }
+            // What leaves in that time at the pace, within the agent's
+            // count and bytes (unpaced: as many as those allow).
+            Some(d) => pace.count_in(d, limits)?,
         };
         super::omit_within(omit_s, duration_s)?;
-        if duration_s.is_none() {
-            super::paced_within(Some(count), wait_us, limits)?;
-        }
-        if let (Some(bps), Some(max)) = (rate, limits.max_udp_bits_per_second) {
-            if bps > max {
-                return Err(ParamError::new(
-                    "rate",
-                    format!(
-                        "{} is above the agent's UDP rate limit of {}",
-                        super::rate::mbit(bps),
-                        super::rate::mbit(max)
-                    ),
-                ));
-            }
-        } else if let Some(max) = limits.max_udp_bits_per_second {
-            let min_wait = pkt_bytes as f64 * 8.0 / max * 1e6;
-            if wait_us < min_wait {
-                return Err(ParamError::new(
-                    "wait_us",
-                    format!(
-                        "{wait_us} us between {pkt_bytes}-byte datagrams is above the agent's \
-                         UDP rate limit of {} Mbit/s: wait at least {min_wait:.2} us",
-                        max / 1e6
-                    ),
-                ));
-            }
-        }
+        pace.within(duration_s.is_none().then_some(count), duration_s, limits)?;
         if (count as u128) * (pkt_bytes as u128) > limits.max_bytes as u128 {
             return Err(ParamError::new(
                 "count",
@@ -285,7 +260,7 @@ impl UdpStreamParams {
         let p = UdpStreamParams {
             pkt_bytes,
             count,
-            wait_us,
+            wait_us: pace.wait_us,
             rate,
             duration_s,
             omit_s,
@@ -298,23 +273,7 @@ impl UdpStreamParams {
             clocks,
         };
         if let Some(pp) = ProbeParams::beside(probe_ms, probe_bytes, clocks, duration_s, limits)? {
-            // The burst and its probes together within the UDP rate limit.
-            if let (Some(max), true) = (limits.max_udp_bits_per_second, wait_us > 0.0) {
-                let burst = pkt_bytes as f64 * 8.0 / wait_us * 1e6;
-                let probes = pp.probe_bytes as f64 * 8.0 * 1e3 / pp.probe_ms;
-                if burst + probes > max {
-                    return Err(ParamError::new(
-                        PROBE_MS.name,
-                        format!(
-                            "the burst ({:.3} Mbit/s) and its probes ({:.3} Mbit/s) together are \
-                             above the agent's UDP rate limit of {:.3} Mbit/s",
-                            burst / 1e6,
-                            probes / 1e6,
-                            max / 1e6
-                        ),
-                    ));
-                }
-            }
+            pace.udp_rate_with_probes_within(pp.bits_per_second(), limits)?;
         }
         Ok(p)
     }
@@ -327,6 +286,7 @@ impl UdpStreamParams {
 
 #[cfg(test)]
 mod tests {
+    use super::super::parse_rate;
     use super::*;
     use serde_json::json;
 
@@ -445,6 +405,139 @@ mod tests {
         assert_eq!(
             st(json!({"direction": "both"})).unwrap().direction,
             Direction::Both
+        );
+    }
+
+    /// The bound a refusal offers (`give rate 2.24k or more`, `wait at
+    /// most 500000 us`): the word after `after`.
+    fn offered<'a>(e: &'a ParamError, after: &str) -> &'a str {
+        let i = e
+            .message
+            .find(after)
+            .unwrap_or_else(|| panic!("{after:?} in {e}"));
+        e.message[i + after.len()..].split(' ').next().unwrap()
+    }
+
+    #[test]
+    fn a_rate_whose_time_holds_one_datagram_is_refused_with_the_lowest_that_holds_two() {
+        // The fuzzer's input (control, regress-udp-rate-one-datagram): 2
+        // bit/s of 1400-byte datagrams is one every 5600 s, so the 10 s a
+        // rate alone runs held one datagram, "sent" in microseconds.
+        let e = st(json!({"rate": 2})).unwrap_err();
+        assert_eq!(e.param, "rate", "{e}");
+        assert_eq!(
+            e.message,
+            "2 bit/s is one 1400-byte datagram every 5600 s, fewer than 2 in the test's 10 s: \
+             give rate 2.24k or more (bit/s), a longer duration_s or smaller messages"
+        );
+        // The lowest is 2 datagrams in the time: exactly, and no less.
+        let p = st(json!({"rate": "2.24k"})).unwrap();
+        assert_eq!((p.count, p.wait_us), (2, 5e6));
+        assert_eq!(st(json!({"rate": 2239})).unwrap_err().param, "rate");
+        // The agent's shorter time limit shortens a rate-alone test: 2 s.
+        let short = Limits {
+            max_duration_s: 2.0,
+            ..Limits::default()
+        };
+        let e = UdpStreamParams::parse(&json!({"rate": 5000}), &short).unwrap_err();
+        assert!(
+            e.message
+                .contains("in the test's 2 s: give rate 11.2k or more"),
+            "{e}"
+        );
+        // Whatever the size and time, the rate offered is accepted and
+        // holds at least 2 datagrams; a hundredth less is refused.
+        for pkt in [18, 64, 1400, 9000, 65507] {
+            for d in [0.001, 0.3, 1.0, 7.0, 60.0] {
+                let v = json!({"rate": 1, "pkt_bytes": pkt, "duration_s": d});
+                let e = st(v).unwrap_err();
+                assert_eq!(e.param, "rate", "{e}");
+                let low = offered(&e, "give rate ");
+                let p = st(json!({"rate": low, "pkt_bytes": pkt, "duration_s": d}))
+                    .unwrap_or_else(|e| panic!("{pkt} B, {d} s: {low} offered, {e}"));
+                assert!(
+                    p.count >= 2 && (p.count - 1) as f64 * p.wait_us < d * 1e6,
+                    "{p:?}"
+                );
+                let under = parse_rate(low).unwrap() * 0.99;
+                let v = json!({"rate": under, "pkt_bytes": pkt, "duration_s": d});
+                assert_eq!(st(v).unwrap_err().param, "rate", "{pkt} B, {d} s, {under}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_paced_udp_stream_past_the_agents_limits_is_refused_naming_what_paced_it() {
+        // A count at a rate that takes longer than the agent's time limit.
+        let e = st(json!({"rate": "1M", "count": 10000})).unwrap_err();
+        assert_eq!(e.param, "rate", "{e}");
+        assert_eq!(
+            e.message,
+            "1 Mbit/s sends 10000 1400-byte datagrams in 112.0 s, above the agent's limit of \
+             60 s: give rate 1.87M or more, a smaller count, or duration_s instead"
+        );
+        assert_eq!(
+            st(json!({"rate": "1.87M", "count": 10000})).unwrap().count,
+            10000
+        );
+        // By wait_us, as before: the count is named.
+        let e = st(json!({"wait_us": 7000, "count": 10000})).unwrap_err();
+        assert_eq!(
+            (e.param.as_str(), e.message.as_str()),
+            (
+                "count",
+                "count x wait_us = 70.0 s is above the agent's limit of 60 s"
+            )
+        );
+        // A time at a pace that sends more than the agent's count limit:
+        // refused, not cut short at the limit after a fraction of the time.
+        let e = st(json!({"rate": "1G", "pkt_bytes": 18, "duration_s": 60})).unwrap_err();
+        assert_eq!(e.param, "rate", "{e}");
+        assert!(
+            e.message.starts_with(
+                "1 Gbit/s is 416666667 18-byte datagrams in 60 s, above the agent's limit of \
+                 10000000: give rate 24M or less"
+            ),
+            "{e}"
+        );
+        let p = st(json!({"rate": "24M", "pkt_bytes": 18, "duration_s": 60})).unwrap();
+        assert_eq!(p.count, 10_000_000);
+        let e = st(json!({"wait_us": 1, "pkt_bytes": 18, "duration_s": 60})).unwrap_err();
+        assert_eq!(e.param, "wait_us", "{e}");
+        assert!(e.message.contains("wait at least 6 us"), "{e}");
+        assert_eq!(
+            st(json!({"wait_us": 6, "pkt_bytes": 18, "duration_s": 60}))
+                .unwrap()
+                .count,
+            10_000_000
+        );
+        // The agent's byte limit counts as well: 1 GiB is 766958 datagrams.
+        let small = Limits {
+            max_bytes: 1 << 30,
+            ..Limits::default()
+        };
+        let e =
+            UdpStreamParams::parse(&json!({"rate": "1G", "duration_s": 10}), &small).unwrap_err();
+        assert!(
+            e.message.contains("above the agent's limit of 766958"),
+            "{e}"
+        );
+        // Unpaced by time: as many as the limits allow, as before.
+        let p = UdpStreamParams::parse(&json!({"duration_s": 10}), &small).unwrap();
+        assert_eq!(p.count, 766958);
+        // A wait that leaves one datagram in the time.
+        let e = st(json!({"wait_us": 1e7, "duration_s": 1})).unwrap_err();
+        assert_eq!(
+            (e.param.as_str(), e.message.as_str()),
+            (
+                "wait_us",
+                "10000000 us is one 1400-byte datagram every 10 s, fewer than 2 in the test's \
+                 1 s: wait at most 500000 us, or give a longer duration_s"
+            )
+        );
+        assert_eq!(
+            st(json!({"wait_us": 5e5, "duration_s": 1})).unwrap().count,
+            2
         );
     }
 
