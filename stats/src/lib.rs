@@ -19,6 +19,7 @@ pub mod fit;
 pub mod hist;
 pub mod lul;
 pub mod lul_lanes;
+pub mod lul_load;
 #[cfg(feature = "codec")]
 pub mod permalink;
 #[cfg(feature = "codec")]
