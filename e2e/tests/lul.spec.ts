@@ -103,12 +103,23 @@ function checkAgainst(figs: Fig[], summary: any, count = 33) {
   }
 }
 
+/** The statistics table's figure `stat` of quantity `q`, as a number. */
+async function statOf(page: Page, q: string, stat: string): Promise<number> {
+  const cell = page.getByTestId('stats').locator(`td[data-stat=${stat}][data-quantity=${q}]`);
+  await expect(cell).toHaveText(/\d/);
+  return Number((await cell.textContent())!.replace(/[^0-9.e+-]/g, ''));
+}
+
 test('the Standard test: card = exported JSON, lanes drawn, phases in every view, permalink reopens', async ({ page, agents, browser }) => {
   test.setTimeout(120_000);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  await page.setViewportSize({ width: 1366, height: 768 });
   await page.goto(agents.url());
   await page.waitForFunction(() => document.body.dataset.ready === '1');
+  // The user's own plan (UDP, 900-byte packets) is left alone by the Standard test.
+  await page.getByTestId('kind').selectOption('udp_stream');
+  await page.getByTestId('pkt-bytes').fill('900');
   // The default is the preset as it is (about 30 s); the quick one keeps this test short.
   await expect(page.getByTestId('standard-length')).toHaveValue('standard');
   await page.getByTestId('standard-length').selectOption('quick');
@@ -119,8 +130,13 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });
   await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
   await expect(page.getByTestId('step-error')).toHaveCount(0);
-  // The plan form shows what ran: the bufferbloat preset, shortened.
-  await expect(page.getByTestId('kind')).toHaveValue('latency_under_load');
+  // The plan form is still the user's plan; the result names the plan that ran.
+  await expect(page.getByTestId('kind')).toHaveValue('udp_stream');
+  await expect(page.getByTestId('pkt-bytes')).toHaveValue('900');
+  await expect(page.getByTestId('result-label')).toContainText('bufferbloat');
+  // The finished run is brought into view, its title at the top of the screen.
+  await expect(page.getByTestId('result-label')).toBeInViewport();
+  expect((await page.getByTestId('result-label').boundingBox())!.y).toBeLessThan(768 / 3);
 
   const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
   const result = JSON.parse(readFileSync((await json.path())!, 'utf8'));
@@ -164,6 +180,43 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
 
   await page.getByTestId('lul-card').screenshot({ path: fileURLToPath(new URL('../screenshots/lul-card.png', import.meta.url)) });
   await lanes.screenshot({ path: fileURLToPath(new URL('../screenshots/lul-lanes.png', import.meta.url)) });
+
+  // The whole test ("all"): each phase's load at its own time, never added
+  // across phases. The throughput plot spans the loaded phases on the test's
+  // axis (download starts after 1 s idle and a 0.25 s gap, both ends near 4.75 s).
+  const plot = page.getByTestId('throughput-plot');
+  expect(Number(await plot.getAttribute('data-x-min'))).toBeGreaterThan(1.2);
+  expect(Number(await plot.getAttribute('data-x-max'))).toBeGreaterThan(4.5);
+  // The exported JSON's streams, per phase and direction (the engine's
+  // numbering: up 0..n upload, n..2n both; down 2n..3n download, 3n..4n both),
+  // as Gbit/s per 100 ms interval, each phase's streams summed by interval.
+  const per = step.params.streams;
+  const rates = (role: string, from: number) => {
+    const iv = step.samples.filter((x: any) => x.kind === 'interval_bytes' && x.role === role && x.stream >= from && x.stream < from + per);
+    const len = Math.max(...iv.map((x: any) => x.values.length));
+    const sum = Array.from({ length: len }, (_, i) => iv.reduce((a: number, x: any) => a + (x.values[i] ?? 0), 0));
+    return sum.slice(0, -1).map((b) => (b * 8) / 0.1 / 1e9);
+  };
+  const mean = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
+  const downs = [rates('client', 2 * per), rates('client', 3 * per)];
+  const ups = [rates('server', 0), rates('server', per)];
+  for (const [q, phases] of [['tput-down', downs], ['tput-up', ups]] as const) {
+    const all = phases.flat();
+    expect(await statOf(page, q, 'n'), q).toBe(all.length);
+    // The mean over the whole test is the intervals' mean, between the phases' own
+    // means, never their sum (what adding the phases by interval number gave).
+    const shown = await statOf(page, q, 'mean');
+    expect(Math.abs(shown - mean(all)), `${q}: page ${shown}, JSON ${mean(all)}`).toBeLessThanOrEqual(mean(all) * 1e-3 + 1e-3);
+    expect(shown).toBeLessThan(mean(phases[0]) + mean(phases[1]) - 0.25 * Math.min(mean(phases[0]), mean(phases[1])));
+    expect(await statOf(page, q, 'max')).toBeLessThanOrEqual(Math.max(...all) * 1.001 + 1e-3);
+  }
+  // One phase at a time: its own intervals only.
+  await page.getByTestId('lul-phase').selectOption('download');
+  expect(Math.abs((await statOf(page, 'tput-down', 'mean')) - mean(downs[0]))).toBeLessThanOrEqual(mean(downs[0]) * 1e-3 + 1e-3);
+  await expect(page.getByTestId('stats').locator('td[data-quantity=tput-up]')).toHaveCount(0);
+  await page.getByTestId('lul-phase').selectOption('both');
+  expect(Math.abs((await statOf(page, 'tput-up', 'mean')) - mean(ups[1]))).toBeLessThanOrEqual(mean(ups[1]) * 1e-3 + 1e-3);
+  await page.getByTestId('lul-phase').selectOption('all');
 
   // One phase at a time: statistics, step exports.
   const n = page.getByTestId('stats').locator('td[data-stat=n][data-quantity=rtt]');

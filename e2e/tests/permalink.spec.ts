@@ -2,7 +2,7 @@
 // agents prints a permalink as its last line; with the agents stopped, the
 // link opens in a fresh browser context from a plain static copy of the web
 // app and shows the statistics the run measured.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -108,6 +108,81 @@ test('links of every older format open in the page with the statistics of their 
     await page.reload();
     await expect(page.getByTestId('samples-replaced')).toBeVisible({ timeout: 20_000 });
     await expect(page.getByTestId('error')).toBeHidden();
+    // What it carries is shown: the histograms, every value counted.
+    await expect(page.getByTestId('carried-hist').first()).toBeVisible();
+    await context.close();
+  } finally {
+    site.server.close();
+  }
+});
+
+// Links too long for every raw sample (issue 29, item 5): what they carry is
+// shown (histograms with every value counted, summaries, the short series
+// such as throughput per interval), and what they cannot carry is said once.
+test('a UDP and a Standard-test link too long for their samples show their histograms and phases in a fresh context', async ({ agents, browser }) => {
+  test.setTimeout(120_000);
+  const site = await staticSite();
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'meshperf-e2e-'));
+    const agentUrl = (a: typeof agents.a) => `${a.origin}/#token=${a.token}`;
+    const run = (name: string, args: string[]) => {
+      const json = join(dir, `${name}.json`);
+      const r = spawnSync(AGENT_BIN, ['run', '--agent', agentUrl(agents.a), '--agent', agentUrl(agents.b), ...args, '--json', json, '--web', site.base], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(r.status, r.stderr).toBe(0);
+      // The runs are made long enough for their links to need histograms.
+      expect(r.stderr).toContain('too many samples for a link');
+      const lines = r.stdout.trim().split('\n');
+      return { link: lines[lines.length - 1], result: JSON.parse(readFileSync(json, 'utf8')) };
+    };
+    const set = (...kv: string[]) => kv.flatMap((x) => ['--set', x]);
+    const udp = run('udp', ['--kind', 'udp_stream', ...set('duration_s=3', 'pkt_bytes=200')]);
+    const lul = run('lul', ['--preset', 'bufferbloat', ...set('idle_s=2', 'download_s=2', 'upload_s=2', 'both_s=2', 'gap_s=0.25', 'streams=2', 'probe_ms=1')]);
+    await Promise.all([agents.a.stop(), agents.b.stop()]);
+
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+
+    // UDP: the receiver's arrival times come back as packets over time, every packet counted.
+    await page.goto(udp.link);
+    await expect(page.getByTestId('samples-replaced')).toHaveCount(1, { timeout: 20_000 });
+    const arrivals = udp.result.steps[0].samples.find((x: { kind: string }) => x.kind === 'arrival_ns');
+    const shown = page.locator('[data-testid=carried-hist][data-kind=arrival_ns]');
+    await expect(shown).toHaveAttribute('data-n', String(arrivals.values.length));
+    await expect(shown.locator('canvas')).toBeVisible();
+    await expect(page.getByText('This step carries no raw samples to analyse')).toHaveCount(0);
+    await expect(page.getByTestId('error')).toBeHidden();
+    await page.screenshot({ path: fileURLToPath(new URL('../screenshots/permalink-udp-histograms.png', import.meta.url)), fullPage: true });
+
+    // The Standard test: its card (every phase), the throughput of each phase
+    // at its own time, the probes' round trips as a histogram.
+    await page.goto(lul.link);
+    await page.reload();
+    await expect(page.getByTestId('samples-replaced')).toHaveCount(1, { timeout: 20_000 });
+    const s = lul.result.steps[0].summary;
+    await expect(page.getByTestId('lul-card')).toBeVisible();
+    await expect(page.getByTestId('lul-no-probes')).toHaveCount(0);
+    const rtt = page.locator('[data-testid=carried-hist][data-kind=rtt_ns]');
+    await expect(rtt).toHaveAttribute('data-n', String(s.probes_down.received));
+    const plot = page.getByTestId('throughput-plot');
+    expect(Number(await plot.getAttribute('data-x-min'))).toBeGreaterThan(2);
+    expect(Number(await plot.getAttribute('data-x-max'))).toBeGreaterThan(8);
+    const n = page.getByTestId('stats').locator('td[data-stat=n][data-quantity=tput-down]');
+    await expect(n).toHaveText(/^\d+$/);
+    const all = Number(await n.textContent());
+    await page.getByTestId('lul-phase').selectOption('download');
+    await expect(n).not.toHaveText(String(all));
+    const one = Number(await n.textContent());
+    expect(one).toBeGreaterThan(10);
+    expect(all).toBeGreaterThan(one);
+    // Said once, on top; nowhere else.
+    await expect(page.getByText('cannot carry')).toHaveCount(1);
+    await page.screenshot({ path: fileURLToPath(new URL('../screenshots/permalink-lul-histograms.png', import.meta.url)), fullPage: true });
+    expect(errors).toEqual([]);
     await context.close();
   } finally {
     site.server.close();

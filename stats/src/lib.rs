@@ -18,6 +18,7 @@ pub mod fit;
 pub mod hist;
 pub mod lul;
 pub mod lul_lanes;
+pub mod lul_load;
 mod select;
 pub mod series;
 pub mod stats;

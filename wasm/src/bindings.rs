@@ -29,6 +29,8 @@ export interface HistogramResult { low: number; bin_width: number; high: number;
   counts: Uint32Array; underflow: number; overflow: number; }
 export interface CdfResult { x: Float64Array; fraction: Float64Array; }
 export interface MinMaxResult { x: Float64Array; min: Float64Array; max: Float64Array; }
+/** Latency under load's load, one direction: interval end (s), bits/s, phase code, 1 on a phase's last interval. */
+export interface LulRates { t_s: Float64Array; bps: Float64Array; phase: Float64Array; last: Float64Array; }
 export interface LineFitResult { n: number; slope: number; intercept: number; r2: number; }
 export interface ConfidenceResult { n: number; mean: number; sd: number; half_width: number;
   low: number; high: number; }
@@ -106,6 +108,70 @@ pub fn rate_series(
     seconds: Option<f64>,
 ) -> Result<Vec<f64>, JsError> {
     series::rate_series(bytes, interval_ms, seconds).map_err(js_err)
+}
+
+/// Latency under load's TCP load against time, one direction (`up`) from
+/// the receiving side's `interval_bytes` series (`meshperf_stats::lul_load`):
+/// the series' `streams` numbers and lengths `lens`, their values one after
+/// another in `bytes`; `n` streams per direction; `phase_s` (4: how long
+/// idle, download, upload and both ran), `gap_s`, `recv_s` (4: the
+/// receiver's time to each phase's last byte, NaN unknown). Returns
+/// Float64Arrays `t_s`, `bps`, `phase`, `last`, each phase's streams summed
+/// and its intervals at their own time.
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(unchecked_return_type = "LulRates")]
+pub fn lul_rates(
+    streams: &[u16],
+    lens: &[u32],
+    bytes: &[f64],
+    n: u16,
+    up: bool,
+    phase_s: &[f64],
+    gap_s: f64,
+    recv_s: &[f64],
+    interval_ms: f64,
+) -> Result<Object, JsError> {
+    let four = |v: &[f64], what: &str| -> Result<[f64; 4], JsError> {
+        v.try_into().map_err(|_| {
+            JsError::new(&format!(
+                "{what}: 4 values (one per phase), got {}",
+                v.len()
+            ))
+        })
+    };
+    if streams.len() != lens.len() || lens.iter().map(|&l| l as usize).sum::<usize>() != bytes.len()
+    {
+        return Err(JsError::new(
+            "lul_rates: streams, lens and bytes do not match",
+        ));
+    }
+    let mut at = 0;
+    let list: Vec<(u16, &[f64])> = streams
+        .iter()
+        .zip(lens)
+        .map(|(&s, &l)| {
+            let v = &bytes[at..at + l as usize];
+            at += l as usize;
+            (s, v)
+        })
+        .collect();
+    let r = meshperf_stats::lul_load::phase_rates(
+        &list,
+        n,
+        up,
+        &four(phase_s, "phase_s")?,
+        gap_s,
+        &four(recv_s, "recv_s")?,
+        interval_ms,
+    )
+    .map_err(js_err)?;
+    let f = |v: &[u8]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    Ok(columns(&[
+        ("t_s", &r.t_s),
+        ("bps", &r.bps),
+        ("phase", &f(&r.phase)),
+        ("last", &f(&r.last)),
+    ]))
 }
 
 /// Least-squares line y = intercept + slope * x: {n, slope, intercept, r2}.

@@ -73,3 +73,42 @@ test('the card comes from the codec module and refuses another summary', () => {
   assert.equal(c.note, 'peer stopped answering');
   assert.throws(() => cardOf(m, { bytes: 1 }), /not a latency_under_load summary/);
 });
+
+// The load's phases ran one after another and each stream counts from its
+// own phase's start: the statistics and the plot keep every interval at its
+// own time (stats/src/lul_load.rs through the real module) and never add
+// the phases by interval number (issue 29: the whole test read download +
+// upload + both).
+const { lulThroughput, quantities } = await import('../src/lib/result/result.ts');
+
+test('each phase\'s load stays at its own time: never added across phases', () => {
+  const iv = (role, stream, mbit) => series('interval_bytes', Array(5).fill((mbit * 1e6) / 8 / 10), role, stream);
+  const ran = (phase, seconds) => ({ phase, seconds, down_bytes: 0, down_bits_per_second: 0, up_bytes: 0, up_bits_per_second: 0 });
+  const s = {
+    kind: 'latency_under_load',
+    index: 0,
+    params: { streams: 1, gap_s: 0.25, interval_ms: 100 },
+    summary: { streams_per_direction: 1, phases: [ran('idle', 1), ran('download', 0.5), ran('upload', 0.5), ran('both', 0.5)] },
+    sides: {},
+    // One stream a direction: up 0 (upload) and 1 (both) received by the
+    // serving agent, down 2 (download) and 3 (both) by the driving one,
+    // which also counted what it sent on 0 and 1.
+    samples: [iv('server', 0, 20), iv('server', 1, 5), iv('client', 0, 20), iv('client', 1, 5), iv('client', 2, 40), iv('client', 3, 10)],
+  };
+  const qs = quantities(s, m);
+  const q = (id) => Array.from(qs.find((x) => x.id === id).values, (v) => Math.round(v * 1e6) / 1e6);
+  // Each phase's last interval is left out, as for a stream test.
+  assert.deepEqual(q('tput-down'), [0.04, 0.04, 0.04, 0.04, 0.01, 0.01, 0.01, 0.01]);
+  assert.deepEqual(q('tput-up'), [0.02, 0.02, 0.02, 0.02, 0.005, 0.005, 0.005, 0.005]);
+  assert.ok(!qs.some((x) => x.id.startsWith('tput-client')), 'no sum of sent and received streams');
+  // On the test's time axis: download from 1.25 s, upload from 2 s, both from 2.75 s.
+  const [x, down, up, sum] = lulThroughput(s, m);
+  const r = (v) => (v == null ? v : Math.round(v * 1e6) / 1e6);
+  assert.deepEqual(x.slice(0, 5).map(r), [1.35, 1.45, 1.55, 1.65, 1.75]);
+  assert.deepEqual([down[0], up[0], down[5]], [40, null, null]);
+  assert.equal(r(x[6]), 2.1);
+  assert.deepEqual([down[6], up[6]], [null, 20]);
+  assert.equal(r(x[12]), 2.85);
+  assert.deepEqual([down[12], up[12], sum[12]], [10, 5, 15]);
+  assert.equal(Math.max(...sum.filter((v) => v != null)), 40);
+});

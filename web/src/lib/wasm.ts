@@ -65,6 +65,14 @@ export interface Stats {
   SampleSet: new () => SampleSet;
   /** Bits/s per interval, the last scaled to the time it covered (stats/src/series.rs). */
   rate_series(bytes: Float64Array, intervalMs: number, seconds?: number): Float64Array;
+  /**
+   * Latency under load's load, one direction, each phase's streams summed
+   * and its intervals at their own time (stats/src/lul_load.rs).
+   */
+  lul_rates(
+    streams: Uint16Array, lens: Uint32Array, bytes: Float64Array, n: number, up: boolean,
+    phaseS: Float64Array, gapS: number, recvS: Float64Array, intervalMs: number,
+  ): LulRates;
   linfit(x: Float64Array, y: Float64Array): { n: number; slope: number; intercept: number; r2: number };
   confidence(values: Float64Array): { n: number; mean: number; sd: number; half_width: number; low: number; high: number };
   version(): string;
@@ -136,6 +144,14 @@ export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_
     synced: boolean, sent: number, probeMs: number,
   ) => LulLanes;
 };
+
+/** stats/src/lul_load.rs `PhaseRates`: interval ends (s since the test's start), bits/s, phase code, 1 on a phase's last interval. */
+export interface LulRates {
+  t_s: Float64Array;
+  bps: Float64Array;
+  phase: Float64Array;
+  last: Float64Array;
+}
 
 /** stats/src/lul_lanes.rs `Lanes`: times in s, delays in ms; start_s/end_s per phase code (NaN: none). */
 export interface LulLanes {

@@ -3,11 +3,11 @@
 // probe by probe from stats/src/lul_lanes.rs (round trip, one-way up and
 // down through the same clock placement as the summary, unanswered probes),
 // and the throughput lane from the load's interval_bytes through wasm
-// `rate_series`, each phase's intervals placed from its first probe.
+// `lul_rates`, each phase's intervals at their own time (result.ts
+// `lulThroughput`, the statistics' and time series' own placement).
 
-import { intervalMs, seriesOf, sumStreams, type StepResult } from '../result/result';
+import { lulThroughput, seriesOf, type StepResult } from '../result/result';
 import type { Codec, LulLanes, Stats } from '../wasm';
-import { PHASES, streamsOf } from './phase.svelte';
 
 export interface LaneData {
   lanes: LulLanes;
@@ -45,37 +45,7 @@ export function laneData(step: StepResult, wasm: Stats & Pick<Codec, 'lul_lanes'
     Number(s.probes_up?.sent ?? 0),
     Number(s.probe_ms ?? step.params.probe_ms ?? 5),
   );
-  const n = Number(s.streams_per_direction ?? step.params.streams ?? 1);
-  const ms = intervalMs(step);
-  const tput: LaneData['tput'] = [[], [], [], []];
-  for (const code of [1, 2, 3]) {
-    const start = lanes.start_s[code];
-    if (!Number.isFinite(start)) continue;
-    const on = streamsOf(code, n);
-    // The receiver's time from the phase's start to its last byte, as the summary's rate has it.
-    const ph = (s.phases as Record<string, number>[] | undefined)?.find((p) => p.phase === (PHASES[code] as unknown));
-    const secs = (dir: 'down' | 'up') => (ph && ph[`${dir}_bits_per_second`] > 0 ? (ph[`${dir}_bytes`] * 8) / ph[`${dir}_bits_per_second`] : undefined);
-    // Each direction as its receiver counted it: down at the driving agent, up at the serving one.
-    const rate = (role: 'client' | 'server', up: boolean) => {
-      const iv = seriesOf(step, 'interval_bytes', role).filter((x) => on(x.stream) && x.stream < 2 * n === up);
-      return iv.length ? wasm.rate_series(sumStreams(iv.map((x) => x.values)), ms, secs(up ? 'up' : 'down')) : null;
-    };
-    const down = rate('client', false);
-    const up = rate('server', true);
-    const len = Math.max(down?.length ?? 0, up?.length ?? 0);
-    const end = Math.max(secs('down') ?? 0, secs('up') ?? 0);
-    for (let i = 0; i < len; i++) {
-      const d = down && i < down.length ? down[i] / 1e6 : null;
-      const u = up && i < up.length ? up[i] / 1e6 : null;
-      // The last interval ends where the phase's last byte arrived.
-      tput[0].push(start + (end > (i * ms) / 1000 ? Math.min(((i + 1) * ms) / 1000, end) : ((i + 1) * ms) / 1000));
-      tput[1].push(d);
-      tput[2].push(u);
-      tput[3].push((d ?? 0) + (u ?? 0));
-    }
-    // A break before the next phase.
-    tput[0].push((tput[0][tput[0].length - 1] ?? start) + 1e-6);
-    for (const c of [1, 2, 3] as const) tput[c].push(null);
-  }
+  // Each phase's load at its own time (stats/src/lul_load.rs, through result.ts).
+  const tput: LaneData['tput'] = lulThroughput(step, wasm) ?? [[], [], [], []];
   return { lanes, tput };
 }

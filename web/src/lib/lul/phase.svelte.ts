@@ -37,14 +37,14 @@ const cache = new WeakMap<StepResult, Map<PhaseChoice, StepResult>>();
 
 /**
  * `step` reduced to `phase`: the probes sent in it and its load streams.
- * Any other kind, 'all', or a step without probe phases comes back as it
- * is; the same reduced object comes back for the same step and phase (the
+ * Any other kind or 'all' comes back as it is; a step without raw probe
+ * phases (a link carrying the probes as histograms) keeps its probe
+ * series, its load streams reduced; the same reduced object comes back for the same step and phase (the
  * views cache their wasm sample sets by array).
  */
 export function atPhase(step: StepResult, phase: PhaseChoice = lulPhase.phase): StepResult {
   if (step.kind !== LUL || phase === 'all') return step;
-  const codes = step.samples.find((s) => s.kind === 'probe_phase' && s.role === 'client')?.values;
-  if (!codes) return step;
+  const codes = step.samples.find((s) => s.kind === 'probe_phase' && s.role === 'client')?.values ?? new Float64Array(0);
   let byPhase = cache.get(step);
   if (!byPhase) cache.set(step, (byPhase = new Map()));
   const hit = byPhase.get(phase);
@@ -55,7 +55,7 @@ export function atPhase(step: StepResult, phase: PhaseChoice = lulPhase.phase): 
   const keep: number[] = [];
   for (let i = 0; i < codes.length; i++) if (codes[i] === code) keep.push(i);
   const samples = step.samples.flatMap((s) => {
-    if (PROBE_KINDS.has(s.kind) && s.values.length === codes.length) return [{ ...s, values: Float64Array.from(keep, (i) => s.values[i]) }];
+    if (PROBE_KINDS.has(s.kind) && codes.length && s.values.length === codes.length) return [{ ...s, values: Float64Array.from(keep, (i) => s.values[i]) }];
     if (s.kind === 'interval_bytes') return inPhase(s.stream) ? [s] : [];
     return [s];
   });

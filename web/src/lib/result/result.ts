@@ -15,6 +15,7 @@ import type { Role } from '../generated/wire/Role';
 import type { StepResult as WireStep } from '../generated/wire/StepResult';
 import type { Series as WireSeries } from '../generated/wire/Series';
 import type { Pair } from '../generated/wire/Pair';
+import type { LulRates, Stats } from '../wasm';
 
 // The shapes are the Rust ones (protocol/src/result.rs, exported by
 // protocol/examples/export_ts.rs into generated/wire/): a field renamed or
@@ -90,6 +91,73 @@ export function sumStreams(streams: Float64Array[]): Float64Array {
   return out;
 }
 
+/** Latency under load's phases by code, as its probes' `probe_phase` numbers them. */
+const LUL_PHASES = ['idle', 'download', 'upload', 'both'] as const;
+
+/** A parameter of `step`: the plan's, else the kind's default. */
+const param = (step: StepResult, name: string): number =>
+  Number(step.params[name] ?? KINDS[step.kind]?.params.find((p) => p.name === name)?.default ?? 0);
+
+/**
+ * A latency_under_load step's TCP load in one direction (`up`: the driving
+ * agent to the serving one), as its receiver counted it, each phase's
+ * streams summed and its intervals at their own time on the test's axis
+ * (stats/src/lul_load.rs): the phases run one after another and each
+ * stream counts from its own phase's start, so they are never added by
+ * interval number. Null without such streams.
+ */
+export function lulRates(step: StepResult, wasm: Pick<Stats, 'lul_rates'>, up: boolean): LulRates | null {
+  const iv = seriesOf(step, 'interval_bytes', up ? 'server' : 'client');
+  if (!iv.length) return null;
+  const s = step.summary ?? {};
+  const ran = (name: string) => (s.phases as Record<string, any>[] | undefined)?.find((p) => p.phase === name);
+  // How long each phase ran (the summary's, else the plan's), and the
+  // receiver's time to the phase's last byte (what the summary's rate rests on).
+  const phaseS = Float64Array.from(LUL_PHASES, (name) => Number(ran(name)?.seconds ?? param(step, `${name}_s`)));
+  const dir = up ? 'up' : 'down';
+  const recvS = Float64Array.from(LUL_PHASES, (name) => {
+    const p = ran(name);
+    return p && p[`${dir}_bits_per_second`] > 0 ? (p[`${dir}_bytes`] * 8) / p[`${dir}_bits_per_second`] : NaN;
+  });
+  const lens = Uint32Array.from(iv, (x) => x.values.length);
+  const bytes = new Float64Array(lens.reduce((a, b) => a + b, 0));
+  let at = 0;
+  for (const x of iv) {
+    bytes.set(x.values, at);
+    at += x.values.length;
+  }
+  const n = Number(s.streams_per_direction ?? step.params.streams ?? 1);
+  return wasm.lul_rates(Uint16Array.from(iv, (x) => x.stream), lens, bytes, n, up, phaseS, param(step, 'gap_s'), recvS, intervalMs(step));
+}
+
+/**
+ * A latency_under_load step's throughput over time in Mbit/s: x (s since
+ * the test's start, each interval's end), down, up and their sum; a null
+ * row between phases, so no line joins them. Null without load streams.
+ */
+export function lulThroughput(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): [number[], (number | null)[], (number | null)[], (number | null)[]] | null {
+  const [down, up] = [lulRates(step, wasm, false), lulRates(step, wasm, true)];
+  if (!down && !up) return null;
+  const out: [number[], (number | null)[], (number | null)[], (number | null)[]] = [[], [], [], []];
+  for (const code of [1, 2, 3]) {
+    const of = (r: LulRates | null) => (r ? [...r.phase.keys()].filter((i) => r.phase[i] === code) : []);
+    const [d, u] = [of(down), of(up)];
+    const len = Math.max(d.length, u.length);
+    if (!len) continue;
+    for (let i = 0; i < len; i++) {
+      const dv = i < d.length ? down!.bps[d[i]] / 1e6 : null;
+      const uv = i < u.length ? up!.bps[u[i]] / 1e6 : null;
+      out[0].push(Math.max(i < d.length ? down!.t_s[d[i]] : -Infinity, i < u.length ? up!.t_s[u[i]] : -Infinity));
+      out[1].push(dv);
+      out[2].push(uv);
+      out[3].push((dv ?? 0) + (uv ?? 0));
+    }
+    out[0].push(out[0][out[0].length - 1] + 1e-6);
+    for (const c of [1, 2, 3] as const) out[c].push(null);
+  }
+  return out;
+}
+
 /** The sample interval: the summaries', the plan's, else the kind's default (latency_under_load: 100 ms). */
 export const intervalMs = (step: StepResult): number =>
   Number(
@@ -116,18 +184,29 @@ export function primarySide(step: StepResult): Role {
 const derived = new WeakMap<StepResult, Quantity[]>();
 
 /** The quantities a step's samples support, the most telling first. */
-export function quantities(step: StepResult): Quantity[] {
+export function quantities(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
   let qs = derived.get(step);
-  if (!qs) derived.set(step, (qs = derive(step)));
+  if (!qs) derived.set(step, (qs = derive(step, wasm)));
   return qs;
 }
 
-function derive(step: StepResult): Quantity[] {
+function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
   const out: Quantity[] = [];
   const primary = primarySide(step);
   const rtt = joined(seriesOf(step, 'rtt_ns'));
   if (rtt.length) out.push({ id: 'rtt', label: 'round-trip time', unit: 'us', values: scaled(rtt, 1e-3) });
-  for (const role of [primary, primary === 'client' ? 'server' : 'client'] as Role[]) {
+  // Latency under load: each direction's load as its receiver counted it,
+  // every phase's intervals at their own time (never added across phases),
+  // each phase's last, shorter interval left out.
+  const lul = step.kind === 'latency_under_load';
+  for (const up of lul ? [false, true] : []) {
+    const r = lulRates(step, wasm, up);
+    if (!r || !r.bps.length) continue;
+    const values = Float64Array.from(r.bps.filter((_, i) => !r.last[i]), (v) => v / 1e9);
+    const label = up ? 'upload throughput per interval (received by the serving agent)' : 'download throughput per interval (received by the driving agent)';
+    out.push({ id: up ? 'tput-up' : 'tput-down', label, unit: 'Gbit/s', values });
+  }
+  for (const role of (lul ? [] : [primary, primary === 'client' ? 'server' : 'client']) as Role[]) {
     const iv = seriesOf(step, 'interval_bytes', role);
     if (!iv.length) continue;
     // The last interval is usually partial: leave it out of the statistics.

@@ -106,8 +106,11 @@ export async function runPlan(plan: PlanJson): Promise<void> {
     if (stopping || [agents.a, agents.b].some((a) => a.state !== 'ready')) break;
   }
   run.result = result;
-  run.overall = stopping ? run.overall : 1;
-  run.progress = stopping ? run.progress : 1;
+  // The bars reach the end only when every step ran to its own: a step cut
+  // short (an agent killed mid-test, a cancel) leaves them where it stopped.
+  const whole = !stopping && result.steps.length === steps.length && !result.steps[result.steps.length - 1]?.error;
+  run.overall = whole ? 1 : run.overall;
+  run.progress = whole ? 1 : run.progress;
   run.phase = stopping ? 'cancelled' : failed ? 'failed' : 'done';
   run.error = steps.length === 1 ? failed.replace(/^step 1: /, '') : failed;
   if (result.steps.some((s) => s.summary)) onFinished(result);

@@ -1,0 +1,56 @@
+// After a run, at 1366 x 768 (issue 29, item 10): the page brings the result
+// into view; an agent killed mid-test leaves "failed" with the progress where
+// the test stopped (not 100%); the banner that named it goes once the agent
+// is back.
+import { spawn } from 'node:child_process';
+import { test, expect, AGENT_BIN } from '../agents';
+
+test('the result comes into view; an agent killed mid-test shows failed where it stopped; its banner goes once it is back', async ({ page, agents }) => {
+  test.setTimeout(90_000);
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.goto(agents.url());
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+  await page.getByTestId('kind').selectOption('tcp_stream');
+  await page.getByRole('radio', { name: 'duration' }).check();
+  await page.getByTestId('duration').fill('1');
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+  await expect(page.getByTestId('step-error')).toHaveCount(0);
+  // The result's title is on screen, near the top, without scrolling by hand.
+  const title = page.getByTestId('result-label');
+  await expect(title).toBeInViewport();
+  expect((await title.boundingBox())!.y).toBeLessThan(768 / 3);
+  await expect(page.getByTestId('progress')).toHaveJSProperty('value', 1);
+
+  // A longer test; B is killed about a third of the way in.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.getByTestId('duration').fill('6');
+  await page.getByTestId('run').click();
+  await expect.poll(() => page.getByTestId('progress').evaluate((p) => (p as HTMLProgressElement).value), { timeout: 15_000 }).toBeGreaterThan(0.25);
+  await agents.b.stop(true);
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+  // Beside Run: "failed", and the bar where the test stopped.
+  await expect(page.locator('form [aria-live=polite]')).toHaveText('failed');
+  const stopped = await page.getByTestId('progress').evaluate((p) => (p as HTMLProgressElement).value);
+  expect(stopped).toBeGreaterThan(0.2);
+  expect(stopped).toBeLessThan(0.9);
+  const banner = page.getByTestId('error');
+  await expect(banner).toContainText('agent B');
+
+  // B comes back at the same address with the same token; once it is
+  // connected again, the banner about it goes (the step keeps its error).
+  const back = spawn(AGENT_BIN, ['agent', '--listen', `${agents.b.host}:${agents.b.port}`, '--allow-origin', agents.a.origin], {
+    env: { ...process.env, MESHPERF_TOKEN: agents.b.token },
+    stdio: 'ignore',
+  });
+  try {
+    await expect(async () => {
+      await page.getByTestId('connect').click();
+      await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 2_000 });
+    }).toPass({ timeout: 20_000 });
+    await expect(banner).toBeHidden();
+    await expect(page.getByTestId('step-error')).toBeVisible();
+  } finally {
+    back.kill('SIGKILL');
+  }
+});
