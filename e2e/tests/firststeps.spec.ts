@@ -158,3 +158,34 @@ test('a wrong token or none says where the token comes from, once', async ({ pag
     await solo.stop();
   }
 });
+
+test('the matrix starts with the pair\'s agents, keeps them over a reload, and says when its kind has no such figure', async ({ page, agents }) => {
+  await page.goto(agents.url());
+  await ready(page);
+  await page.getByTestId('mode-matrix').click();
+  const rows = page.getByTestId('mesh-agent');
+  await expect(rows).toHaveCount(2);
+  for (let i = 0; i < 2; i++) await expect(rows.nth(i)).toHaveAttribute('data-state', 'ready');
+  await expect(page.getByRole('heading', { name: 'Agents (2)' })).toBeVisible();
+  const href = await page.evaluate(() => location.href);
+  for (const a of [agents.a, agents.b]) expect(href).not.toContain(a.token);
+  await page.reload();
+  await expect(rows).toHaveCount(2);
+  for (let i = 0; i < 2; i++) await expect(rows.nth(i)).toHaveAttribute('data-state', 'ready');
+
+  await page.getByTestId('matrix-kind').selectOption('tcp_rr');
+  await page.locator('input[type=radio][value=count]').check();
+  await page.getByTestId('count').fill('200');
+  await page.getByTestId('matrix-run').click();
+  await expect(page.getByTestId('matrix-status')).toHaveAttribute('data-phase', 'done', { timeout: 45_000 });
+  await expect(page.getByTestId('matrix-no-figure')).toHaveCount(0);
+  const cell = page.locator('[data-testid=cell][data-row="1"][data-col="0"]');
+  expect(await cell.getAttribute('aria-label')).toMatch(/: \d+(\.\d{1,4})? us$/);
+  // A round-trip kind has no throughput: said once, the cells show a dash.
+  await page.getByTestId('matrix-metric').selectOption('gbps');
+  await expect(page.getByTestId('matrix-no-figure')).toContainText('tcp_rr step has no throughput');
+  await expect(cell).toHaveText('–');
+  // The key names each agent by the address the page reached it at.
+  await expect(page.getByTestId('matrix-view')).toContainText(`A = ${agents.a.host}:${agents.a.port}`);
+  await expect(page.getByTestId('matrix-view')).toContainText(`B = ${agents.b.host}:${agents.b.port}`);
+});
