@@ -189,3 +189,23 @@ test('the matrix starts with the pair\'s agents, keeps them over a reload, and s
   await expect(page.getByTestId('matrix-view')).toContainText(`A = ${agents.a.host}:${agents.a.port}`);
   await expect(page.getByTestId('matrix-view')).toContainText(`B = ${agents.b.host}:${agents.b.port}`);
 });
+
+test('two streams: one bar per stream on an axis of streams, legends show the last point until hovered', async ({ page, agents }) => {
+  await page.goto(agents.url());
+  await ready(page);
+  await page.getByTestId('msg-bytes').fill('128K');
+  await page.getByTestId('count').fill('4000');
+  await page.getByTestId('streams').fill('2');
+  await page.getByTestId('run').click();
+  await finished(page);
+  const bars = page.getByTestId('stream-bars');
+  await expect(bars).toHaveAttribute('data-points', '2');
+  // Whole bars: the x axis runs half a bar past stream 0 and stream 1 (uPlot draws its ticks, one per stream, on the canvas).
+  const host = bars.locator('.uplot-host');
+  await expect(host).toHaveAttribute('data-x-min', '-0.5');
+  await expect(host).toHaveAttribute('data-x-max', '1.5');
+  // Not hovered, a legend reads the last point, not a dash.
+  const legend = page.getByTestId('throughput-plot').locator('.u-legend .u-series');
+  await expect(legend.first().locator('.u-value')).toHaveText(/^[0-9]/);
+  await expect(legend.nth(1).locator('.u-value')).toHaveText(/^[0-9][0-9.,]* [MG]bit\/s$/);
+});
