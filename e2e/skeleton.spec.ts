@@ -76,8 +76,13 @@ for (const [bad, why] of [
   test(`msg-bytes ${bad} (${why}) is refused before anything runs`, async ({ page, agents }) => {
     await openPaired(page, agents.url());
     await plan(page, bad, '64');
-    const error = page.getByTestId('error');
+    // Said beside the field (an agent's limit too, before Run), not in a
+    // banner, and once more beside Run under the field's own label.
+    const error = page.getByTestId('why-msg-bytes');
     await expect(error).toBeVisible();
+    await expect(page.getByTestId('plan-problem')).toHaveText(/^message size/);
+    await expect(page.getByTestId('error')).toBeHidden();
+    await expect(page.getByTestId('msg-bytes')).toBeFocused();
     // A number outside the limits is refused naming the limit it broke.
     if (bad === '0') await expect(error).toContainText(/at least 1\b|between 1\b/i);
     if (bad === '1G') await expect(error).toContainText(/limit/i);
@@ -88,6 +93,10 @@ for (const [bad, why] of [
     await expect(page.getByTestId('agent-a')).toHaveAttribute('data-state', 'ready');
     await expect(page.getByTestId('agent-b')).toHaveAttribute('data-state', 'ready');
     await page.screenshot({ path: shot(`bad-msg-bytes-${bad}`), fullPage: true });
+    // Fixed, the message goes.
+    await page.getByTestId('msg-bytes').fill('1M');
+    await expect(error).toHaveCount(0);
+    await expect(page.getByTestId('plan-problem')).toHaveCount(0);
   });
 }
 

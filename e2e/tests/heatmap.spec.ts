@@ -97,7 +97,7 @@ test('matrix of four agents on 127.0.0.2-5: the canvas heatmap equals the JSON, 
     const c = cell(page, 'heatmap', s.pair.client, s.pair.server);
     expect(Number(await c.getAttribute('data-value'))).toBe(median(s));
     await c.hover();
-    await expect(page.getByTestId('heatmap-tip')).toContainText(`: ${median(s)} us`);
+    await expect(page.getByTestId('heatmap-tip')).toContainText(`: ${Number(median(s).toPrecision(5))} us`);
   }
   // The largest cell wears the top of the scale (viridis yellow), a diagonal cell the neutral line colour.
   const top = first.steps.reduce((a, b) => (median(b) > median(a) ? b : a));

@@ -45,6 +45,8 @@ export interface ParamSpec {
   advanced?: boolean;
   /** Only over IP (hidden for unix_* kinds). */
   tcp?: boolean;
+  /** Given instead of this other parameter (the agents refuse both): the form offers one or the other. */
+  insteadOf?: string;
 }
 ";
 
@@ -86,6 +88,9 @@ fn entry(s: &ParamSpec) -> Value {
     }
     if s.tcp_only {
         set("tcp", json!(true));
+    }
+    if let Some(o) = s.instead_of {
+        set("insteadOf", json!(o));
     }
     Value::Object(o)
 }

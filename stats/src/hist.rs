@@ -143,6 +143,85 @@ impl Histogram {
     }
 }
 
+/// Bins a histogram starts with before anyone chooses (the page's default;
+/// `meshperf run -H` keeps the seeds' 1 us from 0 unless told).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bins {
+    /// Low edge of bin 0.
+    pub low: f64,
+    /// Bin width: 1, 2 or 5 times a power of ten.
+    pub width: f64,
+    /// Number of bins (at most [`DEFAULT_MOST_BINS`] + 2).
+    pub bins: usize,
+}
+
+/// Most bins a default histogram is cut into (fewer when the
+/// Freedman-Diaconis width is wider).
+pub const DEFAULT_MOST_BINS: f64 = 200.0;
+
+/// 1, 2 or 5 times a power of ten, at least `v` (> 0).
+fn nice(v: f64) -> f64 {
+    let p = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&w| w >= v)
+        .unwrap_or(10.0 * p)
+}
+
+/// Default bins that cover the data: from the 0.5th to the 99.5th
+/// percentile, widened by 5% of that range each side, or out to the
+/// minimum or maximum where that tail is short (within half the central
+/// range), so at most 1% of the samples (a long tail's) fall outside, as
+/// underflow and overflow, and a sample set without long tails fits
+/// whole. Widths are Freedman-Diaconis (2 IQR / n^(1/3)), kept between
+/// 1/200 and 1/20 of the range and rounded up to 1, 2 or 5 times a power
+/// of ten; the low edge is a multiple of the width.
+pub fn default_bins(values: &[f64]) -> Result<Bins, StatsError> {
+    let q = crate::stats::quantiles_at(values, &[0.0, 0.005, 0.25, 0.75, 0.995, 1.0])?;
+    let [min, p005, q25, q75, p995, max] = [q[0], q[1], q[2], q[3], q[4], q[5]];
+    let core = p995 - p005;
+    let (lo, hi) = if core > 0.0 {
+        let lo = if p005 - min <= 0.5 * core {
+            min
+        } else {
+            p005 - 0.05 * core
+        };
+        let hi = if max - p995 <= 0.5 * core {
+            max
+        } else {
+            p995 + 0.05 * core
+        };
+        (lo, hi)
+    } else {
+        (min, max)
+    };
+    let span = hi - lo;
+    if span <= 0.0 {
+        // One value: one bin around it.
+        let width = nice(if lo != 0.0 { lo.abs() / 10.0 } else { 1.0 });
+        let low = (lo / width).floor() * width;
+        return Ok(Bins {
+            low,
+            width,
+            bins: 1,
+        });
+    }
+    let fd = 2.0 * (q75 - q25) / (values.len() as f64).cbrt();
+    let want = if fd > 0.0 { fd } else { span / 60.0 };
+    let width = nice(want.clamp(span / DEFAULT_MOST_BINS, span / 20.0));
+    let mut low = (lo / width).floor() * width;
+    if low > lo {
+        low -= width;
+    }
+    let mut bins = ((hi - low) / width).floor() as usize + 1;
+    // Rounding: the top value lies inside the last bin, not on its edge.
+    while low + bins as f64 * width <= hi {
+        bins += 1;
+    }
+    Ok(Bins { low, width, bins })
+}
+
 /// Indices of the CDF points kept for `n` values and `max_points`.
 fn cdf_indices(n: usize, max_points: usize) -> Result<Vec<usize>, StatsError> {
     if max_points < 2 {
@@ -194,6 +273,103 @@ pub fn cdf(sorted: &[f64], max_points: usize) -> Result<(Vec<f64>, Vec<f64>), St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A deterministic uniform in (0, 1) (xorshift64*), so the tests need no crate.
+    fn uniforms(n: usize, mut x: u64) -> impl Iterator<Item = f64> {
+        (0..n).map(move |_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            ((x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        })
+    }
+
+    fn binned(v: &[f64]) -> (Bins, Histogram) {
+        let b = default_bins(v).unwrap();
+        let h = Histogram::new(v, b.width, b.low, Upper::Bins(b.bins)).unwrap();
+        assert_eq!(h.total(), v.len() as u64);
+        (b, h)
+    }
+
+    #[test]
+    fn default_bins_hold_a_heavy_tailed_set_but_its_far_tail() {
+        // Packet gaps as issue 29 met them: most near 20 us, and a Pareto
+        // tail (alpha 1.1) of stalls up to seconds. The old default (60
+        // Freedman-Diaconis bins from the minimum) left 220916 of 223214 in
+        // overflow.
+        let n = 223_214;
+        let v: Vec<f64> = uniforms(n, 0x9e37_79b9_7f4a_7c15)
+            .map(|u| 18.0 + 2.0 / u.powf(1.0 / 1.1))
+            .collect();
+        let (b, h) = binned(&v);
+        let out = (h.overflow + h.underflow) as f64 / n as f64;
+        assert!(
+            h.overflow as f64 / (n as f64) < 0.01,
+            "{b:?}: overflow {}",
+            h.overflow
+        );
+        assert!(
+            out <= 0.01,
+            "{b:?}: {} under, {} over",
+            h.underflow,
+            h.overflow
+        );
+        assert!(
+            h.overflow > 0,
+            "the far tail still counts as overflow: {b:?}"
+        );
+        assert!(
+            (20..=DEFAULT_MOST_BINS as usize + 2).contains(&b.bins),
+            "{b:?}"
+        );
+        let old_width = {
+            let s = crate::stats::Summary::new(&v).unwrap();
+            nice((2.0 * (s.iq75 - s.iq25) / (n as f64).cbrt()).min((s.max - s.min) / 60.0))
+        };
+        let old = Histogram::new(
+            &v,
+            old_width,
+            v.iter().copied().fold(f64::MAX, f64::min),
+            Upper::Bins(60),
+        )
+        .unwrap();
+        assert!(
+            old.overflow as f64 / n as f64 > 0.05,
+            "the set is heavy-tailed: {}",
+            old.overflow
+        );
+    }
+
+    #[test]
+    fn default_bins_hold_a_set_without_long_tails_whole() {
+        // Round-trip times 40..60 us, a normal-ish bump (sum of uniforms).
+        let u: Vec<f64> = uniforms(30_000, 7).collect();
+        let v: Vec<f64> = u
+            .chunks(3)
+            .map(|c| 40.0 + 20.0 * c.iter().sum::<f64>() / 3.0)
+            .collect();
+        let (b, h) = binned(&v);
+        assert_eq!((h.underflow, h.overflow), (0, 0), "{b:?}");
+        let m = b.width / 10f64.powf(b.width.log10().floor());
+        assert!(
+            [1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 1e-9),
+            "{b:?}"
+        );
+        let k = b.low / b.width;
+        assert!(
+            (k - k.round()).abs() < 1e-9,
+            "the low edge is a multiple of the width: {b:?}"
+        );
+        // A negative range too (clock offsets), and one value alone.
+        let neg: Vec<f64> = v.iter().map(|x| -x).collect();
+        let (_, h) = binned(&neg);
+        assert_eq!((h.underflow, h.overflow), (0, 0));
+        for one in [[7.5; 10], [0.0; 10], [-3.0; 10]] {
+            let (b, h) = binned(&one);
+            assert_eq!((b.bins, h.counts[0]), (1, 10), "{b:?}");
+        }
+        assert!(default_bins(&[]).is_err());
+    }
 
     #[test]
     fn counts_plus_under_and_overflow_equal_n() {

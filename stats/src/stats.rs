@@ -177,6 +177,25 @@ pub fn quantile(values: &[f64], p: f64) -> Result<f64, StatsError> {
     Ok(quantiles(values, |x| x, (lo, hi), &[p], false)[0])
 }
 
+/// Linear-interpolation quantiles of `values` at each of `probs` (each
+/// 0 <= p <= 1), from one selection pass rather than one per probability.
+pub fn quantiles_at(values: &[f64], probs: &[f64]) -> Result<Vec<f64>, StatsError> {
+    if values.is_empty() {
+        return Err(StatsError::Empty { what: "samples" });
+    }
+    check_finite(values)?;
+    if let Some(&p) = probs.iter().find(|p| !(0.0..=1.0).contains(*p)) {
+        return Err(StatsError::InvalidParameter {
+            name: "probability",
+            value: p,
+            why: "must be between 0 and 1",
+        });
+    }
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Ok(quantiles(values, |x| x, (lo, hi), probs, false))
+}
+
 impl Summary {
     /// Summary of finite values in any order. Copies the values once (a
     /// scratch buffer for selection); `values` is not modified.

@@ -27,6 +27,8 @@ export interface Summary { n: number; min: number; max: number; mean: number; si
 /** Fixed-width histogram; bin i covers [low + i*bin_width, low + (i+1)*bin_width). */
 export interface HistogramResult { low: number; bin_width: number; high: number;
   counts: Uint32Array; underflow: number; overflow: number; }
+/** Default bins that cover the data (stats/src/hist.rs `default_bins`). */
+export interface BinsResult { low: number; bin_width: number; bins: number; }
 export interface CdfResult { x: Float64Array; fraction: Float64Array; }
 export interface MinMaxResult { x: Float64Array; min: Float64Array; max: Float64Array; }
 /** Latency under load's load, one direction: interval end (s), bits/s, phase code, 1 on a phase's last interval. */
@@ -284,6 +286,18 @@ impl SampleSet {
         Histogram::new(&self.values, bin_width, low, Upper::Bins(bins as usize))
             .map(|h| histogram_obj(&h))
             .map_err(js_err)
+    }
+
+    /// Bins that cover the data, for a histogram nobody has set up yet:
+    /// {low, bin_width, bins} (`meshperf_stats::hist::default_bins`).
+    #[wasm_bindgen(unchecked_return_type = "BinsResult")]
+    pub fn default_bins(&self) -> Result<Object, JsError> {
+        let b = hist::default_bins(&self.values).map_err(js_err)?;
+        let o = Object::new();
+        set(&o, "low", b.low.into());
+        set(&o, "bin_width", b.width.into());
+        set(&o, "bins", (b.bins as f64).into());
+        Ok(o)
     }
 
     /// CDF, at most `max_points` (2..=65534) points: {x, fraction}.

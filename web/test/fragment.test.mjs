@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-const { readFragment, writeFragment } = await import('../src/lib/agents/fragment.ts');
+const { readFragment, withoutTokens, writeFragment } = await import('../src/lib/agents/fragment.ts');
 
 const FA = 'ab'.repeat(32);
 const FB = 'cd'.repeat(32);
@@ -22,4 +22,26 @@ test('plain agents have no fp, and none is written', () => {
   assert.equal(e.a.fp, undefined);
   assert.equal(e.b.fp, undefined);
   assert.equal(writeFragment(e, 'own:1'), '#token=ta&agent2=h:1&token2=tb');
+});
+
+test('an agent\'s own URL (#token=T, no agent2) makes that agent both ends, and is written back as it was', () => {
+  const e = readFragment('#token=ta', '127.0.0.1:7800');
+  assert.deepEqual(e.a, { host: '127.0.0.1:7800', token: 'ta', fp: undefined });
+  assert.deepEqual(e.b, e.a);
+  assert.equal(writeFragment(e, '127.0.0.1:7800'), '#token=ta');
+  const other = readFragment(`#agent=10.0.0.9:7800&token=ta&fp=${FA}`, 'own:1');
+  assert.deepEqual(other.b, { host: '10.0.0.9:7800', token: 'ta', fp: FA });
+  // A bare address names no agent: nothing to connect to, B stays empty.
+  const bare = readFragment('', 'own:1');
+  assert.deepEqual([bare.given, bare.b.host], [false, '']);
+});
+
+test('the tokens leave the fragment, everything else stays', () => {
+  assert.equal(withoutTokens(`#token=ta&fp=${FA}&agent2=10.0.0.2:7800&token2=tb&fp2=${FB}`), `#fp=${FA}&agent2=10.0.0.2:7800&fp2=${FB}`);
+  assert.equal(withoutTokens('#token=ta'), '');
+  assert.equal(withoutTokens('#r=abc'), '#r=abc');
+  assert.equal(withoutTokens('#token=ta&mesh=h:1@t1,h:2@t2'), '#mesh=h:1@t1,h:2@t2');
+  // Read back without tokens, one agent is still both ends.
+  const e = readFragment(withoutTokens('#token=ta'), 'own:1');
+  assert.equal(e.given, false);
 });

@@ -5,20 +5,21 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TABLE } from '../src/lib/generated/params.ts';
-import { KINDS, rangeError, sweepable } from '../src/lib/plan/kinds.ts';
+import { alternatives, KINDS, rangeError, sweepable } from '../src/lib/plan/kinds.ts';
 import { parseSize } from '../src/lib/units.ts';
 
 // plan.svelte.ts holds its state in a Svelte rune; outside Svelte it is plain data.
 globalThis.$state = (v) => v;
-const { buildPlan, plan, setKind } = await import('../src/lib/plan/plan.svelte.ts');
+const { buildPlan, loadPlan, plan, setKind, unpicked } = await import('../src/lib/plan/plan.svelte.ts');
 
 const spec = (kind, name) => KINDS[kind].params.find((p) => p.name === name);
 
-/** The plan of `kind` with these field texts, as the Run button builds it. */
+/** The plan of `kind` with these field texts, as the Run button builds it (`rate` given: the rate chosen). */
 function build(kind, values, bound = 'count') {
   setKind(kind);
   Object.assign(plan.values, values);
   plan.bound = bound;
+  if (values.rate != null && 'rate' in plan.picks) plan.picks.rate = 'rate';
   return buildPlan(plan);
 }
 
@@ -159,4 +160,41 @@ test('latency_under_load builds from the form and its probe interval is bounded'
   assert.match(build('latency_under_load', { probe_ms: '0.5' }).error, /^probe_ms: must be between 1 and 1000, got 0.5$/);
   assert.match(build('latency_under_load', { idle_s: '0' }).error, /^idle_s: must be above 0/);
   assert.match(build('latency_under_load', { gap_s: '-1' }).error, /^gap_s: must not be negative, got -1$/);
+});
+
+test('udp_stream: wait or rate is one choice, and a typed rate on the new form runs by rate alone', () => {
+  assert.deepEqual(alternatives('udp_stream'), [['rate', 'wait_us']]);
+  assert.deepEqual(alternatives('tcp_stream'), [], 'tcp_stream takes a rate and a wait together');
+  // The form as a new user finds it: the wait pre-filled (20 us), chosen.
+  setKind('udp_stream');
+  assert.equal(plan.values.wait_us, '20');
+  assert.deepEqual([...unpicked(plan)], ['rate']);
+  // Choosing the rate and typing one: the wait (still 20 in its hidden field) is not sent.
+  plan.picks.rate = 'rate';
+  plan.values.rate = '100M';
+  const r = buildPlan(plan);
+  assert.ok('plan' in r, r.error);
+  assert.equal(r.plan.params.rate, 100e6);
+  assert.equal(r.plan.params.wait_us, undefined);
+  // Back to the wait: the rate's text stays in its field but is not sent.
+  plan.picks.rate = 'wait_us';
+  assert.deepEqual([buildPlan(plan).plan.params.wait_us, buildPlan(plan).plan.params.rate], [20, undefined]);
+  // A swept rate is the chosen one whatever the radio says.
+  plan.axes = [{ param: 'rate', form: 'list', list: '10M, 20M', from: '', to: '', step: '', lo: '', hi: '', perOctave: '1' }];
+  assert.equal(buildPlan(plan).plan.params.wait_us, undefined);
+  // A loaded plan chooses what it gives.
+  loadPlan({ kind: 'udp_stream', params: { rate: 5e6, duration_s: 2 }, sweep: {}, repeat: 1 });
+  assert.equal(plan.picks.rate, 'rate');
+  loadPlan({ kind: 'udp_stream', params: { wait_us: 50 }, sweep: {}, repeat: 1 });
+  assert.equal(plan.picks.rate, 'wait_us');
+});
+
+test('a refused field is named: the parameter, and the message without it for beside the field', () => {
+  const r = build('udp_stream', { pkt_bytes: '1' });
+  assert.equal(r.param, 'pkt_bytes');
+  assert.match(r.why, /^must be between 18 and/);
+  assert.equal(r.error, `pkt_bytes: ${r.why}`);
+  const d = build('tcp_rr', { duration_s: '' }, 'duration');
+  assert.equal(d.param, 'duration_s');
+  assert.match(d.why, /^give the test duration/);
 });

@@ -135,6 +135,10 @@ pub struct ParamSpec {
     /// kinds, whose parsers (the tcp kinds') read it and whose engine
     /// refuses it when set (`agent/src/engine/unix/mod.rs`).
     pub tcp_only: bool,
+    /// Another parameter of the same kind this one is given instead of
+    /// (udp_stream's `rate` instead of `wait_us`): the parser refuses both,
+    /// so the page offers one or the other, never both.
+    pub instead_of: Option<&'static str>,
 }
 
 /// The fields most entries share; each entry spells out the rest.
@@ -149,6 +153,7 @@ const P: ParamSpec = ParamSpec {
     options: &[],
     advanced: false,
     tcp_only: false,
+    instead_of: None,
 };
 
 impl ParamSpec {
@@ -743,6 +748,7 @@ pub mod udp {
     /// The sender's rate instead of `wait_us`: the wait is worked out from it.
     pub const RATE: ParamSpec = ParamSpec {
         label: "rate (bit/s, instead of the wait; k, M, G = 1000s)",
+        instead_of: Some("wait_us"),
         ..super::RATE
     };
     /// Ethernet: IPG 12 + preamble 8 + header 14 + CRC 4 + IPv4 20 + UDP 8.
@@ -1098,6 +1104,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_parameter_given_instead_of_another_is_refused_beside_it() {
+        let mut pairs = 0;
+        for (kind, s) in entries() {
+            let Some(other) = s.instead_of else { continue };
+            let o = kind.params().iter().find(|p| p.name == other);
+            let o = o.unwrap_or_else(|| panic!("{}: {other} is not in the table", s.name));
+            let value = |p: &ParamSpec| match p.min {
+                Some(Min::Above(lo)) => json!(lo + 1_000_000),
+                Some(Min::AtLeast(lo)) => json!(lo.max(1)),
+                None => panic!("{}: instead_of pairs numbers", p.name),
+            };
+            let e = parse(kind, json!({ (s.name): value(s), (other): value(o) })).unwrap_err();
+            assert_eq!(e.param, s.name, "{} {}: {e}", kind.name(), s.name);
+            assert!(e.message.contains(other), "{e}");
+            parse(kind, json!({ (s.name): value(s) })).unwrap();
+            parse(kind, json!({ (other): value(o) })).unwrap();
+            pairs += 1;
+        }
+        assert_eq!(pairs, 1, "udp_stream's rate instead of wait_us");
     }
 
     #[test]

@@ -50,6 +50,8 @@ export interface SampleSet {
   summary(): Summary;
   histogram(binWidth: number, low: number, high?: number): Histogram;
   histogram_bins(binWidth: number, low: number, bins: number): Histogram;
+  /** Bins that cover the data but a long tail's last 1% (stats/src/hist.rs `default_bins`). */
+  default_bins(): { low: number; bin_width: number; bins: number };
   cdf(maxPoints: number): { x: Float64Array; fraction: Float64Array };
   decimate(maxPoints: number): { x: Float64Array; min: Float64Array; max: Float64Array };
   free(): void;

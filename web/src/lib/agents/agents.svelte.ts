@@ -32,6 +32,10 @@ export class AgentError extends Error {
   }
 }
 
+/** Why the agent refused the token, and where the right one comes from. */
+const authFailed = (token: string) =>
+  `authentication failed: ${token ? 'that is not its token' : 'no token given'}. The token is in the URL the agent printed when it started (…/#token=…), or in the file given to its --token-file; open that URL, or type the token above and press Connect`;
+
 type Pending = { resolve: (m: AgentMsg) => void; reject: (e: Error) => void };
 
 export class Agent {
@@ -157,7 +161,7 @@ export class Agent {
         return;
       case 'error':
         if (this.state === 'connecting') {
-          const text = msg.code === 'auth_failed' ? 'authentication failed' : `${msg.message} (${msg.code})`;
+          const text = msg.code === 'auth_failed' ? authFailed(this.token) : `${msg.message} (${msg.code})`;
           this.#fail(msg.code === 'auth_failed' ? 'auth_failed' : 'error', `${this.label}: ${text}`);
           this.#ws?.close();
           return;
@@ -183,6 +187,13 @@ export class Agent {
     }
     this.#ws!.send(JSON.stringify({ type: 'auth', id: this.#nextId++, token: this.token }));
   }
+}
+
+/** Why a test cannot start with `a` (not ready), and what to do. */
+export function notConnected(a: Agent): string {
+  if (a.state === 'idle')
+    return 'no agent connected yet: open the URL an agent printed when it started (…/#token=…; alone, that agent is both ends), or type an address and its token above and press Connect';
+  return `${a.label} is not connected: connect both agents first (an agent's own URL makes it both ends)`;
 }
 
 /** The two agents of the walking skeleton: A serves, B drives. */

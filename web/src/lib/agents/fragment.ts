@@ -4,6 +4,9 @@
 // browser does not use them (it trusts certificates its own way) but keeps
 // them, so the address bar stays a URL `meshperf run --agent` can pin by.
 // The fragment never reaches a server; tokens leave the page only in `auth`.
+// Once the page has read them, they leave the address bar too (session.ts).
+// An agent's own printed URL (`#token=T`, no `agent2`) makes that agent both
+// ends, as `meshperf run` with one `--agent` does: two control sessions to it.
 
 export interface Endpoint {
   host: string;
@@ -22,22 +25,38 @@ export interface Endpoints {
 export function readFragment(hash: string, ownHost: string): Endpoints {
   const p = new URLSearchParams(hash.replace(/^#/, ''));
   const get = (k: string) => (p.get(k) ?? '').trim();
+  const given = ['token', 'agent', 'agent2', 'token2'].some((k) => p.has(k));
+  const a = { host: get('agent') || ownHost, token: get('token'), fp: get('fp') || undefined };
+  const alone = given && !p.has('agent2') && !p.has('token2');
   return {
-    a: { host: get('agent') || ownHost, token: get('token'), fp: get('fp') || undefined },
-    b: { host: get('agent2'), token: get('token2'), fp: get('fp2') || undefined },
-    given: ['token', 'agent', 'agent2', 'token2'].some((k) => p.has(k)),
+    a,
+    b: alone ? { ...a } : { host: get('agent2'), token: get('token2'), fp: get('fp2') || undefined },
+    given,
   };
 }
 
-/** The fragment for these endpoints (agent A's host left out when it is the page's own). */
+/** The fragment without the pair's tokens (`token`, `token2`), the rest as it was. */
+export function withoutTokens(hash: string): string {
+  const p = new URLSearchParams(hash.replace(/^#/, ''));
+  p.delete('token');
+  p.delete('token2');
+  const out = p.toString().replace(/%3A/gi, ':').replace(/%2C/gi, ',').replace(/%40/gi, '@');
+  return out ? '#' + out : '';
+}
+
+/**
+ * The fragment for these endpoints (agent A's host left out when it is the
+ * page's own; agent B left out when it is agent A).
+ */
 export function writeFragment(e: Omit<Endpoints, 'given'>, ownHost: string): string {
   const p = new URLSearchParams();
   if (e.a.host && e.a.host !== ownHost) p.set('agent', e.a.host);
   if (e.a.token) p.set('token', e.a.token);
   if (e.a.fp) p.set('fp', e.a.fp);
-  if (e.b.host) p.set('agent2', e.b.host);
-  if (e.b.token) p.set('token2', e.b.token);
-  if (e.b.fp) p.set('fp2', e.b.fp);
+  const alone = e.b.host === e.a.host && e.b.token === e.a.token;
+  if (e.b.host && !alone) p.set('agent2', e.b.host);
+  if (e.b.token && !alone) p.set('token2', e.b.token);
+  if (e.b.fp && !alone) p.set('fp2', e.b.fp);
   return '#' + p.toString().replace(/%3A/gi, ':');
 }
 

@@ -74,17 +74,59 @@ export function removeAgent(i: number): void {
   writeMesh();
 }
 
-/** The mesh's agents in a fragment value: `HOST:PORT@TOKEN,...`. */
-const meshValue = () => mesh.list.map((a) => (a.token ? `${a.host}@${a.token}` : a.host)).join(',');
+/** The mesh's agents in a fragment value: `HOST:PORT,...` (their tokens stay out of the address bar). */
+const meshValue = () => mesh.list.map((a) => a.host).join(',');
 
-/** Keeps `mesh=` in the fragment in step with the list (other keys kept), so a reload reconnects. */
+/** Where this tab's session keeps the matrix's tokens, by address. */
+const TOKENS = 'meshperf.mesh';
+
+function sessionTokens(): Record<string, string> {
+  try {
+    return JSON.parse(sessionStorage.getItem(TOKENS) ?? '{}') ?? {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Keeps `mesh=` in the fragment in step with the list (other keys kept) and
+ * the tokens in this tab's session, so a reload reconnects while a copied
+ * address carries no token.
+ */
 function writeMesh(): void {
   const p = new URLSearchParams(location.hash.replace(/^#/, ''));
   p.delete('mesh');
   const rest = p.toString();
   const value = mesh.list.length ? `mesh=${meshValue()}` : '';
   const hash = [rest, value].filter(Boolean).join('&');
+  try {
+    sessionStorage.setItem(TOKENS, JSON.stringify(Object.fromEntries(mesh.list.filter((a) => a.token).map((a) => [a.host.toLowerCase(), a.token]))));
+  } catch {
+    // Storage refused: a reload asks for the tokens again.
+  }
   history.replaceState(null, '', hash ? `#${hash}` : location.pathname + location.search);
+}
+
+/** A `mesh=` value with each token it lacks taken from this tab's session (a reload's). */
+export function withSessionTokens(value: string): string {
+  const known = sessionTokens();
+  return value
+    .split(',')
+    .filter(Boolean)
+    .map((e) => (e.includes('@') || !known[e.toLowerCase()] ? e : `${e}@${known[e.toLowerCase()]}`))
+    .join(',');
+}
+
+/**
+ * An empty matrix starts with the pair form's connected agents (one each:
+ * an agent that is both ends is listed once), so switching to the matrix
+ * does not ask for agents the page already has.
+ */
+export function addPairAgents(): void {
+  if (mesh.list.length) return;
+  const ready = [agents.a, agents.b].filter((a) => a.state === 'ready');
+  const distinct = ready.filter((a, i) => ready.findIndex((b) => sameHost(a.host, b.host)) === i);
+  if (distinct.length) addAgents(distinct.map((a) => (a.token ? `${a.host}@${a.token}` : a.host)).join('\n'));
 }
 
 /** The agents the fragment's `mesh=` names ('' when none). */

@@ -39,6 +39,17 @@ export function rangeError(s: TableSpec, v: number, text = String(v)): string | 
   return `${s.name}: must be at most ${s.max}, got ${text}`;
 }
 
+/**
+ * The kind's either-or pairs, `[given instead, the other]` (udp_stream:
+ * `rate` instead of `wait_us`): the agents refuse both, so the form offers one.
+ */
+export function alternatives(kind: string): [string, string][] {
+  return (KINDS[kind]?.params ?? []).filter((p) => p.insteadOf).map((p) => [p.name, p.insteadOf!]);
+}
+
+/** A field's short name in a choice between two (`wait_us` -> `wait`). */
+export const choiceName = (name: string) => name.replace(/_(us|ms|s|bytes)$/, '');
+
 export const isRr = (kind: string) => kind.endsWith('_rr');
 export const isStream = (kind: string) => kind === 'tcp_stream' || kind === 'unix_stream';
 

@@ -2,7 +2,7 @@
 // its conversion to the plan format of protocol/src/plan.rs. Expansion into
 // steps is the wasm module's job (`expand_plan`), never done here.
 
-import { KINDS, rangeError, type ParamSpec } from './kinds';
+import { alternatives, KINDS, rangeError, type ParamSpec } from './kinds';
 import { parseRate, parseSize, sizeText } from '../units';
 
 export type Direction = 'send' | 'receive' | 'both';
@@ -36,6 +36,9 @@ export interface PlanJson {
 
 const initialValues = (kind: string) =>
   Object.fromEntries(KINDS[kind].params.map((p) => [p.name, p.initial ?? '']));
+/** Which of each either-or pair a new plan offers: the one pre-filled (udp_stream: the wait). */
+const initialPicks = (kind: string) =>
+  Object.fromEntries(alternatives(kind).map(([alt, other]) => [alt, KINDS[kind].params.find((p) => p.name === alt)?.initial ? alt : other]));
 
 export const plan = $state({
   name: '',
@@ -43,6 +46,8 @@ export const plan = $state({
   kind: 'tcp_stream',
   values: initialValues('tcp_stream') as Record<string, string>,
   bound: 'count' as 'count' | 'duration',
+  /** Each either-or pair's chosen field, keyed by the one given instead (`rate`: 'rate' or 'wait_us'). */
+  picks: initialPicks('tcp_stream') as Record<string, string>,
   axes: [] as AxisEdit[],
   repeat: 1,
   /** Kept from a loaded plan (a preset's histogram bins); dropped with the kind. */
@@ -52,6 +57,7 @@ export const plan = $state({
 export function setKind(kind: string): void {
   plan.kind = kind;
   plan.values = initialValues(kind);
+  plan.picks = initialPicks(kind);
   plan.axes = [];
   plan.name = plan.description = '';
   plan.histogram = null;
@@ -117,12 +123,40 @@ function axisJson(kind: string, a: AxisEdit): unknown | Error {
 }
 
 /**
+ * The fields of an either-or pair not chosen (sent never, shown never); a
+ * swept field is always the chosen one.
+ */
+export function unpicked(p: typeof plan): Set<string> {
+  const swept = new Set(p.axes.map((a) => a.param));
+  const out = new Set<string>();
+  for (const [alt, other] of alternatives(p.kind)) {
+    const chosen = swept.has(alt) ? alt : swept.has(other) ? other : (p.picks[alt] ?? other);
+    out.add(chosen === alt ? other : alt);
+  }
+  return out;
+}
+
+/** Why a plan cannot be built; `param` and `why` when one field is to blame (`why` without its name). */
+export interface BuildError {
+  error: string;
+  param?: string;
+  why?: string;
+}
+
+const fieldError = (param: string, message: string): BuildError => ({
+  error: message,
+  param,
+  why: message.startsWith(`${param}: `) ? message.slice(param.length + 2) : message,
+});
+
+/**
  * The plan in the plan file format, or the reason it cannot be built. The
  * agents' limits are checked on every expanded step before the run, by the
  * step driver (run/run.svelte.ts: `check_steps`), not here.
  */
-export function buildPlan(p: typeof plan): { plan: PlanJson } | { error: string } {
+export function buildPlan(p: typeof plan): { plan: PlanJson } | BuildError {
   const swept = new Set(p.axes.map((a) => a.param));
+  const left = unpicked(p);
   const params: Params = {};
   const specs = KINDS[p.kind].params;
   const hasBound = specs.some((s) => s.name === 'duration_s');
@@ -131,16 +165,16 @@ export function buildPlan(p: typeof plan): { plan: PlanJson } | { error: string 
   if (swept.has('count')) bound = 'count';
   for (const s of specs) {
     const text = (p.values[s.name] ?? '').trim();
-    if (swept.has(s.name) || text === '') continue;
+    if (swept.has(s.name) || left.has(s.name) || text === '') continue;
     if (hasBound && s.name === (bound === 'count' ? 'duration_s' : 'count')) continue;
     const v = value(s, s.name, text);
-    if (v instanceof Error) return { error: v.message };
+    if (v instanceof Error) return fieldError(s.name, v.message);
     const outside = typeof v === 'number' ? rangeError(s, v, text) : null;
-    if (outside) return { error: outside };
+    if (outside) return fieldError(s.name, outside);
     params[s.name] = v;
   }
   if (hasBound && bound === 'duration' && params.duration_s == null && !swept.has('duration_s'))
-    return { error: 'duration_s: give the test duration in seconds (or choose count)' };
+    return fieldError('duration_s', 'duration_s: give the test duration in seconds (or choose count)');
   const sweep: Record<string, unknown> = {};
   for (const a of p.axes) {
     const j = axisJson(p.kind, a);
@@ -164,7 +198,9 @@ export function loadPlan(j: PlanJson): void {
   const values: Record<string, string> = Object.fromEntries(Object.keys(plan.values).map((k) => [k, '']));
   for (const [k, v] of Object.entries(j.params ?? {})) values[k] = text(k, v);
   plan.values = values;
-  plan.bound = j.params?.duration_s != null || (j.sweep && 'duration_s' in j.sweep) ? 'duration' : 'count';
+  const given = (name: string) => j.params?.[name] != null || (j.sweep != null && name in j.sweep);
+  plan.bound = given('duration_s') ? 'duration' : 'count';
+  for (const [alt, other] of alternatives(plan.kind)) plan.picks[alt] = given(alt) ? alt : other;
   plan.axes = Object.entries(j.sweep ?? {}).map(([param, s]) => {
     const a = newAxis(param);
     const spec = s as Record<string, unknown>;

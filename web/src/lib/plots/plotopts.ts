@@ -33,6 +33,8 @@ export interface PlotSpec {
   yZero?: boolean;
   series: SeriesSpec[];
   xValue?: (v: number) => string;
+  /** x holds the categories 0..n-1 (bars): one tick each, labelled by `xValue`, half a bar of room each side. */
+  xCategories?: number;
 }
 
 export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
@@ -41,13 +43,20 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
   const grid = { stroke: css('--line'), width: 1 };
   const axis = { stroke: fg, grid, ticks: grid };
   const yRange: uPlot.Scale.Range | undefined = p.yZero && !p.yLog ? (_u, _min, max) => [0, max > 0 ? max * 1.05 : 1] : undefined;
+  const cats = p.xCategories;
+  const xAxis: uPlot.Axis = cats
+    ? {
+        splits: () => Array.from({ length: cats }, (_, i) => i),
+        values: (_u, splits) => splits.map((v) => (p.xValue ? p.xValue(v) : String(v))),
+      }
+    : {};
   return {
     scales: {
-      x: { time: false, distr: p.xLog ? 3 : 1 },
+      x: { time: false, distr: p.xLog ? 3 : 1, ...(cats ? { range: (): uPlot.Range.MinMax => [-0.5, cats - 0.5] } : {}) },
       y: { distr: p.yLog ? 3 : 1, ...(yRange ? { range: yRange } : {}) },
     },
     axes: [
-      { ...axis, label: p.x },
+      { ...axis, ...xAxis, label: p.x },
       { ...axis, label: p.y, size: 64 },
     ],
     series: [
