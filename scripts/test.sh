@@ -70,6 +70,10 @@ counted() {
 # systemd unit.
 counted deploy 120 "$ROOT/tests/deploy/validate.sh"
 
+# Every node and every laptop (tests/platforms/): the man pages name every
+# flag of --help and the bash completion completes.
+counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
+
 # Rust: count from the harness' "test result:" lines, one per test binary.
 rc=0
 phase cargo-test cargo test --workspace --profile test-release --no-fail-fast || rc=$?
