@@ -138,6 +138,9 @@ if [ $want_test -eq 1 ]; then
     # tests/platforms/: the arm64 agent (Debian's cross gcc links the static
     # aarch64-unknown-linux-musl binary, qemu-user-static runs it), the .deb
     # (lintian), the man pages (groff renders them).
+    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+    command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+    command -v lintian >/dev/null || missing+=(lintian)
     command -v groff >/dev/null || missing+=(groff-base)
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)
