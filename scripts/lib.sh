@@ -47,3 +47,18 @@ CARGO_FUZZ_BIN="$CARGO_FUZZ_ROOT/bin/cargo-fuzz"
 # pinned, built by `go install` into .tools/ (v5.8.2 and later need Go 1.27).
 KUSTOMIZE_VERSION=v5.8.1
 KUSTOMIZE_BIN="$ROOT/.tools/kustomize-$KUSTOMIZE_VERSION/kustomize"
+
+# aarch64-unknown-linux-musl (the arm64 release binary, tests/platforms/arm64.sh):
+# Debian's gcc-aarch64-linux-gnu links it (rustc brings musl's crt objects
+# and libc.a for the target, self-contained, so a glibc cross gcc serves as
+# the linker driver) and compiles ring's C and assembly. Chosen over zig and
+# cargo-zigbuild: one apt package, no tool to download and build, and the
+# same linker rustc's own CI uses for this target. Dies naming the package
+# when it is missing.
+aarch64_musl_env() {
+    command -v aarch64-linux-gnu-gcc >/dev/null \
+        || die "no linker for aarch64-unknown-linux-musl: install gcc-aarch64-linux-gnu (apt-get install gcc-aarch64-linux-gnu), then re-run"
+    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER="${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER:-aarch64-linux-gnu-gcc}"
+    export CC_aarch64_unknown_linux_musl="${CC_aarch64_unknown_linux_musl:-aarch64-linux-gnu-gcc}"
+    export AR_aarch64_unknown_linux_musl="${AR_aarch64_unknown_linux_musl:-aarch64-linux-gnu-ar}"
+}

@@ -3,9 +3,17 @@
 # image, into target/release-artifacts/:
 #
 #   meshperf-linux-amd64        x86_64-unknown-linux-musl, static, web app embedded
-#   meshperf-linux-arm64        aarch64-unknown-linux-musl, when its linker works here
+#   meshperf-linux-arm64        aarch64-unknown-linux-musl, static, linked by Debian's
+#                               gcc-aarch64-linux-gnu (scripts/lib.sh says why)
 #   meshperf-oci.tar            OCI image (oci-archive) of meshperf-linux-amd64 alone
 #                               (scripts/image.sh; only when umoci is installed)
+#   meshperf-man-completions.tar.gz
+#                               man/meshperf.1, man/meshperf-{agent,run,monitor}.1,
+#                               completions/{meshperf.bash,_meshperf,meshperf.fish},
+#                               rendered from the clap definitions by
+#                               agent/examples/meshperf-docs.rs
+#   meshperf_VERSION_ARCH.deb   Debian package of each binary with the systemd unit,
+#                               man pages and completions (scripts/deb.sh)
 #   SHA256SUMS                  sha256sum -c SHA256SUMS checks them all
 #
 # The web app and wasm come from scripts/build.sh, run first (it also builds
@@ -69,7 +77,7 @@ build_static() {
 }
 
 mkdir -p "$out"
-rm -f "$out"/meshperf-linux-* "$out/meshperf-oci.tar" "$out/SHA256SUMS"
+rm -f "$out"/meshperf-linux-* "$out/meshperf-oci.tar" "$out"/meshperf_*.deb "$out/meshperf-man-completions.tar.gz" "$out/SHA256SUMS"
 for a in "${archs[@]}"; do case "$a" in amd64|arm64) ;; *) die "unknown --arch $a ($usage)" ;; esac; done
 if want amd64; then
     add_target x86_64-unknown-linux-musl || die "cannot install the Rust target x86_64-unknown-linux-musl"
@@ -88,21 +96,29 @@ if want amd64; then
     (cd "$bare" && env -i ./meshperf --version) || die "the static binary does not run from a bare directory"
 fi
 
-# aarch64: Rust ships musl's libc and crt objects for it (self-contained), so
-# only a linker for aarch64 is needed; rust-lld (in the toolchain) is tried
-# unless CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER names another. No
-# linker, no arm64 binary: said here, not faked.
-if ! want arm64; then
-    :
-elif add_target aarch64-unknown-linux-musl; then
-    lld="$(find "$(rustc --print sysroot)/lib/rustlib" -name rust-lld -type f 2>/dev/null | head -1)"
-    if [ -z "${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER:-}" ] && [ -n "$lld" ]; then
-        export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER="$lld"
-    fi
-    build_static aarch64-unknown-linux-musl arm64 || log "no arm64 binary: the aarch64-unknown-linux-musl build or link failed here (see above)"
-else
-    log "no arm64 binary: the Rust target aarch64-unknown-linux-musl is not installed"
+# aarch64: Rust ships musl's libc and crt objects for it (self-contained);
+# Debian's gcc-aarch64-linux-gnu links and compiles ring's C (scripts/lib.sh,
+# aarch64_musl_env: it stops here naming the package when it is missing).
+if want arm64; then
+    aarch64_musl_env
+    add_target aarch64-unknown-linux-musl || die "cannot install the Rust target aarch64-unknown-linux-musl"
+    build_static aarch64-unknown-linux-musl arm64 || die "the aarch64 musl build failed (see above)"
 fi
+
+# Man pages and completions, from the same clap definitions as the binary
+# (an example, so the release binary carries no renderer), then a .deb per
+# binary.
+run_phase "cargo build --example meshperf-docs" cargo build -q --profile "$MESHPERF_PROFILE" -p meshperf-agent --example meshperf-docs
+docs="$(mktemp -d)"
+trap 'rm -rf "${bare:-}" "$docs"' EXIT
+gen="${CARGO_TARGET_DIR:-$ROOT/target}/$MESHPERF_PROFILE/examples/meshperf-docs"
+"$gen" man "$docs/man" && "$gen" completions "$docs/completions" || die "meshperf-docs failed"
+tar -C "$docs" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$(git log -1 --format=%ct 2>/dev/null || date +%s)" \
+    -cf - man completions | gzip -9n >"$out/meshperf-man-completions.tar.gz"
+version=$(awk -F'"' '/^\[workspace.package\]/ { w = 1 } w && /^version = / { print $2; exit }' "$ROOT/Cargo.toml")
+for a in "${archs[@]}"; do
+    bash "$ROOT/scripts/deb.sh" "$out/meshperf-linux-$a" "$a" "$docs" "$out/meshperf_${version}_$a.deb"
+done
 
 if ! want amd64; then
     :
@@ -112,6 +128,6 @@ else
     log "no OCI image: umoci is not installed (apt-get install umoci)"
 fi
 
-(cd "$out" && sha256sum -- meshperf-* >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+(cd "$out" && sha256sum -- meshperf-* meshperf_*.deb >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
 log "$out in $((SECONDS - t_all)) s:"
 sed 's/^/    /' "$out/SHA256SUMS" >&2

@@ -10,6 +10,8 @@
 #                              NetfilterQueue (PyPI) in .tools/nfq, and as
 #                              root the netns tests' Debian packages (dnsmasq,
 #                              umoci, buildah, prometheus) and Rust's x86_64-unknown-linux-musl target,
+#                              and for tests/platforms/ gcc-aarch64-linux-gnu, qemu-user-static,
+#                              lintian, groff and Rust's aarch64-unknown-linux-musl target,
 #                              and for the fuzz targets a nightly toolchain
 #                              (rustup) and cargo-fuzz in .tools/cargo-fuzz-VERSION
 #
@@ -135,6 +137,13 @@ if [ $want_test -eq 1 ]; then
         # A real Prometheus scraping `meshperf monitor` (tests/monitor/prometheus.sh).
         command -v prometheus >/dev/null || missing+=(prometheus)
     fi
+    # tests/platforms/: the arm64 agent (Debian's cross gcc links the static
+    # aarch64-unknown-linux-musl binary, qemu-user-static runs it), the .deb
+    # (lintian), the man pages (groff renders them).
+    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+    command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+    command -v lintian >/dev/null || missing+=(lintian)
+    command -v groff >/dev/null || missing+=(groff-base)
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)
     python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
@@ -214,6 +223,11 @@ if [ $want_test -eq 1 ]; then
         fi
     else
         log "rustup not found: no nightly toolchain for the fuzz targets, so npm test counts them as failed (install rustup, then re-run)"
+    fi
+    # --- the arm64 agent's Rust target (tests/platforms/arm64.sh) ------------
+    if [ ! -d "$(rustc --print sysroot)/lib/rustlib/aarch64-unknown-linux-musl/lib" ]; then
+        command -v rustup >/dev/null || die "Rust target aarch64-unknown-linux-musl is missing and rustup is not installed: install it for your toolchain, then re-run"
+        run_phase "rustup target add aarch64-unknown-linux-musl" rustup target add aarch64-unknown-linux-musl
     fi
     # --- as root, the static (musl) target for the OCI image test ------------
     if [ "$(id -u)" -eq 0 ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib" ]; then

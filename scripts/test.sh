@@ -71,6 +71,15 @@ counted() {
 # systemd unit.
 counted deploy 120 "$ROOT/tests/deploy/validate.sh"
 
+# Every node and every laptop (tests/platforms/): the man pages name every
+# flag of --help and the bash completion completes; a static arm64 agent
+# under qemu-user against this amd64 one (tcp_stream, udp_rr,
+# latency_under_load); the .deb of that arm64 binary installed into a
+# throwaway root, its unit verified and its agent started.
+counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
+counted platforms-arm64 900 "$ROOT/tests/platforms/arm64.sh"
+counted platforms-deb 300 "$ROOT/tests/platforms/deb.sh"
+
 # Rust: count from the harness' "test result:" lines, one per test binary.
 rc=0
 phase cargo-test cargo test --workspace --profile test-release --no-fail-fast || rc=$?

@@ -11,10 +11,12 @@
 //!   addresses, kernel), [`dns`] (names to addresses) and [`token_file`]
 //!   (`--token-file`) serve all three.
 //!
-//! `main.rs` only parses the command line; fuzz targets and tests reach the
-//! decoders through here. Dependencies run one way: `serve` and `run` use
+//! [`cli`] is the command line's definition (clap): `main.rs` only parses
+//! it, and `examples/meshperf-docs.rs` renders it as man pages and shell
+//! completions. Fuzz targets and tests reach the decoders through here. Dependencies run one way: `serve` and `run` use
 //! `engine`; `engine` uses neither.
 
+pub mod cli;
 pub mod dns;
 pub mod engine;
 pub mod log;
