@@ -196,3 +196,36 @@ fn tcp_stream_rate_is_paced_by_the_kernel_and_the_warm_up_left_out() {
     );
     assert!(out.contains("rate asked 50 Mbit/s"), "{out}");
 }
+
+/// The control fuzzer's find (issue 27): `rate=2` was accepted as one
+/// 1400-byte datagram and a 5600 s wait, and printed a `data_rate` of 2.6
+/// Mbit/s for it. Between agents with `--max-duration 10` it is a usage
+/// error naming `rate` and the lowest rate that holds 2 datagrams in the 10
+/// s a rate alone runs, before any traffic; the agents keep serving, and
+/// that lowest rate runs.
+#[test]
+fn udp_stream_rate_of_one_datagram_is_a_usage_error_naming_the_lowest_rate() {
+    let a = AgentProc::start_logged(&["--max-duration", "10"]);
+    let b = AgentProc::start(&["--max-duration", "10"]);
+    let o = run_ab(&a, &b, &["--kind", "udp_stream", "--set", "rate=2"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    assert!(
+        err.contains(
+            "rate: 2 bit/s is one 1400-byte datagram every 5600 s, fewer than 2 in the \
+             test's 10 s: give rate 2.24k or more (bit/s)"
+        ),
+        "{err}"
+    );
+    assert!(
+        !a.log().iter().any(|l| l.contains(" test ")),
+        "{:#?}",
+        a.log()
+    );
+    // The rate offered, for a shorter time: 2 datagrams in 0.5 s.
+    let (_, s) = step(&a, &b, "udp_stream", &["rate=44.8k", "duration_s=0.5"]);
+    assert_eq!(s.summary["count"], 2, "{}", s.summary);
+    assert_eq!(s.summary["received"], 2, "{}", s.summary);
+}
