@@ -11,6 +11,7 @@ use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::result::{self, RunResult, StepResult};
 use serde_json::Value;
+use std::sync::{RwLock, RwLockReadGuard};
 
 /// `meshperf run --kind KIND --set S...` (`sets`: `NAME=VALUE`) with `a`
 /// serving and `b` driving that must succeed: its stdout and the one step
@@ -29,6 +30,16 @@ fn step(a: &AgentProc, b: &AgentProc, kind: &str, sets: &[&str]) -> (String, Ste
     let s = r.steps.into_iter().next().unwrap();
     assert!(s.error.is_none(), "{:?}", s.error);
     (out, s)
+}
+
+/// The flat-out test at 1000G runs alone among these: its senders spin at
+/// nice -20 for seconds, and a paced test beside it on a 2-CPU host
+/// missed its rate by 6% (it holds this for writing, the others for
+/// reading).
+static FLAT_OUT: RwLock<()> = RwLock::new(());
+
+fn beside_others() -> RwLockReadGuard<'static, ()> {
+    FLAT_OUT.read().unwrap_or_else(|e| e.into_inner())
 }
 
 fn f(v: &Value) -> f64 {
@@ -52,6 +63,7 @@ fn values(s: &StepResult, role: Role, kind: SampleKind, stream: u16) -> &[u64] {
 
 #[test]
 fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
+    let _alone = beside_others();
     let a = AgentProc::start_logged(&["--max-udp-rate", "100M"]);
     let b = AgentProc::start(&["--max-udp-rate", "100M"]);
 
@@ -174,6 +186,7 @@ fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
 /// whose limit such a burst used to hit; the step at 4 s succeeds there.
 #[test]
 fn udp_stream_at_a_rate_the_host_cannot_reach_stops_at_its_duration() {
+    let _alone = FLAT_OUT.write().unwrap_or_else(|e| e.into_inner());
     let a = AgentProc::start(&["--max-duration", "5"]);
     let b = AgentProc::start(&["--max-duration", "5"]);
     // Each case: the sets, its time, and the sending side and sample
@@ -236,13 +249,15 @@ fn udp_stream_at_a_rate_the_host_cannot_reach_stops_at_its_duration() {
             let probe = &s.sides.client.as_ref().unwrap()["probe"];
             let phases = probe["phases"].as_array().unwrap();
             assert_eq!(phases.len(), 2, "{probe}");
-            assert!(f(&phases[1]["seconds"]) <= d + 1.0, "{probe}");
+            // The loaded phase ends with the burst's exchange.
+            assert!(f(&phases[1]["seconds"]) <= d + 1.0 + 2.0, "{probe}");
         }
     }
 }
 
 #[test]
 fn tcp_stream_rate_is_paced_by_the_kernel_and_the_warm_up_left_out() {
+    let _alone = beside_others();
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     // iperf3 -b 50M -t 2 -O 1.
     let (out, s) = step(
