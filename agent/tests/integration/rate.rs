@@ -192,7 +192,8 @@ fn udp_stream_at_a_rate_the_host_cannot_reach_stops_at_its_duration() {
     // Each case: the sets, its time, and the sending side and sample
     // stream of each flow whose summary is the top level (`""`) or
     // `reverse`.
-    let cases: [(&[&str], f64, &[(&str, Role, u16)]); 4] = [
+    type Flow = (&'static str, Role, u16);
+    let cases: [(&[&str], f64, &[Flow]); 4] = [
         (&["duration_s=3"], 3.0, &[("", Role::Client, 0)]),
         (&["duration_s=4"], 4.0, &[("", Role::Client, 0)]),
         (
