@@ -476,6 +476,13 @@ pub struct UdpStreamReceive {
     pub to: Option<String>,
 }
 
+/// The share of the asked `rate` a `udp_stream` sender must manage for its
+/// summary's `rate_reached`: a sender on schedule sends the whole of it
+/// (the last datagram of a burst cut at its time is 1 in 1786 at 20 Mbit/s
+/// for 1 s), so 99% tells a rate the host cannot reach, or a stall the
+/// bucket did not make up, from the schedule's own granularity.
+pub const RATE_REACHED: f64 = 0.99;
+
 /// `udp_stream`: the summary of both sides' figures, as the receiver builds
 /// it and sends it to the sender (`peer::UdpStreamReceiverLine::Stats`).
 /// A figure of a side whose `stats` never came is null.
@@ -545,6 +552,12 @@ pub struct UdpStreamFigures {
     /// `wait_us`); `send_bits_per_second` is the rate achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// With `rate`: whether the sender reached it, its
+    /// `send_bits_per_second` at least [`RATE_REACHED`] of `rate` (false: the
+    /// host could not send that fast, or a stall slipped the schedule);
+    /// absent without `rate` or without the sender's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_reached: Option<bool>,
     /// The time asked for, seconds (absent: bounded by `count`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,

@@ -11,6 +11,7 @@ use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::result::{self, RunResult, StepResult};
 use serde_json::Value;
+use std::sync::{RwLock, RwLockReadGuard};
 
 /// `meshperf run --kind KIND --set S...` (`sets`: `NAME=VALUE`) with `a`
 /// serving and `b` driving that must succeed: its stdout and the one step
@@ -29,6 +30,16 @@ fn step(a: &AgentProc, b: &AgentProc, kind: &str, sets: &[&str]) -> (String, Ste
     let s = r.steps.into_iter().next().unwrap();
     assert!(s.error.is_none(), "{:?}", s.error);
     (out, s)
+}
+
+/// The flat-out test at 1000G runs alone among these: its senders spin at
+/// nice -20 for seconds, and a paced test beside it on a 2-CPU host
+/// missed its rate by 6% (it holds this for writing, the others for
+/// reading).
+static FLAT_OUT: RwLock<()> = RwLock::new(());
+
+fn beside_others() -> RwLockReadGuard<'static, ()> {
+    FLAT_OUT.read().unwrap_or_else(|e| e.into_inner())
 }
 
 fn f(v: &Value) -> f64 {
@@ -52,6 +63,7 @@ fn values(s: &StepResult, role: Role, kind: SampleKind, stream: u16) -> &[u64] {
 
 #[test]
 fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
+    let _alone = beside_others();
     let a = AgentProc::start_logged(&["--max-udp-rate", "100M"]);
     let b = AgentProc::start(&["--max-udp-rate", "100M"]);
 
@@ -92,6 +104,12 @@ fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
     within(f(&m["sent"]), 1786.0, 0.02, "datagrams");
     assert!(f(&m["send_seconds"]) <= 1.01, "{m}");
     assert!(out.contains("rate asked 20 Mbit/s"), "{out}");
+    // Reached, unless a stall past the bucket slipped the schedule or
+    // held the sender past the end of the burst.
+    let reached = m["rate_reached"].as_bool().unwrap();
+    let short = f(&m["sent"]) < f(&m["count"]);
+    assert!(reached || m["schedule_slips"] != 0 || short, "{m}");
+    assert_eq!(out.contains("not reached"), !reached, "{out}");
 
     // direction both: each agent sends 20 Mbit/s to the other at once.
     let (out, s) = step(
@@ -160,8 +178,87 @@ fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
     );
 }
 
+/// A time-bounded `udp_stream` at a rate the host cannot reach (1000G once
+/// ran 24.9 s for 3 s asked): the burst stops at `duration_s`, the step
+/// ends within the receiver's `timeout_ms` of it, and the summary and the
+/// CLI say the rate was not reached, the sender's own timestamps showing
+/// none left after the time. Run between agents with `--max-duration 5`,
+/// whose limit such a burst used to hit; the step at 4 s succeeds there.
+#[test]
+fn udp_stream_at_a_rate_the_host_cannot_reach_stops_at_its_duration() {
+    let _alone = FLAT_OUT.write().unwrap_or_else(|e| e.into_inner());
+    let a = AgentProc::start(&["--max-duration", "5"]);
+    let b = AgentProc::start(&["--max-duration", "5"]);
+    // Each case: the sets, its time, and the sending side and sample
+    // stream of each flow whose summary is the top level (`""`) or
+    // `reverse`.
+    type Flow = (&'static str, Role, u16);
+    let cases: [(&[&str], f64, &[Flow]); 4] = [
+        (&["duration_s=3"], 3.0, &[("", Role::Client, 0)]),
+        (&["duration_s=4"], 4.0, &[("", Role::Client, 0)]),
+        (
+            &["duration_s=1", "direction=receive"],
+            1.0,
+            &[("", Role::Server, 0)],
+        ),
+        (
+            &["duration_s=1", "direction=both", "probe_ms=10"],
+            1.0,
+            &[("", Role::Client, 0), ("reverse", Role::Server, 1)],
+        ),
+    ];
+    for (sets, d, flows) in cases {
+        let mut all = vec!["rate=1000G"];
+        all.extend(sets);
+        let (out, s) = step(&a, &b, "udp_stream", &all);
+        let top = &s.summary;
+        for &(key, role, stream) in flows {
+            let m = if key.is_empty() { top } else { &top[key] };
+            assert_eq!(m["rate"], 1e12, "{all:?}: {m}");
+            assert_eq!(m["rate_reached"], false, "{all:?}: {m}");
+            assert!(f(&m["send_bits_per_second"]) < 0.99e12, "{m}");
+            // The mechanism: no datagram leaves stamped at or after the
+            // time (exact, whatever the load) ...
+            let sent = values(&s, role, SampleKind::SendTimeNs, stream);
+            assert_eq!(sent.len() as u64, m["sent"].as_u64().unwrap(), "{all:?}");
+            let last = *sent.last().unwrap();
+            assert!(last < (d * 1e9) as u64, "{all:?}: last sent at {last} ns");
+            // ... and the send time ends with the last sendmmsg after it
+            // (the bound: 3.1 s for 3 s asked).
+            let send_s = f(&m["send_seconds"]);
+            assert!(send_s <= d + 0.1, "{all:?}: send_seconds {send_s}");
+            assert!(send_s >= d * 0.9, "{all:?}: sent for the time: {send_s}");
+            // The receiver waited no longer than its timeout for the rest.
+            assert!(f(&m["recv_seconds"]) <= d + 1.0, "{all:?}: {m}");
+        }
+        // The whole step: the burst, at most timeout_ms (1 s) of the
+        // receiver's wait, and the set-up and exchanges around it (the
+        // probes' 0.2 s idle lead-in among them), which take well under
+        // 2 s on a loaded host; the 3 s case used to take 24.9 s.
+        let wall = s.wall_seconds.unwrap();
+        assert!(wall <= d + 1.0 + 2.0, "{all:?}: the step took {wall} s");
+        // The CLI says so, once per flow.
+        let said = out
+            .lines()
+            .filter(|l| {
+                l.starts_with("rate asked 1000000 Mbit/s")
+                    && l.contains("; not reached: the sender managed ")
+            })
+            .count();
+        assert_eq!(said, flows.len(), "{out}");
+        if sets.iter().any(|x| x.starts_with("probe_ms")) {
+            let probe = &s.sides.client.as_ref().unwrap()["probe"];
+            let phases = probe["phases"].as_array().unwrap();
+            assert_eq!(phases.len(), 2, "{probe}");
+            // The loaded phase ends with the burst's exchange.
+            assert!(f(&phases[1]["seconds"]) <= d + 1.0 + 2.0, "{probe}");
+        }
+    }
+}
+
 #[test]
 fn tcp_stream_rate_is_paced_by_the_kernel_and_the_warm_up_left_out() {
+    let _alone = beside_others();
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     // iperf3 -b 50M -t 2 -O 1.
     let (out, s) = step(

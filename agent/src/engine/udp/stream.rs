@@ -25,6 +25,7 @@ use meshperf_protocol::peer::{
 };
 use meshperf_protocol::summary::{
     PacingError, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend, UdpStreamSummary,
+    RATE_REACHED,
 };
 use meshperf_stats::stats::Summary;
 use serde_json::Value;
@@ -184,7 +185,7 @@ fn send(
     let mut bucket = p
         .rate
         .filter(|_| wait_ns > 0.0)
-        .map(|_| Bucket::new(wait_ns, floor_ns));
+        .map(|_| Bucket::new(wait_ns, floor_ns, p.pkt_bytes));
     let mut times: Vec<u64> = Vec::with_capacity(p.count as usize);
     let mut note = None;
     let urgent = (wait_ns > 0.0).then(Urgent::raise);
@@ -198,14 +199,16 @@ fn send(
     while k < p.count {
         let now = Instant::now();
         let t = clock.ns(now);
-        // By rate, what fell due before the end still leaves.
-        let last_call = |b: &mut Bucket| b.due(end_ns as f64 - 1.0, k).is_err();
-        if t >= end_ns && bucket.as_mut().map_or(true, last_call) {
+        // At its time the burst ends, whatever the rate: what fell due and
+        // has not left is not sent (at a rate the host cannot reach, that
+        // is always a bucket's worth), so no datagram leaves stamped past
+        // `duration_s` and the summary shows the rate the sender managed.
+        if t >= end_ns {
             break;
         }
         let mut due_now = 1;
         if let Some(b) = bucket.as_mut() {
-            match b.due(t.min(end_ns - 1) as f64, k) {
+            match b.due(t as f64, k) {
                 Ok(n) => {
                     due_now = n.min(p.count - k).min(BATCH as u64) as usize;
                     next_ns = 0.0;
@@ -216,7 +219,8 @@ fn send(
         let due = if wait_ns <= 0.0 {
             (p.count - k).min(BATCH as u64) as usize
         } else if (t as f64) < next_ns {
-            let gap = Duration::from_nanos((next_ns - t as f64) as u64);
+            // Never asleep past the end: a datagram due after it never leaves.
+            let gap = Duration::from_nanos((next_ns.min(end_ns as f64) - t as f64) as u64);
             if gap > SPIN {
                 // Long waits sleep in slices so a cancel is seen promptly.
                 std::thread::sleep((gap - SPIN).min(Duration::from_millis(50)));
@@ -277,15 +281,17 @@ fn send(
             udp::progress(ctx, clock.start, k * p.pkt_bytes, done);
         }
     }
+    // The burst ends here, read before the thread's priority drops: on a
+    // busy host the thread can wait for a CPU after that (200 ms once, at
+    // a load of 24 on 2 CPUs), which is not sending time.
+    let ended_ns = clock.now_ns();
     let sender_nice = urgent.as_ref().and_then(|u| u.raised);
     drop(urgent);
     // The warm-up's datagrams stay in the samples, not in the figures.
     let omit_ns = p.omit_s.map_or(0, |o| (o * 1e9) as u64);
     let omitted = times.partition_point(|&t| t < omit_ns);
     let kept = &times[omitted..];
-    let send_seconds = kept
-        .first()
-        .map_or(0.0, |&t0| (clock.now_ns() - t0) as f64 / 1e9);
+    let send_seconds = kept.first().map_or(0.0, |&t0| (ended_ns - t0) as f64 / 1e9);
     let gaps: Vec<f64> = kept
         .windows(2)
         .map(|w| (w[1] - w[0]) as f64 / 1e3)
@@ -428,17 +434,29 @@ impl Pacer {
 }
 
 /// Longest stall a sender by `rate` makes up for: what fell due while it
-/// was held up leaves at once when it runs again, up to this much; the rest
-/// slips (counted in `schedule_slips`, `schedule_slipped_us`).
+/// was held up leaves at once when it runs again, up to this much (and
+/// [`BUCKET_BYTES`]); the rest slips (counted in `schedule_slips`,
+/// `schedule_slipped_us`).
 const BUCKET_DEPTH_NS: f64 = 50e6;
+
+/// Most payload a sender by `rate` holds due at once: a small burst, an
+/// eighth of the 8 MiB receive buffer a receiver asks for. By time alone a
+/// rate the host cannot reach holds far more (50 ms at 1000G is 4.5
+/// billion 1400-byte datagrams, which the sender once went on sending
+/// after its `duration_s`, 21 s more until the agent's count limit), and
+/// after a stall at a high rate it can reach, tens of megabytes would
+/// leave back to back, more than a receive buffer holds.
+const BUCKET_BYTES: f64 = (1 << 20) as f64;
 
 /// The schedule of a sender by `rate` (iperf3 `-b`): a token bucket. The
 /// `k`-th datagram falls due at `k * wait` (plus any slip) and every call
 /// sends all that are due, so a wake-up that comes late (up to ~200 us on
 /// these VMs, milliseconds on a loaded host) costs no rate: the datagrams
 /// it held up leave together. What a stall longer than
-/// [`BUCKET_DEPTH_NS`] held up is not sent. Under the agent's UDP rate cap
-/// nothing leaves faster than the cap: one datagram per `floor` instead.
+/// [`BUCKET_DEPTH_NS`] (or [`BUCKET_BYTES`] of datagrams) held up is not
+/// sent, nor at a rate the host cannot reach what falls due faster than it
+/// sends. Under the agent's UDP rate cap nothing leaves faster than the
+/// cap: one datagram per `floor` instead.
 struct Bucket {
     wait_ns: f64,
     floor_ns: f64,
@@ -452,11 +470,12 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn new(wait_ns: f64, floor_ns: f64) -> Self {
+    fn new(wait_ns: f64, floor_ns: f64, pkt_bytes: u64) -> Self {
+        let most = (BUCKET_DEPTH_NS / wait_ns).min(BUCKET_BYTES / pkt_bytes as f64);
         Bucket {
             wait_ns,
             floor_ns,
-            depth: (BUCKET_DEPTH_NS / wait_ns).ceil().max(1.0) as u64,
+            depth: most.ceil().max(1.0) as u64,
             slip_ns: 0.0,
             slips: 0,
             slipping: false,
@@ -537,6 +556,13 @@ fn receive(
     let mut stats: Option<(UdpStreamSend, Instant)> = None;
     let mut note = None;
     let clock = Clock::new();
+    // A time-bounded burst has not ended before its time, even if nothing
+    // arrives for a while (on a busy host, a loopback sender flat out at
+    // nice -20 once starved the kernel's packet processing so that none
+    // reached the socket for over 1 s): the quiet is counted from its
+    // time at the earliest, so the wait stays within `duration_s` plus
+    // `timeout_ms`.
+    let time_end = clock.start + Duration::from_secs_f64(p.duration_s.unwrap_or(0.0));
     f.line.send(&ReceiverLine::Zeroed).map_err(udp::gone)?;
     let (mut last, mut checked) = (Instant::now(), Instant::now());
     let spin = rx_spin(p.wait_us);
@@ -606,7 +632,7 @@ fn receive(
                     break;
                 }
             }
-            None if now - last > quiet => {
+            None if now.saturating_duration_since(last.max(time_end)) > quiet => {
                 note = Some(format!(
                     "no datagram for {} ms and no end of burst: the sender stopped mid-burst",
                     quiet.as_millis()
@@ -772,6 +798,10 @@ fn summary(
         note,
         line: fields.join("; "),
         rate: p.rate,
+        rate_reached: p
+            .rate
+            .filter(|_| snd.is_some())
+            .map(|asked| send_bps >= asked * RATE_REACHED),
         duration_s: p.duration_s,
         omit_s: p.omit_s,
         omitted,
@@ -806,7 +836,7 @@ mod tests {
 
     /// A sender by rate that wakes `late_ns` after each due time, `n` calls.
     fn bucket_run(wait_ns: f64, floor_ns: f64, late_ns: f64, until_ns: f64) -> (Vec<f64>, Bucket) {
-        let mut b = Bucket::new(wait_ns, floor_ns);
+        let mut b = Bucket::new(wait_ns, floor_ns, 1400);
         let (mut t, mut k, mut sent) = (0.0f64, 0u64, Vec::new());
         while t < until_ns {
             match b.due(t, k) {
@@ -834,12 +864,40 @@ mod tests {
         );
         assert_eq!(b.slips, 0);
         // A stall past the bucket's depth slips.
-        let mut b = Bucket::new(560e3, 0.0);
+        let mut b = Bucket::new(560e3, 0.0, 1400);
         assert_eq!(b.due(0.0, 0), Ok(1));
         let n = b.due(100e6, 1).unwrap();
         assert_eq!(n, (50e6f64 / 560e3).ceil() as u64);
         assert_eq!(b.slips, 1);
         assert!(b.slip_ns > 49e6, "{}", b.slip_ns);
+    }
+
+    #[test]
+    fn at_a_rate_the_host_cannot_reach_the_bucket_holds_one_small_burst() {
+        // 1000G of 1400 B (a datagram due every 0.0112 ns), sent 32 per
+        // 40 us for 1 s: what is due stays one burst of at most 1 MiB.
+        let wait = 1400.0 * 8.0 / 1e12 * 1e9;
+        let mut b = Bucket::new(wait, 0.0, 1400);
+        let most = (1u64 << 20).div_ceil(1400);
+        let (mut t, mut k, mut calls) = (0.0f64, 0u64, 0);
+        while t < 1e9 {
+            let n = b.due(t, k).unwrap();
+            assert!(n <= most, "{n} due at {t} ns");
+            k += n.min(32);
+            b.last_ns = t;
+            t += 40e3;
+            calls += 1;
+        }
+        assert!(b.due(t, k).unwrap() <= most);
+        // All but the first call (one due at 0) sent a full batch.
+        assert_eq!(k, 1 + (calls - 1) * 32);
+        // One slip that went on the whole time, by nearly all of it.
+        assert_eq!(b.slips, 1);
+        assert!(b.slip_ns > 0.99e9, "{}", b.slip_ns);
+        // At 1 Gbit/s a stall is made up to 1 MiB, not 50 ms (6.25 MB).
+        let mut b = Bucket::new(11.2e3, 0.0, 1400);
+        assert_eq!(b.due(0.0, 0), Ok(1));
+        assert_eq!(b.due(100e6, 1), Ok(most));
     }
 
     #[test]
