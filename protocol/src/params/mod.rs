@@ -18,6 +18,8 @@ mod lul;
 pub use lul::{Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN};
 mod rate;
 pub use rate::parse_rate;
+mod cpus;
+pub use cpus::{parse_cpu_list, CPU_SETSIZE};
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
