@@ -4,7 +4,9 @@
 // docs/design.md ("Performance targets"). Prints figures; asserts nothing.
 //
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every
-// tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.
+// tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement;
+// meshperf's tcp_stream pins its data threads the way iperf3 -A does, with
+// cpus / server_cpus, and leaves its control loops on the other CPUs.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -30,12 +32,14 @@ export const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m
 export const fmt = (x, d = 2) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** An agent on 127.0.0.1 (port from the kernel) on CPU `cpu`; `stderr`
- * 'ignore' drops its "stopped" line (the mesh section starts 64). */
+/** An agent on 127.0.0.1 (port from the kernel) on CPU `cpu` (null: on
+ * every CPU, for tests that place their data threads with `cpus` /
+ * `server_cpus`); `stderr` 'ignore' drops its "stopped" line (the mesh
+ * section starts 64). */
 export function startAgent(cpu, extra = [], stderr = 'inherit') {
   return new Promise((resolve, reject) => {
     const token = randomBytes(16).toString('hex');
-    const cmd = [...pin(cpu), bin, 'agent', '--listen', '127.0.0.1:0', '--quiet', ...extra];
+    const cmd = [...(cpu === null ? [] : pin(cpu)), bin, 'agent', '--listen', '127.0.0.1:0', '--quiet', ...extra];
     const p = spawn(cmd[0], cmd.slice(1), { env: { ...process.env, MESHPERF_TOKEN: token }, stdio: ['ignore', 'pipe', stderr] });
     children.push(p);
     p.stdout.once('data', (d) => {

@@ -1,6 +1,8 @@
-//! Bulk-transfer workers. Streams are spread over up to `workers` threads,
-//! each with its own mio `Poll`; a sender writes `msg_bytes` buffers (one
-//! after another, or on an absolute schedule every `wait_us`), a receiver
+//! Bulk-transfer workers. Streams are spread over the worker threads of a
+//! [`Placement`] (round robin; each worker pinned to its CPU when the
+//! placement lists CPUs), each with its own mio `Poll`; a sender writes
+//! `msg_bytes` buffers (one after another, or on an absolute schedule every
+//! `wait_us`), a receiver
 //! reads `read_bytes` at a time until EOF. Every stream records bytes per
 //! interval and, at each interval boundary, TCP_INFO. The workers are
 //! generic over the socket type ([`DataStream`]: TCP or AF_UNIX), so each
@@ -14,6 +16,7 @@
 //! schedule, multiplex on the worker's mio `Poll`.
 
 use super::buf::PageBuf;
+use super::placement::{self, Placement};
 use super::sockopt::{self, TcpInfo};
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Read, Write};
@@ -179,18 +182,18 @@ impl<S: DataStream> Slot<S> {
 
 /// Runs `streams` (socket, direction) to completion and returns one outcome
 /// per stream, in input order. `live[i]` is updated as stream `i` moves bytes;
-/// `tick` is called about every 100 ms from this thread while workers run.
+/// `tick` is called about every 20 ms from this thread while workers run.
 pub fn run_workers<S: DataStream>(
     streams: Vec<(S, Flow)>,
     plan: &Workload,
     start: Instant,
     cancel: &AtomicBool,
     live: &[LiveStream],
-    workers: usize,
+    place: &Placement,
     mut tick: impl FnMut(),
 ) -> Vec<Outcome> {
     let n = streams.len();
-    let workers = workers.clamp(1, n.max(1));
+    let workers = place.workers.clamp(1, n.max(1));
     let mut groups: Vec<Vec<(usize, S, Flow)>> = (0..workers).map(|_| Vec::new()).collect();
     for (i, (s, d)) in streams.into_iter().enumerate() {
         groups[i % workers].push((i, s, d));
@@ -201,17 +204,28 @@ pub fn run_workers<S: DataStream>(
     let mut all: Vec<Outcome> = std::thread::scope(|scope| {
         let handles: Vec<_> = groups
             .into_iter()
-            .map(|g| {
+            .enumerate()
+            .map(|(w, g)| {
                 let finished = &finished;
                 let meter = meter.as_deref();
-                scope.spawn(move || {
+                let cpu = place.cpu_of(w);
+                // Named, so `top -H` and /proc/PID/task tell the workers apart.
+                let thread = std::thread::Builder::new().name(format!("stream-w{w}"));
+                thread.spawn_scoped(scope, move || {
                     let _cpu = super::cpu::Worker::count(meter);
-                    let r = worker(g, plan, start, cancel, live);
+                    let pinned = cpu.map_or(Ok(()), |c| {
+                        placement::pin(c).map_err(|e| format!("cannot run on CPU {c}: {e}"))
+                    });
+                    let r = match pinned {
+                        Ok(()) => worker(g, plan, start, cancel, live),
+                        Err(e) => failed(g, e),
+                    };
                     finished.fetch_add(1, Ordering::Release);
                     r
                 })
             })
-            .collect();
+            .collect::<Result<_, _>>()
+            .expect("the OS starts a thread");
         while finished.load(Ordering::Acquire) < workers as u64 {
             std::thread::sleep(Duration::from_millis(20));
             tick();
@@ -225,6 +239,19 @@ pub fn run_workers<S: DataStream>(
     all
 }
 
+/// The outcomes of a worker's streams that could not run.
+fn failed<S: DataStream>(group: Vec<(usize, S, Flow)>, error: String) -> Vec<Outcome> {
+    group
+        .into_iter()
+        .map(|(i, _, d)| Outcome {
+            index: i,
+            send: d == Flow::Send,
+            error: Some(error.clone()),
+            ..Default::default()
+        })
+        .collect()
+}
+
 fn worker<S: DataStream>(
     group: Vec<(usize, S, Flow)>,
     plan: &Workload,
@@ -233,20 +260,9 @@ fn worker<S: DataStream>(
     live: &[LiveStream],
 ) -> Vec<Outcome> {
     let mut slots: Vec<Slot<S>> = Vec::with_capacity(group.len());
-    let poll = Poll::new();
-    let mut poll = match poll {
+    let mut poll = match Poll::new() {
         Ok(p) => p,
-        Err(e) => {
-            return group
-                .into_iter()
-                .map(|(i, _, d)| Outcome {
-                    index: i,
-                    send: d == Flow::Send,
-                    error: Some(format!("poll: {e}")),
-                    ..Default::default()
-                })
-                .collect()
-        }
+        Err(e) => return failed(group, format!("poll: {e}")),
     };
     let now = Instant::now();
     for (i, s, dir) in group {

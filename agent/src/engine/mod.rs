@@ -14,7 +14,8 @@
 //! * [`sockopt`]: socket options requested by a plan, read back from the kernel.
 //! * [`bulk`]: the bulk-transfer workers (one mio `Poll` per worker thread),
 //!   generic over TCP and AF_UNIX; [`side`]: one stream-test side run with
-//!   live progress and samples.
+//!   live progress and samples; [`placement`]: how many workers a side
+//!   runs and on which CPUs (`threads`, `cpus`, `server_cpus`).
 //! * [`rr_loop`]: the request/response loops of `tcp_rr` and `unix_rr`.
 //! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
@@ -29,6 +30,7 @@ pub mod cpu;
 pub mod lul;
 pub mod payload;
 pub mod peer;
+pub mod placement;
 pub mod rr_loop;
 pub mod seedfmt;
 pub mod side;

@@ -196,7 +196,10 @@ mod tests {
             std::time::Instant::now(),
             &cancel,
             &live,
-            1,
+            &crate::engine::placement::Placement {
+                workers: 1,
+                cpus: Vec::new(),
+            },
             || {},
         );
         assert_eq!(out[0].bytes, 2500, "{:?}", out[0].error);

@@ -30,8 +30,9 @@ impl Workload {
     }
 }
 
-/// Runs `streams` and reports as it goes; fails if any stream failed.
-/// Stream times count from `start`.
+/// Runs `streams` on the side's worker threads ([`super::placement`]) and
+/// reports as it goes; fails if any stream failed. Stream times count from
+/// `start`.
 pub fn run_streams<S: DataStream>(
     ctx: &TestCtx,
     p: &StreamParams,
@@ -74,48 +75,42 @@ pub fn run_streams_with<S: DataStream>(
             values,
         );
     };
+    let place =
+        super::placement::plan(p, ctx.role, n).map_err(|(code, m)| TestError::new(code, m))?;
     let mut last_tick = Instant::now();
-    let outcomes = bulk::run_workers(
-        streams,
-        &plan,
-        start,
-        &ctx.cancel,
-        &live,
-        crate::sysinfo::cores() as usize,
-        || {
-            let now = Instant::now();
-            if now.duration_since(last_tick) < Duration::from_millis(100) {
-                return;
+    let outcomes = bulk::run_workers(streams, &plan, start, &ctx.cancel, &live, &place, || {
+        let now = Instant::now();
+        if now.duration_since(last_tick) < Duration::from_millis(100) {
+            return;
+        }
+        last_tick = now;
+        for (i, ls) in live.iter().enumerate() {
+            let done = ls
+                .intervals
+                .lock()
+                .map(|mut q| std::mem::take(&mut *q))
+                .unwrap_or_default();
+            if !done.is_empty() {
+                send(i, sent[i], &done);
+                sent[i] += done.len();
             }
-            last_tick = now;
-            for (i, ls) in live.iter().enumerate() {
-                let done = ls
-                    .intervals
-                    .lock()
-                    .map(|mut q| std::mem::take(&mut *q))
-                    .unwrap_or_default();
-                if !done.is_empty() {
-                    send(i, sent[i], &done);
-                    sent[i] += done.len();
-                }
-            }
-            let bytes: u64 = live.iter().map(|b| b.bytes.load(Ordering::Relaxed)).sum();
-            let elapsed = now.duration_since(start).as_secs_f64();
-            let fraction = match (expected, p.duration_s) {
-                (Some(e), _) if e > 0 => bytes as f64 / e as f64,
-                (_, Some(d)) => elapsed / d,
-                _ => 0.0,
-            };
-            ctx.sink.event(&Event::Progress {
-                test_id: ctx.test_id,
-                step: ctx.step,
-                role: ctx.role,
-                elapsed_s: elapsed,
-                bytes,
-                fraction: fraction.min(1.0),
-            });
-        },
-    );
+        }
+        let bytes: u64 = live.iter().map(|b| b.bytes.load(Ordering::Relaxed)).sum();
+        let elapsed = now.duration_since(start).as_secs_f64();
+        let fraction = match (expected, p.duration_s) {
+            (Some(e), _) if e > 0 => bytes as f64 / e as f64,
+            (_, Some(d)) => elapsed / d,
+            _ => 0.0,
+        };
+        ctx.sink.event(&Event::Progress {
+            test_id: ctx.test_id,
+            step: ctx.step,
+            role: ctx.role,
+            elapsed_s: elapsed,
+            bytes,
+            fraction: fraction.min(1.0),
+        });
+    });
     if ctx.cancelled() {
         return Err(TestError::cancelled());
     }

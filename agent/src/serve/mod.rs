@@ -211,6 +211,9 @@ fn shown_ip(bound: IpAddr) -> Option<IpAddr> {
 
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     crate::log::set_quiet(a.quiet);
+    // The CPUs this agent may use, and that this thread is the control
+    // loop's (a side that pins its data threads moves it off their CPUs).
+    crate::engine::placement::init();
     let given = match &a.token_file {
         Some(path) => {
             Some(crate::token_file::read(path, "meshperf agent").map_err(anyhow::Error::msg)?)

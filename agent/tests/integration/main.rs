@@ -19,6 +19,7 @@ mod rate;
 mod run;
 mod runctl;
 mod safety;
+mod scale;
 mod seedopts;
 mod soak;
 mod tcp;

@@ -20,6 +20,8 @@ mod pace;
 pub use pace::MIN_PACED_MESSAGES;
 mod rate;
 pub use rate::parse_rate;
+mod cpus;
+pub use cpus::{parse_cpu_list, CPU_SETSIZE};
 mod udp;
 pub use udp::{
     UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,

@@ -549,6 +549,36 @@ pub mod stream {
         default: DefaultValue::Num(10),
         ..super::INTERVAL_MS
     };
+    /// Worker threads per side, each with its own poll (iperf3 3.16 runs
+    /// a thread per stream, neper `-T`); the agent refuses more than the
+    /// CPUs it may use.
+    pub const THREADS: ParamSpec = ParamSpec {
+        name: "threads",
+        label: "worker threads per side",
+        default: DefaultValue::Derived(
+            "one per stream, up to the agent's CPUs (or the CPUs listed)",
+        ),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::Limit(Limit::MaxStreams)),
+        advanced: true,
+        ..P
+    };
+    /// The driving agent's data threads on these CPUs (iperf3 `-A`, as
+    /// `taskset -c` writes them: `1`, `0,2-3`); its control loop and the
+    /// side's other threads keep off them where the agent has other CPUs.
+    pub const CPUS: ParamSpec = ParamSpec {
+        name: "cpus",
+        ty: ParamType::Text,
+        label: "driving agent's data threads on CPUs (0,2-3)",
+        advanced: true,
+        ..P
+    };
+    /// The same for the serving agent.
+    pub const SERVER_CPUS: ParamSpec = ParamSpec {
+        name: "server_cpus",
+        label: "serving agent's data threads on CPUs (0,2-3)",
+        ..CPUS
+    };
     /// A UDP probe flow beside the streams (latency under their own load).
     pub const PROBE_MS: ParamSpec = ParamSpec {
         label: "latency probe interval (ms; empty: no probes)",
@@ -596,6 +626,9 @@ static STREAM: &[ParamSpec] = {
         CLIENT_BIND,
         SERVER_BIND,
         INTERVAL_MS,
+        THREADS,
+        CPUS,
+        SERVER_CPUS,
         PROBE_MS,
         PROBE_BYTES,
         CLOCKS,

@@ -110,6 +110,16 @@ pub struct StreamParams {
     /// Its clocks (used only with `probe_ms`).
     #[serde(default)]
     pub clocks: Clocks,
+    /// Worker threads per side, each with its own poll; `None`: one per
+    /// stream, up to the CPUs the side may use (see [`StreamParams::cpus_of`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// The driving side's data threads on these CPUs, in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
+    /// The serving side's data threads on these CPUs, in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<Vec<u32>>,
 }
 
 fn default_probe_bytes() -> u64 {
@@ -129,6 +139,16 @@ impl StreamParams {
     /// least a message at the stream's share of it.
     pub fn write_wait_us(&self) -> f64 {
         Self::pace_of(self.msg_bytes, self.streams, self.wait_us, self.rate).wait_us
+    }
+
+    /// The CPU list of one side and the parameter that gave it: `cpus` for
+    /// the driving side, `server_cpus` for the serving side.
+    pub fn cpus_of(&self, serving: bool) -> (&'static str, Option<&[u32]>) {
+        if serving {
+            (SERVER_CPUS.name, self.server_cpus.as_deref())
+        } else {
+            (CPUS.name, self.cpus.as_deref())
+        }
     }
 
     /// The probe flow beside the streams, if `probe_ms` asks for one.
@@ -219,6 +239,9 @@ impl StreamParams {
             ));
         }
         let interval_ms = r.int(&INTERVAL_MS)? as u32;
+        let threads = r.opt_int(&THREADS)?.map(|t| t as u32);
+        let cpus = r.cpu_list(CPUS.name)?;
+        let server_cpus = r.cpu_list(SERVER_CPUS.name)?;
         let (probe_ms, probe_bytes, clocks) =
             ProbeParams::read(&mut r, [&PROBE_MS, &PROBE_BYTES, &CLOCKS])?;
         r.finish()?;
@@ -264,6 +287,9 @@ impl StreamParams {
             clocks,
             rate,
             omit_s,
+            threads,
+            cpus,
+            server_cpus,
         })
     }
 }
@@ -461,6 +487,27 @@ mod tests {
         let e = parse(json!({"wait_us": 600000, "duration_s": 1})).unwrap_err();
         assert_eq!(e.param, "wait_us", "{e}");
         assert!(e.message.contains("wait at most 500000 us"), "{e}");
+    }
+
+    #[test]
+    fn threads_and_cpu_lists_are_read_and_bounded() {
+        let p = parse(json!({})).unwrap();
+        assert_eq!(
+            (p.threads, p.cpus_of(false), p.cpus_of(true)),
+            (None, ("cpus", None), ("server_cpus", None))
+        );
+        let p = parse(json!({"threads": 2, "cpus": 1, "server_cpus": "0,2-3"})).unwrap();
+        assert_eq!(p.threads, Some(2));
+        assert_eq!(p.cpus_of(false), ("cpus", Some(&[1][..])));
+        assert_eq!(p.cpus_of(true), ("server_cpus", Some(&[0, 2, 3][..])));
+        // The agent's stream limit bounds the threads (its CPUs, the agent).
+        let e = parse(json!({"threads": 65})).unwrap_err();
+        assert_eq!(e.param, "threads");
+        assert!(e.message.contains("(the agent's limit)"), "{e}");
+        assert_eq!(parse(json!({"threads": 0})).unwrap_err().param, "threads");
+        let e = parse(json!({"server_cpus": "2-1"})).unwrap_err();
+        assert_eq!(e.to_string(), "server_cpus: the range 2-1 runs backwards: give CPU numbers as taskset -c does (1, 0,2-3), got \"2-1\"");
+        assert_eq!(parse(json!({"cpus": "x"})).unwrap_err().param, "cpus");
     }
 
     #[test]

@@ -95,14 +95,9 @@ pub fn run(
     let stop = AtomicBool::new(false);
     let mut tick = Instant::now();
     let total = p.total_s();
-    let outs: Vec<Outcome> = bulk::run_workers(
-        streams,
-        &plan,
-        Instant::now(),
-        &stop,
-        &live,
-        crate::sysinfo::cores() as usize,
-        || {
+    let place = crate::engine::placement::Placement::spread(streams.len());
+    let outs: Vec<Outcome> =
+        bulk::run_workers(streams, &plan, Instant::now(), &stop, &live, &place, || {
             if halt() {
                 stop.store(true, Ordering::Relaxed);
             }
@@ -112,8 +107,7 @@ pub fn run(
                 let done = test_start.elapsed().as_secs_f64() / total;
                 udp::progress(ctx, test_start, bytes, done);
             }
-        },
-    );
+        });
     for o in &outs {
         ctx.sink.samples(
             SampleKind::IntervalBytes,

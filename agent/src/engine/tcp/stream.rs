@@ -6,6 +6,7 @@ use crate::engine::bulk::{Flow, Outcome};
 use crate::engine::lul::beside;
 use crate::engine::payload;
 use crate::engine::peer::{self, Connected};
+use crate::engine::placement;
 use crate::engine::side::{figures, layout, limited_by, ms_per_read};
 use crate::engine::sockopt::{self, Applied};
 use crate::engine::warmup;
@@ -26,6 +27,7 @@ pub fn prepare(
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     crate::engine::bind::check_server(p.server_bind)?;
     crate::engine::sockopt::check_congestion(p.congestion.as_deref())?;
+    placement::plan(&p, Role::Server, layout(&p, Role::Server).len())?;
     let file = open_payload(&p, Role::Server, env)?;
     let ip = p.server_bind.unwrap_or(env.data_ip);
     let listener = crate::engine::bind::on_data_port(env.data_ports, |port| {
@@ -58,6 +60,7 @@ pub fn start(
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     crate::engine::bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
     crate::engine::sockopt::check_congestion(p.congestion.as_deref())?;
+    placement::plan(&p, Role::Client, layout(&p, Role::Client).len())?;
     let file = open_payload(&p, Role::Client, env)?;
     Ok(Box::new(move |ctx| drive(ctx, p, peer_addr, file)))
 }
@@ -108,6 +111,9 @@ fn serve(
         return;
     };
     let dirs = layout(&p, Role::Server);
+    // Pinned data threads: this thread (and the probe loops it starts)
+    // and the control loop keep off their CPUs.
+    let _aside = placement::aside_for(&p, Role::Server, dirs.len());
     let r = peer::accept(&ctx, listener, &key, Kind::TcpStream, dirs.len()).and_then(|mut conn| {
         let probe = match (probe, p.probe()) {
             (Some(sock), Some(pp)) => {
@@ -129,6 +135,7 @@ fn drive(ctx: TestCtx, p: StreamParams, peer_addr: PeerAddr, file: Option<payloa
         return;
     };
     let dirs = layout(&p, Role::Client);
+    let _aside = placement::aside_for(&p, Role::Client, dirs.len());
     let r = peer::connect(&ctx, &peer_addr, Kind::TcpStream, &p.socket(), dirs.len()).and_then(
         |mut conn| {
             let probe = match p.probe() {

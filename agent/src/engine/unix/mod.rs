@@ -16,6 +16,7 @@
 
 use super::bulk::Flow;
 use super::peer::{preamble, preamble_index};
+use super::placement;
 use super::rr_loop::{client_summary, server_summary};
 use super::{peer, rr_loop, EngineEnv, Job, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
@@ -113,7 +114,14 @@ impl Drop for DirGuard {
     }
 }
 
-fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize), Refusal> {
+/// Parses and checks the parameters of `role`'s side (its placement
+/// included); also returns the number of data connections.
+fn parse(
+    kind: Kind,
+    params: &Value,
+    env: &EngineEnv,
+    role: Role,
+) -> Result<(Params, usize), Refusal> {
     let bad = |e: meshperf_protocol::params::ParamError| (ErrorCode::BadParams, e.to_string());
     let not_unix = |name: &str| {
         (
@@ -159,6 +167,7 @@ fn parse(kind: Kind, params: &Value, env: &EngineEnv) -> Result<(Params, usize),
         ));
     }
     let n = super::side::layout(&p, Role::Client).len();
+    placement::plan(&p, role, n)?;
     Ok((Params::Stream(p), n))
 }
 
@@ -168,7 +177,7 @@ pub fn prepare(
     params: &Value,
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], Job), Refusal> {
-    let (p, n) = parse(kind, params, env)?;
+    let (p, n) = parse(kind, params, env, Role::Server)?;
     let key = peer::new_key();
     let io = |e: io::Error| (ErrorCode::Io, format!("cannot open a Unix socket: {e}"));
     let dir = std::env::temp_dir().join(format!(
@@ -196,6 +205,7 @@ pub fn prepare(
         0,
         key,
         Box::new(move |ctx| {
+            let _aside = aside(&p, Role::Server, n);
             let socks = accept(&ctx, &listener, &key, n);
             let start = Instant::now();
             go.set(socks.as_ref().map(|_| start).map_err(|_| ()));
@@ -214,7 +224,7 @@ pub fn start(
     peer_addr: PeerAddr,
     env: &EngineEnv,
 ) -> Result<Job, Refusal> {
-    let (p, n) = parse(kind, &params, env)?;
+    let (p, n) = parse(kind, &params, env, Role::Client)?;
     let key = parse_key(&peer_addr.key).ok_or((
         ErrorCode::BadRequest,
         "peer.key must be 32 hex digits".to_string(),
@@ -238,6 +248,7 @@ pub fn start(
         ));
     }
     Ok(Box::new(move |ctx| {
+        let _aside = aside(&p, Role::Client, n);
         let r = connect(&entry.path, &key, n).map_err(|e| {
             TestError::new(
                 ErrorCode::Io,
@@ -248,6 +259,15 @@ pub fn start(
         ctx.report(r.and_then(|(start, socks)| run_sockets(&ctx, &p, socks, start)));
         ctx.finished();
     }))
+}
+
+/// A `unix_stream` side with pinned data threads keeps this thread and the
+/// control loop off their CPUs ([`placement::Aside`]).
+fn aside(p: &Params, role: Role, n: usize) -> Option<placement::Aside> {
+    match p {
+        Params::Stream(p) => Some(placement::aside_for(p, role, n)),
+        Params::Rr(_) => None,
+    }
 }
 
 fn connect(path: &PathBuf, key: &[u8; KEY_LEN], n: usize) -> io::Result<Vec<UnixStream>> {

@@ -1,0 +1,386 @@
+//! Issue 21 part 2, streams across cores: a side's streams run on worker
+//! threads (`threads`, each with its own poll) pinned where `cpus` /
+//! `server_cpus` say, between real agents. Byte counts, intervals, CPU
+//! accounting and cancel stay exact; bad placements are refused naming
+//! the parameter before any traffic.
+
+use crate::util::{run_pair, AgentProc, Ctl};
+use meshperf_protocol::frame::SampleKind;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// The CPUs this process may use (the agents it starts inherit them).
+fn allowed() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    assert_eq!(unsafe { libc::sched_getaffinity(0, size, &mut set) }, 0);
+    (0..1024)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// utime + stime of process `pid` in seconds (/proc/PID/stat, all threads).
+fn process_cpu(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..]
+        .split_ascii_whitespace()
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / hz
+}
+
+/// (name, allowed CPUs) of every thread of process `pid`.
+fn tasks(pid: u32) -> Vec<(u32, String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = e.unwrap().path();
+        let tid = dir.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        out.push((tid, comm.trim().to_string(), cpus));
+    }
+    out
+}
+
+/// The CPUs a `Cpus_allowed_list` names (`0-2,5`).
+fn expand(list: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        out.extend(lo.parse::<usize>().unwrap()..=hi.parse::<usize>().unwrap());
+    }
+    out
+}
+
+fn cpu_of(end: &Value) -> (f64, u64) {
+    let c = &end["summary"]["cpu"];
+    (
+        c["user_seconds"].as_f64().unwrap() + c["system_seconds"].as_f64().unwrap(),
+        c["threads"].as_u64().unwrap(),
+    )
+}
+
+/// Every stream of `end` moved `per` bytes; the summary's total is theirs.
+fn exact(end: &Value, streams: usize, per: u64) {
+    let s = &end["summary"];
+    let list = s["streams"].as_array().unwrap_or_else(|| panic!("{end}"));
+    assert_eq!(list.len(), streams, "{end}");
+    for st in list {
+        assert_eq!(st["bytes"].as_u64(), Some(per), "stream {st} of {end}");
+    }
+    assert_eq!(s["bytes"].as_u64(), Some(per * streams as u64), "{end}");
+}
+
+/// 8 streams on 2 threads, count-bounded, each way: every stream moves
+/// exactly its bytes on both ends, and each side's `cpu` counts its own
+/// thread and the 2 workers, summed: at least what the agent process used
+/// less what its control loop and set-up can have taken.
+#[test]
+fn eight_streams_on_two_threads_move_exact_bytes_and_count_every_thread() {
+    let threads = allowed().len().min(2);
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (msg, count) = (65536u64, 1000u64);
+    for (i, dir) in ["send", "receive"].into_iter().enumerate() {
+        let before = [process_cpu(a.child.id()), process_cpu(b.child.id())];
+        let p = json!({"msg_bytes": msg, "count": count, "streams": 8, "threads": threads,
+            "direction": dir, "payload": "zeros"});
+        let (cl, sv) = run_pair(&mut cb, &mut ca, 1 + i as u32, "tcp_stream", p);
+        let used = [
+            process_cpu(a.child.id()) - before[0],
+            process_cpu(b.child.id()) - before[1],
+        ];
+        for end in [&cl, &sv] {
+            exact(end, 8, msg * count);
+        }
+        for (end, used) in [(&sv, used[0]), (&cl, used[1])] {
+            let (sum, n) = cpu_of(end);
+            assert_eq!(
+                n,
+                1 + threads as u64,
+                "{dir}: the side's thread and its workers: {end}"
+            );
+            // /proc counts in ticks (10 ms): allow 5 of them either way, and
+            // 25% of the process's time for the control loop and set-up.
+            assert!(
+                sum <= used + 0.05 && sum >= used * 0.75 - 0.05,
+                "{dir}: the side counted {sum} s of the {used} s its agent used: {end}"
+            );
+        }
+    }
+    // unix_stream inside one agent, both ways at once: 16 connections.
+    let (mut srv, mut cli) = (a.connect(), a.connect());
+    let p = json!({"msg_bytes": msg, "count": 200, "streams": 8, "threads": threads,
+        "direction": "both"});
+    let (cl, sv) = run_pair(&mut cli, &mut srv, 3, "unix_stream", p);
+    for end in [&cl, &sv] {
+        exact(end, 16, msg * 200);
+        assert_eq!(cpu_of(end).1, 1 + threads as u64, "{end}");
+    }
+}
+
+/// A duration-bounded run on several threads: each stream's interval
+/// samples, as sent while it ran, sum to that stream's bytes, and all of
+/// them to the side's.
+#[test]
+fn a_timed_multi_thread_run_sums_its_intervals_to_its_bytes() {
+    let threads = allowed().len().min(2);
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let p = json!({"msg_bytes": 65536, "duration_s": 1, "streams": 4, "threads": threads,
+        "interval_ms": 50});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 7, "tcp_stream", p);
+    for (ctl, end) in [(&cb, &cl), (&ca, &sv)] {
+        assert_eq!(end["type"], "result", "{end}");
+        assert_eq!(cpu_of(end).1, 1 + threads as u64, "{end}");
+        let mut total = 0;
+        for st in end["summary"]["streams"].as_array().unwrap() {
+            let i = st["index"].as_u64().unwrap() as u16;
+            let sum: u64 = ctl
+                .samples(SampleKind::IntervalBytes)
+                .iter()
+                .filter(|f| f.header.test_id == 7 && f.header.stream == i)
+                .flat_map(|f| f.values.iter())
+                .sum();
+            assert_eq!(Some(sum), st["bytes"].as_u64(), "stream {i}: {end}");
+            assert!(sum > 0, "stream {i} moved nothing: {end}");
+            total += sum;
+        }
+        assert_eq!(Some(total), end["summary"]["bytes"].as_u64(), "{end}");
+    }
+}
+
+/// Cancel mid-test stops every worker of both sides at once, and the
+/// agents serve the next test.
+#[test]
+fn cancel_stops_every_worker_and_the_agent_serves_on() {
+    let threads = allowed().len().min(2);
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let idle = [a.threads(), b.threads()];
+    let p = json!({"duration_s": 30, "streams": 8, "threads": threads, "direction": "both"});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 11, "step": 0, "kind": "tcp_stream", "params": p}),
+    );
+    let start = cb.request(
+        json!({"type": "start", "test_id": 11, "step": 0, "kind": "tcp_stream",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    // Running: each agent holds its side's thread and its workers.
+    let t0 = Instant::now();
+    while a.threads() < idle[0] + 1 + threads as u64 || b.threads() < idle[1] + 1 + threads as u64 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the workers never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let r = cb.request(json!({"type": "cancel", "test_id": 11}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let (end_b, end_a) = (cb.wait_end(11), ca.wait_end(11));
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(end_b["type"], "error", "{end_b}");
+    assert_eq!(end_a["type"], "error", "{end_a}");
+    // Every worker is gone.
+    while a.threads() > idle[0] || b.threads() > idle[1] {
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "threads left: {:?} {:?}",
+            tasks(a.child.id()),
+            tasks(b.child.id())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let p = json!({"msg_bytes": 4096, "count": 100, "streams": 4, "threads": threads});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 12, "tcp_stream", p);
+    exact(&cl, 4, 409600);
+    exact(&sv, 4, 409600);
+}
+
+/// `cpus` and `server_cpus` pin each side's workers (iperf3 -A), and while
+/// they run the control loop keeps off those CPUs where the agent has
+/// others; afterwards it may use them all again.
+#[test]
+fn pinned_workers_run_on_their_cpus_and_the_control_loop_elsewhere() {
+    let all = allowed();
+    let (first, last) = (all[0], *all.last().unwrap());
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let idle_a: Vec<_> = tasks(a.child.id());
+    // Two workers on the one CPU listed (the default would be one).
+    let p = json!({"duration_s": 1.5, "streams": 2, "threads": all.len().min(2),
+        "cpus": last.to_string(), "server_cpus": first, "payload": "zeros"});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 21, "step": 0, "kind": "tcp_stream", "params": p}),
+    );
+    let start = cb.request(
+        json!({"type": "start", "test_id": 21, "step": 0, "kind": "tcp_stream",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    let t0 = Instant::now();
+    let (wa, wb) = loop {
+        let (ta, tb) = (tasks(a.child.id()), tasks(b.child.id()));
+        let w = |t: &[(u32, String, String)]| {
+            t.iter()
+                .filter(|(_, n, _)| n.starts_with("stream-w"))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let (wa, wb) = (w(&ta), w(&tb));
+        // Both sides' workers have started and pinned themselves.
+        let pinned = |w: &[(u32, String, String)], c: usize| {
+            w.len() == all.len().min(2) && w.iter().all(|(_, _, l)| *l == c.to_string())
+        };
+        if pinned(&wa, first) && pinned(&wb, last) {
+            let control = |t: &[(u32, String, String)], pid: u32| {
+                t.iter().find(|(tid, _, _)| *tid == pid).unwrap().2.clone()
+            };
+            break (
+                (wa, control(&ta, a.child.id())),
+                (wb, control(&tb, b.child.id())),
+            );
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "workers not pinned: {ta:?} {tb:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if all.len() > 1 {
+        // The control loops (the process's first thread) keep off the
+        // data CPUs.
+        let (on_a, on_b) = (expand(&wa.1), expand(&wb.1));
+        assert!(
+            !on_a.is_empty() && !on_a.contains(&first),
+            "serving agent's control loop on {}: {:?}",
+            wa.1,
+            wa.0
+        );
+        assert!(
+            !on_b.is_empty() && !on_b.contains(&last),
+            "driving agent's control loop on {}: {:?}",
+            wb.1,
+            wb.0
+        );
+    }
+    let (cl, sv) = (cb.wait_end(21), ca.wait_end(21));
+    assert_eq!(cl["type"], "result", "{cl}");
+    assert_eq!(sv["summary"]["bytes"], cl["summary"]["bytes"], "{sv}");
+    // Back on every CPU once the test is over.
+    let control = |t: Vec<(u32, String, String)>, pid: u32| {
+        t.into_iter().find(|(tid, _, _)| *tid == pid).unwrap().2
+    };
+    let was = control(idle_a, a.child.id());
+    let t0 = Instant::now();
+    while control(tasks(a.child.id()), a.child.id()) != was {
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "control loop not restored"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn refused(c: &mut Ctl, msg: &Value, name: &str) -> String {
+    let r = c.request(msg.clone());
+    assert_eq!(r["code"], "bad_params", "{msg} -> {r}");
+    let m = r["message"].as_str().unwrap().to_string();
+    assert!(m.starts_with(&format!("{name}: ")), "{m}");
+    assert!(!m.contains('\n'), "one line: {m}");
+    m
+}
+
+/// `threads` above the agent's CPUs or its stream limit, and a CPU list
+/// naming a CPU the agent may not use, are refused before any traffic in
+/// one line naming the parameter; the agent serves on.
+#[test]
+fn too_many_threads_and_foreign_cpus_are_refused_naming_the_parameter() {
+    let all = allowed();
+    let beyond = all.last().unwrap() + 1;
+    let a = AgentProc::start(&["--max-streams", "4"]);
+    let mut c = a.connect();
+    let prepare = |id: u32, kind: &str, p: Value| json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": p});
+    let m = refused(
+        &mut c,
+        &prepare(1, "tcp_stream", json!({"threads": 5})),
+        "threads",
+    );
+    assert!(m.contains("(the agent's limit)"), "{m}");
+    if all.len() < 4 {
+        let t = all.len() + 1;
+        let m = refused(
+            &mut c,
+            &prepare(2, "tcp_stream", json!({"threads": t, "streams": 4})),
+            "threads",
+        );
+        assert!(
+            m.contains(&format!(
+                "more than the {} CPUs this agent may use",
+                all.len()
+            )),
+            "{m}"
+        );
+        refused(
+            &mut c,
+            &prepare(3, "unix_stream", json!({"threads": t, "streams": 4})),
+            "threads",
+        );
+    }
+    for (id, kind) in [(4, "tcp_stream"), (5, "unix_stream")] {
+        let m = refused(
+            &mut c,
+            &prepare(id, kind, json!({"server_cpus": format!("0,{beyond}")})),
+            "server_cpus",
+        );
+        assert!(
+            m.contains(&format!("CPU {beyond} is not one this agent may use")),
+            "{m}"
+        );
+    }
+    refused(
+        &mut c,
+        &prepare(6, "tcp_stream", json!({"cpus": "1-0"})),
+        "cpus",
+    );
+    // The driving side checks its own list when it starts.
+    let start = json!({"type": "start", "test_id": 7, "step": 0, "kind": "tcp_stream",
+        "params": {"cpus": beyond}, "peer": {"host": "127.0.0.1", "port": 9, "key": "00".repeat(16)}});
+    let m = refused(&mut c, &start, "cpus");
+    assert!(m.contains("not one this agent may use"), "{m}");
+    // Another agent's CPUs are not this one's to check: the serving side
+    // takes a driving side's list it could not use itself.
+    let r = c.request(prepare(
+        8,
+        "tcp_stream",
+        json!({"cpus": beyond, "count": 1}),
+    ));
+    assert_eq!(r["type"], "prepared", "{r}");
+    c.request(json!({"type": "cancel", "test_id": 8}));
+    c.wait_end(8);
+    // And it serves on.
+    let (mut srv, mut cli) = (a.connect(), a.connect());
+    let (cl, _) = run_pair(
+        &mut cli,
+        &mut srv,
+        9,
+        "unix_stream",
+        json!({"msg_bytes": 1000, "count": 10, "streams": 4, "threads": 1}),
+    );
+    exact(&cl, 4, 10_000);
+}
