@@ -288,6 +288,25 @@ impl Summary {
 mod tests {
     use super::*;
 
+    /// `rtt_us` and friends carry every figure of the statistics crate's
+    /// `Summary`, in its order, `n` as a whole number and the rest as floats.
+    #[test]
+    fn stats_object_has_every_summary_field_in_order() {
+        let s = Summary::new(&[1.0, 2.0, 4.0, 8.0]).unwrap();
+        let v = serde_json::to_value(s).unwrap();
+        let o = v.as_object().unwrap();
+        let names: Vec<&str> = s.fields().iter().map(|(k, _)| *k).collect();
+        assert_eq!(o.keys().map(String::as_str).collect::<Vec<_>>(), names);
+        for (k, x) in s.fields() {
+            if k == "n" {
+                assert_eq!(o[k].as_u64(), Some(x as u64));
+            } else {
+                assert!(o[k].is_f64(), "{k}: {}", o[k]);
+                assert_eq!(o[k].as_f64(), Some(x), "{k}");
+            }
+        }
+    }
+
     fn close(a: f64, b: f64, rel: f64) -> bool {
         (a - b).abs() <= rel * b.abs().max(1e-300)
     }

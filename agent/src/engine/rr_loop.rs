@@ -315,10 +315,7 @@ pub fn server<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Serve
 pub fn stats_us(ns: &[u64]) -> Option<Stats> {
     let us: Vec<f64> = ns.iter().map(|&v| v as f64 / 1e3).collect();
     // The same object udp_rr reports.
-    Summary::new(&us)
-        .ok()
-        .as_ref()
-        .map(crate::engine::udp::stats)
+    Summary::new(&us).ok()
 }
 
 /// Client summary: counts, `rtt_us`, rates and tcp_req's quiet-mode line

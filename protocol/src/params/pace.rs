@@ -70,7 +70,10 @@ impl Pace {
         let s = if plural { "s" } else { "" };
         match self.streams {
             0 | 1 => format!("{}-byte {}{s}", self.bytes, self.unit),
-            n => format!("{}-byte {}{s} on each of {n} streams", self.bytes, self.unit),
+            n => format!(
+                "{}-byte {}{s} on each of {n} streams",
+                self.bytes, self.unit
+            ),
         }
     }
 

@@ -3,7 +3,6 @@
 //! (`meshperf_stats::lul`), and the raw probes as sample frames.
 
 use super::probe::{Answer, Requested, CODES};
-use super::udp;
 use super::TestCtx;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{Clocks, LulPhase, ProbeParams};
@@ -177,9 +176,9 @@ pub fn build(
                 down_bits_per_second: bps(x.down_bytes, x.down_seconds),
                 up_bytes,
                 up_bits_per_second: bps(up_bytes, up_secs),
-                rtt_us: d.rtt.as_ref().map(udp::stats),
-                up_us: d.up.as_ref().map(udp::stats),
-                down_us: d.down.as_ref().map(udp::stats),
+                rtt_us: d.rtt,
+                up_us: d.up,
+                down_us: d.down,
                 added_rtt_us: added(d.added_rtt),
                 added_up_us: added(d.added_up),
                 added_down_us: added(d.added_down),

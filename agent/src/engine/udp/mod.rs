@@ -30,8 +30,7 @@ use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, Event, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, ProbeParams, UdpSocketParams};
 use meshperf_protocol::peer::{UdpBound, UdpSetup};
-use meshperf_protocol::summary::{Stats, UdpSocketReport};
-use meshperf_stats::stats::Summary;
+use meshperf_protocol::summary::UdpSocketReport;
 use serde::Serialize;
 use serde_json::Value;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -530,12 +529,6 @@ pub fn drive_flow(
     })
 }
 
-/// The statistics object of docs/design.md (`rtt_us` and friends) of `s`:
-/// the same type (kept for the callers' `.map(udp::stats)`).
-pub fn stats(s: &Summary) -> Stats {
-    *s
-}
-
 /// A progress event for this side.
 pub fn progress(ctx: &TestCtx, start: Instant, bytes: u64, fraction: f64) {
     ctx.sink.event(&Event::Progress {
@@ -665,25 +658,6 @@ pub fn start<T: UdpTest>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `rtt_us` and friends carry every figure of the statistics crate's
-    /// `Summary`, in its order, `n` as a whole number and the rest as floats.
-    #[test]
-    fn stats_object_has_every_summary_field_in_order() {
-        let s = Summary::new(&[1.0, 2.0, 4.0, 8.0]).unwrap();
-        let v = serde_json::to_value(stats(&s)).unwrap();
-        let o = v.as_object().unwrap();
-        let names: Vec<&str> = s.fields().iter().map(|(k, _)| *k).collect();
-        assert_eq!(o.keys().map(String::as_str).collect::<Vec<_>>(), names);
-        for (k, x) in s.fields() {
-            if k == "n" {
-                assert_eq!(o[k].as_u64(), Some(x as u64));
-            } else {
-                assert!(o[k].is_f64(), "{k}: {}", o[k]);
-                assert_eq!(o[k].as_f64(), Some(x), "{k}");
-            }
-        }
-    }
 
     #[test]
     fn header_round_trip_and_rejects_strangers() {

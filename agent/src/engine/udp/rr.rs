@@ -393,7 +393,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
         foreign: server.map(|s| s.foreign),
         server_bad: server.map(|s| s.bad),
         server_received: server.map(|s| s.received),
-        rtt_us: stats.as_ref().map(udp::stats),
+        rtt_us: stats,
         req_bytes: p.req_bytes,
         resp_bytes: p.resp_bytes,
         timeout_ms: p.timeout_ms,

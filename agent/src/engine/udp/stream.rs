@@ -301,7 +301,7 @@ fn send(
     let snd = UdpStreamSend {
         sent: k,
         send_seconds,
-        send_gap_us: gap.as_ref().map(udp::stats),
+        send_gap_us: gap,
         pacing_error_us: PacingError {
             mean: gap.map(|g| g.mean - p.wait_us),
             p99: Summary::new(&errs).ok().map(|s| s.p99),
@@ -665,7 +665,7 @@ fn receive(
         foreign: f.foreign,
         recv_seconds: a.recv_seconds,
         jitter_us: a.jitter_us,
-        interarrival_us: a.interarrival_us.as_ref().map(udp::stats),
+        interarrival_us: a.interarrival_us,
         timestamps: if kernel && user_ts == 0 {
             Timestamps::Kernel
         } else {
