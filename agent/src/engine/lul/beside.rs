@@ -13,10 +13,11 @@
 //! same code ([`super::summary`]); its raw probes are stream
 //! [`BESIDE_STREAM`] of the driving side, apart from the test's own series.
 
+use super::probe::LINE_WAIT;
 use super::probe::{self, ProbeClock, Requested, Responded};
 use super::summary::{self, Ran};
-use super::{udp, LINE_WAIT};
 use crate::engine::peer::{self, Line};
+use crate::engine::udp::dgram as udp;
 use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{Direction, LulPhase, ProbeParams, UdpSocketParams, GAP_PHASE};

@@ -36,6 +36,7 @@ use meshperf_protocol::params::{
 };
 use meshperf_protocol::peer::{key_hex, parse_key, LulDriverLine, LulServerLine};
 use meshperf_protocol::summary::{LulServerPhase, LulServerSummary, LulSummary};
+use probe::LINE_WAIT;
 use serde_json::Value;
 use std::net::{TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -47,7 +48,6 @@ const KIND: Kind = Kind::LatencyUnderLoad;
 /// the last answers, the end exchange).
 const MARGIN: Duration = Duration::from_secs(10);
 /// How long an end line may take.
-const LINE_WAIT: Duration = Duration::from_secs(5);
 
 fn udp_params(p: &LulParams) -> UdpSocketParams {
     UdpSocketParams {

@@ -11,7 +11,7 @@
 //! counted as delay.
 
 use super::super::udp::batch::RecvBatch;
-use super::super::udp::{self, Clock, Hdr, RateCap};
+use super::super::udp::dgram::{self as udp, Clock, Hdr, RateCap};
 use meshperf_protocol::params::{Limits, GAP_PHASE};
 use meshperf_protocol::peer::LulTally;
 use meshperf_protocol::summary::Timestamps;
@@ -22,6 +22,9 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a side waits for the peer agent's next control line.
+pub const LINE_WAIT: Duration = Duration::from_secs(5);
 
 /// Datagram types (byte 3 of the header).
 pub const PROBE: u8 = b'P';

@@ -1,0 +1,423 @@
+//! The datagram basics both UDP kinds and the probe flow (latency under
+//! load, and beside a stream) stand on: the meshperf header, the clock its
+//! times are read from, sockets and their options, the agent's UDP rate
+//! cap, and the hand-shake that binds a flow to the peer that proved itself
+//! on the control line. It imports nothing of `udp/` or `lul/`, so both
+//! can use it without a loop.
+
+use crate::engine::sockopt::set_int;
+use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
+use meshperf_protocol::msg::ErrorCode;
+use meshperf_protocol::params::{Limits, UdpSocketParams};
+use meshperf_protocol::peer::{UdpBound, UdpSetup};
+use meshperf_protocol::summary::UdpSocketReport;
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
+use std::time::{Duration, Instant};
+
+pub use crate::engine::peer::{gone, is_timeout, Line};
+pub use meshperf_protocol::params::UDP_HEADER_LEN;
+const HDR: usize = UDP_HEADER_LEN as usize;
+/// How long binding may take.
+const BIND_WINDOW: Duration = Duration::from_secs(5);
+
+/// Datagram types (byte 3 of the header).
+pub const HELLO: u8 = b'H';
+pub const REQUEST: u8 = b'Q';
+pub const REPLY: u8 = b'R';
+pub const DATA: u8 = b'D';
+/// udp_rr: the requester is done, its `done` line is on the control connection.
+pub const END: u8 = b'E';
+
+/// A decoded meshperf datagram header (layouts in
+/// `meshperf_protocol::params::udp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hdr {
+    pub kind: u8,
+    /// The test's token; of a compact header, its low 32 bits.
+    pub token: u64,
+    pub seq: u64,
+    pub t_ns: u64,
+}
+
+/// The compact header's length.
+const SHORT: usize = meshperf_protocol::params::UDP_MIN_LEN as usize;
+
+impl Hdr {
+    /// Writes the header at the start of `buf`: the full form when the
+    /// datagram has room for it (28 bytes), else the compact one.
+    pub fn write(&self, buf: &mut [u8]) {
+        if buf.len() >= HDR {
+            buf[..3].copy_from_slice(b"MPU");
+            buf[3] = self.kind;
+            buf[4..12].copy_from_slice(&self.token.to_le_bytes());
+            buf[12..20].copy_from_slice(&self.seq.to_le_bytes());
+            buf[20..28].copy_from_slice(&self.t_ns.to_le_bytes());
+        } else {
+            buf[0] = b'm';
+            buf[1] = self.kind;
+            buf[2..6].copy_from_slice(&(self.token as u32).to_le_bytes());
+            buf[6..10].copy_from_slice(&(self.seq as u32).to_le_bytes());
+            buf[10..18].copy_from_slice(&self.t_ns.to_le_bytes());
+        }
+    }
+
+    /// Reads a header; `None` if `buf` is not a meshperf datagram.
+    pub fn read(buf: &[u8]) -> Option<Hdr> {
+        let u = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap());
+        let u32_at = |i: usize| u32::from_le_bytes(buf[i..i + 4].try_into().unwrap()) as u64;
+        if buf.len() >= HDR && &buf[..3] == b"MPU" {
+            Some(Hdr {
+                kind: buf[3],
+                token: u(4),
+                seq: u(12),
+                t_ns: u(20),
+            })
+        } else if (SHORT..HDR).contains(&buf.len()) && buf[0] == b'm' {
+            Some(Hdr {
+                kind: buf[1],
+                token: u32_at(2),
+                seq: u32_at(6),
+                t_ns: u(10),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Whether this is a `kind` datagram of the test with `token` (a
+    /// compact header carries the token's low 32 bits).
+    pub fn is(&self, kind: u8, token: u64) -> bool {
+        self.kind == kind && (self.token == token || self.token == token & 0xffff_ffff)
+    }
+}
+
+/// Test-relative clock that can also place kernel (CLOCK_REALTIME) timestamps.
+#[derive(Clone, Copy)]
+pub struct Clock {
+    pub start: Instant,
+    rt0_ns: i128,
+}
+
+fn realtime_ns() -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is valid for writing.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::new()
+    }
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        let start = Instant::now();
+        Clock {
+            start,
+            rt0_ns: realtime_ns(),
+        }
+    }
+    /// ns since the start.
+    pub fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_nanos() as u64
+    }
+    pub fn now_ns(&self) -> u64 {
+        self.ns(Instant::now())
+    }
+    /// A CLOCK_REALTIME timestamp as ns since the start (0 if before it).
+    pub fn since_realtime(&self, sec: i64, nsec: i64) -> u64 {
+        (sec as i128 * 1_000_000_000 + nsec as i128 - self.rt0_ns).max(0) as u64
+    }
+}
+
+/// Opens a UDP socket bound to `ip`, with buffers and TOS set. A `shared`
+/// port can take a [`twin`] later.
+pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSocket> {
+    let a = SocketAddr::new(ip, port);
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    if let Some(n) = o.sndbuf {
+        s.set_send_buffer_size(n as usize)?;
+    }
+    if let Some(n) = o.rcvbuf {
+        s.set_recv_buffer_size(n as usize)?;
+    }
+    if let Some(t) = o.tos {
+        if ip.is_ipv6() {
+            s.set_tclass_v6(t as u32)?;
+            if ip.is_unspecified() {
+                // A dual-stack socket also carries IPv4 (mapped) peers.
+                let _ = s.set_tos_v4(t as u32);
+            }
+        } else {
+            s.set_tos_v4(t as u32)?;
+        }
+    }
+    s.bind(&a.into())?;
+    if shared {
+        // Only after the bind: a port someone else holds (with
+        // SO_REUSEADDR or not) is refused rather than shared, and the
+        // `twin` can still join this socket.
+        s.set_reuse_address(true)?;
+    }
+    Ok(s.into())
+}
+
+/// The agent's UDP rate cap (`--max-udp-rate`, bits per second of payload)
+/// on the datagrams a request/response test sends, both ends: a token
+/// bucket refilled at the cap and holding at most 64 KiB, so replies (which
+/// a plan may make far larger than their requests) never leave faster than
+/// the operator allowed, whatever the plan asked. A paced udp_stream keeps
+/// its own floor on the gap between datagrams (`udp_stream::floor_gap_ns`).
+pub struct RateCap {
+    bytes_per_s: f64,
+    tokens: f64,
+    last: Instant,
+    /// How long sends waited for the cap in all.
+    pub waited: Duration,
+}
+
+const RATE_CAP_BURST: f64 = 65536.0;
+
+impl RateCap {
+    /// The cap of `limits`, if the operator set one.
+    pub fn new(limits: &Limits) -> Option<RateCap> {
+        let bits = limits.max_udp_bits_per_second?;
+        Some(RateCap {
+            bytes_per_s: bits / 8.0,
+            tokens: RATE_CAP_BURST,
+            last: Instant::now(),
+            waited: Duration::ZERO,
+        })
+    }
+
+    fn refill(&mut self) {
+        let now = Instant::now();
+        let gained = now.duration_since(self.last).as_secs_f64() * self.bytes_per_s;
+        self.tokens = (self.tokens + gained).min(RATE_CAP_BURST);
+        self.last = now;
+    }
+
+    /// Waits until `bytes` more may leave, and takes them.
+    pub fn take(&mut self, bytes: usize) {
+        self.refill();
+        let need = bytes as f64 - self.tokens;
+        if need > 0.0 {
+            let wait = Duration::from_secs_f64(need / self.bytes_per_s);
+            // What the send really waited: a sleep on a busy host ends
+            // late, and the tokens that lateness earns shorten the next
+            // wait, so a sum of the asked waits would come out short.
+            let t0 = Instant::now();
+            std::thread::sleep(wait);
+            self.waited += t0.elapsed();
+            self.refill();
+        }
+        self.tokens -= bytes as f64;
+    }
+}
+
+/// Microseconds a [`RateCap`] made sends wait (0 without a cap).
+pub fn capped_us(cap: &Option<RateCap>) -> f64 {
+    cap.as_ref().map_or(0.0, |c| c.waited.as_secs_f64() * 1e6)
+}
+
+/// A second, non-blocking socket on `sock`'s address (opened `shared`).
+/// Once `sock` is connected to its peer the kernel gives it only the peer's
+/// datagrams (a connected socket is the better match) and the twin
+/// everything else: the strangers, counted with [`drain`].
+pub fn twin(sock: &UdpSocket) -> io::Result<UdpSocket> {
+    let a = sock.local_addr()?;
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&a.into())?;
+    Ok(s.into())
+}
+
+/// Reads and drops what is waiting on `s` (non-blocking); how many datagrams.
+pub fn drain(s: &UdpSocket) -> u64 {
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while s.recv_from(&mut buf).is_ok() {
+        n += 1;
+    }
+    n
+}
+
+/// Serving side sockets: the TCP control listener and the UDP socket, both on
+/// `server_bind` (checked to be on this host) or else the agent's data address.
+pub fn serve_sockets(
+    env: &EngineEnv,
+    o: &UdpSocketParams,
+    shared: bool,
+) -> Result<(TcpListener, UdpSocket), Refusal> {
+    bind::check_server(o.server_bind)?;
+    let ip = o.server_bind.unwrap_or(env.data_ip);
+    let what = if o.server_bind.is_some() {
+        format!("server_bind {ip}: ")
+    } else {
+        String::new()
+    };
+    // With --data-ports both sit on one port of the range: TCP for the
+    // control line, UDP for the datagrams.
+    let mut udp_err = None;
+    let r = bind::on_data_port(env.data_ports, |port| {
+        let listener = TcpListener::bind((ip, port))?;
+        let port = listener.local_addr()?.port() * u16::from(env.data_ports.is_some());
+        match open(ip, port, o, shared) {
+            Ok(sock) => Ok((listener, sock)),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(e),
+            Err(e) => {
+                udp_err = Some(e.to_string());
+                Err(io::Error::other("udp"))
+            }
+        }
+    });
+    match (r, udp_err) {
+        (Ok(s), _) => Ok(s),
+        (Err(_), Some(e)) => Err((
+            ErrorCode::BadParams,
+            format!("{what}cannot open the UDP socket: {e}"),
+        )),
+        (Err(e), None) => Err((
+            ErrorCode::Io,
+            format!("{what}cannot open a data listener: {e}"),
+        )),
+    }
+}
+
+/// Socket options as asked for and as the kernel reports them.
+pub fn applied(s: &UdpSocket, o: &UdpSocketParams) -> UdpSocketReport {
+    let r = SockRef::from(s);
+    UdpSocketReport {
+        sndbuf_requested: o.sndbuf,
+        rcvbuf_requested: o.rcvbuf,
+        sndbuf_actual: r.send_buffer_size().ok().map(|n| n as u64),
+        rcvbuf_actual: r.recv_buffer_size().ok().map(|n| n as u64),
+        tos: o.tos.and_then(|_| tos_actual(s)),
+    }
+}
+
+/// The TOS byte (IPv4) or traffic class (IPv6) the kernel has for `s`.
+fn tos_actual(s: &UdpSocket) -> Option<u32> {
+    let r = SockRef::from(s);
+    match s.local_addr().ok()? {
+        SocketAddr::V6(_) => r.tclass_v6().ok(),
+        SocketAddr::V4(_) => r.tos_v4().ok(),
+    }
+}
+
+/// Asks the kernel for SO_TIMESTAMPNS receive timestamps; true if it agreed.
+pub fn enable_timestamps(s: &UdpSocket) -> bool {
+    set_int(&SockRef::from(s), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
+}
+
+/// Receiver without a requested SO_RCVBUF: asks for `bytes`, so a burst
+/// that outruns the reader for a moment is queued rather than dropped. With
+/// CAP_NET_ADMIN (root) SO_RCVBUFFORCE gives all of it; without, SO_RCVBUF
+/// gives as much as `net.core.rmem_max` allows. An unprivileged receiver
+/// left at the 208 KiB default holds 91 datagrams of 1400 bytes, under 2 ms
+/// at 20 us: a few ms off the CPU and it lost 23% to 68% of a burst.
+pub fn grow_rcvbuf(s: &UdpSocket, bytes: libc::c_int) {
+    let r = SockRef::from(s);
+    if set_int(&r, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes).is_err() {
+        // Failure leaves the default, which the summary then reports.
+        let _ = set_int(&r, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes);
+    }
+}
+
+fn random_token() -> u64 {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).expect("the OS random source works");
+    u64::from_le_bytes(b)
+}
+
+/// Serving side: tells the port and token, then waits for the peer's hello.
+/// Returns the token and the bound address; `foreign` counts strangers.
+pub fn serve_bind(
+    ctx: &TestCtx,
+    line: &mut Line,
+    sock: &UdpSocket,
+    peer_ip: IpAddr,
+    foreign: &mut u64,
+) -> Result<(u64, SocketAddr), TestError> {
+    let token = random_token();
+    let port = sock.local_addr().map_err(io_err)?.port();
+    line.send(&UdpSetup::new(port, token)).map_err(gone)?;
+    sock.set_read_timeout(Some(Duration::from_millis(20)))
+        .map_err(io_err)?;
+    let end = Instant::now() + BIND_WINDOW;
+    let mut buf = vec![0u8; 65536];
+    while Instant::now() < end && !ctx.cancelled() {
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => match Hdr::read(&buf[..n]) {
+                Some(h) if h.kind == HELLO && h.token == token && from.ip() == peer_ip => {
+                    line.send(&UdpBound { bound: from }).map_err(gone)?;
+                    return Ok((token, from));
+                }
+                _ => *foreign += 1,
+            },
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => return Err(io_err(e)),
+        }
+    }
+    Err(TestError::new(
+        ErrorCode::PeerTimeout,
+        format!(
+            "the peer agent's UDP hello did not arrive within {} s (is UDP blocked between the agents?)",
+            BIND_WINDOW.as_secs()
+        ),
+    ))
+}
+
+/// Driving side: learns port and token, opens and connects its UDP socket on
+/// the control connection's local address, and says hello until bound.
+pub fn client_bind(
+    ctx: &TestCtx,
+    line: &mut Line,
+    local_ip: IpAddr,
+    peer_ip: IpAddr,
+    o: &UdpSocketParams,
+) -> Result<(UdpSocket, u64), TestError> {
+    let setup: UdpSetup = line.expect(BIND_WINDOW, "the peer agent sent no UDP port")?;
+    let port = setup.udp_port;
+    let token = setup.token().ok_or_else(|| {
+        TestError::new(
+            ErrorCode::Protocol,
+            format!("bad UDP token from the peer agent: {:?}", setup.token),
+        )
+    })?;
+    let sock = open(local_ip, 0, o, false)
+        .map_err(|e| TestError::new(ErrorCode::BadParams, format!("udp socket: {e}")))?;
+    sock.connect((peer_ip, port)).map_err(io_err)?;
+    let mut hello = [0u8; HDR];
+    Hdr {
+        kind: HELLO,
+        token,
+        seq: 0,
+        t_ns: 0,
+    }
+    .write(&mut hello);
+    let end = Instant::now() + BIND_WINDOW;
+    while Instant::now() < end && !ctx.cancelled() {
+        let _ = sock.send(&hello);
+        // Anything but `bound` fails to parse: a protocol error.
+        if let Some(UdpBound { .. }) = line.recv(Duration::from_millis(20)).map_err(gone)? {
+            return Ok((sock, token));
+        }
+    }
+    Err(TestError::new(
+        ErrorCode::PeerTimeout,
+        "the peer agent did not confirm our UDP hello (is UDP blocked between the agents?)",
+    ))
+}
+
+pub fn io_err(e: io::Error) -> TestError {
+    TestError::new(ErrorCode::Io, format!("udp socket: {e}"))
+}
