@@ -16,12 +16,12 @@
 #   scripts/fuzz.sh replay TARGET FILE...  runs the inputs once each
 #   scripts/fuzz.sh seeds                  rewrites fuzz/corpus/ from the repository
 #
-# `check` is deterministic for a commit: the same binary, the same starting
-# corpus (the committed one, never what earlier runs kept), the same seed
-# (FUZZ_SEED, default 1) and a count of executions rather than a time, so a
-# fast and a slow machine make the same inputs; what it finds goes to a
-# scratch folder emptied first. A crash blocks the commit that has it, not
-# whichever commit happens to run next.
+# `check` is fixed per commit: the same starting corpus (the committed one,
+# never what earlier runs kept), the same seed (FUZZ_SEED, default 1) and a
+# count of executions rather than a time; what it finds goes to a scratch
+# folder emptied first. Not bit for bit yet: the code under test hashes with
+# per-process random keys, so two runs explore slightly different inputs
+# (fuzz/README.md).
 #
 # `campaign` is where new inputs are found: it reads the committed seeds and
 # keeps what it finds in target/fuzz-corpus/TARGET (git-ignored), so later
