@@ -69,7 +69,7 @@ impl Failures {
         let Some(r) = self.by_ip.get_mut(&ip) else {
             return Ok(());
         };
-        if r.throttled_until.is_none_or(|t| t <= now) {
+        if !r.throttled_until.is_some_and(|t| t > now) {
             r.throttled_until = None;
             r.waiting.clear();
             return Ok(());

@@ -653,6 +653,19 @@ pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
             };
             let path = req.path.unwrap_or("/");
             let method = req.method.unwrap_or("");
+            let hosts_given = req
+                .headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("host"))
+                .count();
+            if hosts_given > 1 {
+                // Only one would be checked, another maybe believed.
+                return Head::Respond(http::simple(
+                    400,
+                    "Bad Request",
+                    "more than one Host header\n",
+                ));
+            }
             if !header("upgrade").contains("websocket") {
                 return Head::Respond(http::respond(
                     method,

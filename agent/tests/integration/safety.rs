@@ -608,3 +608,60 @@ fn controllers_print_an_agents_text_escaped() {
     }
     assert!(!all.lines().any(|l| l.starts_with("2020-01-01")), "{all}");
 }
+
+#[test]
+fn a_request_with_two_host_headers_is_refused() {
+    let a = AgentProc::start(&[]);
+    for first in ["127.0.0.1", "evil.example"] {
+        let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let other = if first == "127.0.0.1" {
+            "evil.example"
+        } else {
+            "127.0.0.1"
+        };
+        write!(
+            s,
+            "GET /ws HTTP/1.1\r\nHost: {first}\r\nHost: {other}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 400 "), "{out}");
+        assert!(out.contains("more than one Host header"), "{out}");
+    }
+    ping(&mut a.connect());
+}
+
+#[test]
+fn a_hard_link_in_the_payload_dir_is_refused() {
+    let base = std::env::temp_dir().join(format!("meshperf-safety-link-{}", std::process::id()));
+    let dir = base.join("payload");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A file outside the directory, linked into it.
+    std::fs::write(base.join("secret.dat"), b"not for the network").unwrap();
+    let _ = std::fs::remove_file(dir.join("link.dat"));
+    std::fs::hard_link(base.join("secret.dat"), dir.join("link.dat")).unwrap();
+    std::fs::write(dir.join("plain.dat"), b"payload bytes").unwrap();
+    let a = AgentProc::start(&["--payload-dir", dir.to_str().unwrap()]);
+    let mut c = a.connect();
+    let prepare = |c: &mut crate::util::Ctl, id: u32, file: &str| {
+        c.request(json!({
+            "type": "prepare", "test_id": id, "step": 0, "kind": "tcp_stream",
+            "params": {"payload_file": file, "direction": "receive", "count": 1}
+        }))
+    };
+    let r = prepare(&mut c, 1, "link.dat");
+    assert_eq!(r["code"], "bad_params", "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("payload_file: \"link.dat\" has 2 hard links;"),
+        "{r}"
+    );
+    // A file with one link is taken.
+    let r = prepare(&mut c, 2, "plain.dat");
+    assert_eq!(r["type"], "prepared", "{r}");
+    let _ = std::fs::remove_dir_all(&base);
+}
