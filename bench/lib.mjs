@@ -43,8 +43,9 @@ export function startAgent(cpu, extra = [], stderr = 'inherit') {
     const p = spawn(cmd[0], cmd.slice(1), { env: { ...process.env, MESHPERF_TOKEN: token }, stdio: ['ignore', 'pipe', stderr] });
     children.push(p);
     p.stdout.once('data', (d) => {
-      const url = d.toString().match(/http:\/\/\S+/)?.[0];
-      url ? resolve({ url, pid: p.pid }) : reject(new Error(`agent printed ${d}`));
+      // The token was given, so the ready line does not print it.
+      const base = d.toString().match(/ ready: (http:\/\/\S+\/)/)?.[1];
+      base ? resolve({ url: `${base}#token=${token}`, pid: p.pid }) : reject(new Error(`agent printed ${d}`));
     });
     p.once('exit', (c) => reject(new Error(`agent exited ${c}`)));
   });

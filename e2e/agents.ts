@@ -1,8 +1,9 @@
 // Starts real `meshperf agent` processes for the tests: ephemeral ports,
 // random tokens (through the environment, as a user would), killed after
 // each test. The port comes from the ready line the agent prints:
-//   meshperf agent <version> ready: http://ADDR:PORT/#token=T
-// (with TLS: https://ADDR:PORT/#token=T&fp=HEX).
+//   meshperf agent <version> ready: http://ADDR:PORT/ (the token is ...)
+// (with TLS: https://ADDR:PORT/#fp=HEX ...); the token, given in
+// MESHPERF_TOKEN, is never printed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -67,9 +68,11 @@ export async function startAgent(name: string, allowOrigins: string[] = [], extr
       reject(new Error(`agent ${name} exited (${code ?? signal}) before it was ready:\n${out}`));
     });
   });
-  const fp = /&fp=([0-9a-f]{64})$/.exec(url.hash)?.[1];
-  if (url.hash !== `#token=${token}` + (fp ? `&fp=${fp}` : '') || (url.protocol === 'https:') !== !!fp) {
-    throw new Error(`agent ${name} printed ${url.href}, expected the token from MESHPERF_TOKEN in its fragment`);
+  // A token the agent was given is never printed: the fragment holds only
+  // the certificate's fingerprint, if any.
+  const fp = /^#fp=([0-9a-f]{64})$/.exec(url.hash)?.[1];
+  if (out.includes(token) || url.hash !== (fp ? `#fp=${fp}` : '') || (url.protocol === 'https:') !== !!fp) {
+    throw new Error(`agent ${name} printed ${url.href}, expected no token (it was given in MESHPERF_TOKEN)`);
   }
   return {
     name,

@@ -69,8 +69,9 @@ start_agent() {
 start_agent A "$PORT_A" "$TOKEN_A" --allow-origin "$VITE_ORIGIN"
 start_agent B "$PORT_B" "$TOKEN_B" --allow-origin "http://$HOST:$PORT_A" --allow-origin "$VITE_ORIGIN"
 
-# The agents' own log lines, prefixed; their ready lines (URLs with a single
-# token) are left out so that exactly one URL is printed: the paired one.
+# The agents' own log lines, prefixed; their ready lines (URLs without the
+# token, which they were given) are left out so that exactly one URL is
+# printed: the paired one.
 for name in A B; do
     pid_var="PID_$name"
     tail --pid="${!pid_var}" -n +1 -f "$tmp/$name.log" 2>/dev/null | grep --line-buffered -v ' ready: http' \

@@ -77,6 +77,7 @@ fn entry(s: &ParamSpec) -> Value {
             set("min", json!(n));
             set("minExclusive", json!(true))
         }
+        Some(Min::AtLeastMilli(n)) => set("min", json!(n as f64 / 1000.0)),
     };
     match s.max {
         None => None,

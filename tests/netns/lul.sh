@@ -65,8 +65,9 @@ start_agent() { # namespace, address, variable for its URL, extra flags
   MESHPERF_TOKEN=$token ip netns exec "$1" timeout 300 "$bin" agent --listen "$2:0" $4 >"$out" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
-    found=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$3" '%s' "$found"; return; fi
+    # The ready URL carries no token (it was given, so never printed).
+    found=$(grep -o ' ready: http://[^ ]*/' "$out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$3" '%s' "${found# ready: }#token=$token"; return; fi
     sleep 0.1
   done
   cat "$out" >&2; fail "the agent in $1 did not start"

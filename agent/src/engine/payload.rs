@@ -1,8 +1,8 @@
 //! Payload files: a stream test whose writes carry a file's bytes, as the
 //! Perl transfer test sends `--file testdata-1G.dat`. An agent reads files
 //! only when its operator named a directory (`--payload-dir`), only regular
-//! files directly in it (the parameter is a plain name, and a symbolic link
-//! is refused), and none larger than `--max-payload-bytes`. The file is
+//! files directly in it (the parameter is a plain name; a symbolic link, and
+//! a file with more than one hard link, are refused), and none larger than `--max-payload-bytes`. The file is
 //! opened and checked when the test is asked for (a missing, unreadable or
 //! oversized file refuses the test before any traffic) and read into memory
 //! once in the test's thread before its data connections, so the disk is
@@ -13,7 +13,7 @@ use super::Refusal;
 use meshperf_protocol::msg::ErrorCode;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 /// What the operator allowed (`--payload-dir`, `--max-payload-bytes`).
@@ -82,6 +82,17 @@ pub fn open(dir: Option<&PayloadDir>, name: &str) -> Result<Opened, Refusal> {
         .map_err(|e| refuse(name, format_args!("cannot be read: {e}")))?;
     if !meta.is_file() {
         return Err(refuse(name, "is not a regular file"));
+    }
+    if meta.nlink() > 1 {
+        // O_NOFOLLOW stops symbolic links only: a hard link in the
+        // directory may be any file of the same file system.
+        return Err(refuse(
+            name,
+            format_args!(
+                "has {} hard links; give a file with one (a link may be a file outside --payload-dir)",
+                meta.nlink()
+            ),
+        ));
     }
     if meta.len() == 0 {
         return Err(refuse(name, "is empty"));

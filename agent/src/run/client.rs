@@ -254,8 +254,10 @@ impl Ctl {
     /// One message if one arrives within the socket's read timeout.
     pub fn poll(&mut self) -> Result<Option<Incoming>, CtlError> {
         match self.ws.read() {
+            // Whatever an agent says is printed escaped (crate::log): a
+            // message cannot add a line, move the cursor or reorder text.
             Ok(Message::Text(t)) => serde_json::from_str(t.as_str())
-                .map(|v| Some(Incoming::Event(v)))
+                .map(|v| Some(Incoming::Event(crate::log::escape_json(v))))
                 .map_err(|e| io(&self.addr, format!("bad message: {e}"))),
             Ok(Message::Binary(b)) => {
                 let (h, v) = frame::decode(&b).map_err(|e| io(&self.addr, e))?;

@@ -23,12 +23,18 @@ use tungstenite::{Error as WsError, Message, WebSocket};
 
 /// Most messages waiting for a controller beyond the WebSocket's own write
 /// buffer (see `server::WRITE_BUFFER`); past it the controller is not
-/// reading and its session is closed. A reading controller never comes near
-/// it: engine output is a few messages a second, and a test's samples are at
-/// most a few hundred frames (64 Ki values each, their total bounded by the
-/// test's limits). Replies to requests are small, so counting messages
-/// bounds their memory too.
+/// reading and its session is closed (a ping flood ends here).
 pub const MAX_QUEUED: usize = 4096;
+/// Most bytes waiting so, whatever the controller does. A test's samples
+/// arrive at its end at once, so a reading controller may briefly have
+/// megabytes waiting here.
+pub const MAX_QUEUED_BYTES: usize = 128 << 20;
+/// Bytes waiting that a controller must be taking: past them, a controller
+/// that took no message for [`STALL`] is not reading and its session is
+/// closed (issue 22: one that never read grew the agent by 43 MB a test).
+pub const STALL_BYTES: usize = 1 << 20;
+/// See [`STALL_BYTES`].
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One control WebSocket.
 pub struct Session {
@@ -37,12 +43,27 @@ pub struct Session {
     pub sid: u64,
     authed: bool,
     out: VecDeque<Message>,
+    /// The bytes of the messages in `out`.
+    out_bytes: usize,
+    /// When a queued message last went into the WebSocket (the controller
+    /// is reading), or the queue was last under [`STALL_BYTES`].
+    moved: Instant,
     /// Close after the queued messages are flushed.
     closing: bool,
     /// The controller's address, for the agent's record.
     from: String,
     /// The controller's IP address (failed auths are counted per address).
     pub ip: Option<IpAddr>,
+    /// An `auth` waiting for its address's turn (see [`auth::Failures`]).
+    held: Option<Held>,
+}
+
+/// An `auth` received from a throttled address, checked at its turn.
+struct Held {
+    id: u64,
+    token: String,
+    /// Ask for the turn again then.
+    at: Instant,
 }
 
 impl Session {
@@ -55,8 +76,29 @@ impl Session {
             sid: 0,
             authed: false,
             out: VecDeque::new(),
+            out_bytes: 0,
+            moved: Instant::now(),
             closing: false,
+            held: None,
         }
+    }
+
+    /// When an `auth` waiting for its turn is due to ask again.
+    pub fn held_until(&self) -> Option<Instant> {
+        self.held.as_ref().map(|h| h.at)
+    }
+
+    /// When the session must be looked at again though nothing happens on
+    /// its socket: a held `auth`'s turn, or the end of [`STALL`] for a
+    /// controller that is not taking what waits for it.
+    pub fn wake_at(&self) -> Option<Instant> {
+        self.held_until()
+            .or((self.out_bytes > STALL_BYTES).then(|| self.moved + STALL))
+    }
+
+    fn queue(&mut self, m: Message) {
+        self.out_bytes += m.len();
+        self.out.push_back(m);
     }
 
     /// Whether the controller presented the right token.
@@ -65,7 +107,7 @@ impl Session {
     }
 
     fn send(&mut self, ev: &Event) {
-        self.out.push_back(Message::text(
+        self.queue(Message::text(
             serde_json::to_string(ev).expect("events serialize"),
         ));
     }
@@ -232,9 +274,15 @@ impl Agent {
     /// queued. Returns false when the session is over.
     pub fn pump(&mut self, s: &mut Session) -> bool {
         if let Some(q) = self.pending.remove(&s.sid) {
-            s.out.extend(q);
+            q.into_iter().for_each(|m| s.queue(m));
+        }
+        if let Some((id, token)) = s.held.as_ref().map(|h| (h.id, h.token.clone())) {
+            self.auth(s, id, token);
         }
         loop {
+            if s.held.is_some() {
+                break; // what follows the auth is read once it is answered
+            }
             match s.ws.read() {
                 Ok(Message::Text(t)) => self.handle(s, t.as_str()),
                 Ok(Message::Binary(_)) => s.send(&Event::error(
@@ -319,6 +367,9 @@ impl Agent {
     pub fn closed(&mut self, s: &Session) {
         self.pending.remove(&s.sid);
         self.live.remove(&s.sid);
+        if let Some(ip) = s.ip {
+            self.failures.gone(ip, s.sid);
+        }
         let mut running = 0;
         for h in self.tests.values().filter(|h| h.owner == s.sid) {
             h.cancel.store(true, Ordering::Relaxed);
@@ -369,7 +420,7 @@ impl Agent {
         };
         if !s.authed {
             match req {
-                Request::Auth { id, token } => self.auth(s, id, &token),
+                Request::Auth { id, token } => self.auth(s, id, token),
                 _ => {
                     s.send(&Event::error(
                         None,
@@ -497,54 +548,54 @@ impl Agent {
         }
     }
 
-    /// The first `auth` of a session: the token, unless the controller's
-    /// address failed too often lately.
-    fn auth(&mut self, s: &mut Session, id: u64, token: &str) {
+    /// The first `auth` of a session: the token is checked now, or, from
+    /// an address that failed too often lately, at its turn (the session
+    /// holds it until then; nothing else it sent is read meanwhile).
+    fn auth(&mut self, s: &mut Session, id: u64, token: String) {
         let now = Instant::now();
         let ip = s.ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        if let Some(left) = self.failures.blocked(ip, now) {
-            self.counters.auth_failed(AuthFailure::Blocked);
-            log!(
-                "session {} from {}: refused, too many failed authentications from this address",
-                s.sid,
-                s.from
-            );
-            s.send(&Event::error(
-                Some(id),
-                ErrorCode::AuthBlocked,
-                format!(
-                    "too many failed authentications from {ip}: refused for {} s more",
-                    left.as_secs() + 1
-                ),
-            ));
-        } else if self.token.matches(token) {
+        if let Err(at) = self.failures.turn(ip, s.sid, now) {
+            if s.held.is_none() {
+                self.counters.auth_failed(AuthFailure::Blocked);
+            }
+            s.held = Some(Held { id, token, at });
+            return;
+        }
+        s.held = None;
+        if self.token.matches(&token) {
             self.counters.authenticated();
             s.authed = true;
             s.send(&self.auth_ok(id));
             return;
-        } else {
-            self.counters.auth_failed(AuthFailure::WrongToken);
-            let blocks = self.failures.fail(ip, now);
-            log!(
-                "session {} from {}: wrong token, closing{}",
-                s.sid,
-                s.from,
-                if blocks {
-                    format!(
-                        "; {} failures from this address: refusing it for {} s",
-                        auth::MAX_FAILURES,
-                        auth::WINDOW.as_secs()
-                    )
-                } else {
-                    String::new()
-                }
-            );
-            s.send(&Event::error(
-                Some(id),
-                ErrorCode::AuthFailed,
-                "authentication failed: wrong token",
-            ));
         }
+        self.counters.auth_failed(AuthFailure::WrongToken);
+        let throttled = self.failures.throttled(ip, now);
+        let starts = self.failures.fail(ip, now);
+        log!(
+            "session {} from {}: wrong token, closing{}",
+            s.sid,
+            s.from,
+            if starts {
+                format!(
+                    "; {} failures from this address: checking its tokens one per {} s until none fails for {} s",
+                    auth::MAX_FAILURES,
+                    auth::TURN.as_secs(),
+                    auth::WINDOW.as_secs()
+                )
+            } else if throttled {
+                format!(
+                    " (this address is throttled to one check per {} s)",
+                    auth::TURN.as_secs()
+                )
+            } else {
+                String::new()
+            }
+        );
+        s.send(&Event::error(
+            Some(id),
+            ErrorCode::AuthFailed,
+            "authentication failed: wrong token",
+        ));
         s.closing = true;
     }
 
@@ -707,31 +758,53 @@ impl Agent {
 /// false when the connection failed.
 fn write_queued(s: &mut Session) -> bool {
     while let Some(m) = s.out.pop_front() {
+        let len = m.len();
         match s.ws.write(m) {
-            Ok(()) => {}
+            Ok(()) => {
+                s.out_bytes -= len;
+                s.moved = Instant::now();
+            }
             Err(WsError::WriteBufferFull(m)) => {
                 s.out.push_front(*m);
                 break;
             }
-            Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // tungstenite took the message into its buffer.
+                s.out_bytes -= len;
+                s.moved = Instant::now();
+                break;
+            }
             Err(_) => return false,
         }
+    }
+    if s.out_bytes <= STALL_BYTES {
+        s.moved = Instant::now();
     }
     true
 }
 
 /// False (the session closed, with its reason on the record and, when there
 /// is room, in the close frame) when the controller has let more than
-/// [`MAX_QUEUED`] messages pile up unread.
+/// [`MAX_QUEUED`] messages or [`MAX_QUEUED_BYTES`] pile up unread, or has
+/// taken nothing of over [`STALL_BYTES`] for [`STALL`].
 fn within_bounds(s: &mut Session) -> bool {
-    let n = s.out.len();
-    if n <= MAX_QUEUED {
+    let (n, bytes) = (s.out.len(), s.out_bytes);
+    let stalled = bytes > STALL_BYTES && s.moved.elapsed() >= STALL;
+    if n <= MAX_QUEUED && bytes <= MAX_QUEUED_BYTES && !stalled {
         return true;
     }
-    let kib = s.out.iter().map(Message::len).sum::<usize>() >> 10;
-    let why = format!("the controller does not read its replies ({n} messages, {kib} KiB waiting)");
+    let why = format!(
+        "the controller does not read its replies ({n} messages, {} KiB waiting{})",
+        bytes >> 10,
+        if stalled {
+            format!(", none taken for {} s", STALL.as_secs())
+        } else {
+            String::new()
+        }
+    );
     log!("session {} closed: {why}", s.sid);
     s.out.clear();
+    s.out_bytes = 0;
     let _ = s.ws.close(Some(CloseFrame {
         code: CloseCode::Policy,
         reason: why.into(),

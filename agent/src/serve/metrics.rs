@@ -81,7 +81,7 @@ impl Counters {
             ),
             auth_failures: vec(
                 "meshperf_agent_auth_failures_total",
-                "Failed authentications: wrong_token, blocked (an address that failed too often, refused unheard), timeout (no auth in time).",
+                "Failed authentications: wrong_token, blocked (from an address that failed too often lately: its token waited for its turn, one per 2 s), timeout (no auth in time).",
                 &["reason"],
             ),
             tests: vec(

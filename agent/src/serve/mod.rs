@@ -209,17 +209,51 @@ fn shown_ip(bound: IpAddr) -> Option<IpAddr> {
     })
 }
 
+/// The URL of the ready line: with `#token=` only for a token the agent
+/// made (`token`), else followed by where the token is (`source`, which
+/// holds no colon: scripts take the port from the last one); `fp=` with TLS.
+fn ready_url(host: SocketAddr, token: Option<&str>, fp: Option<&str>, source: &str) -> String {
+    let scheme = if fp.is_some() { "https" } else { "http" };
+    let frag: Vec<String> = token
+        .map(|t| format!("token={t}"))
+        .into_iter()
+        .chain(fp.map(|f| format!("fp={f}")))
+        .collect();
+    let url = match frag.is_empty() {
+        true => format!("{scheme}://{host}/"),
+        false => format!("{scheme}://{host}/#{}", frag.join("&")),
+    };
+    match token {
+        Some(_) => url,
+        None => format!("{url} ({source}, not shown here)"),
+    }
+}
+
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     crate::log::set_quiet(a.quiet);
     // The CPUs this agent may use, and that this thread is the control
     // loop's (a side that pins its data threads moves it off their CPUs).
     crate::engine::placement::init();
-    let given = match &a.token_file {
-        Some(path) => {
-            Some(crate::token_file::read(path, "meshperf agent").map_err(anyhow::Error::msg)?)
-        }
-        None => a.token.or_else(|| std::env::var("MESHPERF_TOKEN").ok()),
+    // Where a given token came from, for the ready line (which shows only
+    // a token the agent made: a given one is the operator's secret, and
+    // stdout is often a log others read, e.g. `kubectl logs`).
+    let (given, source) = match &a.token_file {
+        Some(path) => (
+            Some(crate::token_file::read(path, "meshperf agent").map_err(anyhow::Error::msg)?),
+            format!("the token is in {}", path.display()),
+        ),
+        None => match a.token {
+            Some(t) => (
+                Some(t),
+                "the token is the one given with --token".to_string(),
+            ),
+            None => (
+                std::env::var("MESHPERF_TOKEN").ok(),
+                "the token is the one in $MESHPERF_TOKEN".to_string(),
+            ),
+        },
     };
+    let made = given.is_none();
     let token = match given {
         Some(t) if t.len() < 8 => {
             bail!(
@@ -319,11 +353,16 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let host = SocketAddr::new(shown_ip(local.ip()).unwrap_or(local.ip()), local.port());
-    let url = match &tls {
-        Some(id) => format!("https://{host}/#token={token}&fp={}", id.fingerprint),
-        None => format!("http://{host}/#token={token}"),
-    };
-    println!("meshperf agent {} ready: {url}", env!("CARGO_PKG_VERSION"));
+    println!(
+        "meshperf agent {} ready: {}",
+        env!("CARGO_PKG_VERSION"),
+        ready_url(
+            host,
+            made.then_some(&*token),
+            tls.as_ref().map(|id| &*id.fingerprint),
+            &source
+        )
+    );
     std::io::stdout().flush().ok();
     let guard = server::Guard {
         max_connections: a.max_connections as usize,

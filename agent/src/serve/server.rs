@@ -421,6 +421,12 @@ impl Server {
             .map(|(k, _)| k)
             .collect();
         for key in due {
+            if matches!(&self.conns[key].conn, Conn::Ws(s) if s.wake_at().is_some()) {
+                // Not a deadline: the held auth's turn may have come, or a
+                // controller's time to take its messages ran out.
+                self.step(key);
+                continue;
+            }
             match &mut self.conns[key].conn {
                 Conn::Ws(s) => self.agent.expire(s, self.guard.auth_timeout),
                 Conn::Http { sock, out, .. } if out.is_empty() => {
@@ -486,9 +492,17 @@ impl Server {
                     self.by_sid.insert(s.sid, key);
                     self.conns[key].deadline = Some(now + self.guard.auth_timeout);
                 }
+                let held = s.held_until().is_some();
                 let open = self.agent.pump(&mut s);
-                if s.authed() {
+                if let Some(t) = s.wake_at() {
+                    // A throttled address's auth, answered at its turn, or
+                    // a controller not taking what waits for it.
+                    self.conns[key].deadline = Some(t);
+                } else if s.authed() {
                     self.conns[key].deadline = None;
+                } else if held {
+                    // Answered (wrong): time to send that and close.
+                    self.conns[key].deadline = Some(now + self.guard.auth_timeout);
                 }
                 self.conns[key].conn = Conn::Ws(s);
                 if !open {
@@ -639,6 +653,19 @@ pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
             };
             let path = req.path.unwrap_or("/");
             let method = req.method.unwrap_or("");
+            let hosts_given = req
+                .headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("host"))
+                .count();
+            if hosts_given > 1 {
+                // Only one would be checked, another maybe believed.
+                return Head::Respond(http::simple(
+                    400,
+                    "Bad Request",
+                    "more than one Host header\n",
+                ));
+            }
             if !header("upgrade").contains("websocket") {
                 return Head::Respond(http::respond(
                     method,

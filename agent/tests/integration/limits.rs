@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use tungstenite::Message;
 
 /// Agent A (`--max-duration 1`) serves tests that agent B, under the
 /// default 60 s, drives for far longer (count-bounded and unpaced, so
@@ -138,4 +139,79 @@ fn a_tcp_rr_responder_answers_no_more_than_its_prepared_count() {
             .contains("past the prepared count"),
         "{end}"
     );
+}
+
+/// A controller that starts big udp_stream tests on agent A and never reads
+/// (issue 22: the replies were bounded in messages only, and four 2 M-packet
+/// tests grew the driving agent from 5.4 to 176 MB). A holds each test's
+/// samples for it (about 2 MiB per million packets on the driving side)
+/// until the controller has taken nothing of over 1 MiB for 5 s: then the
+/// session ends, its reason on the record, and the memory goes back. Before
+/// issue 22 it stayed open through all four tests.
+#[test]
+fn a_controller_that_never_reads_its_samples_is_closed_and_the_agent_stays_small() {
+    let a = AgentProc::start_logged(&[]);
+    let b = AgentProc::start(&[]);
+    let mut cb = b.connect();
+    let mut deaf = a.connect();
+    let params = json!({"count": 1_000_000, "wait_us": 1});
+    let closed = |a: &AgentProc| {
+        a.log()
+            .iter()
+            .any(|l| l.contains("session 1 closed: the controller does not read its replies ("))
+    };
+    let mut tests = 0;
+    for test_id in 1..=4u32 {
+        let prep = cb.request(json!({
+            "type": "prepare", "test_id": test_id, "step": 0, "kind": "udp_stream", "params": params
+        }));
+        assert_eq!(prep["type"], "prepared", "{prep}");
+        let start = json!({
+            "type": "start", "id": 1000 + test_id, "test_id": test_id, "step": 0,
+            "kind": "udp_stream", "params": params,
+            "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}
+        });
+        if deaf.ws.send(Message::text(start.to_string())).is_err() {
+            break; // A closed the session
+        }
+        let end = cb.wait_end(test_id);
+        assert!(end["type"] == "result" || end["type"] == "error", "{end}");
+        tests += 1;
+        // A's side has sent its samples once B's result is in; the
+        // session ends 5 s after A stopped taking them (polled, with room).
+        let t0 = Instant::now();
+        while !closed(&a) && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if closed(&a) {
+            break;
+        }
+    }
+    let line = logged(
+        &a,
+        &[
+            "session 1 closed: the controller does not read its replies (",
+            "none taken for 5 s",
+        ],
+    );
+    let peak = a.status_kib("VmHWM");
+    // Memory goes back once the session is gone (malloc_trim on close).
+    let t0 = Instant::now();
+    let rss = loop {
+        let rss = a.status_kib("VmRSS");
+        if rss < 32 << 10 || t0.elapsed() > Duration::from_secs(10) {
+            break rss;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        rss < 32 << 10,
+        "RSS {rss} KiB after the session closed ({line})"
+    );
+    assert!(
+        peak < 96 << 10,
+        "peak RSS {peak} KiB over {tests} test(s) ({line})"
+    );
+    // A serves the next controller.
+    assert_eq!(a.connect().request(json!({"type": "ping"}))["type"], "pong");
 }

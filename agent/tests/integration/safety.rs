@@ -218,32 +218,72 @@ fn the_websocket_answers_only_to_the_agents_own_names_and_hello_tells_strangers_
     }
 }
 
+/// Sends `auth` with `token` on a new WebSocket from `src`; returns the
+/// reply and when it arrived.
+fn auth_from(src: [u8; 4], a: &AgentProc, token: &str) -> (Value, Instant) {
+    let mut ws = ws_as(connect_from(src, a.port), &a.addr()).unwrap();
+    ws.get_mut()
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let r = auth(&mut ws, token);
+    (r, Instant::now())
+}
+
 #[test]
-fn failed_authentications_are_limited_per_address() {
+fn failed_authentications_throttle_guessing_but_the_right_token_still_gets_in() {
+    // Behind a NAT a guesser and a controller share one address (issue 22:
+    // five guesses a minute used to keep the controller out for good).
     let a = AgentProc::start_logged(&[]);
     let src = [127, 0, 0, 7];
     for _ in 0..5 {
-        let mut ws = ws_as(connect_from(src, a.port), &a.addr()).unwrap();
-        assert_eq!(auth(&mut ws, "not-the-token-0000")["code"], "auth_failed");
+        let (r, _) = auth_from(src, &a, "not-the-token-0000");
+        assert_eq!(r["code"], "auth_failed", "{r}");
     }
-    // Even the right token is not looked at now, from that address.
-    let mut ws = ws_as(connect_from(src, a.port), &a.addr()).unwrap();
-    let r = auth(&mut ws, &a.token);
-    assert_eq!(r["code"], "auth_blocked", "{r}");
-    let msg = r["message"].as_str().unwrap();
-    assert!(
-        msg.contains("too many failed authentications from 127.0.0.7") && msg.contains(" s more"),
-        "{msg}"
-    );
     logged(
         &a,
         &[
             "from 127.0.0.7:",
-            "5 failures from this address: refusing it for 60 s",
+            "5 failures from this address: checking its tokens one per 2 s",
         ],
     );
+    // The right token from that address is checked, at its turn, and taken.
+    let t0 = Instant::now();
+    let (r, _) = auth_from(src, &a, &a.token);
+    assert_eq!(r["type"], "auth_ok", "{r}");
+    let waited = t0.elapsed();
+    // Guessing stays throttled: three guesses at once from that address
+    // are answered one per 2 s turn (load can only make the gaps longer).
+    let guesses: Vec<_> = (0..3)
+        .map(|i| {
+            let a = (a.port, a.addr());
+            std::thread::spawn(move || {
+                let mut ws = ws_as(connect_from(src, a.0), &a.1).unwrap();
+                ws.get_mut()
+                    .set_read_timeout(Some(Duration::from_secs(30)))
+                    .unwrap();
+                let r = auth(&mut ws, &format!("guess-{i}-000000000"));
+                (r, Instant::now())
+            })
+        })
+        .collect();
+    let mut at: Vec<Instant> = guesses
+        .into_iter()
+        .map(|g| {
+            let (r, t) = g.join().unwrap();
+            assert_eq!(r["code"], "auth_failed", "{r}");
+            t
+        })
+        .collect();
+    at.sort();
+    let spread = at[2] - at[0];
+    assert!(
+        spread >= Duration::from_millis(3900),
+        "3 guesses answered within {spread:?}: not one per 2 s (the right token waited {waited:?})"
+    );
     // Other addresses are not affected.
+    let t1 = Instant::now();
     ping(&mut a.connect());
+    assert!(t1.elapsed() < Duration::from_secs(2), "{:?}", t1.elapsed());
 }
 
 #[test]
@@ -378,4 +418,250 @@ fn a_head_over_16_kib_is_refused_and_pages_carry_security_headers() {
     ] {
         assert!(head.contains(h), "{h:?} missing in\n{head}");
     }
+}
+
+/// Everything an agent started with `how` (flags, and the token in the
+/// environment or not) writes on stdout and stderr while a controller with
+/// `token` runs a test, one with a wrong token is turned away, and the
+/// agent stops on SIGTERM.
+fn whole_output(how: &[&str], env_token: Option<&str>, token: Option<&str>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_meshperf"));
+    cmd.args(["agent", "--listen", "127.0.0.1:0"]).args(how);
+    match env_token {
+        Some(t) => cmd.env("MESHPERF_TOKEN", t),
+        None => cmd.env_remove("MESHPERF_TOKEN"),
+    };
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut ready = String::new();
+    std::io::BufRead::read_line(&mut out, &mut ready).unwrap();
+    let port: u16 = ready
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|p| p.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {ready:?}"));
+    let token = token.map(String::from).unwrap_or_else(|| {
+        // The agent made it: the ready URL is the only place it is.
+        let t = ready
+            .split("#token=")
+            .nth(1)
+            .expect("a made token is printed");
+        t.trim().to_string()
+    });
+    let mut c = crate::util::Ctl::connect(port, &token, None).expect("auth ok");
+    let (end, _) = crate::util::run_pair(
+        &mut c,
+        &mut crate::util::Ctl::connect(port, &token, None).unwrap(),
+        3,
+        "tcp_rr",
+        json!({"count": 10}),
+    );
+    assert_eq!(end["type"], "result", "{end}");
+    let mut wrong = open(port, None).unwrap();
+    assert_eq!(
+        auth(&mut wrong, "not-the-token-0000")["code"],
+        "auth_failed"
+    );
+    drop((c, wrong));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(err.contains("session 1 opened from 127.0.0.1:"), "{err}");
+    format!("{ready}{rest}{err}")
+}
+
+#[test]
+fn a_given_token_is_never_printed_and_a_made_one_is() {
+    let token = "given-token-0123456789abcdef";
+    let dir = std::env::temp_dir().join(format!("meshperf-safety-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let path = file.to_str().unwrap();
+    for (how, env, said) in [
+        (
+            &["--token-file", path][..],
+            None,
+            format!("(the token is in {path}, not shown here)"),
+        ),
+        (
+            &[][..],
+            Some(token),
+            "(the token is the one in $MESHPERF_TOKEN, not shown here)".into(),
+        ),
+        (
+            &["--token", token][..],
+            None,
+            "(the token is the one given with --token, not shown here)".into(),
+        ),
+    ] {
+        let all = whole_output(how, env, Some(token));
+        assert!(
+            !all.contains(token),
+            "{how:?}: the token was printed:\n{all}"
+        );
+        let ready = all.lines().next().unwrap();
+        assert!(
+            ready.starts_with("meshperf agent ")
+                && ready.contains(" ready: http://127.0.0.1:")
+                && ready.ends_with(&said),
+            "{how:?}: {ready}"
+        );
+    }
+    // Made by the agent: printed, as the only way to learn it.
+    let all = whole_output(&[], None, None);
+    assert!(all.lines().next().unwrap().contains("/#token="), "{all}");
+}
+
+#[test]
+fn a_duration_of_1e_300_seconds_is_refused_naming_the_parameter() {
+    let a = AgentProc::start(&[]);
+    let mut c = a.connect();
+    let r = c.request(json!({
+        "type": "prepare", "test_id": 1, "step": 0, "kind": "tcp_stream",
+        "params": {"duration_s": 1e-300}
+    }));
+    assert_eq!(r["code"], "bad_params", "{r}");
+    let msg = r["message"].as_str().unwrap();
+    assert!(
+        msg.contains("duration_s") && msg.contains("between 0.001 and"),
+        "{msg}"
+    );
+    ping(&mut c);
+}
+
+/// A fake agent on 127.0.0.1 that answers like a real one (its `auth_ok`
+/// info is `info`) and then refuses every request with `message`.
+fn lying_agent(info: Value, message: &'static str) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let info = info.clone();
+            std::thread::spawn(move || {
+                let Ok(mut ws) = tungstenite::accept(s) else {
+                    return;
+                };
+                let proto = meshperf_protocol::PROTOCOL_VERSION;
+                let _ = ws.send(Message::text(
+                    json!({"type": "hello", "protocol": proto}).to_string(),
+                ));
+                while let Ok(m) = ws.read() {
+                    let Message::Text(t) = m else { continue };
+                    let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                    let reply = if v["type"] == "auth" {
+                        json!({"type": "auth_ok", "id": v["id"], "info": info})
+                    } else {
+                        json!({"type": "error", "id": v["id"], "test_id": v["test_id"],
+                               "code": "bad_params", "message": message})
+                    };
+                    if ws.send(Message::text(reply.to_string())).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn controllers_print_an_agents_text_escaped() {
+    // The real info of a real agent, with a host name and an error that
+    // would add lines, clear the screen and reverse what follows.
+    let real = AgentProc::start(&[]);
+    let mut ws = open(real.port, None).unwrap();
+    let ok = auth(&mut ws, &real.token);
+    let mut info = ok["info"].clone();
+    info["hostname"] = json!("evil\r\nFAKE\u{1b}[2J\u{202e}host");
+    let evil = "no\r\n2020-01-01 meshperf: all good\u{1b}[2K\u{202e}txt.exe";
+    let port = lying_agent(info, evil);
+    let url = format!("http://127.0.0.1:{port}/#token=whatever-token-00");
+    let o = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args(["run", "--agent", &url, "--kind", "tcp_rr"])
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!o.status.success(), "{all}");
+    assert!(all.contains("no\\r\\n2020-01-01"), "{all}");
+    assert!(all.contains("\\u{202e}txt.exe"), "{all}");
+    for raw in ['\r', '\u{1b}', '\u{202e}'] {
+        assert!(!all.contains(raw), "{raw:?} raw in:\n{all}");
+    }
+    assert!(!all.lines().any(|l| l.starts_with("2020-01-01")), "{all}");
+}
+
+#[test]
+fn a_request_with_two_host_headers_is_refused() {
+    let a = AgentProc::start(&[]);
+    for first in ["127.0.0.1", "evil.example"] {
+        let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let other = if first == "127.0.0.1" {
+            "evil.example"
+        } else {
+            "127.0.0.1"
+        };
+        write!(
+            s,
+            "GET /ws HTTP/1.1\r\nHost: {first}\r\nHost: {other}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 400 "), "{out}");
+        assert!(out.contains("more than one Host header"), "{out}");
+    }
+    ping(&mut a.connect());
+}
+
+#[test]
+fn a_hard_link_in_the_payload_dir_is_refused() {
+    let base = std::env::temp_dir().join(format!("meshperf-safety-link-{}", std::process::id()));
+    let dir = base.join("payload");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A file outside the directory, linked into it.
+    std::fs::write(base.join("secret.dat"), b"not for the network").unwrap();
+    let _ = std::fs::remove_file(dir.join("link.dat"));
+    std::fs::hard_link(base.join("secret.dat"), dir.join("link.dat")).unwrap();
+    std::fs::write(dir.join("plain.dat"), b"payload bytes").unwrap();
+    let a = AgentProc::start(&["--payload-dir", dir.to_str().unwrap()]);
+    let mut c = a.connect();
+    let prepare = |c: &mut crate::util::Ctl, id: u32, file: &str| {
+        c.request(json!({
+            "type": "prepare", "test_id": id, "step": 0, "kind": "tcp_stream",
+            "params": {"payload_file": file, "direction": "receive", "count": 1}
+        }))
+    };
+    let r = prepare(&mut c, 1, "link.dat");
+    assert_eq!(r["code"], "bad_params", "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("payload_file: \"link.dat\" has 2 hard links;"),
+        "{r}"
+    );
+    // A file with one link is taken.
+    let r = prepare(&mut c, 2, "plain.dat");
+    assert_eq!(r["type"], "prepared", "{r}");
+    let _ = std::fs::remove_dir_all(&base);
 }

@@ -99,8 +99,11 @@ impl Limit {
 pub enum Min {
     /// This value or more.
     AtLeast(u64),
-    /// More than this value (`duration_s` above 0).
+    /// More than this value.
     Above(u64),
+    /// This many thousandths or more (`duration_s` at least 0.001: a
+    /// duration of 1e-300 s is no test).
+    AtLeastMilli(u64),
 }
 
 /// The largest value a number may take (inclusive).
@@ -180,6 +183,7 @@ impl ParamSpec {
             None => true,
             Some(Min::AtLeast(lo)) => x >= lo as f64,
             Some(Min::Above(lo)) => x > lo as f64,
+            Some(Min::AtLeastMilli(lo)) => x >= lo as f64 / 1000.0,
         };
         lo_ok && !matches!(self.top(limits), Some((hi, _)) if x > hi)
     }
@@ -201,7 +205,16 @@ impl ParamSpec {
             (Some(Min::Above(lo)), Some((hi, what))) => {
                 format!("must be above {lo} and at most {hi}{what}, got {v}")
             }
+            (Some(Min::AtLeastMilli(lo)), Some((hi, what))) => {
+                format!(
+                    "must be between {} and {hi}{what}, got {v}",
+                    lo as f64 / 1000.0
+                )
+            }
             (Some(Min::AtLeast(lo)), None) => format!("must be at least {lo}, got {v}"),
+            (Some(Min::AtLeastMilli(lo)), None) => {
+                format!("must be at least {}, got {v}", lo as f64 / 1000.0)
+            }
             (Some(Min::Above(lo)), None) => format!("must be above {lo}, got {v}"),
             (None, Some((hi, what))) => format!("must be at most {hi}{what}, got {v}"),
             (None, None) => unreachable!("no range to break"),
@@ -334,7 +347,7 @@ pub const DURATION_S: ParamSpec = ParamSpec {
     name: "duration_s",
     ty: ParamType::Float,
     label: "seconds",
-    min: Some(Min::Above(0)),
+    min: Some(Min::AtLeastMilli(1)),
     max: Some(Max::Limit(Limit::MaxDurationS)),
     ..P
 };
@@ -1070,6 +1083,12 @@ mod tests {
                     } else {
                         accepted(kind, s, json!(lo as f64 + 0.5));
                     }
+                }
+                Some(Min::AtLeastMilli(lo)) => {
+                    refused(kind, s, json!(0));
+                    refused(kind, s, json!(1e-300));
+                    refused(kind, s, json!((lo as f64 - 0.5) / 1000.0));
+                    accepted(kind, s, json!(lo as f64 / 1000.0));
                 }
                 None => {}
             }
