@@ -1168,6 +1168,7 @@ mod tests {
             let value = |p: &ParamSpec| match p.min {
                 Some(Min::Above(lo)) => json!(lo + 1_000_000),
                 Some(Min::AtLeast(lo)) => json!(lo.max(1)),
+                Some(Min::AtLeastMilli(lo)) => json!((lo as f64 / 1000.0).max(1.0)),
                 None => panic!("{}: instead_of pairs numbers", p.name),
             };
             let e = parse(kind, json!({ (s.name): value(s), (other): value(o) })).unwrap_err();
