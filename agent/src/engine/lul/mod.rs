@@ -47,8 +47,6 @@ const KIND: Kind = Kind::LatencyUnderLoad;
 /// How long past the planned end the serving side keeps going (set-up,
 /// the last answers, the end exchange).
 const MARGIN: Duration = Duration::from_secs(10);
-/// How long an end line may take.
-
 fn udp_params(p: &LulParams) -> UdpSocketParams {
     UdpSocketParams {
         client_bind: p.client_bind,

@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How long a side waits for the peer agent's next control line.
+/// How long a side waits for the peer agent's next control line (an end
+/// line, the listen line, the probe counts).
 pub const LINE_WAIT: Duration = Duration::from_secs(5);
 
 /// Datagram types (byte 3 of the header).
