@@ -47,8 +47,10 @@ start_agent() { # NAME VARIABLE CMD...: an agent on a free loopback port, its UR
   MESHPERF_TOKEN=$token timeout 300 "$@" agent --listen 127.0.0.1:0 >"$dir/$name.out" 2>&1 &
   pids+=($!)
   for _ in $(seq 300); do
-    found=$(grep -o 'http://[^ ]*#token=[0-9a-f]*' "$dir/$name.out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$var" '%s' "$found"; return; fi
+    # A given token is not printed (the ready line says where it is): the
+    # URL is the printed address with the token this script gave.
+    found=$(grep -o ' ready: http://[^ #]*' "$dir/$name.out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$var" '%s#token=%s' "${found# ready: }" "$token"; return; fi
     sleep 0.1
   done
   cat "$dir/$name.out" >&2; fail "the $name agent did not start within 30 s"

@@ -33,11 +33,11 @@ const STREAM_MORE = ['omit_s', 'read_bytes'];
 const RR = ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'wait_us', 'write_bytes', 'busy_poll'];
 const IP = ['tos', 'precedence', 'congestion', 'mss', 'client_bind', 'server_bind'];
 const PAGE = {
-  tcp_stream: [...STREAM, 'rate', ...STREAM_MORE, 'nodelay', 'rcvlowat', 'payload', 'payload_file', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'probe_ms', 'probe_bytes', 'clocks'],
+  tcp_stream: [...STREAM, 'rate', ...STREAM_MORE, 'nodelay', 'rcvlowat', 'payload', 'payload_file', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'threads', 'cpus', 'server_cpus', 'probe_ms', 'probe_bytes', 'clocks'],
   tcp_rr: [...RR, 'nodelay', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms'],
   udp_stream: ['pkt_bytes', 'count', 'duration_s', 'wait_us', 'rate', 'direction', 'omit_s', 'sndbuf', 'rcvbuf', 'tos', 'precedence', 'client_bind', 'server_bind', 'overhead_bytes', 'timeout_ms', 'probe_ms', 'probe_bytes', 'clocks'],
   udp_rr: ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'timeout_ms', 'wait_us', 'sndbuf', 'rcvbuf', 'tos', 'precedence', 'client_bind', 'server_bind', 'interval_ms'],
-  unix_stream: [...STREAM, ...STREAM_MORE, 'payload', 'sndbuf', 'rcvbuf', 'interval_ms'],
+  unix_stream: [...STREAM, ...STREAM_MORE, 'payload', 'sndbuf', 'rcvbuf', 'interval_ms', 'threads', 'cpus', 'server_cpus'],
   unix_rr: [...RR, 'sndbuf', 'rcvbuf', 'interval_ms'],
   latency_under_load: ['idle_s', 'download_s', 'upload_s', 'both_s', 'gap_s', 'streams', 'msg_bytes', 'probe_ms', 'probe_bytes', 'clocks', 'interval_ms', 'client_bind', 'server_bind'],
 };
@@ -66,7 +66,8 @@ test('the agent\'s minimums reach the form: udp_rr req_bytes from 18, not 1', ()
   assert.equal(spec('tcp_stream', 'mss').min, 88);
   assert.equal(spec('tcp_stream', 'precedence').max, 7);
   assert.equal(spec('tcp_stream', 'streams').maxLimit, 'max_streams');
-  assert.deepEqual([spec('udp_rr', 'duration_s').min, spec('udp_rr', 'duration_s').minExclusive], [0, true]);
+  // A millisecond at least (1e-300 s was accepted once).
+  assert.deepEqual([spec('udp_rr', 'duration_s').min, !!spec('udp_rr', 'duration_s').minExclusive], [0.001, false]);
   // Every number has a range; nothing else has one.
   for (const { params } of Object.values(KINDS)) {
     for (const p of params) assert.equal(p.min != null, ['size', 'int', 'float', 'rate'].includes(p.type), p.name);
@@ -109,7 +110,7 @@ test('a plan outside the ranges is refused before anything runs, naming the para
   refused('tcp_stream', { msg_bytes: '0' }, /^msg_bytes: must be at least 1, got 0$/);
   refused('tcp_stream', { mss: '87' }, /^mss: must be between 88 and 65535/);
   refused('tcp_stream', { precedence: '8' }, /^precedence: must be between 0 and 7/);
-  refused('tcp_rr', { duration_s: '0' }, /^duration_s: must be above 0/, 'duration');
+  refused('tcp_rr', { duration_s: '0' }, /^duration_s: must be at least 0\.001, got 0$/, 'duration');
   // Above an agent's own limits (from its hello) is refused for every
   // expanded step by the step driver before the run (protocol/src/driver.rs
   // `check_step`, tested there, in agent/tests/integration/run.rs and in e2e), not here.
