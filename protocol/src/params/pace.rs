@@ -1,9 +1,9 @@
 //! How a paced test spaces its messages (`wait_us`, or the wait a `rate`
 //! gives), checked in one place against the test's count or duration and
 //! the agent's limits: `tcp_stream`, `udp_stream`, `tcp_rr` and `udp_rr`
-//! all derive their wait here, so a plan cannot ask for a test that the
-//! agent would cut short, or one so slow that its time holds a single
-//! message (whose "rate" would be one message over a few microseconds of
+//! all derive their wait here, so a plan cannot ask for a count that the
+//! agent's time limit would cut short, or a time so slow that it holds a
+//! single message (whose "rate" would be one message over a few microseconds of
 //! sending: `rate: 2` once printed 2.6 Mbit/s).
 
 use super::rate::{mbit, rate_text};
@@ -154,43 +154,26 @@ impl Pace {
         }
     }
 
-    /// The datagrams a paced, time-bounded UDP test sends in `duration_s`
-    /// (the first at 0, one every wait after it, none at or past the end),
-    /// refused when the agent's count or byte limit would stop it before its
-    /// time; unpaced, as many as those limits allow.
-    pub(crate) fn count_in(&self, duration_s: f64, limits: &Limits) -> Result<u64, ParamError> {
+    /// The datagrams a paced, time-bounded UDP test may send in
+    /// `duration_s` (the first at 0, one every wait after it, none at or past
+    /// the end), at most the agent's count and byte limits: the sender stops
+    /// at its time or there, whichever comes first (a rate far above what
+    /// the host can send, `rate=1000G`, runs its time and says the rate was
+    /// not reached; refusing it would refuse every such test). Unpaced, as
+    /// many as those limits allow.
+    pub(crate) fn count_in(&self, duration_s: f64, limits: &Limits) -> u64 {
         let cap = limits
             .max_count
             .min((limits.max_bytes / self.bytes.max(1)).max(1));
         if self.wait_us <= 0.0 {
-            return Ok(cap);
+            return cap;
         }
         let n = (duration_s * 1e6 / self.wait_us).ceil();
         if n <= cap as f64 {
-            return Ok((n as u64).max(1));
+            (n as u64).max(1)
+        } else {
+            cap
         }
-        let why = format!(
-            "{n:.0} {} in {duration_s} s, above the agent's limit of {cap}",
-            self.message(true)
-        );
-        Err(match self.rate {
-            Some(r) => ParamError::new(
-                "rate",
-                format!(
-                    "{} is {why}: give rate {} or less (bit/s), or a shorter duration_s",
-                    rate_text(r),
-                    rate_value(cap as f64 * self.bits() / duration_s, false)
-                ),
-            ),
-            None => ParamError::new(
-                "wait_us",
-                format!(
-                    "{} us is {why}: wait at least {} us, or give a shorter duration_s",
-                    self.wait_us,
-                    sig3(duration_s * 1e6 / cap as f64, true)
-                ),
-            ),
-        })
     }
 }
 
