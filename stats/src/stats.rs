@@ -161,20 +161,7 @@ fn quantiles<F: Fn(f64) -> f64>(
 
 /// One linear-interpolation quantile of `values` (0 <= p <= 1).
 pub fn quantile(values: &[f64], p: f64) -> Result<f64, StatsError> {
-    if values.is_empty() {
-        return Err(StatsError::Empty { what: "samples" });
-    }
-    check_finite(values)?;
-    if !(0.0..=1.0).contains(&p) {
-        return Err(StatsError::InvalidParameter {
-            name: "probability",
-            value: p,
-            why: "must be between 0 and 1",
-        });
-    }
-    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Ok(quantiles(values, |x| x, (lo, hi), &[p], false)[0])
+    quantiles_at(values, &[p]).map(|q| q[0])
 }
 
 /// Linear-interpolation quantiles of `values` at each of `probs` (each
