@@ -97,6 +97,13 @@ impl Session {
     }
 
     fn queue(&mut self, m: Message) {
+        // The stall clock starts when the backlog passes STALL_BYTES, not
+        // at the last write before it: a test's samples come in one burst
+        // at its end, after seconds with little to send (a controller that
+        // is reading then gets its STALL to take them).
+        if self.out_bytes <= STALL_BYTES && self.out_bytes + m.len() > STALL_BYTES {
+            self.moved = Instant::now();
+        }
         self.out_bytes += m.len();
         self.out.push_back(m);
     }
