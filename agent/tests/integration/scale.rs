@@ -160,6 +160,19 @@ fn a_timed_multi_thread_run_sums_its_intervals_to_its_bytes() {
 
 /// Cancel mid-test stops every worker of both sides at once, and the
 /// agents serve the next test.
+/// A tcp_stream `test_id` with `p`: `a` prepares (serves), `b` starts
+/// (drives) against it; it must have started.
+fn started(a: &mut Ctl, b: &mut Ctl, test_id: u32, p: &Value) {
+    let prep = a.request(
+        json!({"type": "prepare", "test_id": test_id, "step": 0, "kind": "tcp_stream", "params": p}),
+    );
+    let start = b.request(
+        json!({"type": "start", "test_id": test_id, "step": 0, "kind": "tcp_stream",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+}
+
 #[test]
 fn cancel_stops_every_worker_and_the_agent_serves_on() {
     let threads = allowed().len().min(2);
@@ -167,14 +180,7 @@ fn cancel_stops_every_worker_and_the_agent_serves_on() {
     let (mut ca, mut cb) = (a.connect(), b.connect());
     let idle = [a.threads(), b.threads()];
     let p = json!({"duration_s": 30, "streams": 8, "threads": threads, "direction": "both"});
-    let prep = ca.request(
-        json!({"type": "prepare", "test_id": 11, "step": 0, "kind": "tcp_stream", "params": p}),
-    );
-    let start = cb.request(
-        json!({"type": "start", "test_id": 11, "step": 0, "kind": "tcp_stream",
-        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
-    );
-    assert_eq!(start["type"], "started", "{start}");
+    started(&mut ca, &mut cb, 11, &p);
     // Running: each agent holds its side's thread and its workers.
     let t0 = Instant::now();
     while a.threads() < idle[0] + 1 + threads as u64 || b.threads() < idle[1] + 1 + threads as u64 {
@@ -225,14 +231,7 @@ fn pinned_workers_run_on_their_cpus_and_the_control_loop_elsewhere() {
     // Two workers on the one CPU listed (the default would be one).
     let p = json!({"duration_s": 1.5, "streams": 2, "threads": all.len().min(2),
         "cpus": last.to_string(), "server_cpus": first, "payload": "zeros"});
-    let prep = ca.request(
-        json!({"type": "prepare", "test_id": 21, "step": 0, "kind": "tcp_stream", "params": p}),
-    );
-    let start = cb.request(
-        json!({"type": "start", "test_id": 21, "step": 0, "kind": "tcp_stream",
-        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
-    );
-    assert_eq!(start["type"], "started", "{start}");
+    started(&mut ca, &mut cb, 21, &p);
     let t0 = Instant::now();
     let (wa, wb) = loop {
         let (ta, tb) = (tasks(a.child.id()), tasks(b.child.id()));
