@@ -71,6 +71,19 @@ fn ping(c: &mut crate::util::Ctl) {
     assert_eq!(c.request(json!({"type": "ping"}))["type"], "pong");
 }
 
+/// What an agent started with piped stderr wrote there, once it has ended
+/// (after it was killed or told to stop).
+fn stderr_to_end(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    err
+}
 #[test]
 fn a_flood_of_idle_connections_is_capped_and_a_controller_still_gets_in() {
     let a = AgentProc::start_logged(&[]);
@@ -321,14 +334,7 @@ fn short_tokens_are_refused_beyond_loopback_and_warned_about_on_it() {
     .unwrap();
     assert!(line.contains(" ready: http://127.0.0.1:"), "{line}");
     child.kill().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    child.wait().unwrap();
+    let err = stderr_to_end(&mut child);
     assert!(
         err.starts_with("meshperf agent: warning: a token under 16 characters"),
         "{err}"
@@ -471,14 +477,7 @@ fn whole_output(how: &[&str], env_token: Option<&str>, token: Option<&str>) -> S
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    child.wait().unwrap();
+    let err = stderr_to_end(&mut child);
     assert!(err.contains("session 1 opened from 127.0.0.1:"), "{err}");
     format!("{ready}{rest}{err}")
 }
