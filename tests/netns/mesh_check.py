@@ -11,10 +11,11 @@ exits 1 with every cell that is wrong.
   --delayed A,B --delay-ms D packets from A to B delayed D ms: cells A>B and
   --base-ms B                B>A (tcp_rr) at least 2B + D (a line of B ms
                              each way and D more one way: no round trip is
-                             shorter) and at most the slowest other cell + D
-                             + 0.5 ms; every other cell at least 2B and under
-                             the median + D/2 (nearer the undelayed cells
-                             than the delayed ones)
+                             shorter) and under the slowest other cell +
+                             1.5 D (nearer once delayed than twice); every
+                             other cell at least 2B and under the median +
+                             D/2 (nearer the undelayed cells than the
+                             delayed ones)
   --killed H --ended-before F  host H's agent killed after the cell lines in
                              F ended: its cells not in F failed
 Every other cell: measured; tcp_stream: within 20% of the median of those
@@ -23,10 +24,12 @@ median: the cells pass through user-space delay lines (tests/netns/delay.py)
 whose wake-ups on two busy cores spread the cells by a millisecond (2689.9
 to 3785.1 us for 2 ms lines once, 21.7% from the median), and a round trip
 held D longer wakes later still (the delayed cells 0.1 to 0.46 ms over
-median + D here, with the others within 0.05 ms of their median); the
-bounds are the lines' own floors, the D/2 separation and the slowest
-undelayed path, so a delay on the wrong pair, twice, or none, fails, and
-jitter under D/2 does not."""
+median + D here, with the others within 0.05 ms of their median, and once
+in CI 0.54 ms over: C>B 7846.3 us with the slowest other cell 2336.7 us,
+which a bound of + D + 0.5 ms failed by 10 us); the bounds are the lines'
+own floors, the D/2 separation each way (from the undelayed level, and
+from a delay applied twice) and the slowest undelayed path, so a delay on
+the wrong pair, twice, or none, fails, and jitter under D/2 does not."""
 import argparse
 import json
 import re
@@ -123,10 +126,10 @@ else:
         floor, split = 2e3 * a.base_ms, med + 1e3 * a.delay_ms / 2
         ordinary = [v for v in values if floor <= v < split]
         top = max(ordinary) if ordinary else med
-        low_d, high_d = floor + 1e3 * a.delay_ms, top + 1e3 * a.delay_ms + 500
+        low_d, high_d = floor + 1e3 * a.delay_ms, top + 1.5e3 * a.delay_ms
         print(f"ordinary cells: {min(values) - floor:.1f} to {max(values) - floor:.1f} us above the lines' "
               f"{floor:.0f} us; bound: {floor:.0f} to {split:.1f} us (median + D/2); delayed cells: "
-              f"{low_d:.0f} to {high_d:.1f} us (the slowest other + D + 0.5 ms)")
+              f"{low_d:.0f} to {high_d:.1f} us (the slowest other + 1.5 D)")
         for k, v in sorted(others.items()):
             if v is not None and v < floor:
                 errors.append(f"cell {k} {v:.1f} us is under the {floor:.0f} us its delay lines hold a round trip")
@@ -139,7 +142,7 @@ else:
             print(f"delayed cell {k}: {v} us, {added} ms above the median (delay line {a.delay_ms} ms one way)")
             if v is None or not low_d <= v <= high_d:
                 errors.append(f"delayed cell {k} {v} us is not {low_d:.0f} to {high_d:.1f} us "
-                              f"(its lines' {low_d:.0f}, the slowest other cell + {a.delay_ms} ms + 0.5 ms)")
+                              f"(its lines' {low_d:.0f}, the slowest other cell + 1.5 x {a.delay_ms} ms)")
 if a.shaped:
     expect = a.rate_mbit * MSS / FRAME
     for k in sorted(k for k in want if a.shaped in k):
