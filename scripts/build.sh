@@ -26,6 +26,17 @@ wasm_out="$ROOT/target/wasm32-unknown-unknown/wasm-release/meshperf_wasm.wasm"
 wasm_opt="$ROOT/node_modules/.bin/wasm-opt"
 [ -x "$wasm_opt" ] || log "wasm-opt not installed (npm package binaryen): wasm left unoptimised"
 rm -rf "$pkg" # generated; also drops modules of older builds (meshperf_wasm.*)
+
+# 2 runs beside 1: a host build in target/debug (its own cargo lock) while
+# the wasm builds spend most of their time in one-unit fat LTO on one core
+# (about 40 s of npm test on two cores). Its output is shown after them.
+params_log="$ROOT/target/params-export.log"
+mkdir -p "$ROOT/target"
+log "export_params, export_ts -> web/src/lib/generated/ (beside the wasm builds) ..."
+t_params=$SECONDS
+(cd "$ROOT" && npm run -s params -w web) >"$params_log" 2>&1 &
+params_pid=$!
+trap 'kill "$params_pid" 2>/dev/null || true' EXIT
 build_wasm() { # <out-name> <cargo feature args...>
     local name=$1
     shift
@@ -47,7 +58,12 @@ build_wasm meshperf_codec
 # 2. generated from the Rust types: the parameter tables the page's form is
 #    built from, and the TypeScript declarations of the wire shapes (web's
 #    dev, build, check and test:unit scripts make them too)
-run_phase "export_params, export_ts -> web/src/lib/generated/" npm run -s params -w web
+params_rc=0
+wait "$params_pid" || params_rc=$?
+trap - EXIT
+cat "$params_log"
+[ "$params_rc" -eq 0 ] || die "export_params, export_ts -> web/src/lib/generated/ failed (after $((SECONDS - t_params)) s): npm run -s params -w web"
+log "export_params, export_ts -> web/src/lib/generated/ done in $((SECONDS - t_params)) s (beside the wasm builds)"
 
 # 3. web
 run_phase "npm run build -w web -> web/dist" npm run build -w web

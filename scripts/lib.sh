@@ -48,6 +48,17 @@ CARGO_FUZZ_BIN="$CARGO_FUZZ_ROOT/bin/cargo-fuzz"
 KUSTOMIZE_VERSION=v5.8.1
 KUSTOMIZE_BIN="$ROOT/.tools/kustomize-$KUSTOMIZE_VERSION/kustomize"
 
+# amd64_musl_env: a C compiler for ring's C in x86_64-unknown-linux-musl builds:
+# cc looks for x86_64-linux-musl-gcc, which Debian's musl-tools names
+# musl-gcc. scripts/release.sh and npm test's early build of the same binary
+# (scripts/test.sh) both call it, so the second finds the first's fresh.
+amd64_musl_env() {
+    if ! command -v x86_64-linux-musl-gcc >/dev/null && [ -z "${CC_x86_64_unknown_linux_musl:-}" ]; then
+        command -v musl-gcc >/dev/null || die "no C compiler for x86_64-unknown-linux-musl (ring needs one): install musl-tools (apt-get install musl-tools), then re-run"
+        export CC_x86_64_unknown_linux_musl=musl-gcc
+    fi
+}
+
 # aarch64-unknown-linux-musl (the arm64 release binary, tests/platforms/arm64.sh):
 # Debian's gcc-aarch64-linux-gnu links it (rustc brings musl's crt objects
 # and libc.a for the target, self-contained, so a glibc cross gcc serves as

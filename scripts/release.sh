@@ -81,12 +81,8 @@ rm -f "$out"/meshperf-linux-* "$out/meshperf-oci.tar" "$out"/meshperf_*.deb "$ou
 for a in "${archs[@]}"; do case "$a" in amd64|arm64) ;; *) die "unknown --arch $a ($usage)" ;; esac; done
 if want amd64; then
     add_target x86_64-unknown-linux-musl || die "cannot install the Rust target x86_64-unknown-linux-musl"
-    # ring (TLS) compiles C and assembly for the target: cc looks for
-    # x86_64-linux-musl-gcc, which Debian's musl-tools names musl-gcc.
-    if ! command -v x86_64-linux-musl-gcc >/dev/null && [ -z "${CC_x86_64_unknown_linux_musl:-}" ]; then
-        command -v musl-gcc >/dev/null || die "no C compiler for x86_64-unknown-linux-musl (ring needs one): install musl-tools (apt-get install musl-tools), then re-run"
-        export CC_x86_64_unknown_linux_musl=musl-gcc
-    fi
+    # ring (TLS) compiles C and assembly for the target (scripts/lib.sh).
+    amd64_musl_env
     build_static x86_64-unknown-linux-musl amd64 || die "the x86_64 musl build failed (see above)"
     # Its own `--version` from a directory holding nothing else, with an
     # empty environment: no loader, no libc, no files besides itself.
