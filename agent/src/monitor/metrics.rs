@@ -16,8 +16,7 @@ use prometheus::{
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-/// The content type of the page (text format 0.0.4).
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub use crate::serve::metrics::CONTENT_TYPE;
 
 /// The latest rendered page, shared with the HTTP thread.
 #[derive(Clone, Default)]

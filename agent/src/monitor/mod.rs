@@ -62,6 +62,11 @@ pub struct MonitorArgs {
     /// Serve /metrics and /healthz here.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9464")]
     listen: SocketAddr,
+    /// Another name /metrics and /matrix may be reached by (repeatable),
+    /// e.g. monitor.example.net; addresses, the host name and, bound to
+    /// loopback or any, localhost need none.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
     /// Plan file (JSON, one step; see plans/). Default: udp_rr, 200 requests.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["preset", "kind"])]
     plan: Option<String>,
@@ -187,6 +192,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
     http::spawn(
         listener,
         "meshperf monitor",
+        crate::serve::own_names(bound.ip(), &a.allow_host),
         move || page.get(),
         Some(last_matrix.clone()),
     );

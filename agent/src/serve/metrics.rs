@@ -1,7 +1,7 @@
 //! The agent's own counters: control sessions, failed authentications,
 //! test sides started and refusals, served as Prometheus metrics when the
-//! operator asks (`meshperf agent --metrics ADDR:PORT`; the page and its
-//! HTTP endpoint are the monitor's, `monitor::http`).
+//! operator asks (`meshperf agent --metrics ADDR:PORT`, served by
+//! [`super::endpoint`], as the monitor's page is).
 //!
 //! Counts only: no addresses, host names, tokens or versions, so that a
 //! scrape tells what the record on stderr tells in totals and nothing a
@@ -13,6 +13,10 @@
 //! page from the same counters.
 
 use meshperf_protocol::msg::{ErrorCode, Role};
+
+/// The content type of a metrics page (Prometheus text format 0.0.4), the
+/// agent's and the monitor's.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 use meshperf_protocol::params::Kind;
 use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
 

@@ -8,13 +8,16 @@
 //!   certificate or one made at start.
 //! * [`control`]: the control sessions (auth through [`auth`], requests,
 //!   replies, the tests this agent runs or serves).
-//! * [`metrics`]: the agent's own counters, on `--metrics ADDR:PORT`.
+//! * [`metrics`]: the agent's own counters, on `--metrics ADDR:PORT`,
+//!   served by [`endpoint`]: the small hardened HTTP server the monitor's
+//!   `/metrics` uses too.
 //!
 //! Dependencies run one way: `server` holds `control` sessions; `control`
 //! never reaches back into `server`.
 
 pub mod auth;
 pub mod control;
+pub mod endpoint;
 pub mod http;
 pub mod metrics;
 pub mod replay;
@@ -47,9 +50,10 @@ pub struct AgentArgs {
     /// Another web origin allowed to drive this agent (repeatable), e.g. http://127.0.0.1:7800.
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
-    /// Another name the control WebSocket may be reached by (repeatable),
-    /// e.g. node1.example.net; the listen address, the host name and, bound
-    /// to loopback or any, localhost and the interface addresses need none.
+    /// Another name the control WebSocket (and --metrics) may be reached by
+    /// (repeatable), e.g. node1.example.net; the listen address, the host
+    /// name and, bound to loopback or any, localhost and the interface
+    /// addresses need none.
     #[arg(long = "allow-host", value_name = "NAME")]
     allow_host: Vec<String>,
     /// Most connections held at once (web app, WebSocket, control sessions).
@@ -181,7 +185,7 @@ fn random_token() -> String {
 const MIN_TOKEN: usize = 16;
 
 /// What the `Host` of a WebSocket upgrade may name (see `server::Guard`).
-fn own_names(listen: IpAddr, extra: &[String]) -> Vec<String> {
+pub(crate) fn own_names(listen: IpAddr, extra: &[String]) -> Vec<String> {
     let mut names = vec![listen.to_string(), sysinfo::hostname()];
     if listen.is_loopback() || listen.is_unspecified() {
         names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
@@ -345,11 +349,27 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         let bound = l.local_addr().context("reading the --metrics address")?;
         eprintln!("meshperf agent: metrics on http://{bound}/metrics");
         let counters = agent.counters().clone();
-        crate::monitor::http::spawn(
+        endpoint::spawn(
             l,
             "meshperf agent",
-            move || std::sync::Arc::new(counters.render()),
-            None,
+            own_names(bound.ip(), &a.allow_host),
+            endpoint::Limits::default(),
+            move |r: &endpoint::Request| {
+                if let Some(refused) = endpoint::method_refused(r.method) {
+                    return refused;
+                }
+                match r.path.split('?').next() {
+                    Some("/metrics") => {
+                        endpoint::ok(r.method, metrics::CONTENT_TYPE, &counters.render())
+                    }
+                    Some("/healthz") => http::simple(200, "OK", "ok\n"),
+                    _ => http::simple(
+                        404,
+                        "Not Found",
+                        "not found: this is meshperf agent's --metrics (/metrics, /healthz)\n",
+                    ),
+                }
+            },
         );
     }
     let host = SocketAddr::new(shown_ip(local.ip()).unwrap_or(local.ip()), local.port());

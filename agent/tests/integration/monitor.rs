@@ -2,7 +2,7 @@
 //! `/metrics` fetched over HTTP and parsed as the Prometheus text format,
 //! a killed agent's pairs failing, and its bad input.
 
-use crate::util::{http_get, AgentProc};
+use crate::util::{http_get, scrapes_survive_slow_clients, AgentProc};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -462,4 +462,17 @@ fn scrape_after_resolve_error(m: &Monitor) -> Series {
         assert!(t.elapsed() < Duration::from_secs(10), "{}", m.stderr());
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The monitor's /metrics under 32 slow clients from two addresses (one the
+/// scraper's): every scrape answered within 1 s, the slow ones closed at
+/// their request deadline, foreign `Host` names refused (util.rs).
+#[test]
+fn monitor_answers_scrapes_under_slow_clients() {
+    let a = AgentProc::start(&[]);
+    let b = AgentProc::start(&[]);
+    let (ua, ub) = (url(&a), url(&b));
+    let m = Monitor::start(&["--agent", &ua, "--agent", &ub, "--every", "1h"]);
+    scrapes_survive_slow_clients(&m.metrics, "/metrics");
+    scrapes_survive_slow_clients(&m.metrics, "/healthz");
 }

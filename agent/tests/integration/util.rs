@@ -481,3 +481,98 @@ pub fn http_get(hostport: &str, path: &str) -> (String, String) {
     let (head, body) = raw.split_once("\r\n\r\n").expect("a head and a body");
     (head.to_string(), body.to_string())
 }
+
+/// A scraper's view of a small HTTP endpoint (`--metrics`, the monitor's)
+/// under slow clients (issue: 16 connections sending a byte every 3 s made
+/// every scrape fail): 16 of them from 127.0.0.2 and 16 from 127.0.0.1, the
+/// scraper's own address, each trickling a request head a byte every 3 s.
+/// Then 5 scrapes of `path` from 127.0.0.1, each answered 200 within 1 s,
+/// and every slow client closed by the endpoint (a 408 or the connection
+/// ended) within its 2 s request deadline plus 3 s. Also: a `Host` that is
+/// a foreign name is refused (421), two `Host`s (400), an address is not.
+pub fn scrapes_survive_slow_clients(hostport: &str, path: &str) {
+    use std::io::{Read, Write};
+    let at: SocketAddr = hostport.parse().unwrap();
+    let slow: Vec<_> = (0..32)
+        .map(|i| {
+            let src = if i % 2 == 0 {
+                [127, 0, 0, 2]
+            } else {
+                [127, 0, 0, 1]
+            };
+            let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+            std::thread::spawn(move || {
+                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                    .unwrap();
+                s.bind(&SocketAddr::from((src, 0)).into()).unwrap();
+                s.connect(&at.into()).unwrap();
+                let mut s: TcpStream = s.into();
+                let t0 = Instant::now();
+                s.set_read_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
+                // "GET /metrics HTTP/1.1\r\n..." a byte at a time, 3 s apart,
+                // until the endpoint answers or closes.
+                for b in req.bytes().take(8) {
+                    if s.write_all(&[b]).is_err() {
+                        return t0.elapsed();
+                    }
+                    let until = Instant::now() + Duration::from_secs(3);
+                    while Instant::now() < until {
+                        match s.read(&mut [0u8; 256]) {
+                            Ok(_) => return t0.elapsed(), // 408, or the end
+                            Err(e)
+                                if e.kind() == std::io::ErrorKind::WouldBlock
+                                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+                            Err(_) => return t0.elapsed(), // reset
+                        }
+                    }
+                }
+                Duration::MAX // still held after 8 bytes over 24 s
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..5 {
+        let t = Instant::now();
+        let (head, _) = http_get(hostport, path);
+        let took = t.elapsed();
+        assert!(
+            head.starts_with("HTTP/1.1 200"),
+            "scrape {i} under slow clients: {head}"
+        );
+        assert!(
+            took < Duration::from_secs(1),
+            "scrape {i} under slow clients took {took:?}"
+        );
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    for h in slow {
+        let held = h.join().unwrap();
+        assert!(
+            held < Duration::from_secs(5),
+            "a slow client was held {held:?}, past the 2 s request deadline"
+        );
+    }
+    let raw = |req: String| {
+        let mut s = TcpStream::connect(hostport).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let r = raw(format!(
+        "GET {path} HTTP/1.1\r\nHost: evil.example:{}\r\n\r\n",
+        at.port()
+    ));
+    assert!(
+        r.starts_with("HTTP/1.1 421") && r.contains("evil.example"),
+        "{r}"
+    );
+    let r = raw(format!(
+        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nHost: evil.example\r\n\r\n"
+    ));
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    let r = raw(format!("GET {path} HTTP/1.1\r\nHost: 10.9.8.7\r\n\r\n"));
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+}
