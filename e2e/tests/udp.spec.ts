@@ -150,3 +150,50 @@ test('udp_req_timo: the 180-point response-size scan runs, fits latency against 
   expect(Number(await hist.getAttribute('data-bins'))).toBeGreaterThan(1);
   await page.screenshot({ path: shot('udp-req-timo'), fullPage: true });
 });
+
+test('udp_stream both ways at a rate typed into the form: the page shows each flow\'s received and lost counts as its receiving agent counted them', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await page.getByTestId('kind').selectOption('udp_stream');
+  await page.locator('fieldset.bound input[type=radio][value=rate]').check();
+  await page.getByTestId('rate').fill('1G');
+  await page.getByTestId('direction').selectOption('both');
+  await page.getByTestId('count').fill('20000');
+  // A receive buffer of about one datagram (the kernel's floor): at 1 Gbit/s,
+  // a datagram every 11 us each way, a receiver loses what arrives while
+  // it is not reading, so both counts mean something.
+  await page.getByText('more options').click();
+  await page.getByTestId('rcvbuf').fill('1');
+  await runAll(page, 1, 30_000);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const step = JSON.parse(readFileSync((await dl.path())!, 'utf8')).steps[0];
+  expect(step.params).toMatchObject({ rate: 1e9, direction: 'both', count: 20000, rcvbuf: 1 });
+  const fwd = step.summary;
+  const rev = fwd.reverse;
+  // Each flow's receiver streamed the sequence number of every datagram it
+  // got (the raw samples): its received count is the distinct numbers, its
+  // lost count the rest of the 20000 its sender sent.
+  const seqs = (role: string) => step.samples.filter((x: { kind: string; role: string }) => x.kind === 'sequence' && x.role === role).flatMap((x: { values: number[] }) => x.values);
+  for (const [f, receiver] of [[fwd, 'server'], [rev, 'client']] as const) {
+    expect(f.sent, receiver).toBe(20000);
+    expect(f.rate, receiver).toBe(1e9);
+    const got = new Set(seqs(receiver));
+    expect(f.received, `${receiver}'s received`).toBe(got.size);
+    expect(f.lost, `${receiver}'s lost`).toBe(20000 - got.size);
+    // The agent's own seed line says the same: sent, then received and lost.
+    const line = f.line.split('; ');
+    expect([line[4], line[11], line[12]].map(Number), receiver).toEqual([f.sent, f.received, f.lost]);
+  }
+  expect(fwd.lost + rev.lost, 'datagrams lost to a one-datagram receive buffer at 1 Gbit/s').toBeGreaterThan(0);
+  // The page: both flows' counts, on both agents' panels, and both seed lines.
+  const dd = (panel: string, label: string) => page.getByTestId(panel).locator('dt').filter({ hasText: new RegExp(`^${label}$`) }).locator('+ dd');
+  const n = (v: number) => v.toLocaleString('en-US');
+  for (const panel of ['summary-client', 'summary-server']) {
+    for (const [f, to] of [[fwd, ''], [rev, ', serving agent to driving agent']] as const) {
+      await expect(dd(panel, `sent / received${to}`)).toHaveText(`${n(f.sent)} / ${n(f.received)}`);
+      await expect(dd(panel, `lost / out of order / dup${to}`)).toHaveText(`${f.lost} / ${f.out_of_order} / ${f.duplicates}`);
+    }
+    await expect(page.getByTestId(panel).locator('pre.line')).toHaveText([fwd.line, rev.line]);
+    await expect(dd(panel, 'rate asked')).toHaveText(/^1 Gbit\/s/);
+    await expect(dd(panel, 'rate asked, serving agent to driving agent')).toHaveText(/^1 Gbit\/s/);
+  }
+});
