@@ -1,6 +1,7 @@
 // The walking skeleton (issue 2) end to end: two real agents, the page A
 // serves, a socketsend/socketslurp transfer between them, and the bad inputs
 // the issue lists. The UI contract is the data-testid hooks used below.
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Page } from '@playwright/test';
@@ -54,7 +55,31 @@ test('both agents pair and a 64 x 1M transfer reports exact bytes on both sides'
   await expect
     .poll(async () => Number(await plot.getAttribute('data-points')), { message: 'plot data-points' })
     .toBeGreaterThan(0);
-  await expect(page.getByTestId('stats')).toContainText(/\d/);
+  // The statistics table: each quantity's n, min, max and mean as the
+  // exported JSON's samples give them, to the 4 significant digits shown.
+  // Each side's intervals add up to its 67108864 bytes; the last, partial
+  // one is left out of the throughput figures.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const step = JSON.parse(readFileSync((await dl.path())!, 'utf8')).steps[0];
+  const series = (kind: string, role: string) => step.samples.filter((x: { kind: string; role: string }) => x.kind === kind && x.role === role).map((x: { values: number[] }) => x.values);
+  const sig = (v: number) => (v === 0 ? '0' : String(Number(v.toPrecision(4))));
+  const cell = (q: string, stat: string) => page.getByTestId('stats').locator(`td[data-stat=${stat}][data-quantity=${q}]`);
+  const check = async (q: string, v: number[]) => {
+    expect(v.length, q).toBeGreaterThan(0);
+    await expect(cell(q, 'n')).toHaveText(String(v.length));
+    await expect(cell(q, 'min')).toHaveText(sig(Math.min(...v)));
+    await expect(cell(q, 'max')).toHaveText(sig(Math.max(...v)));
+    await expect(cell(q, 'mean')).toHaveText(sig(v.reduce((a, b) => a + b, 0) / v.length));
+  };
+  for (const role of ['server', 'client']) {
+    const streams: number[][] = series('interval_bytes', role);
+    const len = Math.max(...streams.map((x) => x.length));
+    const sum = Array.from({ length: len }, (_, i) => streams.reduce((a, x) => a + (x[i] ?? 0), 0));
+    expect(sum.reduce((a, b) => a + b, 0), `${role}'s intervals`).toBe(67108864);
+    const full = len > 1 ? sum.slice(0, -1) : sum;
+    await check(`tput-${role}`, full.map((b) => (b * 8) / (step.summary.interval_ms / 1000) / 1e9));
+  }
+  await check('tcp-rtt', series('tcp_rtt_us', 'client').flat());
   await expect(page.getByTestId('error')).toBeHidden();
   await page.screenshot({ path: shot('skeleton-result'), fullPage: true });
   expect(refused).toEqual([]);
@@ -68,10 +93,12 @@ test('a wrong token for agent B says authentication failed', async ({ page, agen
   await page.screenshot({ path: shot('auth-failed'), fullPage: true });
 });
 
-for (const [bad, why] of [
-  ['0', 'zero'],
-  ['abc', 'not a number'],
-  ['1G', 'above the 64 MiB limit'],
+// The one line each bad size gets, beside the field and (under the field's
+// label) beside Run: what is wrong and what to do.
+for (const [bad, why, line] of [
+  ['0', 'zero', 'must be at least 1, got 0'],
+  ['abc', 'not a number', '"abc" is not a size: use bytes or a suffix K, M, G (1K = 1024)'],
+  ['1G', 'above the 64 MiB limit', "agent A would refuse it: must be between 1 and 67108864 (the agent's limit), got 1073741824"],
 ] as const) {
   test(`msg-bytes ${bad} (${why}) is refused before anything runs`, async ({ page, agents }) => {
     await openPaired(page, agents.url());
@@ -79,24 +106,24 @@ for (const [bad, why] of [
     // Said beside the field (an agent's limit too, before Run), not in a
     // banner, and once more beside Run under the field's own label.
     const error = page.getByTestId('why-msg-bytes');
-    await expect(error).toBeVisible();
-    await expect(page.getByTestId('plan-problem')).toHaveText(/^message size/);
+    await expect(error).toHaveText(line);
+    await expect(page.getByTestId('plan-problem')).toHaveText(`message size: ${line}`);
     await expect(page.getByTestId('error')).toBeHidden();
     await expect(page.getByTestId('msg-bytes')).toBeFocused();
-    // A number outside the limits is refused naming the limit it broke.
-    if (bad === '0') await expect(error).toContainText(/at least 1\b|between 1\b/i);
-    if (bad === '1G') await expect(error).toContainText(/limit/i);
-    if (bad === '1G') await expect(error).toContainText(/64 ?MiB|67108864/);
-    // Nothing moved: no side reports bytes, and both agents stay ready.
-    await page.waitForTimeout(500);
+    // Nothing moved: the page refused the plan before asking the agents
+    // (they log every test they start), no side reports bytes, and both
+    // agents stay ready.
+    for (const a of [agents.a, agents.b]) expect(a.output(), `agent ${a.name}`).not.toMatch(/ test \d+ /);
     await expect(page.locator('[data-testid^=summary-][data-bytes]')).toHaveCount(0);
     await expect(page.getByTestId('agent-a')).toHaveAttribute('data-state', 'ready');
     await expect(page.getByTestId('agent-b')).toHaveAttribute('data-state', 'ready');
     await page.screenshot({ path: shot(`bad-msg-bytes-${bad}`), fullPage: true });
-    // Fixed, the message goes.
+    // Fixed, the message goes, and the same pair runs it.
     await page.getByTestId('msg-bytes').fill('1M');
     await expect(error).toHaveCount(0);
     await expect(page.getByTestId('plan-problem')).toHaveCount(0);
+    await plan(page, '1M', '4');
+    await expect(page.getByTestId('summary-server')).toHaveAttribute('data-bytes', '4194304', { timeout: 30_000 });
   });
 }
 

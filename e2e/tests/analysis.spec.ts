@@ -137,10 +137,58 @@ test('a corrupt permalink shows a clear message, never a blank page', async ({ p
   await page.screenshot({ path: shot('permalink-corrupt'), fullPage: true });
 });
 
-test('dark theme', async ({ page, agents }) => {
+/** The page's computed colours: its background and text, a panel's background. */
+const colours = (page: Page) =>
+  page.evaluate(() => {
+    const cs = (e: Element) => getComputedStyle(e);
+    const panel = document.querySelector('.panel')!;
+    return { bg: cs(document.documentElement).backgroundColor, fg: cs(document.body).color, panel: cs(panel).backgroundColor };
+  });
+
+/** Pixels of the histogram's canvas exactly of colour `rgb`. */
+const inked = (page: Page, rgb: [number, number, number]) =>
+  page
+    .getByTestId('histogram')
+    .locator('canvas')
+    .first()
+    .evaluate((c, [r, g, b]) => {
+      const d = (c as HTMLCanvasElement).getContext('2d')!.getImageData(0, 0, (c as HTMLCanvasElement).width, (c as HTMLCanvasElement).height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] === r && d[i + 1] === g && d[i + 2] === b && d[i + 3] === 255) n++;
+      return n;
+    }, rgb);
+
+test('dark theme: the page and its plots take the dark palette, kept across a reload; light and auto as chosen', async ({ page, agents }) => {
+  await page.emulateMedia({ colorScheme: 'light' });
   await openPaired(page, agents.url());
   await runRr(page, 300);
+  // app.css: light --bg #fbfbfa, --fg #1d1f21, --panel #ffffff; dark #16181b, #e4e6e8, #1e2125.
+  const light = { bg: 'rgb(251, 251, 250)', fg: 'rgb(29, 31, 33)', panel: 'rgb(255, 255, 255)' };
+  const dark = { bg: 'rgb(22, 24, 27)', fg: 'rgb(228, 230, 232)', panel: 'rgb(30, 33, 37)' };
+  expect(await colours(page)).toEqual(light);
+  // The histogram's bars in the light palette's first series colour (#1766c2), none in the dark one's (#5aa2f0).
+  const [lightSeries, darkSeries]: [number, number, number][] = [[23, 102, 194], [90, 162, 240]];
+  expect(await inked(page, lightSeries)).toBeGreaterThan(0);
+  expect(await inked(page, darkSeries)).toBe(0);
   await page.getByTestId('theme').selectOption('dark');
   await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
+  await expect.poll(() => colours(page)).toEqual(dark);
+  // The plot is drawn again in the dark palette.
+  await expect.poll(() => inked(page, darkSeries)).toBeGreaterThan(0);
+  expect(await inked(page, lightSeries)).toBe(0);
   await page.screenshot({ path: shot('analysis-dark'), fullPage: true });
+  // Remembered: a reload opens dark although the system is light.
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.ready === '1');
+  await expect(page.getByTestId('theme')).toHaveValue('dark');
+  expect(await colours(page)).toEqual(dark);
+  // Light as chosen although the system is dark; auto follows the system.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.getByTestId('theme').selectOption('light');
+  await expect.poll(() => colours(page)).toEqual(light);
+  await page.getByTestId('theme').selectOption('auto');
+  await expect(page.locator('html')).not.toHaveAttribute('data-theme', /./);
+  await expect.poll(() => colours(page)).toEqual(dark);
+  await page.emulateMedia({ colorScheme: 'light' });
+  await expect.poll(() => colours(page)).toEqual(light);
 });

@@ -8,7 +8,9 @@
 // --json -` against the same kind of pair: the summary card's figures are
 // the exported summary's, the lanes are drawn, every existing view works on
 // one phase's probes, a permalink reopens with the same card, and the CLI's
-// table prints the card's texts for the same result file.
+// table prints the card's texts for the same result file. Those figures are
+// checked against the pointers the card declares; the card of a result whose
+// four phases all differ is checked against a table written by hand.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -102,6 +104,77 @@ function checkAgainst(figs: Fig[], summary: any, count = 33) {
     if (oneWay) expect(f.basis).toBe(summary.clock.basis);
   }
 }
+
+/**
+ * A summary whose four phases all differ (protocol/tests/fixtures/lul-card-phases.json)
+ * and the card's 33 figures written out by hand from it: key, value in the
+ * figure's unit, text, below the clock's uncertainty (30 us). A figure read
+ * from the wrong phase, direction or statistic does not match; checking the
+ * figures only against the pointers the card itself declares would not see it.
+ */
+const DISTINCT = fileURLToPath(new URL('../../protocol/tests/fixtures/lul-card-phases.json', import.meta.url));
+const TABLE: [string, number, string, boolean][] = [
+  ['download.down', 941.37, '941.4', false],
+  ['upload.up', 827.49, '827.5', false],
+  ['both.down', 413.22, '413.2', false],
+  ['both.up', 296.51, '296.5', false],
+  ['both.sum', 709.73, '709.7', false],
+  ['idle.rtt.median', 0.0612, '0.061', false],
+  ['idle.rtt.p90', 0.0674, '0.067', false],
+  ['idle.rtt.p99', 0.0889, '0.089', false],
+  ['download.added_rtt.median', 4.1018, '4.102', false],
+  ['download.added_rtt.p90', 5.2226, '5.223', false],
+  ['download.added_rtt.p99', 9.3498, '9.350', false],
+  ['upload.added_rtt.median', 12.8698, '12.870', false],
+  ['upload.added_rtt.p90', 14.5526, '14.553', false],
+  ['upload.added_rtt.p99', 20.3188, '20.319', false],
+  ['both.added_rtt.median', 15.4998, '15.500', false],
+  ['both.added_rtt.p90', 17.6226, '17.623', false],
+  ['both.added_rtt.p99', 25.9488, '25.949', false],
+  ['idle.up.median', 0.0213, '<±0.030', true],
+  ['idle.down.median', 2.4816, '2.482', false],
+  ['download.up.median', 0.0358, '0.036', false],
+  ['download.down.median', 6.5224, '6.522', false],
+  ['upload.up.median', 12.9517, '12.952', false],
+  ['upload.down.median', -0.0124, '<±0.030', true],
+  ['both.up.median', 8.8329, '8.833', false],
+  ['both.down.median', 7.3446, '7.345', false],
+  ['download.added_up.median', 0.0147, '0.015', false],
+  ['download.added_down.median', 4.0408, '4.041', false],
+  ['upload.added_up.median', 12.9304, '12.930', false],
+  ['upload.added_down.median', -0.0337, '-0.034', false],
+  ['both.added_up.median', 8.8116, '8.812', false],
+  ['both.added_down.median', 4.863, '4.863', false],
+  ['loss.up', 7, '7 of 760 (0.92%)', false],
+  ['loss.down', 3, '3 of 753 (0.40%)', false],
+];
+
+test('the card of a result whose phases all differ shows the 33 hand-written figures', async ({ page, agents }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
+  const result = {
+    format: 'meshperf-result',
+    version: 1,
+    plan: { kind: 'latency_under_load' },
+    steps: [{ kind: 'latency_under_load', params: { probe_ms: 5 }, summary, samples: [] }],
+  };
+  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'phases.json');
+  writeFileSync(file, JSON.stringify(result));
+  await page.goto(`${agents.a.origin}/`);
+  await page.getByTestId('import').setInputFiles(file);
+  const figs = await cardFigures(page);
+  expect(figs.map((f) => f.key)).toEqual(TABLE.map((t) => t[0]));
+  for (const [f, [key, value, text, uncertain]] of figs.map((f, i) => [f, TABLE[i]] as const)) {
+    expect(Math.abs(Number(f.value) - value), `${key}: ${f.value}, expected ${value}`).toBeLessThanOrEqual(1e-9 * Math.abs(value));
+    expect([f.text, f.uncertain], key).toEqual([text, uncertain]);
+  }
+  await expect(page.getByTestId('lul-clock')).toHaveText(
+    'one-way delays on estimated clocks: offset 1523.4 us, drift 0.42 ppm, uncertainty ±30.0 us (<± marks a delay smaller than that); ' +
+      'their changes (added up/down) are not affected; receive times from the kernel',
+  );
+  expect(errors).toEqual([]);
+});
 
 /** The statistics table's figure `stat` of quantity `q`, as a number. */
 async function statOf(page: Page, q: string, stat: string): Promise<number> {

@@ -61,19 +61,49 @@ test('udp_bw_mon: the wait scan draws received wire rate against wait on log-log
   const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
   const steps: { params: { wait_us: number }; summary: Record<string, number> }[] = JSON.parse(readFileSync((await dl.path())!, 'utf8')).steps;
   const sent = (w: number) => steps.find((s) => s.params.wait_us === w)!.summary;
-  // Unheld, the schedule holds: 1400 bytes every 100 us.
-  if (sent(100).schedule_slips === 0) expect(Math.abs(sent(100).send_bits_per_second / ((1400 * 8) / 100e-6) - 1)).toBeLessThan(0.01);
-  // The receiver's wire rate: the payload rate sent plus 66 bytes of Ethernet framing a datagram.
-  const expected = (sent(100).send_bits_per_second * (1400 + 66)) / 1400;
-  expect(Math.abs(at(100) / expected - 1)).toBeLessThan(0.05);
-  // The seed's 1/t behaviour once the wait dominates.
+  // Every point sent its 10 000 datagrams. A point cut short is drawn all
+  // the same, with no step error: at a load of 8 on two cores, 3 runs in 12
+  // had one (wait 70, 80 or 100) whose receiver saw no datagram for its
+  // 1000 ms quiet timeout, ended early and closed, so its sender (at nice
+  // -20) stopped with ECONNREFUSED after 8173 of them; the summary's note
+  // says which side ended first.
+  for (const w of pts.map(([x]) => x)) expect(sent(w).sent, `wait ${w}: ${JSON.stringify(sent(w))}`).toBe(10000);
+  // The schedule holds 1400 bytes every `w` us, except where a stall made
+  // it slip, and the sender says by how much: its datagrams span (sent - 1)
+  // waits plus its slips, give or take the 1 ms of lateness the pacer pays
+  // back rather than slips (DEBT_LIMIT in agent/src/engine/udp/stream.rs).
+  // So each point's send rate is what that schedule gives, within 1% and
+  // 1 ms of the burst, slips or not (a pacer that bursts after a stall, or
+  // slips without saying so, is off by the stall).
+  const paced = (w: number) => {
+    const s = sent(w);
+    return (s.sent * 1400 * 8) / (((s.sent - 1) * w + s.schedule_slipped_us) / 1e6);
+  };
+  for (const w of [50, 100]) {
+    const s = sent(w);
+    const span = ((s.sent - 1) * w + s.schedule_slipped_us) / 1e6;
+    expect(Math.abs(s.send_seconds - span), `wait ${w}: sent for ${s.send_seconds} s, its schedule ${span} s (${s.schedule_slips} slips)`).toBeLessThan(0.01 * span + 1e-3);
+    expect(Math.abs(s.send_bits_per_second / paced(w) - 1)).toBeLessThan(0.01 + 1e-3 / span);
+    // Paying back lateness shortens a gap by at most 4 us (CATCH_UP): never a burst.
+    expect((s.send_gap_us as unknown as { min: number }).min, `wait ${w}: shortest send gap`).toBeGreaterThanOrEqual(w - 4 - 1e-3);
+  }
+  // The seed's 1/t behaviour once the wait dominates: twice the rate at
+  // half the wait, as the two schedules (with their own slips) give it.
   const ratio = sent(50).send_bits_per_second / sent(100).send_bits_per_second;
-  expect(Math.abs(ratio - 2)).toBeLessThan(0.1 + (sent(50).schedule_slips + sent(100).schedule_slips > 0 ? 1 : 0));
-  expect(Math.abs(at(50) / at(100) / ratio - 1)).toBeLessThan(0.05);
-  // Payload-only receive rate and the loss plot are there too.
+  expect(Math.abs(ratio / (paced(50) / paced(100)) - 1)).toBeLessThan(0.05);
+  if (sent(50).schedule_slips + sent(100).schedule_slips === 0) expect(Math.abs(ratio - 2)).toBeLessThan(0.1);
+  // Each point drawn is its receiver's own figures: the datagrams it
+  // counted over its receive time, plus 66 bytes of Ethernet framing each
+  // for the wire rate (what it received, not what was sent: a receiver
+  // held up on a busy host loses datagrams, and says how many).
   await expect(page.getByTestId('sweep-recv')).toHaveAttribute('data-axes', 'log-log');
   const recv = await values(page, 'sweep-recv');
-  expect(Math.abs(recv.find(([x]) => x === 100)![1]! / sent(100).send_bits_per_second - 1)).toBeLessThan(0.05);
+  for (const w of [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]) {
+    const s = sent(w);
+    const bits = (bytes: number) => (s.received * bytes * 8) / s.recv_seconds;
+    expect(Math.abs(at(w) / bits(1400 + 66) - 1), `wait ${w}: wire ${at(w)}`).toBeLessThan(1e-9);
+    expect(Math.abs(recv.find(([x]) => x === w)![1]! / bits(1400) - 1), `wait ${w}: receive rate`).toBeLessThan(1e-9);
+  }
   await expect(page.getByTestId('sweep-loss')).toBeVisible();
   await wire.scrollIntoViewIfNeeded();
   await page.screenshot({ path: shot('udp-bw-mon'), fullPage: true });
@@ -124,4 +154,51 @@ test('udp_req_timo: the 180-point response-size scan runs, fits latency against 
   expect(Number(await hist.getAttribute('data-total'))).toBe(20);
   expect(Number(await hist.getAttribute('data-bins'))).toBeGreaterThan(1);
   await page.screenshot({ path: shot('udp-req-timo'), fullPage: true });
+});
+
+test('udp_stream both ways at a rate typed into the form: the page shows each flow\'s received and lost counts as its receiving agent counted them', async ({ page, agents }) => {
+  await openPaired(page, agents.url());
+  await page.getByTestId('kind').selectOption('udp_stream');
+  await page.locator('fieldset.bound input[type=radio][value=rate]').check();
+  await page.getByTestId('rate').fill('1G');
+  await page.getByTestId('direction').selectOption('both');
+  await page.getByTestId('count').fill('20000');
+  // A receive buffer of about one datagram (the kernel's floor): at 1 Gbit/s,
+  // a datagram every 11 us each way, a receiver loses what arrives while
+  // it is not reading, so both counts mean something.
+  await page.getByText('more options').click();
+  await page.getByTestId('rcvbuf').fill('1');
+  await runAll(page, 1, 30_000);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const step = JSON.parse(readFileSync((await dl.path())!, 'utf8')).steps[0];
+  expect(step.params).toMatchObject({ rate: 1e9, direction: 'both', count: 20000, rcvbuf: 1 });
+  const fwd = step.summary;
+  const rev = fwd.reverse;
+  // Each flow's receiver streamed the sequence number of every datagram it
+  // got (the raw samples): its received count is the distinct numbers, its
+  // lost count the rest of the 20000 its sender sent.
+  const seqs = (role: string) => step.samples.filter((x: { kind: string; role: string }) => x.kind === 'sequence' && x.role === role).flatMap((x: { values: number[] }) => x.values);
+  for (const [f, receiver] of [[fwd, 'server'], [rev, 'client']] as const) {
+    expect(f.sent, receiver).toBe(20000);
+    expect(f.rate, receiver).toBe(1e9);
+    const got = new Set(seqs(receiver));
+    expect(f.received, `${receiver}'s received`).toBe(got.size);
+    expect(f.lost, `${receiver}'s lost`).toBe(20000 - got.size);
+    // The agent's own seed line says the same: sent, then received and lost.
+    const line = f.line.split('; ');
+    expect([line[4], line[11], line[12]].map(Number), receiver).toEqual([f.sent, f.received, f.lost]);
+  }
+  expect(fwd.lost + rev.lost, 'datagrams lost to a one-datagram receive buffer at 1 Gbit/s').toBeGreaterThan(0);
+  // The page: both flows' counts, on both agents' panels, and both seed lines.
+  const dd = (panel: string, label: string) => page.getByTestId(panel).locator('dt').filter({ hasText: new RegExp(`^${label}$`) }).locator('+ dd');
+  const n = (v: number) => v.toLocaleString('en-US');
+  for (const panel of ['summary-client', 'summary-server']) {
+    for (const [f, to] of [[fwd, ''], [rev, ', serving agent to driving agent']] as const) {
+      await expect(dd(panel, `sent / received${to}`)).toHaveText(`${n(f.sent)} / ${n(f.received)}`);
+      await expect(dd(panel, `lost / out of order / dup${to}`)).toHaveText(`${f.lost} / ${f.out_of_order} / ${f.duplicates}`);
+    }
+    await expect(page.getByTestId(panel).locator('pre.line')).toHaveText([fwd.line, rev.line]);
+    await expect(dd(panel, 'rate asked')).toHaveText(/^1 Gbit\/s/);
+    await expect(dd(panel, 'rate asked, serving agent to driving agent')).toHaveText(/^1 Gbit\/s/);
+  }
 });

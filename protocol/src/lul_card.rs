@@ -460,6 +460,83 @@ mod tests {
         assert_eq!(figure(&c, "loss.down").value, Some(0.0));
     }
 
+    /// The card of a summary whose four phases all differ (every figure,
+    /// and every statistic beside the one shown, is a value of its own):
+    /// a figure read from the wrong phase, direction or statistic does not
+    /// match this table, written by hand from the fixture (the e2e test
+    /// `lul.spec.ts` checks the page's card against the same table).
+    const DISTINCT: &str = include_str!("../tests/fixtures/lul-card-phases.json");
+
+    /// key, value (in the figure's unit), text, below the uncertainty.
+    const TABLE: [(&str, f64, &str, bool); 33] = [
+        ("download.down", 941.37, "941.4", false),
+        ("upload.up", 827.49, "827.5", false),
+        ("both.down", 413.22, "413.2", false),
+        ("both.up", 296.51, "296.5", false),
+        ("both.sum", 709.73, "709.7", false),
+        ("idle.rtt.median", 0.0612, "0.061", false),
+        ("idle.rtt.p90", 0.0674, "0.067", false),
+        ("idle.rtt.p99", 0.0889, "0.089", false),
+        ("download.added_rtt.median", 4.1018, "4.102", false),
+        ("download.added_rtt.p90", 5.2226, "5.223", false),
+        ("download.added_rtt.p99", 9.3498, "9.350", false),
+        ("upload.added_rtt.median", 12.8698, "12.870", false),
+        ("upload.added_rtt.p90", 14.5526, "14.553", false),
+        ("upload.added_rtt.p99", 20.3188, "20.319", false),
+        ("both.added_rtt.median", 15.4998, "15.500", false),
+        ("both.added_rtt.p90", 17.6226, "17.623", false),
+        ("both.added_rtt.p99", 25.9488, "25.949", false),
+        // Uncertainty 30 us: |21.3| and |-12.4| are below it, 35.8 is not.
+        ("idle.up.median", 0.0213, "<±0.030", true),
+        ("idle.down.median", 2.4816, "2.482", false),
+        ("download.up.median", 0.0358, "0.036", false),
+        ("download.down.median", 6.5224, "6.522", false),
+        ("upload.up.median", 12.9517, "12.952", false),
+        ("upload.down.median", -0.0124, "<±0.030", true),
+        ("both.up.median", 8.8329, "8.833", false),
+        ("both.down.median", 7.3446, "7.345", false),
+        // Changes are exact: -33.7 us is shown although below the uncertainty.
+        ("download.added_up.median", 0.0147, "0.015", false),
+        ("download.added_down.median", 4.0408, "4.041", false),
+        ("upload.added_up.median", 12.9304, "12.930", false),
+        ("upload.added_down.median", -0.0337, "-0.034", false),
+        ("both.added_up.median", 8.8116, "8.812", false),
+        ("both.added_down.median", 4.863, "4.863", false),
+        // The whole test's probes, not any phase's.
+        ("loss.up", 7.0, "7 of 760 (0.92%)", false),
+        ("loss.down", 3.0, "3 of 753 (0.40%)", false),
+    ];
+
+    #[test]
+    fn every_figure_of_a_card_whose_phases_differ_is_the_hand_written_one() {
+        let c = card(&serde_json::from_str(DISTINCT).unwrap());
+        let figs: Vec<&Figure> = c.sections.iter().flat_map(|s| &s.figures).collect();
+        let keys: Vec<&str> = figs.iter().map(|f| f.key.as_str()).collect();
+        let want: Vec<&str> = TABLE.iter().map(|t| t.0).collect();
+        assert_eq!(keys, want);
+        for (f, &(key, value, text, uncertain)) in figs.iter().zip(&TABLE) {
+            let v = f.value.unwrap_or_else(|| panic!("{key}: no value"));
+            assert!(
+                (v - value).abs() <= 1e-9 * value.abs(),
+                "{key}: {v}, expected {value}"
+            );
+            assert_eq!((f.text.as_str(), f.uncertain), (text, uncertain), "{key}");
+        }
+        let basis = |k: &str| figs.iter().find(|f| f.key == k).unwrap().basis;
+        assert_eq!(basis("both.sum"), Basis::Tcp);
+        assert_eq!(basis("idle.rtt.p99"), Basis::Rtt);
+        assert_eq!(basis("both.added_rtt.p90"), Basis::Rtt);
+        assert_eq!(basis("upload.down.median"), Basis::Estimated);
+        assert_eq!(basis("both.added_down.median"), Basis::Estimated);
+        assert_eq!(basis("loss.down"), Basis::Count);
+        assert_eq!(
+            c.clock,
+            "one-way delays on estimated clocks: offset 1523.4 us, drift 0.42 ppm, \
+             uncertainty ±30.0 us (<± marks a delay smaller than that); their changes \
+             (added up/down) are not affected; receive times from the kernel"
+        );
+    }
+
     #[test]
     fn a_one_way_delay_below_the_uncertainty_says_so_as_the_cli_does() {
         let c = card(&serde_json::from_value(summary("estimated", 30.0)).unwrap());
