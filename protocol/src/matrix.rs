@@ -381,7 +381,7 @@ impl Metric {
             Metric::RttP99 => "p99 round-trip time, us",
             Metric::LossPct => "loss, % of datagrams sent",
             Metric::AddedRtt => "median RTT added under load, us",
-            Metric::Tps => "transactions per second",
+            Metric::Tps => "connection rate, transactions/s",
         }
     }
 
