@@ -265,3 +265,55 @@ fn the_cli_prints_the_connection_rate_and_its_percentiles() {
     let kinds: Vec<SampleKind> = step.samples.iter().map(|s| s.kind).collect();
     assert!(kinds.contains(&SampleKind::ConnectNs) && kinds.contains(&SampleKind::RttNs));
 }
+
+/// A driving agent out of descriptors (its open-file limit set to leave
+/// two numbers free before the test: the control connection and the
+/// test's poll take them) ends the test at once with one line saying so, never a
+/// hang, and gives back what it took.
+#[test]
+fn out_of_descriptors_the_test_ends_in_one_line_not_a_hang() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    // A new descriptor takes the lowest free number, and the limit bounds
+    // the numbers (descriptors above it stay open): a limit one above the
+    // second free number leaves exactly two.
+    let open: Vec<usize> = std::fs::read_dir(format!("/proc/{}/fd", b.child.id()))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let second_free = (0..).filter(|n| !open.contains(n)).nth(1).unwrap();
+    let fb = b.fds();
+    // The running agent's open-file limit, as `prlimit --nofile` sets it.
+    let lim = libc::rlimit {
+        rlim_cur: second_free as libc::rlim_t + 1,
+        rlim_max: second_free as libc::rlim_t + 1,
+    };
+    // SAFETY: a valid rlimit for a child of this process; no old value asked.
+    let rc = unsafe {
+        libc::prlimit(
+            b.child.id() as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &lim,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    let t0 = Instant::now();
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 1, "tcp_crr", json!({"count": 100}));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let s = &cl["summary"];
+    assert_eq!(cl["type"], "result", "{cl}");
+    assert_eq!(s["transactions"], 0, "{cl}");
+    assert_eq!(s["connect_failures"], json!({"EMFILE": 1}), "{cl}");
+    let note = s["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("file descriptors ran out after 0 transactions (EMFILE)")
+            && !note.contains('\n'),
+        "{note}"
+    );
+    assert_eq!(sv["summary"]["transactions"], 0, "{sv}");
+    assert_eq!(fds_back_to(&b, fb), fb);
+    // The agent serves on: a fresh controller session still gets in.
+    let mut again = b.connect();
+    assert_eq!(again.request(json!({"type": "ping"}))["type"], "pong");
+}
