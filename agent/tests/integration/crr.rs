@@ -317,3 +317,29 @@ fn out_of_descriptors_the_test_ends_in_one_line_not_a_hang() {
     let mut again = b.connect();
     assert_eq!(again.request(json!({"type": "ping"}))["type"], "pong");
 }
+
+/// Cancelling a running tcp_crr on its driving agent ends both sides
+/// within a second or two, and neither keeps a descriptor.
+#[test]
+fn a_cancelled_tcp_crr_ends_both_sides_and_closes_everything() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (fa, fb) = (a.fds(), b.fds());
+    let p = json!({"duration_s": 20});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 5, "step": 0, "kind": "tcp_crr", "params": p}),
+    );
+    cb.request(
+        json!({"type": "start", "test_id": 5, "step": 0, "kind": "tcp_crr",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let t0 = Instant::now();
+    let r = cb.request(json!({"type": "cancel", "test_id": 5}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let (end_b, end_a) = (cb.wait_end(5), ca.wait_end(5));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(end_b["code"], "cancelled", "{end_b}");
+    assert_eq!(end_a["type"], "error", "{end_a}");
+    assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
+}
