@@ -1,7 +1,8 @@
 // TCP sections: stream throughput and CPU per GB vs iperf3 and netperf,
-// request/response latency vs netperf TCP_RR and sockperf.
+// request/response latency vs netperf TCP_RR and sockperf, connection rate
+// vs netperf TCP_CRR.
 import { spawn, spawnSync } from 'node:child_process';
-import { rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, cpus, meshperf, pin, report, sh, sleep, startAgent } from './lib.mjs';
+import { fmt, median, rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, cpus, meshperf, pin, report, sh, sleep, startAgent } from './lib.mjs';
 
 export async function tcpStream() {
   console.log(`\n== TCP stream, loopback, 128 KiB writes, ${SECS} s, ${ROUNDS} rounds alternating`);
@@ -112,3 +113,26 @@ export async function tcpRr(agents) {
   report('tcp_rr busy_poll p50 vs sockperf ping-pong', b50, s50, 'us', 'lower than epoll', 'lower');
 }
 
+
+export async function tcpCrr(agents) {
+  console.log(`\n== TCP connection rate (connect, 1 B request, 1 B response, close), loopback, ${ROUNDS} rounds alternating (transactions/s)`);
+  sh('netserver', ['-p', '12865']);
+  const m = [], n = [], mc = [], nc = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    rotated(r, [
+      () => {
+        const a = meshperf(agents, { kind: 'tcp_crr', params: { req_bytes: 1, resp_bytes: 1, duration_s: SECS } });
+        m.push(a.s.transactions_per_second); mc.push(a.s.connect_us.median);
+      },
+      () => {
+        // THROUGHPUT is transactions per second for the _RR tests.
+        const out = sh('netperf', ['-H', '127.0.0.1', '-p', '12865', '-T', '1,0', '-t', 'TCP_CRR', '-l', String(SECS), '-P', '0', '--', '-r', '1,1', '-o', 'THROUGHPUT,P50_LATENCY']);
+        const [tps, p50] = out.trim().split(',').map(Number);
+        n.push(tps); nc.push(p50);
+      },
+    ]);
+  }
+  spawnSync('pkill', ['-x', 'netserver']);
+  report('tcp_crr transactions/s vs netperf TCP_CRR', m, n, 'transactions/s', '>= 1.00');
+  console.log(`  (medians: meshperf connect ${fmt(median(mc), 1)} us; netperf transaction p50 ${fmt(median(nc), 1)} us)`);
+}

@@ -10,7 +10,7 @@
 use libfuzzer_sys::fuzz_target;
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::params::{
-    Kind, Limits, LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
+    CrrParams, Kind, Limits, LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
     MIN_PACED_MESSAGES, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
 };
 use serde::de::DeserializeOwned;
@@ -69,6 +69,14 @@ fn check_params(kind: Kind, params: &Value, l: &Limits) {
                 p.req_bytes <= l.max_msg_bytes && p.resp_bytes <= l.max_msg_bytes,
                 "{p:?}"
             );
+            assert!(within_time(p.duration_s), "{p:?}");
+        }),
+        Kind::TcpCrr => CrrParams::parse(params, l).map(|p| {
+            assert!(
+                p.req_bytes <= l.max_msg_bytes && p.resp_bytes <= l.max_msg_bytes,
+                "{p:?}"
+            );
+            assert!(p.count.map_or(true, |c| c <= l.max_count), "{p:?}");
             assert!(within_time(p.duration_s), "{p:?}");
         }),
         Kind::UdpRr => UdpRrParams::parse(params, l).map(|p| {

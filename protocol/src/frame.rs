@@ -63,6 +63,9 @@ pub enum SampleKind {
     /// `latency_under_load`: when the responder answered each probe (t3),
     /// same clock as `peer_recv_ns`.
     PeerSendNs = 12,
+    /// `tcp_crr`: connect times in nanoseconds, one per connection that
+    /// completed (parallel to the `rtt_ns` transaction times).
+    ConnectNs = 13,
 }
 
 impl SampleKind {
@@ -82,6 +85,7 @@ impl SampleKind {
             10 => ProbePhase,
             11 => PeerRecvNs,
             12 => PeerSendNs,
+            13 => ConnectNs,
             _ => return None,
         })
     }
@@ -102,12 +106,13 @@ impl SampleKind {
             ProbePhase => "probe_phase",
             PeerRecvNs => "peer_recv_ns",
             PeerSendNs => "peer_send_ns",
+            ConnectNs => "connect_ns",
         }
     }
 
     /// The kind whose [`SampleKind::name`] is `name`.
     pub fn from_name(name: &str) -> Option<Self> {
-        (1..=12)
+        (1..=13)
             .filter_map(Self::from_u8)
             .find(|k| k.name() == name)
     }

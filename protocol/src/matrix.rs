@@ -331,16 +331,19 @@ pub enum Metric {
     /// Median round-trip time the load added over the idle phase, us
     /// (`latency_under_load`).
     AddedRtt,
+    /// Transactions (fresh connections) per second (`tcp_crr`).
+    Tps,
 }
 
 impl Metric {
     /// Every metric, in the order a chooser lists them.
-    pub const ALL: [Metric; 5] = [
+    pub const ALL: [Metric; 6] = [
         Metric::Gbps,
         Metric::RttP50,
         Metric::RttP99,
         Metric::LossPct,
         Metric::AddedRtt,
+        Metric::Tps,
     ];
 
     /// The figure a kind's matrix shows unless asked for another.
@@ -350,6 +353,7 @@ impl Metric {
             Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => Metric::RttP50,
             Kind::LatencyUnderLoad => Metric::AddedRtt,
             Kind::UdpStream => Metric::LossPct,
+            Kind::TcpCrr => Metric::Tps,
         }
     }
 
@@ -360,6 +364,7 @@ impl Metric {
             Metric::RttP99 => "rtt_p99",
             Metric::LossPct => "loss_pct",
             Metric::AddedRtt => "added_rtt",
+            Metric::Tps => "tps",
         }
     }
 
@@ -376,6 +381,7 @@ impl Metric {
             Metric::RttP99 => "p99 round-trip time, us",
             Metric::LossPct => "loss, % of datagrams sent",
             Metric::AddedRtt => "median RTT added under load, us",
+            Metric::Tps => "connection rate, transactions/s",
         }
     }
 
@@ -408,6 +414,7 @@ impl Metric {
                 (sent > 0.0).then(|| num(&s["lost"]).unwrap_or(0.0) / sent * 100.0)
             }
             Metric::AddedRtt => None,
+            Metric::Tps => num(&s["transactions_per_second"]),
         }
     }
 
@@ -439,6 +446,7 @@ impl Metric {
                 (sent > 0.0).then(|| f["lost"].as_f64().unwrap_or(0.0) / sent * 100.0)
             }
             Metric::AddedRtt => loaded?["added_rtt_us"]["median"].as_f64(),
+            Metric::Tps => None,
         }
     }
 
@@ -496,6 +504,11 @@ pub fn headline(kind: Kind, summary: &Value) -> Option<(&'static str, f64, &'sta
         Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => {
             Some(("median RTT", Metric::RttP50.of_summary(summary)?, "us"))
         }
+        Kind::TcpCrr => Some((
+            "connection rate",
+            Metric::Tps.of_summary(summary)?,
+            "transactions/s",
+        )),
         Kind::LatencyUnderLoad => Some((
             "added RTT under load (both), median",
             summary["phases"]
@@ -713,6 +726,13 @@ mod tests {
         failed.error = Some("agent B disconnected".into());
         assert_eq!(Metric::Gbps.of(&failed), None);
         assert_eq!(Metric::default_for(Kind::UdpStream), Metric::LossPct);
+        let c = step(Kind::TcpCrr, json!({"transactions_per_second": 12000.5}));
+        assert_eq!(Metric::Tps.of(&c), Some(12000.5));
+        assert_eq!(Metric::default_for(Kind::TcpCrr), Metric::Tps);
+        assert_eq!(
+            headline(Kind::TcpCrr, &c.summary),
+            Some(("connection rate", 12000.5, "transactions/s"))
+        );
         assert_eq!(Metric::from_name("rtt_p99"), Some(Metric::RttP99));
     }
 }

@@ -269,6 +269,7 @@ fn is_time(kind: SampleKind) -> bool {
             | SampleKind::ArrivalNs
             | SampleKind::PeerRecvNs
             | SampleKind::PeerSendNs
+            | SampleKind::ConnectNs
     )
 }
 

@@ -176,7 +176,9 @@ pub fn primary_role(kind: Kind, params: &Map<String, Value>) -> Role {
                 _ => Role::Server,
             }
         }
-        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => Role::Client,
+        Kind::TcpRr | Kind::TcpCrr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => {
+            Role::Client
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 //! |---|---|
 //! | `tcp_stream`, `unix_stream` (both sides) | [`StreamSummary`] |
 //! | `tcp_rr`, `unix_rr` (both sides) | [`RrSummary`] |
+//! | `tcp_crr` (both sides) | [`CrrSummary`] |
 //! | `udp_rr` requester (driving side) | [`UdpRrSummary`] |
 //! | `udp_rr` responder (serving side) | [`UdpRrServerSummary`] |
 //! | `udp_stream` (both sides) | [`UdpStreamSummary`] |
@@ -37,6 +38,7 @@ pub use lul::{
 use crate::params::Direction;
 use crate::plan::Transport;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The statistics object of docs/design.md (`rtt_us`, `send_gap_us`,
 /// `interarrival_us`): the statistics crate's summary itself, in the unit
@@ -294,6 +296,67 @@ pub struct TcpRrSocket {
     pub sndbuf_actual: u64,
     /// SO_RCVBUF the kernel has.
     pub rcvbuf_actual: u64,
+}
+
+/// `tcp_crr`: one side's figures. The driving side (the connecting one)
+/// has the [`CrrClient`] figures; the serving side counts what it answered.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CrrSummary {
+    /// Transactions completed (connect, request, whole response, close:
+    /// driving side) or answered (serving side).
+    pub transactions: u64,
+    /// Driving side: connects, request writes and response reads, times
+    /// and rates.
+    #[serde(flatten)]
+    pub client: Option<CrrClient>,
+    /// Connects that failed, by errno name (`ECONNREFUSED`, `ETIMEDOUT`
+    /// for one past `connect_timeout_ms`, `EADDRNOTAVAIL` when the
+    /// ephemeral ports ran out, ...); empty when none did.
+    pub connect_failures: BTreeMap<String, u64>,
+    /// Connections that failed after connecting, by errno name, or `EOF`
+    /// for a peer that closed before the whole request or response: a
+    /// peer that resets mid-test is counted here.
+    pub transaction_failures: BTreeMap<String, u64>,
+    /// Request and response bytes moved, all completed transactions.
+    pub bytes: u64,
+    /// Bytes per request.
+    pub req_bytes: u64,
+    /// Bytes per response.
+    pub resp_bytes: u64,
+    /// One human line.
+    pub line: String,
+    /// Why the test ended before its count or time (ephemeral ports or
+    /// descriptors ran out, the peer agent did not confirm its count);
+    /// null when it ran to its end.
+    pub note: Option<String>,
+    /// Driving side: transactions the serving side answered (equal to
+    /// `transactions` when none failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_transactions: Option<u64>,
+    /// Serving side: connections from an address other than the driving
+    /// agent's, closed unanswered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strangers: Option<u64>,
+    /// Peer and socket options as the kernel has them on the first connection.
+    #[serde(flatten)]
+    pub tcp: Option<TcpRrSocket>,
+}
+
+/// The connecting side's figures of a `tcp_crr` test.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CrrClient {
+    /// Connects tried: completed transactions plus failures.
+    pub attempts: u64,
+    /// From the first connect to the end of the last transaction.
+    pub seconds: f64,
+    /// `transactions` / `seconds`.
+    pub transactions_per_second: f64,
+    /// From `connect()` to the connection established, per completed
+    /// transaction (null without samples).
+    pub connect_us: Option<Stats>,
+    /// From `connect()` to the response read and the connection closed,
+    /// per completed transaction (null without samples).
+    pub txn_us: Option<Stats>,
 }
 
 /// UDP socket options: what was asked for and what the kernel has (null
@@ -702,6 +765,36 @@ mod tests {
                 kind,
                 &k,
                 &rtt.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
+        }
+
+        let crr = keys(&CrrSummary {
+            client: Some(CrrClient {
+                connect_us: stats,
+                txn_us: stats,
+                ..Default::default()
+            }),
+            tcp: Some(TcpRrSocket::default()),
+            ..Default::default()
+        });
+        has_all(
+            "tcp_crr",
+            &crr,
+            &[
+                "transactions",
+                "transactions_per_second",
+                "connect_failures",
+                "transaction_failures",
+                "connect_us",
+                "txn_us",
+            ],
+        );
+        for of in ["connect_us", "txn_us"] {
+            let k = stats_keys(of);
+            has_all(
+                "tcp_crr",
+                &crr,
+                &k.iter().map(String::as_str).collect::<Vec<_>>(),
             );
         }
 

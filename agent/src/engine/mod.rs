@@ -3,7 +3,8 @@
 //! the WebSocket session that asked for the test, and a final `Finished`.
 //!
 //! One folder per transport, each holding its kinds:
-//! * [`tcp`]: `tcp_stream` ([`tcp::stream`]) and `tcp_rr` ([`tcp::rr`]), both roles.
+//! * [`tcp`]: `tcp_stream` ([`tcp::stream`]), `tcp_rr` ([`tcp::rr`]) and
+//!   `tcp_crr` ([`tcp::crr`]), both roles.
 //! * [`udp`]: what the UDP kinds share (datagram header, peer binding,
 //!   sockets), batched I/O ([`udp::batch`]), `udp_rr` ([`udp::rr`]) and
 //!   `udp_stream` ([`udp::stream`]).
@@ -375,6 +376,7 @@ pub struct EngineEnv<'a> {
 pub const KINDS: &[Kind] = &[
     Kind::TcpStream,
     Kind::TcpRr,
+    Kind::TcpCrr,
     Kind::UnixStream,
     Kind::UnixRr,
     Kind::UdpRr,
@@ -392,6 +394,7 @@ pub fn prepare(
     match kind {
         Kind::TcpStream => tcp::stream::prepare(params, env),
         Kind::TcpRr => tcp::rr::prepare(params, env),
+        Kind::TcpCrr => tcp::crr::prepare(params, env),
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
@@ -404,6 +407,7 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
     match kind {
         Kind::TcpStream => tcp::stream::start(params, peer, env),
         Kind::TcpRr => tcp::rr::start(params, peer, env),
+        Kind::TcpCrr => tcp::crr::start(params, peer, env),
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),

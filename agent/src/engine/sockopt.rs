@@ -70,6 +70,19 @@ pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
 
 /// Sets the per-connection options and reads everything back.
 pub fn apply<S: AsFd>(s: &S, p: &TcpSocketParams, ipv6: bool) -> Result<Applied, String> {
+    set(s, p, ipv6, true)?;
+    read_back(&SockRef::from(s), ipv6).map_err(|e| format!("cannot read socket options: {e}"))
+}
+
+/// Sets the per-connection options without reading them back (`tcp_crr`
+/// sets them on every connection and reads back the first one's only);
+/// SO_RCVLOWAT only where it is not the kernel's 1 unless `lowat_always`.
+pub fn set<S: AsFd>(
+    s: &S,
+    p: &TcpSocketParams,
+    ipv6: bool,
+    lowat_always: bool,
+) -> Result<(), String> {
     let sock = SockRef::from(s);
     sock.set_tcp_nodelay(p.nodelay)
         .map_err(|e| format!("nodelay: cannot set TCP_NODELAY: {e}"))?;
@@ -92,10 +105,12 @@ pub fn apply<S: AsFd>(s: &S, p: &TcpSocketParams, ipv6: bool) -> Result<Applied,
             )
         })?;
     }
-    let lowat = p.rcvlowat.min(i32::MAX as u64) as libc::c_int;
-    set_int(&sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat)
-        .map_err(|e| format!("rcvlowat: cannot set {lowat}: {e}"))?;
-    read_back(&sock, ipv6).map_err(|e| format!("cannot read socket options: {e}"))
+    if lowat_always || p.rcvlowat != 1 {
+        let lowat = p.rcvlowat.min(i32::MAX as u64) as libc::c_int;
+        set_int(&sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat)
+            .map_err(|e| format!("rcvlowat: cannot set {lowat}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// An int-valued setsockopt.

@@ -123,6 +123,17 @@ fn partial_figures(s: &StepResult) -> Option<Value> {
                 "rtt_us": stats,
             }))
         }
+        Kind::TcpCrr => {
+            let txn = series(Role::Client, SampleKind::RttNs).next()?;
+            let stats = |v: &[u64]| crate::engine::rr_loop::stats_us(v);
+            let connect = series(Role::Client, SampleKind::ConnectNs).next();
+            Some(json!({
+                "partial": true,
+                "transactions": txn.values.len(),
+                "connect_us": connect.and_then(|c| stats(&c.values)),
+                "txn_us": stats(&txn.values)?,
+            }))
+        }
         Kind::UdpStream | Kind::LatencyUnderLoad => None,
     }
 }

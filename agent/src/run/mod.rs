@@ -63,8 +63,9 @@ pub struct RunArgs {
     #[arg(long, requires = "matrix")]
     serial: bool,
     /// With --matrix: the figure per cell: gbps, rtt_p50, rtt_p99,
-    /// loss_pct (default: the kind's: gbps for streams, rtt_p50 for
-    /// request/response, loss_pct for udp_stream).
+    /// loss_pct, added_rtt, tps (default: the kind's: gbps for streams,
+    /// rtt_p50 for request/response, loss_pct for udp_stream, tps
+    /// (transactions per second) for tcp_crr).
     #[arg(long, value_name = "NAME", requires = "matrix")]
     metric: Option<String>,
     /// Plan file (JSON, see plans/).
@@ -79,7 +80,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME", conflicts_with = "kind")]
     preset: Option<String>,
     /// A plan of this kind from the flags alone: tcp_stream, tcp_rr,
-    /// udp_stream, udp_rr, unix_stream, unix_rr.
+    /// tcp_crr, udp_stream, udp_rr, unix_stream, unix_rr.
     #[arg(long, value_name = "KIND")]
     kind: Option<String>,
     /// Set a parameter (repeatable), over the plan's or preset's own:
@@ -254,9 +255,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         Some(m) => match Metric::from_name(m) {
             Some(m) => m,
             None => {
-                return usage(format!(
-                    "--metric {m:?}: known: gbps, rtt_p50, rtt_p99, loss_pct"
-                ))
+                let known: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+                return usage(format!("--metric {m:?}: known: {}", known.join(", ")));
             }
         },
     };

@@ -173,8 +173,10 @@ impl Output {
         if let Some(l) = seedtext::tos_line(s) {
             let _ = writeln!(out, "{l}");
         }
-        if let Some(l) = rtt_line(&s.summary) {
-            let _ = writeln!(out, "{l}");
+        for (key, what) in STATS_LINES {
+            if let Some(l) = stats_line(&s.summary, key, what) {
+                let _ = writeln!(out, "{l}");
+            }
         }
         for l in super::seed_out::stream_lines(s) {
             let _ = writeln!(out, "{l}");
@@ -353,11 +355,20 @@ pub fn intervals(s: &StepResult, secs: f64) -> Option<String> {
     Some(out)
 }
 
-/// The round-trip percentiles of a request/response step, which the seeds'
-/// ave/min/max record leaves out: `rtt us: n 10000, min 52.1, median 59.3,
+/// The statistics objects a step's text shows percentiles of, and what
+/// each line calls them.
+const STATS_LINES: [(&str, &str); 3] = [
+    ("rtt_us", "rtt us"),
+    ("connect_us", "connect us"),
+    ("txn_us", "transaction us"),
+];
+
+/// The percentiles of a statistics object (`rtt_us` of a request/response
+/// step, which the seeds' ave/min/max record leaves out; `connect_us` and
+/// `txn_us` of a tcp_crr step): `rtt us: n 10000, min 52.1, median 59.3,
 /// mean 61.0, p99 103.0, p99.9 180.2, max 950.7`.
-fn rtt_line(summary: &Value) -> Option<String> {
-    let r = summary.get("rtt_us")?.as_object()?;
+fn stats_line(summary: &Value, key: &str, what: &str) -> Option<String> {
+    let r = summary.get(key)?.as_object()?;
     let f = |k: &str| r.get(k).and_then(Value::as_f64);
     // (Results written before `n` was a whole number have it as 1000.0.)
     let mut parts = vec![format!("n {}", r.get("n")?.as_f64()? as u64)];
@@ -371,7 +382,7 @@ fn rtt_line(summary: &Value) -> Option<String> {
     ] {
         parts.push(format!("{name} {:.1}", f(key)?));
     }
-    Some(format!("rtt us: {}", parts.join(", ")))
+    Some(format!("{what}: {}", parts.join(", ")))
 }
 
 /// The least-squares line of a request/response scan, as the page draws it
@@ -471,6 +482,7 @@ pub fn totals(r: &RunResult) -> Option<String> {
             sum("duplicates")
         ),
         Kind::TcpRr | Kind::UnixRr => format!("{} transactions", sum("count")),
+        Kind::TcpCrr => format!("{} transactions (connections)", sum("transactions")),
         Kind::TcpStream | Kind::UnixStream => format!("{} bytes", sum("bytes")),
         Kind::LatencyUnderLoad => format!(
             "{} probes sent, {} lost up, {} lost down",
@@ -526,6 +538,13 @@ fn hist_values(s: &StepResult) -> Option<(&'static str, Vec<f64>)> {
             let v = series(Role::Client, SampleKind::RttNs)?;
             Some((
                 "Time per req-resp us",
+                v.iter().map(|&n| n as f64 / 1e3).collect(),
+            ))
+        }
+        Kind::TcpCrr => {
+            let v = series(Role::Client, SampleKind::RttNs)?;
+            Some((
+                "Time per connect-req-resp-close us",
                 v.iter().map(|&n| n as f64 / 1e3).collect(),
             ))
         }

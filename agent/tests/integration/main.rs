@@ -10,6 +10,7 @@ mod util;
 mod agent;
 mod cluster;
 mod cpu;
+mod crr;
 mod figures;
 mod limits;
 mod lul;

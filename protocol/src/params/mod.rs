@@ -10,6 +10,8 @@ mod stream;
 pub use stream::{payload_file_name, Direction, Payload, StreamParams};
 mod rr;
 pub use rr::RrParams;
+mod crr;
+pub use crr::CrrParams;
 mod spec;
 pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
 mod tcp;
@@ -34,6 +36,7 @@ pub use udp::{
 pub enum Kind {
     TcpStream,
     TcpRr,
+    TcpCrr,
     UdpStream,
     UdpRr,
     UnixStream,
@@ -47,6 +50,7 @@ impl Kind {
         match self {
             Kind::TcpStream => "tcp_stream",
             Kind::TcpRr => "tcp_rr",
+            Kind::TcpCrr => "tcp_crr",
             Kind::UdpStream => "udp_stream",
             Kind::UdpRr => "udp_rr",
             Kind::UnixStream => "unix_stream",
@@ -67,6 +71,7 @@ impl Kind {
         match self {
             Kind::TcpStream | Kind::UnixStream => StreamParams::parse(params, limits).map(drop),
             Kind::TcpRr | Kind::UnixRr => RrParams::parse(params, limits).map(drop),
+            Kind::TcpCrr => CrrParams::parse(params, limits).map(drop),
             Kind::UdpStream => UdpStreamParams::parse(params, limits).map(drop),
             Kind::UdpRr => UdpRrParams::parse(params, limits).map(drop),
             Kind::LatencyUnderLoad => LulParams::parse(params, limits).map(drop),
@@ -74,9 +79,10 @@ impl Kind {
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::TcpStream,
         Kind::TcpRr,
+        Kind::TcpCrr,
         Kind::UdpStream,
         Kind::UdpRr,
         Kind::UnixStream,

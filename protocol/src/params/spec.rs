@@ -316,6 +316,7 @@ impl Kind {
         match self {
             Kind::TcpStream | Kind::UnixStream => STREAM,
             Kind::TcpRr | Kind::UnixRr => RR,
+            Kind::TcpCrr => CRR,
             Kind::UdpStream => UDP_STREAM,
             Kind::UdpRr => UDP_RR,
             Kind::LatencyUnderLoad => LUL,
@@ -327,6 +328,7 @@ impl Kind {
         match self {
             Kind::TcpStream => "TCP stream (throughput)",
             Kind::TcpRr => "TCP request/response (latency)",
+            Kind::TcpCrr => "TCP connect/request/response (connection rate)",
             Kind::UdpStream => "UDP stream (paced, loss)",
             Kind::UdpRr => "UDP request/response (latency)",
             Kind::UnixStream => "Unix socket stream",
@@ -724,6 +726,65 @@ static RR: &[ParamSpec] = {
     ]
 };
 
+// ---- tcp_crr ----------------------------------------------------------------
+
+/// `tcp_crr` (`CrrParams::parse`): a fresh connection per transaction.
+pub mod crr {
+    use super::*;
+
+    /// One byte each way by default, as netperf TCP_CRR (`-r 1,1`).
+    pub const REQ_BYTES: ParamSpec = ParamSpec {
+        default: DefaultValue::Num(1),
+        initial: Some("1"),
+        ..rr::REQ_BYTES
+    };
+    pub const RESP_BYTES: ParamSpec = ParamSpec {
+        default: DefaultValue::Num(1),
+        initial: Some("1"),
+        ..rr::RESP_BYTES
+    };
+    pub const COUNT: ParamSpec = ParamSpec {
+        label: "transactions (connections)",
+        default: DefaultValue::Num(1000),
+        initial: Some("1000"),
+        ..super::COUNT
+    };
+    /// A connect that has not completed in this time is a failure
+    /// (`ETIMEDOUT`), and the next transaction starts.
+    pub const CONNECT_TIMEOUT_MS: ParamSpec = ParamSpec {
+        name: "connect_timeout_ms",
+        label: "connect timeout (ms)",
+        default: DefaultValue::Num(1000),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(60_000)),
+        advanced: true,
+        ..P
+    };
+    pub const NODELAY: ParamSpec = rr::NODELAY;
+    pub const INTERVAL_MS: ParamSpec = super::INTERVAL_MS;
+}
+
+static CRR: &[ParamSpec] = {
+    use crr::*;
+    &[
+        REQ_BYTES,
+        RESP_BYTES,
+        COUNT,
+        DURATION_S,
+        CONNECT_TIMEOUT_MS,
+        NODELAY,
+        SNDBUF,
+        RCVBUF,
+        TOS,
+        PRECEDENCE,
+        CONGESTION,
+        MSS,
+        CLIENT_BIND,
+        SERVER_BIND,
+        INTERVAL_MS,
+    ]
+};
+
 // ---- udp_rr, udp_stream ----------------------------------------------------
 
 /// `udp_rr` and `udp_stream` (`UdpRrParams::parse`, `UdpStreamParams::parse`).
@@ -998,7 +1059,9 @@ thread_local! {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams};
+    use super::super::{
+        CrrParams, LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
+    };
     use super::*;
     use serde_json::{json, Value};
 
@@ -1012,6 +1075,7 @@ mod tests {
         Ok(match kind {
             Kind::TcpStream | Kind::UnixStream => to_json(StreamParams::parse(&v, &l)?),
             Kind::TcpRr | Kind::UnixRr => to_json(RrParams::parse(&v, &l)?),
+            Kind::TcpCrr => to_json(CrrParams::parse(&v, &l)?),
             Kind::UdpStream => to_json(UdpStreamParams::parse(&v, &l)?),
             Kind::UdpRr => to_json(UdpRrParams::parse(&v, &l)?),
             Kind::LatencyUnderLoad => to_json(LulParams::parse(&v, &l)?),

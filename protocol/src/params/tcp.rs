@@ -3,7 +3,7 @@
 //! (and the control connection of the UDP tests), as [`UdpSocketParams`]
 //! is for UDP. Each kind's parameters convert to it; nothing parses it.
 
-use super::{RrParams, StreamParams, UdpSocketParams};
+use super::{CrrParams, RrParams, StreamParams, UdpSocketParams};
 use std::net::IpAddr;
 
 /// What a TCP test sets on its sockets, and where they bind.
@@ -74,6 +74,14 @@ impl StreamParams {
 impl RrParams {
     /// The socket options of the request/response connection: every
     /// response is awaited as it arrives (SO_RCVLOWAT 1).
+    pub fn socket(&self) -> TcpSocketParams {
+        socket_of!(self, 1)
+    }
+}
+
+impl CrrParams {
+    /// The socket options of every connection of a connection-rate test:
+    /// each response is awaited as it arrives (SO_RCVLOWAT 1).
     pub fn socket(&self) -> TcpSocketParams {
         socket_of!(self, 1)
     }

@@ -26,6 +26,8 @@ export type RttStat = (typeof RTT_STATS)[number];
 export function metricsFor(kind: string, stat: RttStat = 'mean'): Metric[] {
   if (isRr(kind))
     return [{ id: 'rtt', title: 'Latency', y: `${stat} round-trip time`, kind: 'time', get: (s) => num(s.summary?.rtt_us?.[stat]) }];
+  if (kind === 'tcp_crr')
+    return [{ id: 'txn', title: 'Transaction time (connect, request, response, close)', y: `${stat} transaction time`, kind: 'time', get: (s) => num(s.summary?.txn_us?.[stat]) }];
   if (kind === 'udp_stream')
     return [
       // udp_bw_mon's figure 3.1: received wire rate (payload + per-frame overhead) against the wait, log-log.

@@ -194,7 +194,12 @@ function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
   const out: Quantity[] = [];
   const primary = primarySide(step);
   const rtt = joined(seriesOf(step, 'rtt_ns'));
-  if (rtt.length) out.push({ id: 'rtt', label: 'round-trip time', unit: 'us', values: scaled(rtt, 1e-3) });
+  // tcp_crr: each sample is a whole transaction (connect, request,
+  // response, close), and its connect time is a series of its own.
+  const crr = step.kind === 'tcp_crr';
+  if (rtt.length) out.push({ id: 'rtt', label: crr ? 'transaction time' : 'round-trip time', unit: 'us', values: scaled(rtt, 1e-3) });
+  const connect = joined(seriesOf(step, 'connect_ns'));
+  if (connect.length) out.push({ id: 'connect', label: 'connect time', unit: 'us', values: scaled(connect, 1e-3) });
   // Latency under load: each direction's load as its receiver counted it,
   // every phase's intervals at their own time (never added across phases),
   // each phase's last, shorter interval left out.
