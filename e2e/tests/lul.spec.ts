@@ -187,6 +187,10 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   );
   expect(inked.length).toBe(3);
   for (const n of inked.slice(0, 2)) expect(n).toBeGreaterThan(1000);
+  // Not hovered, each legend shows its series' last point: the throughput
+  // lane's last row is the null after the both phase, which read "–".
+  for (const i of [1, 2, 3])
+    await expect(page.getByTestId('lul-lane-tput').locator('.u-legend .u-series').nth(i).locator('.u-value')).toHaveText(/^[0-9][0-9.,]* [kMG]?bit\/s$/);
   // Hovering the latency lane in the download phase shows the throughput lane's values there too.
   const latency = page.getByTestId('lul-lane-latency');
   const over = latency.locator('.u-over');
