@@ -29,6 +29,15 @@ test('re-binning the RTT histogram changes the bars and keeps the counts summing
   await openPaired(page, agents.url());
   await runRr(page, 2000);
   await expect(statN(page)).toHaveText('2000');
+  // Units (issue 29 item 9): times in µs (or ms), no number followed by "us"
+  // anywhere on the page; the requester's seed record under its own heading.
+  await expect(page.getByTestId('stats').locator('th[data-quantity=rtt]')).toHaveText(/\((µs|ms)\)/);
+  await expect(page.getByTestId('summary-client')).toContainText(/RTT median\s*[\d.,]+ (µs|ms)/);
+  expect(await page.locator('body').innerText()).not.toMatch(/\d us\b/);
+  const rec = page.getByTestId('seed-record-client');
+  await expect(rec.locator('th').first()).toHaveText('response len bytes');
+  await expect(rec.locator('td')).toHaveCount(11);
+  await expect(rec.locator('td').nth(3)).toHaveText('2000');
   const hist = page.getByTestId('histogram');
   await expect(hist.locator('canvas').first()).toBeVisible();
   expect(await total(page)).toBe(2000);

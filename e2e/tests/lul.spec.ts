@@ -59,7 +59,10 @@ interface Fig {
   value: string;
   from: string[];
   div: number;
+  /** The CLI's cell (Mbit/s, ms at its precision), as the card module wrote it. */
   text: string;
+  /** As the page shows it: number and unit. */
+  shown: string;
   basis: string;
   uncertain: boolean;
 }
@@ -75,13 +78,17 @@ async function cardFigures(page: Page): Promise<Fig[]> {
         value: d.value!,
         from: d.from ? d.from.split(' ') : [],
         div: Number(d.div),
-        text: e.querySelector('.num')!.textContent!,
+        text: d.text!,
+        shown: e.textContent!.replace(/\s+/g, ' ').trim(),
         basis: d.basis!,
         uncertain: d.uncertain === 'true',
       };
     }),
   );
 }
+
+/** A shown unit's factor to the summary's (µs for times, bit/s for rates). */
+const UNIT: Record<string, number> = { 'µs': 1, ms: 1e3, 'bit/s': 1, 'kbit/s': 1e3, 'Mbit/s': 1e6, 'Gbit/s': 1e9 };
 
 const pointer = (doc: unknown, p: string): number =>
   p.split('/').slice(1).reduce((o: any, k) => o?.[k], doc) as number;
@@ -101,6 +108,15 @@ function checkAgainst(figs: Fig[], summary: any, count = 33) {
     expect(f.uncertain, f.key).toBe(oneWay && Math.abs(sum) <= unc);
     if (f.uncertain) expect(f.text, f.key).toBe(`<±${(unc / 1e3).toFixed(3)}`);
     else if (f.basis !== 'count') expect(f.text, f.key).toBe((sum / f.div).toFixed(f.div === 1e6 ? 1 : 3));
+    // The page shows it in its own units (µs or ms, bit/s to Gbit/s), to four significant digits.
+    if (f.basis !== 'count') {
+      const m = /^(<±)?(-?[\d.,]+) (µs|ms|bit\/s|kbit\/s|Mbit\/s|Gbit\/s)(?: |$)/.exec(f.shown);
+      expect(m, `${f.key}: ${f.shown}`).toBeTruthy();
+      const base = Number(m![2].replace(/,/g, '')) * UNIT[m![3]];
+      // `<±U` shows U from the CLI's text (ms to 3 decimals): within half a µs.
+      const want = f.uncertain ? unc : sum;
+      expect(Math.abs(base - want), `${f.key}: ${f.shown} for ${want}`).toBeLessThanOrEqual(Math.abs(want) * 5e-4 + (f.uncertain ? 0.5 : 1e-9));
+    }
     if (oneWay) expect(f.basis).toBe(summary.clock.basis);
   }
 }
@@ -180,7 +196,11 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
 async function statOf(page: Page, q: string, stat: string): Promise<number> {
   const cell = page.getByTestId('stats').locator(`td[data-stat=${stat}][data-quantity=${q}]`);
   await expect(cell).toHaveText(/\d/);
-  return Number((await cell.textContent())!.replace(/[^0-9.e+-]/g, ''));
+  const v = Number((await cell.textContent())!.replace(/[^0-9.e+-]/g, ''));
+  if (stat === 'n' || !q.startsWith('tput')) return v;
+  // Throughput in Gbit/s, from the unit the column shows.
+  const unit = /\(([^()]+)\)\s*$/.exec((await page.getByTestId('stats').locator(`th[data-quantity=${q}]`).textContent())!)![1];
+  return (v * UNIT[unit]) / 1e9;
 }
 
 test('the Standard test: card = exported JSON, lanes drawn, phases in every view, permalink reopens', async ({ page, agents, browser }) => {
@@ -240,6 +260,10 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   );
   expect(inked.length).toBe(3);
   for (const n of inked.slice(0, 2)) expect(n).toBeGreaterThan(1000);
+  // Not hovered, each legend shows its series' last point: the throughput
+  // lane's last row is the null after the both phase, which read "–".
+  for (const i of [1, 2, 3])
+    await expect(page.getByTestId('lul-lane-tput').locator('.u-legend .u-series').nth(i).locator('.u-value')).toHaveText(/^[0-9][0-9.,]* [kMG]?bit\/s$/);
   // Hovering the latency lane in the download phase shows the throughput lane's values there too.
   const latency = page.getByTestId('lul-lane-latency');
   const over = latency.locator('.u-over');
@@ -248,8 +272,9 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   const xMax = Number(await latency.locator('.uplot-host').getAttribute('data-x-max'));
   await over.hover({ position: { x: (box.width * 1.75) / xMax, y: box.height / 2 } });
   const down = page.getByTestId('lul-lane-tput').locator('.u-legend .u-series').nth(1).locator('.u-value');
-  await expect(down).toHaveText(/^[0-9][0-9.,]* Mbit\/s$/);
-  await expect(page.getByTestId('lul-lane-latency').locator('.u-legend .u-series').nth(1).locator('.u-value')).toHaveText(/ ms$/);
+  // In the page's units: the rate scaled (loopback: Gbit/s), the delay in µs or ms.
+  await expect(down).toHaveText(/^[0-9][0-9.,]* [kMG]?bit\/s$/);
+  await expect(page.getByTestId('lul-lane-latency').locator('.u-legend .u-series').nth(1).locator('.u-value')).toHaveText(/^-?[0-9][0-9.,]* (µs|ms)$/);
 
   await page.getByTestId('lul-card').screenshot({ path: fileURLToPath(new URL('../screenshots/lul-card.png', import.meta.url)) });
   await lanes.screenshot({ path: fileURLToPath(new URL('../screenshots/lul-lanes.png', import.meta.url)) });
@@ -290,6 +315,23 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   await page.getByTestId('lul-phase').selectOption('both');
   expect(Math.abs((await statOf(page, 'tput-up', 'mean')) - mean(ups[1]))).toBeLessThanOrEqual(mean(ups[1]) * 1e-3 + 1e-3);
   await page.getByTestId('lul-phase').selectOption('all');
+  // The step's CSV (issue 29 item 9): its columns as before, then when each
+  // stream's intervals ended on the test's axis: a stream counts from its
+  // own phase's start (idle, gap, download, gap, upload, gap, both).
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-step-csv').click()]);
+  const rows = readFileSync((await csv.path())!, 'utf8').trim().split('\n').map((l) => l.split(';'));
+  expect(rows[0].slice(0, 1 + step.samples.length)).toEqual(['n', ...step.samples.map((x: any) => `${x.role}_${x.kind}_${x.stream}`)]);
+  const ends = (name: string) => rows.slice(1).map((r) => r[rows[0].indexOf(name)]).filter((v) => v !== '' && v != null).map(Number);
+  const ranS = (name: string) => s.phases.find((p: any) => p.phase === name).seconds;
+  const gap = step.params.gap_s ?? 1;
+  const dt = (s.interval_ms ?? step.params.interval_ms ?? 100) / 1000;
+  const dl = ends(`client_interval_end_s_${2 * per}`);
+  const both = ends(`client_interval_end_s_${3 * per}`);
+  const lenOf = (stream: number) => step.samples.find((x: any) => x.kind === 'interval_bytes' && x.role === 'client' && x.stream === stream).values.length;
+  expect([dl.length, both.length]).toEqual([lenOf(2 * per), lenOf(3 * per)]);
+  expect(dl[0]).toBeCloseTo(ranS('idle') + gap + dt, 6);
+  expect(both[0]).toBeCloseTo(ranS('idle') + ranS('download') + ranS('upload') + 3 * gap + dt, 6);
+  expect(dl[1] - dl[0]).toBeCloseTo(dt, 6);
 
   // One phase at a time: statistics, step exports.
   const n = page.getByTestId('stats').locator('td[data-stat=n][data-quantity=rtt]');
@@ -356,7 +398,10 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
     if (ph === 'download') expect(cells[1]).toBe(text('download.down'));
     if (ph === 'upload') expect(cells[2]).toBe(text('upload.up'));
   }
-  await expect(page.getByTestId('lul-clock')).toHaveText(rows.find((l) => l.startsWith('times in ms; '))!.slice('times in ms; '.length));
+  // The same clock line, microseconds written µs on the page and us in the terminal.
+  const clock = rows.find((l) => l.startsWith('times in ms; '))!.slice('times in ms; '.length);
+  await expect(page.getByTestId('lul-clock')).toHaveText(clock.replace(/ us\b/g, ' µs'));
+  if (clock.includes(' us')) await expect(page.getByTestId('lul-clock')).not.toContainText(' us');
   await expect(page.getByTestId('lul-lanes')).toHaveAttribute('data-probes', String(s.probes_down.received));
 });
 

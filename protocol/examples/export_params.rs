@@ -130,6 +130,16 @@ fn module() -> String {
         .unwrap();
     }
     out.push_str("};\n");
+    // The seeds' record headings (protocol/src/seedline.rs): a side's
+    // `line` with as many fields is shown under them.
+    out.push_str("\n/** The heading of the seed record a kind's summary `line` may be (its `; `-separated field names). */\n");
+    out.push_str("export const SEED_HEADINGS: Record<string, string> = {\n");
+    for kind in Kind::ALL {
+        if let Some(h) = meshperf_protocol::seedline::heading(kind) {
+            writeln!(out, "  {}: {},", kind.name(), json!(h)).unwrap();
+        }
+    }
+    out.push_str("};\n");
     out
 }
 

@@ -29,6 +29,7 @@ pub mod plan;
 pub mod plan_json;
 pub mod presets;
 pub mod result;
+pub mod seedline;
 pub mod summary;
 
 /// Control protocol version; `hello` carries it and clients check it.

@@ -331,7 +331,13 @@ impl Builder<'_> {
 /// The line that says what the one-way delays rest on, and where the
 /// receive times come from (the CLI's footer, the card's last line).
 pub fn clock_line(s: &LulSummary) -> String {
-    let basis = clock_basis(s);
+    clock_line_in(s, "us")
+}
+
+/// [`clock_line`] with microseconds written `micro`: the CLI's `us`, the
+/// page's card `µs` (docs/usage.md, units).
+pub fn clock_line_in(s: &LulSummary, micro: &str) -> String {
+    let basis = clock_basis(s, micro);
     match (s.clock, s.timestamps) {
         (None, _) => basis,
         (Some(_), Timestamps::Kernel) => format!("{basis}; receive times from the kernel"),
@@ -341,14 +347,14 @@ pub fn clock_line(s: &LulSummary) -> String {
     }
 }
 
-fn clock_basis(s: &LulSummary) -> String {
+fn clock_basis(s: &LulSummary, micro: &str) -> String {
     match s.clock {
         Some(c) if c.basis == ClockBasis::Synced => {
             "one-way delays on the agents' system clocks (clocks: synced)".into()
         }
         Some(c) => format!(
-            "one-way delays on estimated clocks: offset {:.1} us, drift {:.2} ppm, \
-             uncertainty ±{:.1} us (<± marks a delay smaller than that); their changes \
+            "one-way delays on estimated clocks: offset {:.1} {micro}, drift {:.2} ppm, \
+             uncertainty ±{:.1} {micro} (<± marks a delay smaller than that); their changes \
              (added up/down) are not affected",
             c.offset_us, c.drift_ppm, c.uncertainty_us
         ),
@@ -381,7 +387,8 @@ pub fn card(s: &LulSummary) -> Card {
     sections.retain(|sec| !sec.figures.is_empty());
     Card {
         sections,
-        clock: clock_line(s),
+        // The page's unit (the card is the page's; the CLI prints clock_line).
+        clock: clock_line_in(s, "µs"),
         complete: s.complete,
         note: s.note.clone(),
     }
@@ -539,7 +546,8 @@ mod tests {
 
     #[test]
     fn a_one_way_delay_below_the_uncertainty_says_so_as_the_cli_does() {
-        let c = card(&serde_json::from_value(summary("estimated", 30.0)).unwrap());
+        let s = serde_json::from_value(summary("estimated", 30.0)).unwrap();
+        let c = card(&s);
         let up = figure(&c, "idle.up.median");
         assert_eq!((up.text.as_str(), up.uncertain), ("<±0.030", true));
         assert_eq!(up.value, Some(0.02));
@@ -548,7 +556,9 @@ mod tests {
         assert_eq!((down.text.as_str(), down.uncertain), ("2.500", false));
         // Changes are not affected by the uncertainty.
         assert!(!figure(&c, "upload.added_up.median").uncertain);
-        assert!(c.clock.contains("uncertainty ±30.0 us"), "{}", c.clock);
+        // The card is the page's: µs; the CLI's line keeps ASCII us.
+        assert!(c.clock.contains("uncertainty ±30.0 µs"), "{}", c.clock);
+        assert!(clock_line(&s).contains("uncertainty ±30.0 us"));
         // A result from before kernel timestamps says its are the threads'.
         assert!(
             c.clock.ends_with(

@@ -48,6 +48,17 @@ pub fn phase_starts(phase_s: &[f64; 4], gap_s: f64) -> [f64; 4] {
     out
 }
 
+/// When each load stream's phase started, s since the test's start
+/// ([`stream_phase`], [`phase_starts`]): its `interval_bytes` count from
+/// there. NaN for a stream outside the `4n`.
+pub fn stream_starts(streams: &[u16], n: u16, phase_s: &[f64; 4], gap_s: f64) -> Vec<f64> {
+    let starts = phase_starts(phase_s, gap_s);
+    streams
+        .iter()
+        .map(|&s| stream_phase(s, n).map_or(f64::NAN, |(code, _)| starts[code as usize]))
+        .collect()
+}
+
 /// One direction's load, interval by interval, in time order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PhaseRates {
@@ -121,6 +132,15 @@ pub fn phase_rates(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_load_stream_starts_with_its_phase() {
+        // 1 s idle, 2 s download, 3 s upload, 4 s both, 0.5 s gaps; 2 streams a direction.
+        let t = stream_starts(&[0, 1, 2, 3, 4, 5, 6, 7, 8], 2, &[1.0, 2.0, 3.0, 4.0], 0.5);
+        // upload 4 s in (1 + 0.5 + 2 + 0.5), both 7.5 s, download 1.5 s.
+        assert_eq!(t[..8], [4.0, 4.0, 7.5, 7.5, 1.5, 1.5, 7.5, 7.5]);
+        assert!(t[8].is_nan());
+    }
 
     /// Two streams per direction, 100 ms intervals, phases 1 s idle and 2 s
     /// each with 0.5 s gaps: download at 8, upload at 4, both at 2 (down)

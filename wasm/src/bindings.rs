@@ -176,6 +176,27 @@ pub fn lul_rates(
     ]))
 }
 
+/// When each latency_under_load load stream's phase started, s since the
+/// test's start (NaN outside the `4n` streams): its intervals count from
+/// there (stats/src/lul_load.rs `stream_starts`).
+#[wasm_bindgen]
+pub fn lul_stream_starts(
+    streams: &[u16],
+    n: u16,
+    phase_s: &[f64],
+    gap_s: f64,
+) -> Result<Vec<f64>, JsError> {
+    let phase_s: [f64; 4] = phase_s.try_into().map_err(|_| {
+        JsError::new(&format!(
+            "phase_s: 4 values (one per phase), got {}",
+            phase_s.len()
+        ))
+    })?;
+    Ok(meshperf_stats::lul_load::stream_starts(
+        streams, n, &phase_s, gap_s,
+    ))
+}
+
 /// Least-squares line y = intercept + slope * x: {n, slope, intercept, r2}.
 /// Throws on length mismatch, fewer than 2 points, or all x equal.
 #[wasm_bindgen(unchecked_return_type = "LineFitResult")]

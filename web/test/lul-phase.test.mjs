@@ -80,6 +80,7 @@ test('the card comes from the codec module and refuses another summary', () => {
 // the phases by interval number (issue 29: the whole test read download +
 // upload + both).
 const { lulThroughput, quantities } = await import('../src/lib/result/result.ts');
+const { stepCsv } = await import('../src/lib/result/stepcsv.ts');
 
 test('each phase\'s load stays at its own time: never added across phases', () => {
   const iv = (role, stream, mbit) => series('interval_bytes', Array(5).fill((mbit * 1e6) / 8 / 10), role, stream);
@@ -97,9 +98,11 @@ test('each phase\'s load stays at its own time: never added across phases', () =
   };
   const qs = quantities(s, m);
   const q = (id) => Array.from(qs.find((x) => x.id === id).values, (v) => Math.round(v * 1e6) / 1e6);
-  // Each phase's last interval is left out, as for a stream test.
-  assert.deepEqual(q('tput-down'), [0.04, 0.04, 0.04, 0.04, 0.01, 0.01, 0.01, 0.01]);
-  assert.deepEqual(q('tput-up'), [0.02, 0.02, 0.02, 0.02, 0.005, 0.005, 0.005, 0.005]);
+  // Each phase's last interval is left out, as for a stream test; in the
+  // unit the largest reads best in (40 Mbit/s, not 0.04 Gbit/s).
+  assert.deepEqual(q('tput-down'), [40, 40, 40, 40, 10, 10, 10, 10]);
+  assert.deepEqual(q('tput-up'), [20, 20, 20, 20, 5, 5, 5, 5]);
+  assert.deepEqual(['tput-down', 'tput-up'].map((id) => [qs.find((x) => x.id === id).unit, qs.find((x) => x.id === id).div]), [['Mbit/s', 1e6], ['Mbit/s', 1e6]]);
   assert.ok(!qs.some((x) => x.id.startsWith('tput-client')), 'no sum of sent and received streams');
   // On the test's time axis: download from 1.25 s, upload from 2 s, both from 2.75 s.
   const [x, down, up, sum] = lulThroughput(s, m);
@@ -111,4 +114,18 @@ test('each phase\'s load stays at its own time: never added across phases', () =
   assert.equal(r(x[12]), 2.85);
   assert.deepEqual([down[12], up[12], sum[12]], [10, 5, 15]);
   assert.equal(Math.max(...sum.filter((v) => v != null)), 40);
+
+  // The step's CSV: every series' column as before, then when each stream's
+  // intervals ended on the test's axis (its phase's start + 0.1 s a row).
+  const rows = stepCsv(s, m).trim().split('\n').map((l) => l.split(';'));
+  const head = rows[0];
+  const raw = ['n', 'server_interval_bytes_0', 'server_interval_bytes_1', 'client_interval_bytes_0', 'client_interval_bytes_1', 'client_interval_bytes_2', 'client_interval_bytes_3'];
+  assert.deepEqual(head.slice(0, raw.length), raw);
+  const t = (role, stream) => rows.slice(1).map((r) => Number(r[head.indexOf(`${role}_interval_end_s_${stream}`)]));
+  // Download (stream 2) from 1.25 s, upload (up 0) from 2 s, both (3; up 1) from 2.75 s.
+  assert.deepEqual(t('client', 2), [1.35, 1.45, 1.55, 1.65, 1.75]);
+  assert.deepEqual(t('server', 0), [2.1, 2.2, 2.3, 2.4, 2.5]);
+  assert.deepEqual(t('server', 1), [2.85, 2.95, 3.05, 3.15, 3.25]);
+  assert.deepEqual(t('client', 3), t('server', 1));
+  assert.equal(head.length, raw.length + 6);
 });

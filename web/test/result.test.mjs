@@ -77,3 +77,62 @@ test('several series of a kind are joined in stream order, inter-arrival gaps fr
   assert.deepEqual(Array.from(qs.find((q) => q.id === 'rtt').values), [1, 2, 3]);
   assert.deepEqual(Array.from(qs.find((q) => q.id === 'gap-recv').values), [2, 0.5]);
 });
+
+/** A 2-stream tcp_stream's receiving side at 10 Gbit/s a stream (1.25e7 bytes per 10 ms), as the agent reports it: stream 1 started 5.1 ms late, stream 0 stopped 10 ms early; each one's last interval holds a sliver. */
+function twoStreams(omitted = 0) {
+  const full = 1.25e7;
+  const side = {
+    seconds: 0.0602 - omitted,
+    interval_ms: 10,
+    ...(omitted ? { omitted_s: omitted } : {}),
+    streams: [
+      { index: 0, dir: 'recv', bytes: 0, seconds: 0.0501 - omitted, first_seconds: Math.max(0, 0.0002 - omitted) },
+      { index: 1, dir: 'recv', bytes: 0, seconds: 0.0602 - omitted, first_seconds: Math.max(0, 0.0051 - omitted) },
+    ],
+  };
+  const r = plainResult();
+  r.steps[0] = {
+    ...r.steps[0], kind: 'tcp_stream', params: { duration_s: 0.06, streams: 2, interval_ms: 10 },
+    summary: side, sides: { server: side, client: null },
+    samples: [
+      { role: 'server', kind: 'interval_bytes', stream: 0, values: [full, full, full, full, full, full / 100] },
+      { role: 'server', kind: 'interval_bytes', stream: 1, values: [full / 2, full, full, full, full, full, full / 50] },
+    ],
+  };
+  return typedSamples(r).steps[0];
+}
+
+test('throughput statistics count only intervals every stream spent whole: min is the path, not a partial interval', async () => {
+  const { readFileSync } = await import('node:fs');
+  const pkg = new URL('../src/lib/wasm-pkg/', import.meta.url);
+  const wasm = await import(new URL('meshperf_stats.js', pkg).href);
+  wasm.initSync({ module: readFileSync(new URL('meshperf_stats_bg.wasm', pkg)) });
+  const { held } = await import('../src/lib/samplesets.ts');
+  const step = twoStreams();
+  const q = quantities(step, wasm).find((x) => x.id === 'tput-server');
+  assert.equal(q.unit, 'Gbit/s');
+  // Both streams ran whole in intervals 1 to 4 only: 20 Gbit/s each. The
+  // old rule (only the summed series' last interval left out) kept interval
+  // 0 (stream 1 starting, 15 Gbit/s) and 5 (stream 0's sliver, 10.1 Gbit/s).
+  assert.deepEqual(Array.from(q.values), [20, 20, 20, 20]);
+  const s = held(wasm, q.values).summary();
+  assert.equal(s.min, 20);
+  // The warm-up (omit_s) is out of the figures' seconds, not out of the
+  // samples: its intervals are left out of the statistics too.
+  const warm = quantities(twoStreams(0.02), wasm).find((x) => x.id === 'tput-server');
+  assert.deepEqual(Array.from(warm.values), [20, 20, 20]);
+  // An older result without per-stream times: the last interval left out, as before.
+  const old = twoStreams();
+  old.sides.server = { ...old.sides.server, streams: undefined };
+  old.summary = old.sides.server;
+  assert.equal(quantities(old, wasm).find((x) => x.id === 'tput-server').values.length, 6);
+});
+
+test("a step's CSV keeps its columns and adds when each stream's intervals ended", async () => {
+  const { stepCsv } = await import('../src/lib/result/stepcsv.ts');
+  const rows = stepCsv(twoStreams(), {}).trim().split('\n').map((l) => l.split(';'));
+  assert.deepEqual(rows[0], ['n', 'server_interval_bytes_0', 'server_interval_bytes_1', 'server_interval_end_s_0', 'server_interval_end_s_1']);
+  assert.deepEqual(rows.slice(1).map((r) => r[4]), ['0.01', '0.02', '0.03', '0.04', '0.05', '0.06', '0.07']);
+  // Stream 0 has 6 intervals: its columns end there.
+  assert.deepEqual([rows[6][1], rows[6][3], rows[7][1], rows[7][3]], ['125000', '0.06', '', '']);
+});

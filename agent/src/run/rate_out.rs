@@ -2,13 +2,8 @@
 //! with a warm-up left out (`omit_s`): the rate asked and the rates
 //! achieved (as iperf3 reports `-b` runs), and what the warm-up took out.
 
+use meshperf_protocol::params::{rate_figure, rate_text};
 use meshperf_protocol::result::StepResult;
-use serde_json::Value;
-
-/// A rate in Mbit/s as typed (`20`, `0.064`) or measured (3 decimals).
-fn mbit(v: &Value) -> Option<f64> {
-    v.as_f64().map(|b| b / 1e6)
-}
 
 /// A share as a percentage with 3 significant digits (`0.501%`, `97.3%`).
 fn share(x: f64) -> String {
@@ -17,11 +12,13 @@ fn share(x: f64) -> String {
     format!("{pct:.decimals$}%")
 }
 
-/// `rate asked 20 Mbit/s: sent 20.006 Mbit/s, received 20.004 Mbit/s`
+/// `rate asked 20 Mbit/s: sent 20.01 Mbit/s, received 20 Mbit/s`
 /// (udp_stream, once per flow; a rate the sender did not reach, its
 /// summary's `rate_reached` false, ends `; not reached: the sender managed
-/// 1234.567 Mbit/s, 0.123% of it`) or `rate asked 50 Mbit/s: 49.987
-/// Mbit/s` (tcp_stream), and `warm-up: ...`; none for a step without them.
+/// 1.235 Gbit/s, 0.123% of it`) or `rate asked 50 Mbit/s: 49.99 Mbit/s`
+/// (tcp_stream), and `warm-up: ...`; none for a step without them. The rate
+/// asked as typed ([`rate_text`]), the rates measured as the page shows
+/// them ([`rate_figure`]: scaled, four significant digits).
 pub fn lines(s: &StepResult) -> Vec<String> {
     let m = &s.summary;
     let mut out = Vec::new();
@@ -29,27 +26,31 @@ pub fn lines(s: &StepResult) -> Vec<String> {
         ("", m),
         (" (serving agent to driving agent)", &m["reverse"]),
     ] {
-        let Some(asked) = mbit(&x["rate"]) else {
+        let Some(asked) = x["rate"].as_f64() else {
             continue;
         };
-        let got = match (
-            mbit(&x["send_bits_per_second"]),
-            mbit(&x["recv_bits_per_second"]),
-        ) {
-            (Some(snd), Some(rcv)) => format!("sent {snd:.3} Mbit/s, received {rcv:.3} Mbit/s"),
-            _ => format!("{:.3} Mbit/s", mbit(&x["bits_per_second"]).unwrap_or(0.0)),
+        let (snd, rcv) = (
+            x["send_bits_per_second"].as_f64(),
+            x["recv_bits_per_second"].as_f64(),
+        );
+        let got = match (snd, rcv) {
+            (Some(snd), Some(rcv)) => {
+                format!("sent {}, received {}", rate_figure(snd), rate_figure(rcv))
+            }
+            _ => rate_figure(x["bits_per_second"].as_f64().unwrap_or(0.0)),
         };
-        let short = match (
-            x["rate_reached"].as_bool(),
-            mbit(&x["send_bits_per_second"]),
-        ) {
+        let short = match (x["rate_reached"].as_bool(), snd) {
             (Some(false), Some(snd)) => format!(
-                "; not reached: the sender managed {snd:.3} Mbit/s, {} of it",
+                "; not reached: the sender managed {}, {} of it",
+                rate_figure(snd),
                 share(snd / asked)
             ),
             _ => String::new(),
         };
-        out.push(format!("rate asked {asked} Mbit/s{flow}: {got}{short}"));
+        out.push(format!(
+            "rate asked {}{flow}: {got}{short}",
+            rate_text(asked)
+        ));
     }
     if let Some(o) = m["omitted"].as_u64() {
         out.push(format!(
@@ -90,18 +91,18 @@ mod tests {
         assert_eq!(
             lines(&s),
             [
-                "rate asked 1000000 Mbit/s: sent 5012.345 Mbit/s, received 4990.000 Mbit/s; \
-                 not reached: the sender managed 5012.345 Mbit/s, 0.501% of it",
-                "rate asked 20 Mbit/s (serving agent to driving agent): sent 19.926 Mbit/s, \
-                 received 20.011 Mbit/s",
+                "rate asked 1000 Gbit/s: sent 5.012 Gbit/s, received 4.99 Gbit/s; \
+                 not reached: the sender managed 5.012 Gbit/s, 0.501% of it",
+                "rate asked 20 Mbit/s (serving agent to driving agent): sent 19.93 Mbit/s, \
+                 received 20.01 Mbit/s",
             ]
         );
-        // A result from before `rate_reached`: the line as it was.
+        // A result from before `rate_reached`: no `not reached`.
         let s =
             step(json!({"rate": 20e6, "send_bits_per_second": 1e6, "recv_bits_per_second": 1e6}));
         assert_eq!(
             lines(&s),
-            ["rate asked 20 Mbit/s: sent 1.000 Mbit/s, received 1.000 Mbit/s"]
+            ["rate asked 20 Mbit/s: sent 1 Mbit/s, received 1 Mbit/s"]
         );
     }
 }

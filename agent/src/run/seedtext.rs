@@ -10,19 +10,12 @@ use crate::engine::seedfmt::g6;
 use meshperf_protocol::export::scalars;
 use meshperf_protocol::params::Kind;
 use meshperf_protocol::result::StepResult;
+use meshperf_protocol::seedline::{RR_HEADING, UDP_BW_MON_QUIET_HEADING};
 use serde_json::Value;
-
-/// udp_req_timo's and tcp_req's heading (seed 004), above the records of
-/// every request/response kind.
-pub const RR_HEADING: &str = "response len bytes; Req len; msg_count; loop_count; num_bad; time/frame us; Mbytes/s; ave time; min time; max time; num timeouts";
 
 /// udp_bw_mon's heading in normal mode, one name per field of
 /// [`udp_bw_mon_line`].
 pub const UDP_BW_MON_HEADING: &str = "pkt len; loop_count; num_timeout_zero; num_timeout; Time/frame us; wait_time; data_rate; num_recv; num_lost; num_badorder; time; time/recv pkt; recv_data_rate";
-
-/// The names of udp_bw_mon's quiet-mode record (`-q`), as the seed lists
-/// its elements: the heading of udp_stream's `--quiet` records.
-pub const UDP_BW_MON_QUIET_HEADING: &str = "time of day; sending_ip_address; dest_ip_address; pkt_len; loop_count; num_timeout_zero; num_timeout; Send_time_per_frame; wait_time; Send_total_send_time; Send_data_rate; num_recv; num_lost; num_badorder; Recv_total_time; Recv_time_per_frame; Recv_data_rate; Recv_wire_rate; num_in_hist; mean; sigma; skew; kurtosis; median; iq25; iq75";
 
 /// The heading above a step's record: the seed's for the kinds whose
 /// record is a seed's (request/response, udp_stream), else (`--quiet`

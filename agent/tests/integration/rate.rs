@@ -241,7 +241,7 @@ fn udp_stream_at_a_rate_the_host_cannot_reach_stops_at_its_duration() {
         let said = out
             .lines()
             .filter(|l| {
-                l.starts_with("rate asked 1000000 Mbit/s")
+                l.starts_with("rate asked 1000 Gbit/s")
                     && l.contains("; not reached: the sender managed ")
             })
             .count();

@@ -21,7 +21,7 @@ pub use lul::{Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN
 mod pace;
 pub use pace::MIN_PACED_MESSAGES;
 mod rate;
-pub use rate::parse_rate;
+pub use rate::{parse_rate, rate_figure, rate_text};
 mod cpus;
 pub use cpus::{parse_cpu_list, CPU_SETSIZE};
 mod udp;

@@ -60,9 +60,89 @@ pub fn rate_text(bits_per_second: f64) -> String {
     format!("{} {unit}", bits_per_second / div)
 }
 
+/// Bit-rate units, largest first (k, M, G: powers of 1000).
+const RATE_UNITS: [(f64, &str); 4] = [
+    (1e9, "Gbit/s"),
+    (1e6, "Mbit/s"),
+    (1e3, "kbit/s"),
+    (1.0, "bit/s"),
+];
+
+/// A measured rate as people read it, as the page shows every rate
+/// (web/src/lib/units.ts `formatRate`) and `meshperf run`'s own lines print
+/// them: scaled to the unit in which it reads as 1 to 999 (Gbit/s at most),
+/// four significant digits, a space before the unit, grouped past 9,999:
+/// `28.05 Gbit/s`, `950 Mbit/s`, `12.5 kbit/s`, `12,346 Gbit/s`. A value
+/// that rounds up to 1000 of a unit takes the next (`999.96 Mbit/s` is
+/// `1 Gbit/s`). The seeds' lines keep their own formats.
+pub fn rate_figure(bits_per_second: f64) -> String {
+    const DIGITS: i32 = 4;
+    let b = bits_per_second;
+    if !b.is_finite() {
+        return "-".into();
+    }
+    let round = |v: f64| {
+        if v == 0.0 {
+            return 0.0;
+        }
+        let scale = 10f64.powi(DIGITS - 1 - v.abs().log10().floor() as i32);
+        (v * scale).round() / scale
+    };
+    let mut k = RATE_UNITS
+        .iter()
+        .position(|&(d, _)| b.abs() >= d)
+        .unwrap_or(RATE_UNITS.len() - 1);
+    if k > 0 && round(b / RATE_UNITS[k].0).abs() >= 1000.0 {
+        k -= 1;
+    }
+    let (div, unit) = RATE_UNITS[k];
+    let v = b / div;
+    if v.abs() >= 1e4 {
+        let digits = format!("{:.0}", v.abs());
+        let mut grouped = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        let sign = if v < 0.0 { "-" } else { "" };
+        return format!("{sign}{grouped} {unit}");
+    }
+    let v = round(v);
+    let decimals = if v == 0.0 {
+        0
+    } else {
+        (DIGITS - 1 - v.abs().log10().floor() as i32).max(0) as usize
+    };
+    let text = format!("{v:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text} {unit}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_rates_read_as_the_page_shows_them() {
+        assert_eq!(rate_figure(28053.4e6), "28.05 Gbit/s");
+        assert_eq!(rate_figure(5.012345e9), "5.012 Gbit/s");
+        assert_eq!(rate_figure(4.99e9), "4.99 Gbit/s");
+        assert_eq!(rate_figure(950e6), "950 Mbit/s");
+        assert_eq!(rate_figure(19.926e6), "19.93 Mbit/s");
+        assert_eq!(rate_figure(12.5e3), "12.5 kbit/s");
+        assert_eq!(rate_figure(640.0), "640 bit/s");
+        assert_eq!(rate_figure(0.0), "0 bit/s");
+        assert_eq!(rate_figure(999.96e6), "1 Gbit/s");
+        assert_eq!(rate_figure(1e12), "1000 Gbit/s");
+        assert_eq!(rate_figure(12_345.6e9), "12,346 Gbit/s");
+        assert_eq!(rate_figure(f64::NAN), "-");
+    }
 
     #[test]
     fn rates_read_with_suffixes_in_powers_of_1000() {

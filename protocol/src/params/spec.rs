@@ -504,7 +504,7 @@ pub mod stream {
     };
     pub const WAIT_US: ParamSpec = ParamSpec {
         name: "wait_us",
-        label: "wait between writes (us)",
+        label: "wait between writes (µs)",
         default: DefaultValue::Num(0),
         min: Some(Min::AtLeast(0)),
         max: Some(Max::At(WAIT_MAX_US)),
@@ -678,7 +678,7 @@ pub mod rr {
         ..super::COUNT
     };
     pub const WAIT_US: ParamSpec = ParamSpec {
-        label: "wait between requests (us)",
+        label: "wait between requests (µs)",
         ..stream::WAIT_US
     };
     pub const WRITE_BYTES: ParamSpec = ParamSpec {
@@ -828,7 +828,7 @@ pub mod udp {
     /// A request every `wait_us` on an absolute schedule (netperf's
     /// `-w`-paced UDP_RR; the probe flow's interval, for comparing them).
     pub const RR_WAIT_US: ParamSpec = ParamSpec {
-        label: "time between requests (us; 0: back to back)",
+        label: "time between requests (µs; 0: back to back)",
         ..rr::WAIT_US
     };
 
@@ -847,7 +847,7 @@ pub mod udp {
     };
     pub const WAIT_US: ParamSpec = ParamSpec {
         ty: ParamType::Float,
-        label: "wait between packets (us)",
+        label: "wait between packets (µs)",
         initial: Some("20"),
         ..stream::WAIT_US
     };

@@ -52,26 +52,49 @@ export function sizeText(bytes: number): string {
   return String(bytes);
 }
 
-/** A rate unit that suits values up to `maxBps` (bits per second). */
+/** Bit-rate units, largest first: SI prefixes, powers of 1000 (as iperf3 and the seeds print them). */
+const RATE_UNITS = [
+  { unit: 'Gbit/s', div: 1e9 },
+  { unit: 'Mbit/s', div: 1e6 },
+  { unit: 'kbit/s', div: 1e3 },
+  { unit: 'bit/s', div: 1 },
+] as const;
+
+/** A rate unit that suits values up to `maxBps` (bits per second): the largest in which it is at least 1. */
 export function rateUnit(maxBps: number): { unit: string; div: number } {
-  if (maxBps >= 1e9) return { unit: 'Gbit/s', div: 1e9 };
-  if (maxBps >= 1e6) return { unit: 'Mbit/s', div: 1e6 };
-  return { unit: 'kbit/s', div: 1e3 };
+  const a = Math.abs(maxBps);
+  return RATE_UNITS.find((u) => a >= u.div) ?? RATE_UNITS[RATE_UNITS.length - 1];
 }
+
+/**
+ * Times on the page are microseconds (µs, the SI symbol; files and summary
+ * keys keep `_us`) up to 10 ms and milliseconds above: one rule for every
+ * figure, plot axis and legend.
+ */
+export const MICRO = 'µs';
 
 /** A time unit that suits values up to `maxUs` (microseconds). */
 export function timeUnit(maxUs: number): { unit: string; div: number } {
-  if (maxUs >= 10_000) return { unit: 'ms', div: 1e3 };
-  return { unit: 'us', div: 1 };
+  if (Math.abs(maxUs) >= 10_000) return { unit: 'ms', div: 1e3 };
+  return { unit: MICRO, div: 1 };
 }
 
-/** "12.3 Gbit/s", choosing the unit. */
-export function formatRate(bps: number): string {
-  const u = rateUnit(bps);
-  return `${fmt(bps / u.div)} ${u.unit}`;
+/**
+ * A bit rate as the page shows it everywhere: `28.05 Gbit/s`, `950 Mbit/s`,
+ * `12.5 kbit/s`, `0 bit/s`: scaled to the unit in which it reads as 1 to
+ * 999 (Gbit/s at most, grouped past 9,999), four significant digits, a space
+ * before the unit. A value that rounds up to the next unit takes it
+ * (999.96 Mbit/s is `1 Gbit/s`).
+ */
+export function formatRate(bps: number | null | undefined, digits = 4): string {
+  if (bps == null || !Number.isFinite(bps)) return '–';
+  let u = rateUnit(bps);
+  const up = RATE_UNITS[RATE_UNITS.findIndex((x) => x.unit === u.unit) - 1];
+  if (up && Math.abs(Number((bps / u.div).toPrecision(digits))) >= 1000) u = up;
+  return `${fmt(bps / u.div, digits)} ${u.unit}`;
 }
 
-/** "65.2 us" or "12.1 ms", choosing the unit. */
+/** "65.2 µs" or "12.1 ms", choosing the unit. */
 export function formatUs(us: number): string {
   const u = timeUnit(us);
   return `${fmt(us / u.div)} ${u.unit}`;

@@ -3,6 +3,7 @@
 // pointers into the step's summary they were read from.
 
 import type { Codec } from '../wasm';
+import { formatRate, formatUs } from '../units';
 
 export interface CardFigure {
   key: string;
@@ -24,3 +25,27 @@ export interface Card {
 
 /** The card of a driving side's summary; throws with the module's message on another summary. */
 export const cardOf = (codec: Pick<Codec, 'lul_card'>, summary: unknown): Card => JSON.parse(codec.lul_card(JSON.stringify(summary)));
+
+/**
+ * A figure as the page shows it, number and unit apart: rates and times in
+ * the page's units (units.ts: `28.05 Gbit/s`, `850 µs`, `12.1 ms`), as
+ * every other figure on the page reads. `text` is the CLI's cell (Mbit/s
+ * and ms at fixed precision, `meshperf run`'s table): `<±U` keeps its rule,
+ * U shown in the page's unit; counts and missing values as `text` says.
+ */
+export function shown(f: Pick<CardFigure, 'value' | 'unit' | 'text' | 'uncertain'>): { num: string; unit: string } {
+  const split = (t: string) => {
+    const at = t.lastIndexOf(' ');
+    return { num: t.slice(0, at), unit: t.slice(at + 1) };
+  };
+  if (f.value == null) return { num: f.text, unit: '' };
+  if (f.unit === 'Mbit/s') return split(formatRate(f.value * 1e6));
+  if (f.unit === 'ms') {
+    if (f.uncertain && f.text.startsWith('<±')) {
+      const u = split(formatUs(Number(f.text.slice(2)) * 1e3));
+      return { num: `<±${u.num}`, unit: u.unit };
+    }
+    return split(formatUs(f.value * 1e3));
+  }
+  return { num: f.text, unit: f.unit === 'probes' ? '' : f.unit };
+}

@@ -4,7 +4,8 @@
 // any plot as PNG.
 
 import { resultJson, type RunResult, type StepResult } from './result';
-import { loadCodec } from '../wasm';
+import { stepCsv } from './stepcsv';
+import { loadCodec, loadStats } from '../wasm';
 
 /** A file name stem for a run: meshperf-<plan>-<yyyymmdd-hhmmss>. */
 export function stem(r: RunResult): string {
@@ -30,19 +31,10 @@ export function download(name: string, data: Blob | string, type = 'text/plain')
 export const exportCsv = async (r: RunResult) => download(`${stem(r)}.csv`, (await loadCodec()).result_csv(resultJson(r)), 'text/csv');
 export const exportJson = (r: RunResult) => download(`${stem(r)}.json`, resultJson(r), 'application/json');
 
-/** One step's raw samples as `;`-separated columns (`n` then one column per
- * series, named role_kind_stream), for a spreadsheet. */
-export function stepCsv(step: StepResult): string {
-  const cols = step.samples;
-  const rows = Math.max(0, ...cols.map((c) => c.values.length));
-  const lines = [['n', ...cols.map((c) => `${c.role}_${c.kind}_${c.stream}`)].join(';')];
-  for (let i = 0; i < rows; i++) lines.push([String(i), ...cols.map((c) => (i < c.values.length ? String(c.values[i]) : ''))].join(';'));
-  return lines.join('\n') + '\n';
-}
-
 /** The run reduced to one step: a result file of its own. */
 const oneStep = (r: RunResult, step: StepResult): RunResult => ({ ...r, steps: [step] });
-export const exportStepCsv = (r: RunResult, step: StepResult) => download(`${stem(r)}-step${step.index}.csv`, stepCsv(step), 'text/csv');
+export const exportStepCsv = async (r: RunResult, step: StepResult) =>
+  download(`${stem(r)}-step${step.index}.csv`, stepCsv(step, await loadStats()), 'text/csv');
 export const exportStepJson = (r: RunResult, step: StepResult) =>
   download(`${stem(r)}-step${step.index}.json`, resultJson(oneStep(r, step)), 'application/json');
 

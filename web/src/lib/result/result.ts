@@ -16,6 +16,7 @@ import type { StepResult as WireStep } from '../generated/wire/StepResult';
 import type { Series as WireSeries } from '../generated/wire/Series';
 import type { Pair } from '../generated/wire/Pair';
 import type { LulRates, Stats } from '../wasm';
+import { MICRO, rateUnit } from '../units';
 
 // The shapes are the Rust ones (protocol/src/result.rs, exported by
 // protocol/examples/export_ts.rs into generated/wire/): a field renamed or
@@ -60,9 +61,15 @@ export function seriesOf(step: StepResult, kind: string, role?: Role): Series[] 
 export interface Quantity {
   id: string;
   label: string;
+  /** The unit of `values` as the page shows it (µs, Gbit/s, bytes). */
   unit: string;
+  /** `values` times this is the base unit of its kind (µs for times, bit/s for rates, bytes): views that compare quantities rescale by it. */
+  div: number;
   values: Float64Array;
 }
+
+/** Whether a quantity is a time (a long tail: log axes suit it). */
+export const isTime = (q: Pick<Quantity, 'unit'>): boolean => q.unit === MICRO || q.unit === 'ms';
 
 /** `v` times `f`: a new array in the reader's unit. */
 function scaled(v: Float64Array, f: number): Float64Array {
@@ -99,6 +106,37 @@ const param = (step: StepResult, name: string): number =>
   Number(step.params[name] ?? KINDS[step.kind]?.params.find((p) => p.name === name)?.default ?? 0);
 
 /**
+ * A latency_under_load step's phases as its summary (else its plan) has
+ * them: how long each ran, the summary's entry of each, streams per direction.
+ */
+function lulPhasing(step: StepResult) {
+  const s = step.summary ?? {};
+  const ran = (name: string) => (s.phases as Record<string, any>[] | undefined)?.find((p) => p.phase === name);
+  const phaseS = Float64Array.from(LUL_PHASES, (name) => Number(ran(name)?.seconds ?? param(step, `${name}_s`)));
+  return { ran, phaseS, n: Number(s.streams_per_direction ?? step.params.streams ?? 1) };
+}
+
+/** Sample kinds with one value per interval of `interval_ms` (a stream's own intervals, from its start). */
+export const PER_INTERVAL = new Set(['interval_bytes', 'tcp_rtt_us', 'tcp_cwnd', 'tcp_retrans']);
+
+/**
+ * When each of a stream's intervals ended, s since the test's start: a
+ * stream counts from its start, a latency_under_load load stream from its
+ * phase's (the phases run one after another, stats/src/lul_load.rs).
+ * `streams` are the stream numbers, `len` the intervals each has.
+ */
+export function intervalEnds(step: StepResult, wasm: Pick<Stats, 'lul_stream_starts'>, streams: number[], len: number[]): Float64Array[] {
+  const dt = intervalMs(step) / 1000;
+  let starts = streams.map(() => 0);
+  if (step.kind === 'latency_under_load') {
+    const { phaseS, n } = lulPhasing(step);
+    starts = Array.from(wasm.lul_stream_starts(Uint16Array.from(streams), n, phaseS, param(step, 'gap_s')));
+  }
+  // To the nanosecond: 0.3, not 0.30000000000000004.
+  return streams.map((_, k) => Float64Array.from({ length: len[k] }, (_, i) => Math.round((starts[k] + (i + 1) * dt) * 1e9) / 1e9));
+}
+
+/**
  * A latency_under_load step's TCP load in one direction (`up`: the driving
  * agent to the serving one), as its receiver counted it, each phase's
  * streams summed and its intervals at their own time on the test's axis
@@ -109,11 +147,8 @@ const param = (step: StepResult, name: string): number =>
 export function lulRates(step: StepResult, wasm: Pick<Stats, 'lul_rates'>, up: boolean): LulRates | null {
   const iv = seriesOf(step, 'interval_bytes', up ? 'server' : 'client');
   if (!iv.length) return null;
-  const s = step.summary ?? {};
-  const ran = (name: string) => (s.phases as Record<string, any>[] | undefined)?.find((p) => p.phase === name);
-  // How long each phase ran (the summary's, else the plan's), and the
-  // receiver's time to the phase's last byte (what the summary's rate rests on).
-  const phaseS = Float64Array.from(LUL_PHASES, (name) => Number(ran(name)?.seconds ?? param(step, `${name}_s`)));
+  const { ran, phaseS, n } = lulPhasing(step);
+  // The receiver's time to the phase's last byte (what the summary's rate rests on).
   const dir = up ? 'up' : 'down';
   const recvS = Float64Array.from(LUL_PHASES, (name) => {
     const p = ran(name);
@@ -126,7 +161,6 @@ export function lulRates(step: StepResult, wasm: Pick<Stats, 'lul_rates'>, up: b
     bytes.set(x.values, at);
     at += x.values.length;
   }
-  const n = Number(s.streams_per_direction ?? step.params.streams ?? 1);
   return wasm.lul_rates(Uint16Array.from(iv, (x) => x.stream), lens, bytes, n, up, phaseS, param(step, 'gap_s'), recvS, intervalMs(step));
 }
 
@@ -197,9 +231,9 @@ function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
   // tcp_crr: each sample is a whole transaction (connect, request,
   // response, close), and its connect time is a series of its own.
   const crr = step.kind === 'tcp_crr';
-  if (rtt.length) out.push({ id: 'rtt', label: crr ? 'transaction time' : 'round-trip time', unit: 'us', values: scaled(rtt, 1e-3) });
+  if (rtt.length) out.push({ id: 'rtt', label: crr ? 'transaction time' : 'round-trip time', unit: MICRO, div: 1, values: scaled(rtt, 1e-3) });
   const connect = joined(seriesOf(step, 'connect_ns'));
-  if (connect.length) out.push({ id: 'connect', label: 'connect time', unit: 'us', values: scaled(connect, 1e-3) });
+  if (connect.length) out.push({ id: 'connect', label: 'connect time', unit: MICRO, div: 1, values: scaled(connect, 1e-3) });
   // Latency under load: each direction's load as its receiver counted it,
   // every phase's intervals at their own time (never added across phases),
   // each phase's last, shorter interval left out.
@@ -207,28 +241,60 @@ function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
   for (const up of lul ? [false, true] : []) {
     const r = lulRates(step, wasm, up);
     if (!r || !r.bps.length) continue;
-    const values = Float64Array.from(r.bps.filter((_, i) => !r.last[i]), (v) => v / 1e9);
+    const bps = r.bps.filter((_, i) => !r.last[i]);
+    const u = rateUnit(bps.reduce((m, v) => Math.max(m, v), 0));
     const label = up ? 'upload throughput per interval (received by the serving agent)' : 'download throughput per interval (received by the driving agent)';
-    out.push({ id: up ? 'tput-up' : 'tput-down', label, unit: 'Gbit/s', values });
+    out.push({ id: up ? 'tput-up' : 'tput-down', label, unit: u.unit, div: u.div, values: Float64Array.from(bps, (v) => v / u.div) });
   }
   for (const role of (lul ? [] : [primary, primary === 'client' ? 'server' : 'client']) as Role[]) {
     const iv = seriesOf(step, 'interval_bytes', role);
     if (!iv.length) continue;
-    // The last interval is usually partial: leave it out of the statistics.
+    // Only the intervals every stream spent whole inside its own data
+    // movement count: a partial first or last one is not the path's rate.
     const sum = sumStreams(iv.map((s) => s.values));
-    const full = sum.length > 1 ? sum.subarray(0, sum.length - 1) : sum;
-    const f = 8 / (intervalMs(step) / 1000) / 1e9;
-    out.push({ id: `tput-${role}`, label: `throughput per interval (${role})`, unit: 'Gbit/s', values: scaled(full, f) });
+    const [from, to] = wholeIntervals(step, role, iv, sum.length);
+    const bps = scaled(sum.subarray(from, to), 8 / (intervalMs(step) / 1000));
+    const u = rateUnit(bps.reduce((m, v) => Math.max(m, v), 0));
+    out.push({ id: `tput-${role}`, label: `throughput per interval (${role})`, unit: u.unit, div: u.div, values: scaled(bps, 1 / u.div) });
   }
   const reads = joined(seriesOf(step, 'read_bytes'));
-  if (reads.length) out.push({ id: 'reads', label: 'read size', unit: 'bytes', values: reads });
+  if (reads.length) out.push({ id: 'reads', label: 'read size', unit: 'bytes', div: 1, values: reads });
   const arr = joined(seriesOf(step, 'arrival_ns'));
-  if (arr.length > 1) out.push({ id: 'gap-recv', label: 'inter-arrival time', unit: 'us', values: diffs(arr) });
+  if (arr.length > 1) out.push({ id: 'gap-recv', label: 'inter-arrival time', unit: MICRO, div: 1, values: diffs(arr) });
   const send = joined(seriesOf(step, 'send_time_ns'));
-  if (send.length > 1) out.push({ id: 'gap-send', label: 'send gap', unit: 'us', values: diffs(send) });
+  if (send.length > 1) out.push({ id: 'gap-send', label: 'send gap', unit: MICRO, div: 1, values: diffs(send) });
   const trtt = joined(seriesOf(step, 'tcp_rtt_us', primary === 'client' ? 'client' : undefined));
-  if (trtt.length) out.push({ id: 'tcp-rtt', label: 'TCP smoothed RTT (TCP_INFO)', unit: 'us', values: trtt });
+  if (trtt.length) out.push({ id: 'tcp-rtt', label: 'TCP smoothed RTT (TCP_INFO)', unit: MICRO, div: 1, values: trtt });
   return out;
+}
+
+/**
+ * The intervals `[from, to)` of a side's summed interval series (`n` long)
+ * that every stream spent whole inside its own data movement: from the
+ * interval where the last stream to start had started (each stream's
+ * `first_seconds`, TCP) to the one before the first stream to stop had
+ * stopped (its `seconds`), both on the samples' clock (the warm-up,
+ * `omitted_s`, is out of the summary's seconds, not out of the samples, and
+ * out of these intervals too). The interval a stream ends in is partial:
+ * a 10 s test's last 10 ms interval may hold a few bytes, and would read as
+ * a rate near 0. Without per-stream times (older results), the last
+ * interval is left out. At least one interval is kept.
+ */
+export function wholeIntervals(step: StepResult, role: Role, iv: Series[], n: number): [number, number] {
+  const side = step.sides[role] as Summary | null | undefined;
+  const dt = intervalMs(step) / 1000;
+  const omitted = Number(side?.omitted_s ?? 0);
+  const streams = iv.map((s) => (side?.streams as Record<string, any>[] | undefined)?.find((x) => Number(x.index) === s.stream));
+  const ends = streams.map((x) => Number(x?.seconds)).filter(Number.isFinite);
+  const starts = streams.map((x) => Number(x?.first_seconds)).filter(Number.isFinite);
+  const old: [number, number] = [0, n > 1 ? n - 1 : n];
+  if (ends.length < iv.length) return old;
+  // A millionth of an interval of slack: an interval that ends where a stream ended is whole.
+  const eps = 1e-6;
+  const to = Math.min(n, Math.floor((Math.min(...ends) + omitted) / dt + eps));
+  const first = starts.length === iv.length ? Math.max(...starts) + omitted : omitted;
+  const from = Math.min(Math.ceil(first / dt - eps), to);
+  return to - from >= 1 ? [from, to] : old;
 }
 
 /** Differences of consecutive times, ns in, us out. */

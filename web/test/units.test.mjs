@@ -1,0 +1,49 @@
+// Units and numbers as the page shows them: one bit-rate formatter (scaled,
+// a space, four significant digits, grouped past 9,999), times in µs up to
+// 10 ms and ms above, and the Standard test's card in those units while its
+// `text` stays the CLI's cell.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { formatRate, formatUs, rateUnit, timeUnit } from '../src/lib/units.ts';
+import { shown } from '../src/lib/lul/card.ts';
+
+test('a bit rate is scaled to the unit it reads best in, with a space and four significant digits', () => {
+  // The issue's figure: 28053.4 Mbit/s, no space, no grouping.
+  assert.equal(formatRate(28053.4e6), '28.05 Gbit/s');
+  assert.equal(formatRate(26242.8e6), '26.24 Gbit/s');
+  assert.equal(formatRate(950e6), '950 Mbit/s');
+  assert.equal(formatRate(12.5e3), '12.5 kbit/s');
+  assert.equal(formatRate(640), '640 bit/s');
+  assert.equal(formatRate(0), '0 bit/s');
+  // A value that rounds up to 1000 of a unit takes the next one.
+  assert.equal(formatRate(999.96e6), '1 Gbit/s');
+  // Gbit/s is the largest unit: past 9,999 it is grouped.
+  assert.equal(formatRate(1e12), '1000 Gbit/s');
+  assert.equal(formatRate(12_345.6e9), '12,346 Gbit/s');
+  assert.equal(formatRate(NaN), '–');
+  assert.deepEqual(rateUnit(3e9), { unit: 'Gbit/s', div: 1e9 });
+  assert.deepEqual(rateUnit(3e6), { unit: 'Mbit/s', div: 1e6 });
+  assert.deepEqual(rateUnit(3e3), { unit: 'kbit/s', div: 1e3 });
+  assert.deepEqual(rateUnit(3), { unit: 'bit/s', div: 1 });
+});
+
+test('times read in µs up to 10 ms and in ms above; never "us"', () => {
+  assert.equal(formatUs(65.2), '65.2 µs');
+  assert.equal(formatUs(9999), '9999 µs');
+  assert.equal(formatUs(12_100), '12.1 ms');
+  assert.deepEqual(timeUnit(5), { unit: 'µs', div: 1 });
+  assert.deepEqual(timeUnit(20_000), { unit: 'ms', div: 1e3 });
+});
+
+test("the Standard test's card shows the page's units; its text stays the CLI's", () => {
+  // Throughput: Mbit/s from the card module, shown as every rate on the page.
+  assert.deepEqual(shown({ value: 28053.4, unit: 'Mbit/s', text: '28053.4', uncertain: false }), { num: '28.05', unit: 'Gbit/s' });
+  // Delays: ms from the card module, µs below 10 ms as everywhere else.
+  assert.deepEqual(shown({ value: 0.0652, unit: 'ms', text: '0.065', uncertain: false }), { num: '65.2', unit: 'µs' });
+  assert.deepEqual(shown({ value: 25.125, unit: 'ms', text: '25.125', uncertain: false }), { num: '25.13', unit: 'ms' });
+  // `<±U` keeps its rule, U in the page's unit.
+  assert.deepEqual(shown({ value: 0.01, unit: 'ms', text: '<±0.120', uncertain: true }), { num: '<±120', unit: 'µs' });
+  // Counts and missing figures as the card module wrote them.
+  assert.deepEqual(shown({ value: 3, unit: 'probes', text: '3', uncertain: false }), { num: '3', unit: '' });
+  assert.deepEqual(shown({ value: null, unit: 'ms', text: '-', uncertain: false }), { num: '-', unit: '' });
+});
