@@ -516,7 +516,8 @@ mod tests {
 
     #[test]
     fn every_figure_of_a_card_whose_phases_differ_is_the_hand_written_one() {
-        let c = card(&serde_json::from_str(DISTINCT).unwrap());
+        let sum = serde_json::from_str(DISTINCT).unwrap();
+        let c = card(&sum);
         let figs: Vec<&Figure> = c.sections.iter().flat_map(|s| &s.figures).collect();
         let keys: Vec<&str> = figs.iter().map(|f| f.key.as_str()).collect();
         let want: Vec<&str> = TABLE.iter().map(|t| t.0).collect();
@@ -538,10 +539,12 @@ mod tests {
         assert_eq!(basis("loss.down"), Basis::Count);
         assert_eq!(
             c.clock,
-            "one-way delays on estimated clocks: offset 1523.4 us, drift 0.42 ppm, \
-             uncertainty ±30.0 us (<± marks a delay smaller than that); their changes \
+            "one-way delays on estimated clocks: offset 1523.4 µs, drift 0.42 ppm, \
+             uncertainty ±30.0 µs (<± marks a delay smaller than that); their changes \
              (added up/down) are not affected; receive times from the kernel"
         );
+        // The CLI's copy of the same line writes microseconds in ASCII.
+        assert!(clock_line(&sum).contains("offset 1523.4 us, drift 0.42 ppm"));
     }
 
     #[test]
