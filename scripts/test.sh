@@ -21,19 +21,10 @@ passed=0
 failed=0
 timings=()
 t_all=$SECONDS
-prebuild_pids=()   # background builds (prebuild below), stopped if we end early
-prebuild_names=()
-
-kill_tree() { # PID: it and every process under it
-    local c
-    for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
-    kill "$1" 2>/dev/null || true
-}
 
 summary() {
-    local rc=$? p
+    local rc=$?
     trap - EXIT
-    for p in "${prebuild_pids[@]}"; do kill_tree "$p"; done
     [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1   # a phase broke before counting
     log "timings: ${timings[*]:-none} total=$((SECONDS - t_all))s"
     echo "$passed passed, $failed failed"
@@ -55,60 +46,8 @@ phase() {
     return $rc
 }
 
-# counted NAME SECONDS SCRIPT [ARGS...]: one test, passed when SCRIPT exits 0.
-counted() {
-    if phase "$1" timeout "$2" bash "$3" "${@:4}"; then
-        passed=$((passed + 1)); log "$1: 1 passed"
-    else
-        failed=$((failed + 1)); log "$1: 1 failed"
-    fi
-}
-
 phase setup bash "$ROOT/scripts/setup.sh" --test
 phase build bash "$ROOT/scripts/build.sh"
-
-# The man pages and completions (tests/platforms/): they name every flag of
-# --help and the bash completion completes. First, as its example builds in
-# target/test-release, which the arm64 build below locks while it builds
-# its build scripts there.
-counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
-
-# Builds no test waits on yet, started now side by side: the fuzz targets
-# (nightly, fuzz/target), the arm64 agent and, as root, the static amd64
-# release agent of the OCI image (their own target folders and cargo locks).
-# Each compiles the whole dependency tree, the two release ones end in
-# one-unit fat LTO on one core, and run one after the other they left a core
-# idle for minutes; run together, beside the light phases below, they fill
-# both. They are joined before any test that times something; each later
-# phase runs the same build again (then fresh, in a second) and reports its
-# failure itself, with the log of the early one beside it.
-prebuild() { # NAME CMD...: CMD in the background, output to target/test-logs/prebuild-NAME.log
-    local name=$1; shift
-    log "prebuild $name (beside the next phases; log: target/test-logs/prebuild-$name.log)"
-    ( "$@" ) >"$out/prebuild-$name.log" 2>&1 &
-    prebuild_pids+=($!)
-    prebuild_names+=("$name")
-}
-prebuilt() { # waits for every prebuild: a phase of its own (the time waited)
-    local i t0=$SECONDS
-    for i in "${!prebuild_pids[@]}"; do
-        if wait "${prebuild_pids[$i]}"; then
-            log "prebuild ${prebuild_names[$i]} done"
-        else
-            log "prebuild ${prebuild_names[$i]} failed (its phase builds it again and says why; log: target/test-logs/prebuild-${prebuild_names[$i]}.log)"
-        fi
-    done
-    prebuild_pids=()
-    timings+=("prebuild-wait=$((SECONDS - t0))s")
-}
-fuzz_toolchain() { [ -x "$CARGO_FUZZ_BIN" ] && rustup run nightly rustc --version >/dev/null 2>&1; }
-# The same commands as tests/platforms/arm64.sh's and scripts/release.sh's.
-build_arm64() { aarch64_musl_env && cargo build --profile "$MESHPERF_PROFILE" -p meshperf-agent --target aarch64-unknown-linux-musl; }
-build_musl_amd64() { amd64_musl_env && cargo build --release -p meshperf-agent --target x86_64-unknown-linux-musl; }
-target_here() { [ -d "$(rustc --print sysroot)/lib/rustlib/$1/lib" ]; }
-if fuzz_toolchain; then prebuild fuzz bash "$ROOT/scripts/fuzz.sh" build; fi
-if target_here aarch64-unknown-linux-musl; then prebuild arm64 build_arm64; fi
-if [ "$(id -u)" -eq 0 ] && target_here x86_64-unknown-linux-musl; then prebuild musl-amd64 build_musl_amd64; fi
 
 # Web unit tests: count from node's test runner summary ("# pass N", "# fail N").
 rc=0
@@ -118,16 +57,26 @@ passed=$((passed + p)); failed=$((failed + f))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not load, or crashed
 log "web unit: $p passed, $f failed"
 
+# counted NAME SECONDS SCRIPT [ARGS...]: one test, passed when SCRIPT exits 0.
+counted() {
+    if phase "$1" timeout "$2" bash "$3" "${@:4}"; then
+        passed=$((passed + 1)); log "$1: 1 passed"
+    else
+        failed=$((failed + 1)); log "$1: 1 failed"
+    fi
+}
+
 # deploy/: the Kubernetes manifests against the API schemas of a current
 # release (kubernetes-validate) as files and as kustomize builds them, and the
 # systemd unit.
 counted deploy 120 "$ROOT/tests/deploy/validate.sh"
 
-# Every node and every laptop (tests/platforms/): a static arm64 agent
+# Every node and every laptop (tests/platforms/): the man pages name every
+# flag of --help and the bash completion completes; a static arm64 agent
 # under qemu-user against this amd64 one (tcp_stream, udp_rr,
 # latency_under_load); the .deb of that arm64 binary installed into a
 # throwaway root, its unit verified and its agent started.
-prebuilt
+counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
 counted platforms-arm64 900 "$ROOT/tests/platforms/arm64.sh"
 counted platforms-deb 300 "$ROOT/tests/platforms/deb.sh"
 
@@ -146,9 +95,11 @@ log "cargo test: $p passed, $f failed"
 # replayed, then a fixed number of runs with a fixed seed from that corpus
 # only), so a red fuzz test is the commit's, and a re-run gives the same.
 # Long random campaigns are `scripts/fuzz.sh campaign` (fuzz/README.md). The
-# build (about 3 CPU minutes from nothing) is its own phase. Without the
+# build (about 3 CPU minutes from nothing) is its own phase (started in the
+# background beside the arm64 and the release builds, the three took 580 s
+# on these 2 vCPUs against about 450 s one after the other). Without the
 # toolchain the targets did not run: that is counted as a failure, not a pass.
-if fuzz_toolchain; then
+if [ -x "$CARGO_FUZZ_BIN" ] && rustup run nightly rustc --version >/dev/null 2>&1; then
     if phase fuzz-build bash "$ROOT/scripts/fuzz.sh" build; then
         for t in $(bash "$ROOT/scripts/fuzz.sh" list); do
             counted "fuzz-$t" 120 "$ROOT/scripts/fuzz.sh" check "$t"
