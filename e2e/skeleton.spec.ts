@@ -57,8 +57,10 @@ test('both agents pair and a 64 x 1M transfer reports exact bytes on both sides'
     .toBeGreaterThan(0);
   // The statistics table: each quantity's n, min, max and mean as the
   // exported JSON's samples give them, to the 4 significant digits shown.
-  // Each side's intervals add up to its 67108864 bytes; the last, partial
-  // one is left out of the throughput figures.
+  // Each side's intervals add up to its 67108864 bytes; the throughput
+  // figures take only the intervals every stream spent whole inside its own
+  // data movement (from its first_seconds to its seconds, on the samples'
+  // clock after the warm-up), in the unit the column heads.
   const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
   const step = JSON.parse(readFileSync((await dl.path())!, 'utf8')).steps[0];
   const series = (kind: string, role: string) => step.samples.filter((x: { kind: string; role: string }) => x.kind === kind && x.role === role).map((x: { values: number[] }) => x.values);
@@ -76,8 +78,18 @@ test('both agents pair and a 64 x 1M transfer reports exact bytes on both sides'
     const len = Math.max(...streams.map((x) => x.length));
     const sum = Array.from({ length: len }, (_, i) => streams.reduce((a, x) => a + (x[i] ?? 0), 0));
     expect(sum.reduce((a, b) => a + b, 0), `${role}'s intervals`).toBe(67108864);
-    const full = len > 1 ? sum.slice(0, -1) : sum;
-    await check(`tput-${role}`, full.map((b) => (b * 8) / (step.summary.interval_ms / 1000) / 1e9));
+    const dt = step.summary.interval_ms / 1000;
+    const side = step.sides[role];
+    const omitted = Number(side.omitted_s ?? 0);
+    const streamsOf: { seconds: number; first_seconds?: number }[] = side.streams;
+    const to = Math.min(len, Math.floor((Math.min(...streamsOf.map((x) => x.seconds)) + omitted) / dt + 1e-6));
+    const from = Math.min(Math.ceil((Math.max(...streamsOf.map((x) => x.first_seconds ?? 0)) + omitted) / dt - 1e-6), to);
+    const whole = to - from >= 1 ? sum.slice(from, to) : sum.slice(0, Math.max(1, len - 1));
+    const head = await page.getByTestId('stats').locator(`th[data-quantity=tput-${role}]`).textContent();
+    const unit = /\((G|M|k|)bit\/s\)/.exec(head ?? '');
+    expect(unit, `tput-${role}'s unit in "${head}"`).not.toBeNull();
+    const div = { G: 1e9, M: 1e6, k: 1e3, '': 1 }[unit![1] as 'G' | 'M' | 'k' | ''];
+    await check(`tput-${role}`, whole.map((b) => (b * 8) / dt / div));
   }
   await check('tcp-rtt', series('tcp_rtt_us', 'client').flat());
   await expect(page.getByTestId('error')).toBeHidden();

@@ -21,6 +21,9 @@ set -euo pipefail
 SCRIPT_NAME=setup
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# Of wasm-bindgen-cli only the `wasm-bindgen` binary, without its default
+# feature (rustls for ureq, which only its test runner uses to fetch
+# webdrivers): no TLS stack to compile for a tool that never goes online.
 # Tools this project only runs (wasm-bindgen-cli, cargo-fuzz), not the
 # product: built unoptimised, in half the time on a fresh machine
 # (wasm-bindgen-cli 82 s against 172 s here); wasm-bindgen then takes 0.5 s
@@ -94,7 +97,8 @@ if ! wbg_ok; then
     if ! wbg_ok; then
         log "installing wasm-bindgen-cli $WBG_VERSION into .tools/ (a few minutes, once)"
         run_phase "cargo install wasm-bindgen-cli $WBG_VERSION" \
-            "${TOOL_PROFILE[@]}" cargo install wasm-bindgen-cli --version "$WBG_VERSION" --root "$WBG_ROOT"
+            "${TOOL_PROFILE[@]}" cargo install wasm-bindgen-cli --version "$WBG_VERSION" --root "$WBG_ROOT" \
+                --no-default-features --bin wasm-bindgen
         wbg_ok || die "wasm-bindgen-cli was installed but '$WBG_BIN --version' does not print $WBG_VERSION"
     fi
     flock -u 9

@@ -186,7 +186,7 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
     expect([f.text, f.uncertain], key).toEqual([text, uncertain]);
   }
   await expect(page.getByTestId('lul-clock')).toHaveText(
-    'one-way delays on estimated clocks: offset 1523.4 us, drift 0.42 ppm, uncertainty ±30.0 us (<± marks a delay smaller than that); ' +
+    'one-way delays on estimated clocks: offset 1523.4 µs, drift 0.42 ppm, uncertainty ±30.0 µs (<± marks a delay smaller than that); ' +
       'their changes (added up/down) are not affected; receive times from the kernel',
   );
   expect(errors).toEqual([]);

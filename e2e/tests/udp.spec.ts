@@ -197,7 +197,10 @@ test('udp_stream both ways at a rate typed into the form: the page shows each fl
       await expect(dd(panel, `sent / received${to}`)).toHaveText(`${n(f.sent)} / ${n(f.received)}`);
       await expect(dd(panel, `lost / out of order / dup${to}`)).toHaveText(`${f.lost} / ${f.out_of_order} / ${f.duplicates}`);
     }
-    await expect(page.getByTestId(panel).locator('pre.line')).toHaveText([fwd.line, rev.line]);
+    // Each seed line as its record, under the seed's headings.
+    const cells = (line: string) => line.split(';').map((v) => v.trim());
+    await expect(page.getByTestId(panel).locator('[data-testid$=-reverse] td')).toHaveText(cells(rev.line));
+    await expect(page.getByTestId(panel).locator('[data-testid^=seed-record-]:not([data-testid$=-reverse]) td')).toHaveText(cells(fwd.line));
     await expect(dd(panel, 'rate asked')).toHaveText(/^1 Gbit\/s/);
     await expect(dd(panel, 'rate asked, serving agent to driving agent')).toHaveText(/^1 Gbit\/s/);
   }
