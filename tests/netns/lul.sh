@@ -16,10 +16,6 @@
 #    share one clock) the up one-way delay is D +/- 0.5 ms above the down
 #    one; switched on in the middle of a test with estimated clocks, the up
 #    delay rises by D +/- 0.5 ms and the down one does not.
-# 4. The same line on the probes' way up, then down, for a whole test with
-#    estimated clocks: one clock, shifted (as the probes see it) by +D/2,
-#    then -D/2; the estimated offset must be that shift within half of the
-#    rest of the smallest round trip and the fit's scatter.
 #
 # Names are unique per run; everything is removed on exit, whether the checks
 # pass or not; every run is bounded by `timeout`. Exit 0 on success or when
@@ -166,43 +162,4 @@ node -e '
   if (Math.abs(up - d) > 500) throw new Error(`added up ${up} us, not ${d} +/- 500`);
   if (Math.abs(down) > 500) throw new Error(`added down ${down} us, not 0 +/- 500`);
 ' "$dir/synced.json" "$dir/switched.json" "$delay_ms" || fail "the delay line is not where the one-way delays put it"
-
-# 4. The clock estimate against a known shift. The namespaces share one
-# clock, and a path slower one way by D looks, to any two-way exchange,
-# like the serving agent's clock D/2 ahead (D up) or behind (D down) on a
-# symmetric path: with estimated clocks the offset must be +D/2, then -D/2.
-# The line holds each probe at least D, and the rest of the path is the
-# smallest round trip less D, so the fastest probe's offset is off D/2 by
-# at most half of that rest; the estimate is a line through one fast probe
-# per window, so add its own scatter, 3 x its residual (a sign, a factor of
-# two or the wrong timestamps are off by milliseconds).
-# Not checked: that the truth, 0, lies within the uncertainty the summary
-# reports (half the smallest round trip). It does not always: the line is
-# read at the first probe, and through the Python line's jitter its drift,
-# 0 on one clock, was fitted at -7.46 ppm from 4 probes, putting the offset
-# 5098.0 us against an uncertainty of 5047.7 (residual 38.8 us); 3 of the
-# first 6 estimates were outside it (by 3 to 50 us).
-ip netns exec "$R" iptables -F FORWARD
-ip netns exec "$R" iptables -A "${delay_rule[@]}"
-run "$dir/ahead.json" idle_s=3 download_s=0.3 upload_s=0.3 both_s=0.3 gap_s=0.2 streams=1 probe_ms=5
-ip netns exec "$R" iptables -F FORWARD
-ip netns exec "$R" iptables -A FORWARD -p udp -s "$ipa" --sport "$port" -m length --length $((probe + 28)) -j NFQUEUE --queue-num 7
-run "$dir/behind.json" idle_s=3 download_s=0.3 upload_s=0.3 both_s=0.3 gap_s=0.2 streams=1 probe_ms=5
-ip netns exec "$R" iptables -F FORWARD
-node -e '
-  const fs = require("fs");
-  const d = Number(process.argv[3]) * 1e3;
-  for (const [file, sign, way] of [[process.argv[1], 1, "up"], [process.argv[2], -1, "down"]]) {
-    const s = JSON.parse(fs.readFileSync(file, "utf8")).steps[0].summary;
-    const c = s.clock;
-    if (!c) throw new Error(`${way}: no clock estimate: ${s.note}`);
-    const want = (sign * d) / 2;
-    const bound = (c.min_rtt_us - d) / 2 + 3 * c.residual_us;
-    console.log(`delay line ${d} us ${way}: clock offset ${c.offset_us.toFixed(1)} us (shift ${want} us, bound ${bound.toFixed(1)} us), ` +
-      `drift ${c.drift_ppm.toFixed(2)} ppm, smallest round trip ${c.min_rtt_us.toFixed(1)} us, uncertainty ${c.uncertainty_us.toFixed(1)} us, residual ${c.residual_us.toFixed(1)} us, ${c.probes_used} probes`);
-    if (c.basis !== "estimated") throw new Error(`${way}: clock basis ${c.basis}`);
-    if (c.min_rtt_us < d) throw new Error(`${way}: smallest round trip ${c.min_rtt_us} us, below the ${d} us the line holds: the rule did not hold the probes`);
-    if (Math.abs(c.offset_us - want) > bound) throw new Error(`${way}: offset ${c.offset_us} us, not ${want} +/- ${bound}`);
-  }
-' "$dir/ahead.json" "$dir/behind.json" "$delay_ms" || fail "the clock estimate is not the shift the delay line made"
 echo "$name: ok"
