@@ -337,6 +337,23 @@ pub fn unexpected<T: std::fmt::Debug>(expected: &str, got: &T) -> TestError {
     )
 }
 
+/// The serving side's TCP data listener on `ip` (within `--data-ports` when
+/// given) with the test's socket options, and its port: what every TCP
+/// kind's `prepare` opens.
+pub fn data_listener(
+    ip: IpAddr,
+    ports: Option<(u16, u16)>,
+    p: &TcpSocketParams,
+) -> Result<(TcpListener, u16), super::Refusal> {
+    let listener = super::bind::on_data_port(ports, |port| listen(ip, port, p))
+        .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| (ErrorCode::Io, e.to_string()))?
+        .port();
+    Ok((listener, port))
+}
+
 /// Opens the data listener of a prepared test, with buffer sizes set before
 /// `listen` so accepted sockets inherit them.
 pub fn listen(ip: IpAddr, port: u16, p: &TcpSocketParams) -> io::Result<TcpListener> {

@@ -63,12 +63,7 @@ pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), 
     let sp = p.socket();
     bind::check_server(sp.server_bind)?;
     let ip = sp.server_bind.unwrap_or(env.data_ip);
-    let listener = bind::on_data_port(env.data_ports, |port| peer::listen(ip, port, &sp))
-        .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| (ErrorCode::Io, e.to_string()))?
-        .port();
+    let (listener, port) = peer::data_listener(ip, env.data_ports, &sp)?;
     let key = peer::new_key();
     Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
 }

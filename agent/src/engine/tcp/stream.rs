@@ -30,14 +30,7 @@ pub fn prepare(
     placement::plan(&p, Role::Server, layout(&p, Role::Server).len())?;
     let file = open_payload(&p, Role::Server, env)?;
     let ip = p.server_bind.unwrap_or(env.data_ip);
-    let listener = crate::engine::bind::on_data_port(env.data_ports, |port| {
-        peer::listen(ip, port, &p.socket())
-    })
-    .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| (ErrorCode::Io, e.to_string()))?
-        .port();
+    let (listener, port) = peer::data_listener(ip, env.data_ports, &p.socket())?;
     let probe = match p.probe_ms {
         Some(_) => Some(beside::open(env, ip)?),
         None => None,
