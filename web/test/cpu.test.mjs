@@ -26,4 +26,5 @@ test('a zero-copy sender reads as the CLI prints it, other sides and old results
   assert.equal(zeroCopy({ ...s, cpu: undefined }), '10 sends with MSG_ZEROCOPY, 4 zero-copy, 6 copied by the kernel');
   assert.equal(zeroCopy({ sent_bytes: 5, received_bytes: 0 }), null);
   assert.equal(zeroCopy(null), null);
+  assert.equal(zeroCopy({ ...s, cpu: undefined, zerocopy_enobufs: 2 }), '10 sends with MSG_ZEROCOPY, 4 zero-copy, 6 copied by the kernel (2 made again after ENOBUFS)');
 });

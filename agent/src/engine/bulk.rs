@@ -523,6 +523,9 @@ fn send<S: DataStream>(
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) && s.zc.is_some() => {
                 // The socket's option memory (net.core.optmem_max) is held
                 // by the completions not read yet: read them, then retry.
+                if let Some(z) = &mut s.zc {
+                    z.refused();
+                }
                 let before = s.zc.as_ref().map_or(0, Ledger::outstanding);
                 if !reap(s) {
                     return;

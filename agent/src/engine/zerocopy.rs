@@ -84,6 +84,9 @@ pub struct Counts {
     pub zero_copied: u64,
     /// Completed, but the kernel copied the data.
     pub copied: u64,
+    /// Send calls the kernel refused for want of option memory (ENOBUFS),
+    /// made again after reading completions.
+    pub enobufs: u64,
 }
 
 impl std::ops::AddAssign for Counts {
@@ -91,6 +94,7 @@ impl std::ops::AddAssign for Counts {
         self.sends += o.sends;
         self.zero_copied += o.zero_copied;
         self.copied += o.copied;
+        self.enobufs += o.enobufs;
     }
 }
 
@@ -140,6 +144,11 @@ impl Ledger {
             self.counts.zero_copied += n;
         }
         Ok(n)
+    }
+
+    /// A send was refused with ENOBUFS (to be made again).
+    pub fn refused(&mut self) {
+        self.counts.enobufs += 1;
     }
 
     /// Sends not completed yet.

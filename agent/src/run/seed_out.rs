@@ -68,6 +68,9 @@ fn zerocopy_line(role: &str, side: &Value) -> Option<String> {
     let mut l = format!(
         "zerocopy: {role} {sends} sends with MSG_ZEROCOPY, {zero} zero-copy, {copied} copied by the kernel"
     );
+    if let Some(n) = side["zerocopy_enobufs"].as_u64().filter(|&n| n > 0) {
+        l.push_str(&format!(" ({n} made again after ENOBUFS)"));
+    }
     let cpu = &side["cpu"];
     let sent = side["sent_bytes"].as_u64().unwrap_or(0);
     if let (Some(u), Some(sys), true) = (
@@ -225,6 +228,12 @@ mod tests {
         assert_eq!(
             zerocopy_line("server", &serde_json::json!({"sent_bytes": 5})),
             None
+        );
+        let side = serde_json::json!({"zerocopy_sends": 3, "zerocopy_zero_copied": 0,
+            "zerocopy_copied": 3, "zerocopy_enobufs": 2});
+        assert_eq!(
+            zerocopy_line("server", &side).unwrap(),
+            "zerocopy: server 3 sends with MSG_ZEROCOPY, 0 zero-copy, 3 copied by the kernel (2 made again after ENOBUFS)"
         );
     }
 

@@ -40,6 +40,7 @@ fn sane(end: &Value) {
             );
             assert_eq!(Some(sends), s["writes"].as_u64(), "a send per write: {end}");
             assert_eq!(zero + copied, sends, "every send completed: {end}");
+            assert!(s["zerocopy_enobufs"].is_u64(), "{end}");
             assert_eq!(copied, sends, "loopback delivery copies: {end}");
         }
     }

@@ -414,6 +414,7 @@ fn summary(
         zerocopy_sends: zc.map(|c| c.sends),
         zerocopy_zero_copied: zc.map(|c| c.zero_copied),
         zerocopy_copied: zc.map(|c| c.copied),
+        zerocopy_enobufs: zc.map(|c| c.enobufs),
         ..Default::default()
     }
 }
