@@ -175,3 +175,41 @@ fn meshperf_run_prints_the_zero_copy_line() {
     );
     assert!(r.steps[0].sides.server.as_ref().unwrap()["zerocopy_sends"].is_null());
 }
+
+/// Cancelled mid-transfer with zero-copy sends in flight, both ways: both
+/// sides end at once, and the agents run the next zero-copy test exactly.
+#[test]
+fn a_cancelled_zero_copy_test_ends_and_the_agents_serve_on() {
+    let t = threads();
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let p = json!({"duration_s": 30, "streams": 2, "threads": t, "direction": "both",
+        "zerocopy": true});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 1, "step": 0, "kind": "tcp_stream", "params": p}),
+    );
+    let start = cb.request(
+        json!({"type": "start", "test_id": 1, "step": 0, "kind": "tcp_stream",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t0 = std::time::Instant::now();
+    let r = cb.request(json!({"type": "cancel", "test_id": 1}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let (end_b, end_a) = (cb.wait_end(1), ca.wait_end(1));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(2),
+        "took {:?}: {end_b} {end_a}",
+        t0.elapsed()
+    );
+    let p = json!({"msg_bytes": 65536, "count": 100, "streams": 2, "threads": t,
+        "zerocopy": true});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 2, "tcp_stream", p);
+    assert_eq!(
+        sv["summary"]["bytes"].as_u64(),
+        Some(2 * 100 * 65536),
+        "{sv}"
+    );
+    sane(&cl);
+}
