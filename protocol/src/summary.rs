@@ -151,6 +151,24 @@ pub struct StreamSummary {
     /// Bytes moved during the warm-up (not in `bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted_bytes: Option<u64>,
+    /// `zerocopy`, a side that sent: its write calls made with
+    /// MSG_ZEROCOPY, every one completed before the side reported (absent:
+    /// no zero-copy sends, and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_sends: Option<u64>,
+    /// Of those, the ones the kernel sent from the payload's own pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_zero_copied: Option<u64>,
+    /// Of those, the ones the kernel copied after all
+    /// (SO_EE_CODE_ZEROCOPY_COPIED: always on loopback, and on a device
+    /// without scatter-gather).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_copied: Option<u64>,
+    /// Zero-copy send calls the kernel refused for want of option memory
+    /// (ENOBUFS, `net.core.optmem_max` held by completions not read yet),
+    /// made again once completions were read: none of their bytes lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_enobufs: Option<u64>,
 }
 
 /// One connection of a stream test.
@@ -707,6 +725,10 @@ mod tests {
             streams: vec![StreamFigures::default()],
             retransmits: Some(0),
             tcp: Some(TcpStreamSocket::default()),
+            zerocopy_sends: Some(0),
+            zerocopy_zero_copied: Some(0),
+            zerocopy_copied: Some(0),
+            zerocopy_enobufs: Some(0),
             ..Default::default()
         };
         let unix = StreamSummary {
@@ -725,7 +747,17 @@ mod tests {
             "streams.reads",
         ];
         has_all("tcp_stream", &keys(&tcp), &stream);
-        has_all("tcp_stream", &keys(&tcp), &["retransmits"]);
+        has_all(
+            "tcp_stream",
+            &keys(&tcp),
+            &[
+                "retransmits",
+                "zerocopy_sends",
+                "zerocopy_zero_copied",
+                "zerocopy_copied",
+                "zerocopy_enobufs",
+            ],
+        );
         has_all("unix_stream", &keys(&unix), &stream);
 
         let stats = Some(Stats::default());

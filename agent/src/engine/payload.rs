@@ -192,6 +192,7 @@ mod tests {
             stall: Duration::from_secs(5),
             random: true,
             file: Some(std::sync::Arc::new(data)),
+            zerocopy: false,
         };
         let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
         let reader = std::thread::spawn(move || {

@@ -559,6 +559,19 @@ pub mod stream {
         tcp_only: true,
         ..P
     };
+    /// iperf3 `-Z`: the sending side writes with MSG_ZEROCOPY (the kernel
+    /// sends from the payload buffer's pages instead of copying them) and
+    /// reaps the completions; a kernel or socket that refuses SO_ZEROCOPY
+    /// refuses the test.
+    pub const ZEROCOPY: ParamSpec = ParamSpec {
+        name: "zerocopy",
+        ty: ParamType::Bool,
+        label: "zero-copy send (MSG_ZEROCOPY)",
+        default: DefaultValue::Bool(false),
+        advanced: true,
+        tcp_only: true,
+        ..P
+    };
     pub const INTERVAL_MS: ParamSpec = ParamSpec {
         label: "sample interval (ms)",
         default: DefaultValue::Num(10),
@@ -632,6 +645,7 @@ static STREAM: &[ParamSpec] = {
         RCVLOWAT,
         PAYLOAD,
         PAYLOAD_FILE,
+        ZEROCOPY,
         SNDBUF,
         RCVBUF,
         TOS,
