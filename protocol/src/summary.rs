@@ -733,6 +733,32 @@ mod tests {
         STATS.iter().map(|k| format!("{of}.{k}")).collect()
     }
 
+    /// A udp_stream summary from before `gso` (no offload keys) still
+    /// reads, and a new one without them writes none.
+    #[test]
+    fn udp_stream_figures_without_the_offload_keys_read_and_write_as_before() {
+        let old = serde_json::to_value(UdpStreamFigures::default()).unwrap();
+        for k in ["gso", "gro", "send_calls", "recv_calls", "recv_messages"] {
+            assert!(old.get(k).is_none(), "{k} written when unknown");
+        }
+        let back: UdpStreamFigures = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (back.gso, back.send_calls, back.recv_messages),
+            (None, None, None)
+        );
+        let new = UdpStreamFigures {
+            gso: Some(true),
+            send_calls: Some(3),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&new).unwrap();
+        assert_eq!(
+            (&v["gso"], &v["send_calls"]),
+            (&serde_json::json!(true), &serde_json::json!(3))
+        );
+        assert_eq!(serde_json::from_value::<UdpStreamFigures>(v).unwrap(), new);
+    }
+
     /// docs/design.md "Public interfaces" (and docs/formats.md): the documented
     /// summary keys of every kind are fields of its struct.
     #[test]

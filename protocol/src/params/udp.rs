@@ -275,6 +275,13 @@ impl UdpStreamParams {
         } else {
             WAIT_US.default_num() as f64
         });
+        if gso == UdpGso::On && rate.is_none() && wait > 0.0 {
+            return Err(ParamError::new(
+                "gso",
+                "on sends several datagrams a call, but wait_us paces one datagram a call: \
+                 give rate (or wait_us 0) instead, or gso auto or off",
+            ));
+        }
         let pace = Pace::new("datagram", pkt_bytes, 1, wait, rate);
         pace.udp_rate_within(limits)?;
         // A rate alone runs for a time, as iperf3 -u -b does (10 s, or the
@@ -358,14 +365,18 @@ mod tests {
         ] {
             assert_eq!(st(json!({ "gso": v })).unwrap().gso, g);
         }
-        let on = st(json!({"gso": "on"})).unwrap();
+        // One datagram a call by wait_us (the default 20): nothing to segment.
+        let e = st(json!({"gso": "on", "wait_us": 20})).unwrap_err();
+        assert_eq!(e.param, "gso");
+        assert_eq!(st(json!({"gso": "auto"})).unwrap().gso, UdpGso::Auto);
+        let on = st(json!({"gso": "on", "rate": "20M"})).unwrap();
         assert_eq!(serde_json::to_value(&on).unwrap()["gso"], "on");
         let e = st(json!({"gso": "yes"})).unwrap_err();
         assert_eq!(e.param, "gso");
         // 32753 bytes: two in one send; 32754: one, no GSO to be had.
         assert_eq!(gso_segments(32753), 2);
-        assert!(st(json!({"gso": "on", "pkt_bytes": 32753})).is_ok());
-        let e = st(json!({"gso": "on", "pkt_bytes": 32754})).unwrap_err();
+        assert!(st(json!({"gso": "on", "pkt_bytes": 32753, "wait_us": 0})).is_ok());
+        let e = st(json!({"gso": "on", "pkt_bytes": 32754, "wait_us": 0})).unwrap_err();
         assert_eq!(e.param, "gso");
         assert!(e.to_string().contains("pkt_bytes at most 32753"), "{e}");
         assert_eq!(

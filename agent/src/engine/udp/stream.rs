@@ -381,7 +381,10 @@ fn gso_send(
     f: &Flow,
     dest: Option<std::net::SocketAddr>,
 ) -> Result<bool, TestError> {
-    if p.gso == UdpGso::Off || gso_segments(p.pkt_bytes) < 2 {
+    // By wait_us a call carries one datagram: nothing to segment (`on`
+    // is refused with it at parse).
+    let one_a_call = p.rate.is_none() && p.wait_us > 0.0;
+    if p.gso == UdpGso::Off || gso_segments(p.pkt_bytes) < 2 || one_a_call {
         return Ok(false);
     }
     let size = p.pkt_bytes as usize;
