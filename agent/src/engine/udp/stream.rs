@@ -186,7 +186,7 @@ fn send(
     let fd = f.sock.as_raw_fd();
     let dest = (!f.connected).then_some(f.peer);
     // Before `zero`, so a refusal comes before the burst.
-    let gso = gso_send(p, f, dest)?;
+    let gso = gso_send(p, &f.sock, f.token, f.peer, dest)?;
     f.line.send(&SenderLine::Zero).map_err(udp::gone)?;
     match f.line.expect(
         Duration::from_secs(5),
@@ -378,7 +378,9 @@ fn send(
 /// burst, `auto` then sends without.
 fn gso_send(
     p: &UdpStreamParams,
-    f: &Flow,
+    sock: &std::net::UdpSocket,
+    token: u64,
+    peer: std::net::SocketAddr,
     dest: Option<std::net::SocketAddr>,
 ) -> Result<bool, TestError> {
     // By wait_us a call carries one datagram: nothing to segment (`on`
@@ -388,18 +390,18 @@ fn gso_send(
         return Ok(false);
     }
     let size = p.pkt_bytes as usize;
-    let tried = batch::set_gso(&f.sock, size).and_then(|_| {
+    let tried = batch::set_gso(sock, size).and_then(|_| {
         let mut hello = SendBatch::new(1, 2, size, dest);
         for i in 0..2 {
             Hdr {
                 kind: HELLO,
-                token: f.token,
+                token,
                 seq: 0,
                 t_ns: 0,
             }
             .write(hello.buf(i));
         }
-        hello.send(f.sock.as_raw_fd(), 2).map(|_| ())
+        hello.send(sock.as_raw_fd(), 2).map(|_| ())
     });
     match tried {
         Ok(()) => Ok(true),
@@ -409,12 +411,12 @@ fn gso_send(
             ErrorCode::BadParams,
             format!(
                 "gso: on, but the kernel refused a segmented send of {size}-byte datagrams to {} ({e}); use gso auto or off",
-                f.peer.ip()
+                peer.ip()
             ),
         )),
         Err(_) => {
             // Off again, so the burst's sends are plain ones.
-            let _ = batch::set_gso(&f.sock, 0);
+            let _ = batch::set_gso(sock, 0);
             Ok(false)
         }
     }
@@ -933,7 +935,7 @@ fn summary(
 
 #[cfg(test)]
 mod tests {
-    use super::{floor_gap_ns, Bucket, Pacer};
+    use super::{floor_gap_ns, gso_send, Bucket, Pacer};
     use meshperf_protocol::params::{Limits, UdpStreamParams};
     use serde_json::json;
 
@@ -1108,6 +1110,91 @@ mod tests {
         assert!(
             (fastest - 112e3).abs() < 1e-3,
             "catches up at the limit: {fastest}"
+        );
+    }
+
+    /// A path that refuses segmented sends: SO_NO_CHECK (no UDP checksum)
+    /// makes the kernel answer every GSO send with EINVAL, as a device
+    /// without checksum offload answers EIO. `on` is refused in one line
+    /// naming `gso`; `auto` takes UDP_SEGMENT off again and sends plain.
+    #[test]
+    fn a_path_that_refuses_segmented_sends_refuses_gso_on_and_auto_goes_without() {
+        use crate::engine::sockopt::set_int;
+        use crate::engine::udp::batch::{offloads, UDP_SEGMENT};
+        use meshperf_protocol::msg::ErrorCode;
+        use socket2::SockRef;
+        use std::net::UdpSocket;
+        if offloads(true, false).is_err() {
+            eprintln!("this kernel has no UDP GSO: nothing to test");
+            return;
+        }
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let peer = rx.local_addr().unwrap();
+        let p = |gso: &str| {
+            UdpStreamParams::parse(
+                &json!({"gso": gso, "wait_us": 0, "pkt_bytes": 1400}),
+                &Limits::default(),
+            )
+            .unwrap()
+        };
+        // A path that takes them: on, and the receiver gets two hellos.
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(
+            gso_send(&p("on"), &tx, 7, peer, Some(peer)).ok(),
+            Some(true)
+        );
+        let mut buf = [0u8; 2048];
+        for _ in 0..2 {
+            assert_eq!(rx.recv(&mut buf).unwrap(), 1400);
+        }
+        for (mode, want) in [("on", None), ("auto", Some(false))] {
+            let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+            const SO_NO_CHECK: libc::c_int = 11;
+            set_int(&SockRef::from(&tx), libc::SOL_SOCKET, SO_NO_CHECK, 1).unwrap();
+            let r = gso_send(&p(mode), &tx, 7, peer, Some(peer));
+            match want {
+                None => {
+                    let e = r.unwrap_err();
+                    assert_eq!(e.code, ErrorCode::BadParams);
+                    assert!(
+                        e.message.starts_with(
+                            "gso: on, but the kernel refused a segmented send of 1400-byte datagrams to 127.0.0.1"
+                        ),
+                        "{}",
+                        e.message
+                    );
+                }
+                Some(used) => {
+                    assert_eq!(r.ok(), Some(used));
+                    let mut v: libc::c_int = -1;
+                    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                    // SAFETY: v and len are valid for the call.
+                    let rc = unsafe {
+                        libc::getsockopt(
+                            std::os::fd::AsRawFd::as_raw_fd(&tx),
+                            libc::SOL_UDP,
+                            UDP_SEGMENT,
+                            (&mut v as *mut libc::c_int).cast(),
+                            &mut len,
+                        )
+                    };
+                    assert_eq!((rc, v), (0, 0), "UDP_SEGMENT off again");
+                    assert_eq!(tx.send_to(&[0u8; 1400], peer).unwrap(), 1400);
+                }
+            }
+        }
+        // `off`, or wait_us pacing under auto: never tried.
+        let off = UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(
+            gso_send(&p("off"), &off, 7, peer, Some(peer)).ok(),
+            Some(false)
+        );
+        let paced =
+            UdpStreamParams::parse(&json!({"gso": "auto", "wait_us": 20}), &Limits::default())
+                .unwrap();
+        assert_eq!(
+            gso_send(&paced, &off, 7, peer, Some(peer)).ok(),
+            Some(false)
         );
     }
 }
