@@ -341,9 +341,13 @@ pub fn set_gro(s: &std::net::UdpSocket) -> io::Result<()> {
 /// `receive`: GRO), tried on a socket of its own: the error of the first
 /// it refuses, with the option's name.
 pub fn offloads(send: bool, receive: bool) -> Result<(), String> {
-    let s = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
-        .or_else(|_| std::net::UdpSocket::bind((Ipv6Addr::LOCALHOST, 0)))
-        .map_err(|e| format!("cannot open a UDP socket to try it: {e}"))?;
+    // Unbound: the options need no address (a namespace whose loopback
+    // is down has none to bind).
+    let open = |d| socket2::Socket::new(d, socket2::Type::DGRAM, Some(socket2::Protocol::UDP));
+    let s: std::net::UdpSocket = open(socket2::Domain::IPV4)
+        .or_else(|_| open(socket2::Domain::IPV6))
+        .map_err(|e| format!("cannot open a UDP socket to try it: {e}"))?
+        .into();
     if send {
         set_gso(&s, 1400).map_err(|e| format!("no UDP GSO (UDP_SEGMENT: {e})"))?;
     }
