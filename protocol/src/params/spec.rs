@@ -901,6 +901,20 @@ pub mod udp {
         tcp_only: false,
         ..stream::CLOCKS
     };
+    /// UDP segmentation offload on the sender (`UDP_SEGMENT`) and receive
+    /// offload on the receiver (`UDP_GRO`). Off by default: a coalesced
+    /// read carries one kernel time stamp for all its datagrams, which
+    /// changes `interarrival_us` and `jitter_us` from what they mean
+    /// without it (`UdpGso`).
+    pub const GSO: ParamSpec = ParamSpec {
+        name: "gso",
+        ty: ParamType::Enum,
+        label: "UDP GSO on send, GRO on receive (on: refused where the kernel lacks them)",
+        default: DefaultValue::Word("off"),
+        options: &["off", "auto", "on"],
+        advanced: true,
+        ..P
+    };
 }
 
 static UDP_RR: &[ParamSpec] = {
@@ -943,6 +957,7 @@ static UDP_STREAM: &[ParamSpec] = {
         PROBE_MS,
         PROBE_BYTES,
         CLOCKS,
+        GSO,
     ]
 };
 
