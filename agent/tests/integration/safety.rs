@@ -664,3 +664,40 @@ fn a_hard_link_in_the_payload_dir_is_refused() {
     assert_eq!(r["type"], "prepared", "{r}");
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Issue 22 item 7: a count-bounded test reads no more of its payload file
+/// than its streams can send; a 256 KiB test of a 128 MiB file held the
+/// whole file in memory before.
+#[test]
+fn a_count_bounded_test_reads_only_what_it_sends_of_a_payload_file() {
+    let dir = std::env::temp_dir().join(format!("meshperf-safety-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Sparse: 128 MiB of zeros on no disk blocks, 128 MiB of memory once read.
+    std::fs::File::create(dir.join("big.dat"))
+        .unwrap()
+        .set_len(128 << 20)
+        .unwrap();
+    let a = AgentProc::start(&["--payload-dir", dir.to_str().unwrap()]);
+    let b = AgentProc::start(&[]);
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let before = a.status_kib("VmHWM");
+    let (client, server) = crate::util::run_pair(
+        &mut cb,
+        &mut ca,
+        1,
+        "tcp_stream",
+        json!({"payload_file": "big.dat", "direction": "receive", "count": 2, "msg_bytes": 131072}),
+    );
+    assert_eq!(client["summary"]["bytes"], 262144, "{client}");
+    assert_eq!(
+        server["summary"]["payload_file_bytes"],
+        128 << 20,
+        "{server}"
+    );
+    let peak = a.status_kib("VmHWM");
+    assert!(
+        peak < before + 32 * 1024,
+        "the serving agent's peak RSS grew from {before} to {peak} KiB for a 256 KiB test"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -319,6 +319,15 @@ fn bad_input_is_refused_before_traffic_naming_the_parameter() {
 /// A fake serving agent with the session key `ab` x 16: answers the
 /// set-up, then replies per `script` (seq -> list of (delay ms, reply seq)).
 fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHandle<()>) {
+    fake_server_ending(script, |line| line)
+}
+
+/// [`fake_server`], its sealed end line passed through `end` on the way
+/// out (to alter it as a man in the middle would).
+fn fake_server_ending(
+    script: fn(u64) -> Vec<(u64, u64)>,
+    end: fn(String) -> String,
+) -> (u16, std::thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let h = std::thread::spawn(move || {
@@ -363,9 +372,91 @@ fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHan
             "{line}"
         );
         let done = json!({"op": "done", "server": {"foreign": 0}});
-        writeln!(w, "{}", crate::util::sealed(&key, false, 2, &done)).unwrap();
+        writeln!(w, "{}", end(crate::util::sealed(&key, false, 2, &done))).unwrap();
     });
     (port, h)
+}
+
+/// Issue 22 item 8: a sealed line altered on the way fails the test as
+/// `protocol`, as docs/protocol.md says, on both sides of a udp_rr; it
+/// ended as a partial result (`complete: false`) before.
+#[test]
+fn an_altered_end_line_fails_a_udp_rr_as_protocol_on_either_side() {
+    // The serving agent's end line, its counts changed after sealing.
+    let b = AgentProc::start(&[]);
+    let mut cb = b.connect();
+    let (port, h) = fake_server_ending(
+        |s| vec![(0, s)],
+        |l| {
+            assert!(l.contains(r#""foreign":0"#), "{l}");
+            l.replacen(r#""foreign":0"#, r#""foreign":9"#, 1)
+        },
+    );
+    let r = cb.request(
+        json!({"type": "start", "test_id": 8, "step": 0, "kind": "udp_rr",
+        "params": {"count": 5, "timeout_ms": 100},
+        "peer": {"host": "127.0.0.1", "port": port, "key": "ab".repeat(16)}}),
+    );
+    assert_eq!(r["type"], "started", "{r}");
+    let end = cb.wait_end(8);
+    assert_eq!(
+        (&end["type"], &end["code"]),
+        (&json!("error"), &json!("protocol")),
+        "{end}"
+    );
+    h.join().unwrap();
+
+    // The driving agent's end line, its count changed after sealing: the
+    // serving agent fails the test the same way, and serves the next one.
+    let a = AgentProc::start(&[]);
+    let mut ca = a.connect();
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 78, "step": 0, "kind": "udp_rr",
+        "params": {"count": 10}}),
+    );
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let port = prep["port"].as_u64().unwrap() as u16;
+    let line = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut r = BufReader::new(line.try_clone().unwrap());
+    let mut w = line;
+    let key = prep["key"].as_str().unwrap();
+    writeln!(w, "{}", crate::util::peer_hello(key, "udp_rr")).unwrap();
+    let mut l = String::new();
+    r.read_line(&mut l).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&l).unwrap()["ok"],
+        true,
+        "{l}"
+    );
+    l.clear();
+    r.read_line(&mut l).unwrap();
+    let setup = crate::util::unseal(key, false, 0, &l);
+    let udp_port = setup["udp_port"].as_u64().unwrap() as u16;
+    let token = u64::from_str_radix(setup["token"].as_str().unwrap(), 16).unwrap();
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut hello = vec![0u8; 64];
+    hello[..3].copy_from_slice(b"MPU");
+    hello[3] = b'H';
+    hello[4..12].copy_from_slice(&token.to_le_bytes());
+    u.send_to(&hello, ("127.0.0.1", udp_port)).unwrap();
+    l.clear();
+    r.read_line(&mut l).unwrap();
+    assert!(
+        crate::util::unseal(key, false, 1, &l)["bound"].is_string(),
+        "{l}"
+    );
+    let done = crate::util::sealed(key, true, 0, &json!({"op": "done", "sent": 0}));
+    assert!(done.contains(r#""sent":0"#), "{done}");
+    writeln!(w, "{}", done.replacen(r#""sent":0"#, r#""sent":7"#, 1)).unwrap();
+    let end = ca.wait_end(78);
+    assert_eq!(
+        (&end["type"], &end["code"]),
+        (&json!("error"), &json!("protocol")),
+        "{end}"
+    );
+    let r = run_pair(&mut cb, &mut ca, 79, "udp_rr", json!({"count": 20}));
+    assert_eq!(r.0["summary"]["answered"], 20, "{:?}", r.0);
 }
 
 #[test]

@@ -97,7 +97,13 @@ fn load_payload(
     p: &StreamParams,
     file: Option<payload::Opened>,
 ) -> Result<Option<Arc<payload::FileData>>, ()> {
-    match file.map(|f| f.read(p.msg_bytes as usize)).transpose() {
+    // A count-bounded stream sends `count` writes at most: no more of the
+    // file is read than that.
+    let need = match p.duration_s {
+        None => p.count.map(|c| c.saturating_mul(p.msg_bytes)),
+        Some(_) => None,
+    };
+    match file.map(|f| f.read(p.msg_bytes as usize, need)).transpose() {
         Ok(f) => Ok(f.map(Arc::new)),
         Err(e) => {
             ctx.fail(ErrorCode::Io, e.to_string());
@@ -170,7 +176,7 @@ fn run_side(
     file: Option<Arc<payload::FileData>>,
     mut probe: Option<beside::Probe>,
 ) -> Result<StreamSummary, TestError> {
-    let from_file = file.as_ref().map(|f| (f.name.clone(), f.len as u64));
+    let from_file = file.as_ref().map(|f| (f.name.clone(), f.file_bytes));
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
     let sock = p.socket();
