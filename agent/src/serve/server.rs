@@ -10,7 +10,8 @@
 //! the HTTP request head and the WebSocket handshake must arrive within
 //! `head_timeout`, `auth` within `auth_timeout` of `hello`; connections are
 //! capped in total and per source address. At the total cap the oldest
-//! connection that has not authenticated makes room (sshd's MaxStartups
+//! connection that has not authenticated, from the address holding the
+//! most, makes room (sshd's MaxStartups
 //! idea), so flooding the port cannot lock out a controller with the token,
 //! and authenticated sessions are never the ones closed. An accept that
 //! fails (out of file descriptors) closes the oldest unauthenticated
@@ -397,14 +398,18 @@ impl Server {
         self.refusals.note(why);
     }
 
-    /// Closes the oldest connection that has not authenticated; false when
-    /// every connection is authenticated.
+    /// Closes the oldest connection that has not authenticated, from the
+    /// address holding the most connections; false when every connection
+    /// is authenticated. A churn of upgrades from many addresses so closes
+    /// its own, not a controller's from an address of its own that is
+    /// between its upgrade and its `auth` (it was closed as the oldest).
     fn evict_oldest(&mut self) -> bool {
+        let held = |ip: &IpAddr| self.per_source.get(ip).copied().unwrap_or(0);
         let oldest = self
             .conns
             .iter()
             .filter(|(_, s)| !s.authed())
-            .min_by_key(|(_, s)| s.opened)
+            .min_by_key(|(_, s)| (std::cmp::Reverse(held(&s.ip)), s.opened))
             .map(|(k, _)| k);
         oldest.is_some_and(|k| {
             self.remove(k);

@@ -701,3 +701,39 @@ fn a_count_bounded_test_reads_only_what_it_sends_of_a_payload_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 22 item 1: a churn of WebSocket upgrades from 8 addresses at the
+/// agent's connection cap closes its own connections, never a controller's
+/// from another address between its upgrade and its `auth` (the oldest
+/// unauthenticated connection was closed before, so the controller was
+/// once the churn had gone round the cap).
+#[test]
+fn a_churn_of_upgrades_at_the_cap_never_closes_a_controller_before_its_auth() {
+    let a = AgentProc::start(&["--max-connections", "48"]);
+    let upgrade = |i: usize| {
+        ws_as(
+            connect_from([127, 0, 0, 2 + (i % 8) as u8], a.port),
+            "127.0.0.1",
+        )
+    };
+    let mut churn: Vec<_> = (0..47).map(|i| upgrade(i).unwrap()).collect();
+    // The controller upgrades from an address of its own and reads hello...
+    let mut c = ws_as(connect_from([127, 0, 0, 50], a.port), "127.0.0.1").unwrap();
+    assert_eq!(text(&mut c)["type"], "hello");
+    // ...while 200 more upgrades arrive, each past the cap: every one makes
+    // room by closing another (the churn's, 6 per address against its 1).
+    for i in 0..200 {
+        match upgrade(i) {
+            Ok(ws) => churn.push(ws),
+            Err(e) => panic!("upgrade {i} at the cap was refused: {e}"),
+        }
+    }
+    c.send(Message::text(
+        json!({"type": "auth", "id": 1, "token": a.token}).to_string(),
+    ))
+    .unwrap();
+    let r = text(&mut c);
+    assert_eq!(r["type"], "auth_ok", "{r}");
+    let open = churn.iter().filter(|w| held(w.get_ref())).count();
+    assert!(open <= 47, "{open} churn connections held at a cap of 48");
+}
