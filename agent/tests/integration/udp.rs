@@ -371,7 +371,8 @@ fn fake_server_ending(
             "done",
             "{line}"
         );
-        let done = json!({"op": "done", "server": {"foreign": 0}});
+        let done =
+            json!({"op": "done", "server": {"received": 0, "replied": 0, "bad": 0, "foreign": 0}});
         writeln!(w, "{}", end(crate::util::sealed(&key, false, 2, &done))).unwrap();
     });
     (port, h)
