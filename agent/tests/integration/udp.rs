@@ -411,45 +411,10 @@ fn an_altered_end_line_fails_a_udp_rr_as_protocol_on_either_side() {
     // serving agent fails the test the same way, and serves the next one.
     let a = AgentProc::start(&[]);
     let mut ca = a.connect();
-    let prep = ca.request(
-        json!({"type": "prepare", "test_id": 78, "step": 0, "kind": "udp_rr",
-        "params": {"count": 10}}),
-    );
-    assert_eq!(prep["type"], "prepared", "{prep}");
-    let port = prep["port"].as_u64().unwrap() as u16;
-    let line = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut r = BufReader::new(line.try_clone().unwrap());
-    let mut w = line;
-    let key = prep["key"].as_str().unwrap();
-    writeln!(w, "{}", crate::util::peer_hello(key, "udp_rr")).unwrap();
-    let mut l = String::new();
-    r.read_line(&mut l).unwrap();
-    assert_eq!(
-        serde_json::from_str::<Value>(&l).unwrap()["ok"],
-        true,
-        "{l}"
-    );
-    l.clear();
-    r.read_line(&mut l).unwrap();
-    let setup = crate::util::unseal(key, false, 0, &l);
-    let udp_port = setup["udp_port"].as_u64().unwrap() as u16;
-    let token = u64::from_str_radix(setup["token"].as_str().unwrap(), 16).unwrap();
-    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut hello = vec![0u8; 64];
-    hello[..3].copy_from_slice(b"MPU");
-    hello[3] = b'H';
-    hello[4..12].copy_from_slice(&token.to_le_bytes());
-    u.send_to(&hello, ("127.0.0.1", udp_port)).unwrap();
-    l.clear();
-    r.read_line(&mut l).unwrap();
-    assert!(
-        crate::util::unseal(key, false, 1, &l)["bound"].is_string(),
-        "{l}"
-    );
-    let done = crate::util::sealed(key, true, 0, &json!({"op": "done", "sent": 0}));
+    let mut q = FakeRequester::start(&mut ca, 78, 10);
+    let done = crate::util::sealed(&q.key, true, 0, &json!({"op": "done", "sent": 0}));
     assert!(done.contains(r#""sent":0"#), "{done}");
-    writeln!(w, "{}", done.replacen(r#""sent":0"#, r#""sent":7"#, 1)).unwrap();
+    writeln!(q.w, "{}", done.replacen(r#""sent":0"#, r#""sent":7"#, 1)).unwrap();
     let end = ca.wait_end(78);
     assert_eq!(
         (&end["type"], &end["code"]),
@@ -1003,51 +968,14 @@ fn the_udp_rate_cap_covers_udp_rr_replies_and_requests() {
 fn a_responder_answers_no_more_than_its_prepared_count() {
     let a = AgentProc::start(&[]);
     let mut ca = a.connect();
-    let prep = ca.request(
-        json!({"type": "prepare", "test_id": 77, "step": 0, "kind": "udp_rr",
-        "params": {"count": 100}}),
-    );
-    assert_eq!(prep["type"], "prepared", "{prep}");
-    let port = prep["port"].as_u64().unwrap() as u16;
-    let line = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut r = BufReader::new(line.try_clone().unwrap());
-    let mut w = line;
-    let key = prep["key"].as_str().unwrap();
-    // The reply, then the server's sealed lines in order.
-    let mut got = 0;
-    let mut read = || {
-        let mut l = String::new();
-        r.read_line(&mut l).unwrap();
-        if got == 0 {
-            got += 1;
-            return serde_json::from_str::<Value>(&l).unwrap();
-        }
-        got += 1;
-        crate::util::unseal(key, false, got - 2, &l)
-    };
-    writeln!(w, "{}", crate::util::peer_hello(key, "udp_rr")).unwrap();
-    assert_eq!(read()["ok"], true);
-    let setup = read();
-    let udp_port = setup["udp_port"].as_u64().unwrap() as u16;
-    let token = u64::from_str_radix(setup["token"].as_str().unwrap(), 16).unwrap();
-    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-    u.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-    let datagram = |kind: u8, seq: u64| {
-        let mut d = vec![0u8; 64];
-        d[..3].copy_from_slice(b"MPU");
-        d[3] = kind;
-        d[4..12].copy_from_slice(&token.to_le_bytes());
-        d[12..20].copy_from_slice(&seq.to_le_bytes());
-        d
-    };
-    u.send_to(&datagram(b'H', 0), ("127.0.0.1", udp_port))
+    let mut q = FakeRequester::start(&mut ca, 77, 100);
+    q.u.set_read_timeout(Some(Duration::from_millis(20)))
         .unwrap();
-    assert!(read()["bound"].is_string());
+    let (u, udp_port) = (&q.u, q.udp_port);
     let mut buf = [0u8; 2048];
     let mut answered = 0;
     for seq in 0..150u64 {
-        u.send_to(&datagram(b'Q', seq), ("127.0.0.1", udp_port))
+        u.send_to(&q.datagram(b'Q', seq), ("127.0.0.1", udp_port))
             .unwrap();
         if let Ok((n, _)) = u.recv_from(&mut buf) {
             if n >= 28 && buf[3] == b'R' {
@@ -1057,8 +985,8 @@ fn a_responder_answers_no_more_than_its_prepared_count() {
     }
     assert_eq!(answered, 100, "answers past the prepared count");
     let done = json!({"op": "done", "sent": 150});
-    writeln!(w, "{}", crate::util::sealed(key, true, 0, &done)).unwrap();
-    let done = read();
+    writeln!(q.w, "{}", crate::util::sealed(&q.key, true, 0, &done)).unwrap();
+    let done = q.read();
     assert_eq!(
         (
             done["server"]["received"].as_u64(),
@@ -1069,6 +997,78 @@ fn a_responder_answers_no_more_than_its_prepared_count() {
     );
     let end = ca.wait_end(77);
     assert_eq!(end["summary"]["beyond_count"], 50, "{end}");
+}
+
+/// A hand-written requester holding the real key, on the control line of
+/// a udp_rr it had `ca` prepare: said hello, took the set-up (`udp_port`,
+/// `token`) and bound its UDP flow `u`; `read` takes the serving agent's
+/// next sealed line.
+struct FakeRequester {
+    r: BufReader<std::net::TcpStream>,
+    w: std::net::TcpStream,
+    key: String,
+    u: UdpSocket,
+    udp_port: u16,
+    token: u64,
+    /// The serving agent's sealed lines read so far.
+    seq: u64,
+}
+
+impl FakeRequester {
+    fn start(ca: &mut Ctl, test_id: u32, count: u64) -> FakeRequester {
+        let prep = ca.request(
+            json!({"type": "prepare", "test_id": test_id, "step": 0, "kind": "udp_rr",
+            "params": {"count": count}}),
+        );
+        assert_eq!(prep["type"], "prepared", "{prep}");
+        let port = prep["port"].as_u64().unwrap() as u16;
+        let w = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        w.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let key = prep["key"].as_str().unwrap().to_string();
+        writeln!(&w, "{}", crate::util::peer_hello(&key, "udp_rr")).unwrap();
+        let mut r = BufReader::new(w.try_clone().unwrap());
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&l).unwrap()["ok"],
+            true,
+            "{l}"
+        );
+        let mut q = FakeRequester {
+            r,
+            w,
+            key,
+            u: UdpSocket::bind("127.0.0.1:0").unwrap(),
+            udp_port: 0,
+            token: 0,
+            seq: 0,
+        };
+        let setup = q.read();
+        q.udp_port = setup["udp_port"].as_u64().unwrap() as u16;
+        q.token = u64::from_str_radix(setup["token"].as_str().unwrap(), 16).unwrap();
+        q.u.send_to(&q.datagram(b'H', 0), ("127.0.0.1", q.udp_port))
+            .unwrap();
+        let bound = q.read();
+        assert!(bound["bound"].is_string(), "{bound}");
+        q
+    }
+
+    fn read(&mut self) -> Value {
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        self.seq += 1;
+        crate::util::unseal(&self.key, false, self.seq - 1, &l)
+    }
+
+    /// A 64-byte datagram of `kind` with this test's token.
+    fn datagram(&self, kind: u8, seq: u64) -> Vec<u8> {
+        let mut d = vec![0u8; 64];
+        d[..3].copy_from_slice(b"MPU");
+        d[3] = kind;
+        d[4..12].copy_from_slice(&self.token.to_le_bytes());
+        d[12..20].copy_from_slice(&seq.to_le_bytes());
+        d
+    }
 }
 
 /// Every datagram's sequence number from `c`'s samples of test `id`,
