@@ -19,10 +19,10 @@
 
 use super::control::{Agent, Session};
 use super::http;
+use super::quiet::Refusals;
 use super::replay::Replay;
 use super::tls::{Stream, TlsStream};
 use crate::engine::Outbound;
-use crate::log::log;
 use mio::net::{TcpListener, TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use rustls::ServerConfig;
@@ -158,33 +158,6 @@ impl Slot {
     }
 }
 
-/// Refused connections and failed accepts, put on the record at most once a
-/// second (a flood must not flood the record too).
-struct Refusals {
-    count: u64,
-    latest: String,
-    reported: Instant,
-}
-
-impl Refusals {
-    fn note(&mut self, what: String) {
-        self.count += 1;
-        self.latest = what;
-    }
-
-    fn report(&mut self, now: Instant) {
-        if self.count > 0 && now.duration_since(self.reported) >= Duration::from_secs(1) {
-            log!(
-                "refused {} connection(s) or accepts since the last report, the latest: {}",
-                self.count,
-                self.latest
-            );
-            self.count = 0;
-            self.reported = now;
-        }
-    }
-}
-
 struct Server {
     conns: Slab<Slot>,
     by_sid: HashMap<u64, usize>,
@@ -226,11 +199,7 @@ pub fn serve(
             .max_message_size(Some(1 << 20))
             .max_frame_size(Some(1 << 20))
             .max_write_buffer_size(WRITE_BUFFER),
-        refusals: Refusals {
-            count: 0,
-            latest: String::new(),
-            reported: Instant::now(),
-        },
+        refusals: Refusals::new(Instant::now()),
     };
     // Accepting pauses until then after a failed accept.
     let mut paused: Option<Instant> = None;
@@ -290,7 +259,9 @@ pub fn serve(
             paused = srv.accept(&listener, poll.registry());
         }
         next_deadline = srv.expire(Instant::now());
-        srv.refusals.report(Instant::now());
+        let now = Instant::now();
+        srv.refusals.report(now);
+        srv.agent.report(now);
     }
 }
 
