@@ -1,13 +1,14 @@
 // npm run bench: meshperf side by side with iperf3, netperf and sockperf on
 // loopback, alternating rounds, medians and ratios against the targets of
 // docs/design.md ("Performance targets"). Prints figures; asserts nothing.
-// BENCH_ROUNDS, BENCH_SECONDS and BENCH_ONLY=section,... tune a run.
+// BENCH_ROUNDS, BENCH_SECONDS and BENCH_ONLY=section,... tune a run;
+// MESHPERF_BIN runs another build.
 //
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every
 // tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.
 import { ROUNDS, SECS, bin, children, cpus, fmt, only, results, sh, startAgent } from './lib.mjs';
-import { flows, tcpCrr, tcpRr, tcpStream } from './tcp.mjs';
-import { udp } from './udp.mjs';
+import { flows, tcpCrr, tcpRr, tcpStream, zerocopy } from './tcp.mjs';
+import { udp, udpRate } from './udp.mjs';
 import { footprint } from './footprint.mjs';
 import { wasmStats } from './wasm.mjs';
 import { samples } from './samples.mjs';
@@ -15,7 +16,7 @@ import { mesh } from './mesh.mjs';
 import { matrixPage } from './matrix_page.mjs';
 import { lul } from './lul.mjs';
 
-const sections = { tcp_stream: tcpStream, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
+const sections = { tcp_stream: tcpStream, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }

@@ -14,7 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const root = new URL('..', import.meta.url).pathname;
-export const bin = join(root, 'target/release/meshperf');
+// MESHPERF_BIN: another build (e.g. target/test-release/meshperf, as the
+// e2e tests take it) for a quick look at one section; figures for
+// docs/performance.md come from the release build.
+export const bin = process.env.MESHPERF_BIN || join(root, 'target/release/meshperf');
 export const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
 export const SECS = Number(process.env.BENCH_SECONDS || 3);
 export const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null;

@@ -1,8 +1,12 @@
-// UDP section: udp_rr latency vs netperf UDP_RR and sockperf ping-pong,
+// UDP sections: udp_rr latency vs netperf UDP_RR and sockperf ping-pong,
 // udp_stream pacing accuracy, and loss at 1 Gbit/s with 1400-byte datagrams
-// next to iperf3 -u in the same run.
+// next to iperf3 -u in the same run (`udp`); packet rate and Gbit/s per
+// core flat out, gso off and on, against iperf3 -u -b 0 and sockperf tp
+// (`udp_rate`).
 import { spawn, spawnSync } from 'node:child_process';
-import { rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, fmt, median, meshperf, pin, report, results, sh, sleep } from './lib.mjs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, bin, children, fmt, median, meshperf, pin, report, results, sh, sleep, tmp } from './lib.mjs';
 
 export async function udp(agents) {
   console.log(`\n== UDP request/response, 64 B, loopback, ${ROUNDS} rounds alternating (RTT in us)`);
@@ -79,4 +83,84 @@ export async function udp(agents) {
   const m = median(ml), t = median(il);
   results.push({ name: 'udp_stream loss at 1 Gbit/s vs iperf3 -u', ratio: m <= t ? 1 : t / m });
   console.log(`udp_stream loss at 1 Gbit/s: meshperf ${fmt(m, 3)} % (received ${fmt(median(mr), 3)} Gbit/s), iperf3 ${fmt(t, 3)} %  (target <= 1 %: ${m <= 1 ? 'met' : 'missed'}; <= iperf3: ${m <= t ? 'met' : 'missed'})`);
+}
+
+/** One udp_stream step through `meshperf run --json-stream`, whose step
+ * line has the summary and the sides without the raw samples: a burst of
+ * 64-byte datagrams with gso on is millions of them, which in the result
+ * file would be hundreds of megabytes of JSON. */
+function udpStep(agents, params) {
+  const pf = join(tmp, 'plan-udp-rate.json');
+  const jf = join(tmp, 'stream-udp-rate.jsonl');
+  writeFileSync(pf, JSON.stringify({ kind: 'udp_stream', params }));
+  sh(bin, ['run', ...agents.flatMap((a) => ['--agent', a.url]), '--plan', pf, '--json-stream', jf], { timeout: 300_000 });
+  const step = readFileSync(jf, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.event === 'step').data;
+  if (step.error) throw new Error(`meshperf step failed: ${step.error}`);
+  return step;
+}
+
+/** CPU seconds (user + system) both sides' threads used. */
+const sidesCpu = (step) => ['client', 'server'].reduce((t, r) => t + (step.sides[r]?.cpu?.user_seconds ?? 0) + (step.sides[r]?.cpu?.system_seconds ?? 0), 0);
+
+// Packet rate (issue 21 part 4): udp_stream flat out (wait_us 0, for
+// BENCH_SECONDS) with gso off and on, against iperf3 -u -b 0 and sockperf
+// throughput mode, alternating; 64-byte datagrams in packets per second as
+// each receiver counted them (sockperf tp counts only what it sent), and
+// 1400-byte ones in Gbit/s per core: the bits received per CPU second of
+// both ends (meshperf: its sides' threads; iperf3: its -J
+// cpu_utilization_percent of both ends).
+export async function udpRate(agents) {
+  const iperfCmd = [...pin(0), 'iperf3', '-s', '-p', '5299'];
+  const ip = spawn(iperfCmd[0], iperfCmd.slice(1), { stdio: 'ignore' });
+  children.push(ip);
+  const spCmd = [...pin(0), 'sockperf', 'sr', '-i', '127.0.0.1', '-p', '11113'];
+  const sp = spawn(spCmd[0], spCmd.slice(1), { stdio: 'ignore' });
+  children.push(sp);
+  await sleep(500);
+  const iperf = (len) => {
+    const j = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5299', '-u', '-b', '0', '-l', String(len), '-t', String(SECS), '-A', '1,0', '-J']));
+    const rx = j.end.sum_received ?? j.end.sum;
+    const got = rx.packets - rx.lost_packets;
+    const cpu = ((j.end.cpu_utilization_percent.host_total + j.end.cpu_utilization_percent.remote_total) / 100) * rx.seconds;
+    return { pps: got / rx.seconds, loss: rx.lost_percent, gbit: (got * len * 8) / rx.seconds / 1e9, perCore: (got * len * 8) / cpu / 1e9 };
+  };
+  const ours = (len, gso) => {
+    const step = udpStep(agents, { pkt_bytes: len, wait_us: 0, duration_s: SECS, gso });
+    const s = step.summary;
+    const bits = s.received * len * 8;
+    return {
+      pps: s.received / s.recv_seconds, loss: (100 * s.lost) / s.sent, gbit: bits / s.recv_seconds / 1e9, perCore: bits / sidesCpu(step) / 1e9,
+      calls: `${s.send_calls} send, ${s.recv_calls} receive calls`,
+    };
+  };
+  for (const len of [64, 1400]) {
+    const what = len === 64 ? 'packets/s' : 'Gbit/s per core';
+    console.log(`\n== udp_stream flat out, ${len} B, ${SECS} s, ${ROUNDS} rounds alternating, gso off and on against iperf3 -u -l ${len} -b 0${len === 64 ? ' and sockperf tp' : ''} (${what})`);
+    const off = [], on = [], i3 = [], sp3 = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      rotated(r, [
+        () => off.push(ours(len, 'off')),
+        () => on.push(ours(len, 'on')),
+        () => i3.push(iperf(len)),
+        ...(len === 64 ? [() => {
+          const out = sh('taskset', ['-c', '1', 'sockperf', 'tp', '-i', '127.0.0.1', '-p', '11113', '-m', '64', '-t', String(SECS)]);
+          sp3.push({ pps: Number(out.match(/Message Rate is ([0-9.]+)/)?.[1]) });
+        }] : []),
+      ]);
+    }
+    const key = len === 64 ? 'pps' : 'perCore';
+    const med = (xs, k) => median(xs.map((x) => x[k]));
+    for (const [name, xs] of [['meshperf gso off', off], ['meshperf gso on', on], ['iperf3 -u -b 0', i3]]) {
+      const last = xs[xs.length - 1];
+      console.log(`  ${name.padEnd(17)} ${fmt(med(xs, key), len === 64 ? 0 : 3).padStart(10)} ${what}, ${fmt(med(xs, 'gbit'), 3)} Gbit/s received, lost ${xs.map((x) => fmt(x.loss, 2)).join('/')} %${last.calls ? ` (last round: ${last.calls})` : ''}`);
+    }
+    if (len === 64) console.log(`  ${'sockperf tp'.padEnd(17)} ${fmt(med(sp3, 'pps'), 0).padStart(10)} ${what} sent (sockperf tp counts no loss)`);
+    const unit = len === 64 ? 'pkt/s' : 'Gbit/cs';
+    report(`udp ${len} B ${len === 64 ? 'pps' : 'per core'}, gso on vs iperf3 -u -b 0`, on.map((x) => x[key]), i3.map((x) => x[key]), unit, len === 64 ? '>= 1.2 x, loss stated' : 'report');
+    report(`udp ${len} B ${len === 64 ? 'pps' : 'per core'}, gso off vs iperf3 -u -b 0`, off.map((x) => x[key]), i3.map((x) => x[key]), unit, 'report');
+    if (len === 64) report('udp 64 B pps, gso on vs sockperf tp (sent)', on.map((x) => x.pps), sp3.map((x) => x.pps), unit, 'report');
+    report(`udp ${len} B ${len === 64 ? 'pps' : 'per core'}, gso on vs off`, on.map((x) => x[key]), off.map((x) => x[key]), unit, 'report');
+  }
+  ip.kill();
+  sp.kill();
 }

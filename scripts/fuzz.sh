@@ -19,9 +19,9 @@
 # `check` is fixed per commit: the same starting corpus (the committed one,
 # never what earlier runs kept), the same seed (FUZZ_SEED, default 1) and a
 # count of executions rather than a time; what it finds goes to a scratch
-# folder emptied first. Not bit for bit yet: the code under test hashes with
-# per-process random keys, so two runs explore slightly different inputs
-# (fuzz/README.md).
+# folder emptied first. Bit for bit: the targets' hash keys are fixed
+# (fuzz_targets/fixed_keys.rs) and the run has no address randomisation
+# (`setarch -R`), so two runs keep the same inputs (fuzz/README.md).
 #
 # `campaign` is where new inputs are found: it reads the committed seeds and
 # keeps what it finds in target/fuzz-corpus/TARGET (git-ignored), so later
@@ -55,6 +55,13 @@ check_runs() {
         permalink_body) echo 1500 ;;
         *) die "no check_runs for fuzz target '$1' (add it to scripts/fuzz.sh)" ;;
     esac
+}
+
+# no_aslr CMD...: CMD without address randomisation where the system allows
+# it (code under test that reads pointer values or alignments, such as
+# core's byte searches, takes other paths at other addresses); else as is.
+no_aslr() {
+    if setarch -R true 2>/dev/null; then setarch -R "$@"; else "$@"; fi
 }
 
 known() { targets | grep -qx "$1" || die "no fuzz target '$1' (scripts/fuzz.sh list)"; }
@@ -98,7 +105,8 @@ case "${1:-}" in
         # folder: libFuzzer shuffles them with the seed, and a folder's
         # order is the file system's. New inputs go to the scratch folder.
         LC_ALL=C find "$seeds" -type f | LC_ALL=C sort | paste -sd, - >"$scratch.seeds"
-        if ! "$(bin "$t")" "$scratch" -seed_inputs=@"$scratch.seeds" -seed="$seed" -runs="$runs" \
+        setarch -R true 2>/dev/null || log "$t: setarch -R is refused here; the run may differ from another run in the inputs it keeps"
+        if ! no_aslr "$(bin "$t")" "$scratch" -seed_inputs=@"$scratch.seeds" -seed="$seed" -runs="$runs" -reload=0 \
             -timeout=10 -artifact_prefix="$art/" -print_final_stats=1; then
             log "$t: crashed with -seed=$seed -runs=$runs; the input is in target/fuzz-artifacts/$t/ (replay: scripts/fuzz.sh replay $t FILE; then keep it as fuzz/corpus/$t/regress-NAME)"
             exit 1

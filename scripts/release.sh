@@ -60,10 +60,14 @@ add_target() {
 # build_static TARGET ARCH: cargo build for TARGET, checked static, copied to
 # $out/meshperf-linux-ARCH. Returns non-zero (with the reason logged) if it
 # cannot be built here.
+# MESHPERF_RELEASE_PROFILE picks the cargo profile (default release, the fat
+# LTO one; npm test's image test builds test-release: the same code without
+# LTO's minutes, tests/netns/oci.sh).
 build_static() {
-    local target=$1 arch=$2 bin="${CARGO_TARGET_DIR:-$ROOT/target}/$1/release/meshperf" t0=$SECONDS
-    log "cargo build --release -p meshperf-agent --target $target ..."
-    if ! cargo build --release -p meshperf-agent --target "$target"; then
+    local profile="${MESHPERF_RELEASE_PROFILE:-release}"
+    local target=$1 arch=$2 bin="${CARGO_TARGET_DIR:-$ROOT/target}/$1/$profile/meshperf" t0=$SECONDS
+    log "cargo build --profile $profile -p meshperf-agent --target $target ..."
+    if ! cargo build --profile "$profile" -p meshperf-agent --target "$target"; then
         log "cargo build --target $target failed after $((SECONDS - t0)) s"
         return 1
     fi

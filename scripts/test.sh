@@ -144,7 +144,8 @@ if [ "$(id -u)" -eq 0 ]; then
     counted netns-mesh 180 "$ROOT/tests/netns/mesh.sh"
     # The OCI image: the static (musl) build, the image built and unpacked
     # with umoci, its agent (chrooted, uid 65534, PID 1) against the plain
-    # build's over a veth pair. The musl build is most of its time.
+    # build's over a veth pair. The musl build (test-release profile, no fat
+    # LTO: about 100 s against 174) is most of its time.
     counted netns-image 1200 "$ROOT/tests/netns/image.sh"
     # A real Prometheus (Debian's) scrapes `meshperf monitor` over three
     # agents; PromQL through its HTTP API finds the 6 ordered pairs.

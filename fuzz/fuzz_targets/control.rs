@@ -7,6 +7,8 @@
 //! `MIN_PACED_MESSAGES` messages (a UDP one at most the count and byte limits).
 #![no_main]
 
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::params::{

@@ -6,6 +6,8 @@
 //! received plus `MAX_GAP`.
 #![no_main]
 
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 use meshperf_protocol::driver::{StepRun, MAX_GAP};
 use meshperf_protocol::frame::{self, HEADER_LEN};

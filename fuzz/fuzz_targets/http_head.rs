@@ -6,6 +6,8 @@
 //! accepted only from the agent's own origin or an allowed one.
 #![no_main]
 
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 use meshperf_agent::serve::server::{host_key, parse_head, Guard, Head, OriginCheck};
 use std::io::{self, Cursor, Read, Write};

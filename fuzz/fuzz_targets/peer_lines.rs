@@ -8,6 +8,8 @@
 //! repeated (so lines can pass the 64 KiB limit), the rest is the stream.
 #![no_main]
 
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 use meshperf_agent::engine::peer::{answer_hello, read_line, tag};
 use meshperf_protocol::params::Kind;

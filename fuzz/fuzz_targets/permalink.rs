@@ -3,6 +3,8 @@
 //! `decode_json`, and round trips through their encoders.
 #![no_main]
 
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 
 mod permalink_common;

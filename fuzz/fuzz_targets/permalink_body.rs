@@ -7,6 +7,8 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 
 mod permalink_common;

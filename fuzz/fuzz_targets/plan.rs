@@ -4,6 +4,8 @@
 //! the documented bound, the same way every time.
 #![no_main]
 
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 use meshperf_protocol::plan::{Plan, MAX_STEPS};
 

@@ -5,6 +5,8 @@
 //! into a datagram of a size the parameters allow reads back.
 #![no_main]
 
+mod fixed_keys;
+
 use libfuzzer_sys::fuzz_target;
 use meshperf_agent::engine::udp::Hdr;
 use meshperf_protocol::params::{UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN};

@@ -151,6 +151,24 @@ pub struct StreamSummary {
     /// Bytes moved during the warm-up (not in `bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted_bytes: Option<u64>,
+    /// `zerocopy`, a side that sent: its write calls made with
+    /// MSG_ZEROCOPY, every one completed before the side reported (absent:
+    /// no zero-copy sends, and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_sends: Option<u64>,
+    /// Of those, the ones the kernel sent from the payload's own pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_zero_copied: Option<u64>,
+    /// Of those, the ones the kernel copied after all
+    /// (SO_EE_CODE_ZEROCOPY_COPIED: always on loopback, and on a device
+    /// without scatter-gather).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_copied: Option<u64>,
+    /// Zero-copy send calls the kernel refused for want of option memory
+    /// (ENOBUFS, `net.core.optmem_max` held by completions not read yet),
+    /// made again once completions were read: none of their bytes lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_enobufs: Option<u64>,
 }
 
 /// One connection of a stream test.
@@ -567,6 +585,13 @@ pub struct UdpStreamSend {
     /// this are left out of both sides' figures (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted: Option<u64>,
+    /// Whether the sender handed the kernel several datagrams in one
+    /// segmented send (UDP GSO; absent: an agent from before `gso`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gso: Option<bool>,
+    /// Send system calls of the burst (`sendmmsg`), the warm-up's included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_calls: Option<u64>,
 }
 
 /// `udp_stream`: the receiver's own figures (`peer::UdpStreamReceiverLine::Stats`).
@@ -598,6 +623,17 @@ pub struct UdpStreamReceive {
     pub from: String,
     /// The receiver's IP address (null if unknown).
     pub to: Option<String>,
+    /// Whether the receiver read coalesced datagrams (UDP GRO on its
+    /// socket; absent: an agent from before `gso`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+    /// Receive system calls that returned datagrams (`recvmmsg`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_calls: Option<u64>,
+    /// Messages those calls returned: a coalesced one (GRO) counts once
+    /// however many datagrams it held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_messages: Option<u64>,
 }
 
 /// The share of the asked `rate` a `udp_stream` sender must manage for its
@@ -692,6 +728,22 @@ pub struct UdpStreamFigures {
     /// the raw samples, not in the figures (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted: Option<u64>,
+    /// The sender used UDP GSO: several datagrams in one segmented send
+    /// (absent: without the sender's figures, or from before `gso`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gso: Option<bool>,
+    /// The receiver had UDP GRO on: a read may hold several datagrams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+    /// The sender's send system calls (`sendmmsg`), warm-up included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_calls: Option<u64>,
+    /// The receiver's receive system calls that returned datagrams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_calls: Option<u64>,
+    /// The messages they returned (a coalesced one counts once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_messages: Option<u64>,
 }
 
 /// `udp_stream`: one side's summary: both sides' figures, this side's
@@ -760,6 +812,32 @@ mod tests {
         STATS.iter().map(|k| format!("{of}.{k}")).collect()
     }
 
+    /// A udp_stream summary from before `gso` (no offload keys) still
+    /// reads, and a new one without them writes none.
+    #[test]
+    fn udp_stream_figures_without_the_offload_keys_read_and_write_as_before() {
+        let old = serde_json::to_value(UdpStreamFigures::default()).unwrap();
+        for k in ["gso", "gro", "send_calls", "recv_calls", "recv_messages"] {
+            assert!(old.get(k).is_none(), "{k} written when unknown");
+        }
+        let back: UdpStreamFigures = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (back.gso, back.send_calls, back.recv_messages),
+            (None, None, None)
+        );
+        let new = UdpStreamFigures {
+            gso: Some(true),
+            send_calls: Some(3),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&new).unwrap();
+        assert_eq!(
+            (&v["gso"], &v["send_calls"]),
+            (&serde_json::json!(true), &serde_json::json!(3))
+        );
+        assert_eq!(serde_json::from_value::<UdpStreamFigures>(v).unwrap(), new);
+    }
+
     /// docs/design.md "Public interfaces" (and docs/formats.md): the documented
     /// summary keys of every kind are fields of its struct.
     #[test]
@@ -768,6 +846,10 @@ mod tests {
             streams: vec![StreamFigures::default()],
             retransmits: Some(0),
             tcp: Some(TcpStreamSocket::default()),
+            zerocopy_sends: Some(0),
+            zerocopy_zero_copied: Some(0),
+            zerocopy_copied: Some(0),
+            zerocopy_enobufs: Some(0),
             ..Default::default()
         };
         let unix = StreamSummary {
@@ -786,7 +868,17 @@ mod tests {
             "streams.reads",
         ];
         has_all("tcp_stream", &keys(&tcp), &stream);
-        has_all("tcp_stream", &keys(&tcp), &["retransmits"]);
+        has_all(
+            "tcp_stream",
+            &keys(&tcp),
+            &[
+                "retransmits",
+                "zerocopy_sends",
+                "zerocopy_zero_copied",
+                "zerocopy_copied",
+                "zerocopy_enobufs",
+            ],
+        );
         has_all("unix_stream", &keys(&unix), &stream);
 
         let stats = Some(Stats::default());
@@ -863,6 +955,11 @@ mod tests {
             figures: UdpStreamFigures {
                 send_gap_us: stats,
                 interarrival_us: stats,
+                gso: Some(true),
+                gro: Some(true),
+                send_calls: Some(1),
+                recv_calls: Some(1),
+                recv_messages: Some(1),
                 ..Default::default()
             },
             ..Default::default()
@@ -885,6 +982,11 @@ mod tests {
                 "jitter_us",
                 "send_gap_us",
                 "interarrival_us",
+                "gso",
+                "gro",
+                "send_calls",
+                "recv_calls",
+                "recv_messages",
             ],
         );
         for of in ["send_gap_us", "interarrival_us"] {

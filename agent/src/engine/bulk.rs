@@ -14,10 +14,17 @@
 //! saves an `EAGAIN` read/write and an `epoll_wait` per wake-up, which is a
 //! measurable share of a loopback transfer. Several streams, or a `wait_us`
 //! schedule, multiplex on the worker's mio `Poll`.
+//!
+//! With `zerocopy` a TCP sender writes with MSG_ZEROCOPY ([`super::zerocopy`])
+//! and reaps the completions in the same loop, each time it is woken (the
+//! error queue raises EPOLLERR) and whenever the kernel has no option memory
+//! for another (ENOBUFS: reap, then retry; no byte is dropped); a stream
+//! ends only once every send has completed.
 
 use super::buf::PageBuf;
 use super::placement::{self, Placement};
 use super::sockopt::{self, TcpInfo};
+use super::zerocopy::{self, Counts, Ledger};
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -94,6 +101,8 @@ pub struct Workload {
     /// The writes carry this file's bytes in order, over and over
     /// (`payload_file`); overrides `random`.
     pub file: Option<std::sync::Arc<super::payload::FileData>>,
+    /// TCP senders write with MSG_ZEROCOPY (SO_ZEROCOPY already on).
+    pub zerocopy: bool,
 }
 
 /// What one stream did.
@@ -116,6 +125,8 @@ pub struct Outcome {
     /// TCP_INFO at the end.
     pub info: Option<TcpInfo>,
     pub error: Option<String>,
+    /// A zero-copy sender's sends and their completions.
+    pub zerocopy: Option<Counts>,
 }
 
 struct Slot<S: DataStream> {
@@ -131,6 +142,10 @@ struct Slot<S: DataStream> {
     last_move: Instant,
     /// Intervals already handed to the reporter.
     flushed: usize,
+    /// A zero-copy sender's sends not completed yet.
+    zc: Option<Ledger>,
+    /// Sending is over (half-closed); waiting for the last completions.
+    draining: bool,
 }
 
 impl<S: DataStream> Slot<S> {
@@ -172,6 +187,7 @@ impl<S: DataStream> Slot<S> {
 
     fn finish(&mut self, error: Option<String>) {
         self.done = true;
+        self.out.zerocopy = self.zc.as_ref().map(Ledger::counts);
         self.out.info = S::TCP.then(|| sockopt::tcp_info(&self.sock)).flatten();
         if self.dir == Flow::Send && error.is_none() {
             let _ = S::shutdown_write(&self.sock);
@@ -289,6 +305,8 @@ fn worker<S: DataStream>(
             msgs: 0,
             last_move: now,
             flushed: 0,
+            zc: (plan.zerocopy && S::TCP && dir == Flow::Send).then(Ledger::default),
+            draining: false,
         };
         if let Err(e) = reg {
             slot.finish(Some(format!("register: {e}")));
@@ -307,17 +325,19 @@ fn worker<S: DataStream>(
             slots[0].finish(Some(format!("socket mode: {e}")));
         }
     }
-    let own;
-    let (wbuf, cycle): (&[u8], usize) = match &plan.file {
-        Some(f) => (&f.buf, f.len),
-        None => {
-            own = if plan.random && slots.iter().any(|s| s.dir == Flow::Send) {
-                PageBuf::random(plan.msg_bytes)
-            } else {
-                PageBuf::new(plan.msg_bytes, 0)
-            };
-            (&own, 0)
+    // The payload: written as it is, never changed while the test runs
+    // (zero-copy sends read it after the call returns).
+    let own = match &plan.file {
+        Some(_) => None,
+        None if plan.random && slots.iter().any(|s| s.dir == Flow::Send) => {
+            Some(PageBuf::random(plan.msg_bytes))
         }
+        None => Some(PageBuf::new(plan.msg_bytes, 0)),
+    };
+    let (wbuf, cycle): (&[u8], usize) = match (&plan.file, &own) {
+        (Some(f), _) => (&f.buf, f.len),
+        (None, Some(b)) => (b, 0),
+        (None, None) => unreachable!("a payload without a file is this worker's"),
     };
     let mut rbuf = PageBuf::new(plan.read_bytes, 0);
     let mut events = Events::with_capacity(64);
@@ -348,7 +368,9 @@ fn worker<S: DataStream>(
                 }
             }
             if !s.done && now.duration_since(s.last_move) > plan.stall {
-                let what = if s.dir == Flow::Send {
+                let what = if s.draining {
+                    "had zero-copy sends the kernel did not complete"
+                } else if s.dir == Flow::Send {
                     "could not send"
                 } else {
                     "received nothing"
@@ -397,6 +419,17 @@ fn worker<S: DataStream>(
             }
         }
     }
+    if slots
+        .iter()
+        .any(|s| s.zc.as_ref().is_some_and(|z| z.outstanding() > 0))
+    {
+        // A stream that ended (cancelled, failed) with zero-copy sends
+        // outstanding: the kernel may still read the payload's pages after
+        // the sockets close, so the payload is never given back to the
+        // allocator (whose next user's bytes would go out instead).
+        std::mem::forget(own);
+        std::mem::forget(plan.file.clone());
+    }
     slots.into_iter().map(|s| s.out).collect()
 }
 
@@ -411,12 +444,25 @@ fn send<S: DataStream>(
     live: &LiveStream,
     once: bool,
 ) {
+    if s.zc.is_some() && !reap(s) {
+        return;
+    }
+    if s.draining {
+        return drain(s, once);
+    }
     loop {
         let now = Instant::now();
         if s.msg_off == 0 {
             if limit.is_some_and(|l| s.out.bytes >= l)
                 || plan.duration.is_some_and(|d| now >= start + d)
             {
+                if s.zc.is_some() {
+                    // Half-close now, so the peer reads to EOF and
+                    // acknowledges the rest; the completions follow.
+                    s.draining = true;
+                    let _ = S::shutdown_write(&s.sock);
+                    return drain(s, once);
+                }
                 s.finish(None);
                 return;
             }
@@ -439,7 +485,16 @@ fn send<S: DataStream>(
             0 => 0,
             n => ((s.out.bytes - s.msg_off as u64) % n as u64) as usize,
         };
-        match s.sock.write(&buf[origin + s.msg_off..origin + end]) {
+        let chunk = &buf[origin + s.msg_off..origin + end];
+        let wrote = match &mut s.zc {
+            Some(z) => zerocopy::send(&s.sock, chunk).inspect(|&n| {
+                if n > 0 {
+                    z.sent();
+                }
+            }),
+            None => s.sock.write(chunk),
+        };
+        match wrote {
             Ok(0) => return s.finish(Some("the peer closed the connection".into())),
             Ok(n) => {
                 s.record(n, Instant::now(), start, plan.interval, live);
@@ -465,8 +520,70 @@ fn send<S: DataStream>(
                 return;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) && s.zc.is_some() => {
+                // The socket's option memory (net.core.optmem_max) is held
+                // by the completions not read yet: read them, then retry.
+                if let Some(z) = &mut s.zc {
+                    z.refused();
+                }
+                let before = s.zc.as_ref().map_or(0, Ledger::outstanding);
+                if !reap(s) {
+                    return;
+                }
+                let after = s.zc.as_ref().map_or(0, Ledger::outstanding);
+                if after == before {
+                    if after == 0 {
+                        return s.finish(Some(
+                            "zerocopy: the kernel has no option memory for a zero-copy send with none outstanding (ENOBUFS): raise net.core.optmem_max or run without zerocopy".into(),
+                        ));
+                    }
+                    // None came back yet: wait for one (EPOLLERR).
+                    if once {
+                        zerocopy::wait(s.sock.as_raw_fd(), 50);
+                    } else {
+                        s.ready = false;
+                    }
+                    return;
+                }
+            }
             Err(e) => return s.finish(Some(format!("send failed: {e}"))),
         }
+    }
+}
+
+/// Reads a zero-copy sender's completions; false (the stream failed) when
+/// the error queue cannot be read or says something impossible.
+fn reap<S: DataStream>(s: &mut Slot<S>) -> bool {
+    let fd = s.sock.as_raw_fd();
+    let Some(z) = &mut s.zc else { return true };
+    match zerocopy::reap(fd, z) {
+        Ok(0) => true,
+        Ok(_) => {
+            if s.draining {
+                s.last_move = Instant::now();
+            }
+            true
+        }
+        Err(e) => {
+            s.finish(Some(format!(
+                "zerocopy: cannot read the completions of stream {}: {e}",
+                s.out.index
+            )));
+            false
+        }
+    }
+}
+
+/// The last bytes are written: the stream ends once every zero-copy send
+/// has completed (the payload is the kernel's until then).
+fn drain<S: DataStream>(s: &mut Slot<S>, once: bool) {
+    if s.zc.as_ref().map_or(true, |z| z.outstanding() == 0) {
+        return s.finish(None);
+    }
+    if once {
+        zerocopy::wait(s.sock.as_raw_fd(), 50);
+    } else {
+        s.ready = false;
     }
 }
 

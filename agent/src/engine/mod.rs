@@ -23,6 +23,7 @@
 //! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
 //!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
+//! * [`zerocopy`]: MSG_ZEROCOPY sends and their completions (`tcp_stream` `zerocopy`).
 //! * [`cpu`]: the CPU time of a side's threads and the host's, the `cpu`
 //!   key [`TestCtx::report`] adds to every summary.
 
@@ -44,6 +45,7 @@ pub mod udp;
 pub mod unix;
 pub mod warmup;
 pub mod watchdog;
+pub mod zerocopy;
 
 use meshperf_protocol::msg::PeerAddr;
 use meshperf_protocol::params::{Limits, UdpRrParams, UdpStreamParams};

@@ -38,8 +38,11 @@ pub struct Opened {
 /// `msg_bytes` from any offset of the file is one contiguous slice.
 pub struct FileData {
     pub buf: PageBuf,
-    /// The file's length; a stream's write at byte `b` starts at `b % len`.
+    /// The bytes held (the file's length, or what a stream can send of it
+    /// at most); a stream's write at byte `b` starts at `b % len`.
     pub len: usize,
+    /// The file's length.
+    pub file_bytes: u64,
     pub name: String,
 }
 
@@ -115,9 +118,12 @@ pub fn open(dir: Option<&PayloadDir>, name: &str) -> Result<Opened, Refusal> {
 }
 
 impl Opened {
-    /// Reads the whole file into memory, ready for writes of `msg_bytes`.
-    pub fn read(mut self, msg_bytes: usize) -> io::Result<FileData> {
-        let len = self.len as usize;
+    /// Reads the file into memory, ready for writes of `msg_bytes`: the
+    /// whole of it, or only its first `need` bytes when no stream can send
+    /// more (a count-bounded test), so a 256 KiB test of a 256 MiB file
+    /// holds 256 KiB.
+    pub fn read(mut self, msg_bytes: usize, need: Option<u64>) -> io::Result<FileData> {
+        let len = need.map_or(self.len, |n| n.clamp(1, self.len)) as usize;
         let mut buf = PageBuf::new(len + msg_bytes, 0);
         self.file
             .read_exact(&mut buf[..len])
@@ -132,6 +138,7 @@ impl Opened {
         Ok(FileData {
             buf,
             len,
+            file_bytes: self.len,
             name: self.name,
         })
     }
@@ -153,9 +160,18 @@ mod tests {
             dir: dir.clone(),
             max_bytes: 3,
         };
-        let f = open(Some(&d), "abc").unwrap().read(8).unwrap();
+        let f = open(Some(&d), "abc").unwrap().read(8, None).unwrap();
         assert_eq!(&f.buf[..], b"abcabcabcab");
-        assert_eq!(f.len, 3);
+        assert_eq!((f.len, f.file_bytes), (3, 3));
+        // A test that can send 2 bytes per stream reads 2 of the 3.
+        let f = open(Some(&d), "abc").unwrap().read(8, Some(2)).unwrap();
+        assert_eq!((&f.buf[..2], f.len, f.file_bytes), (&b"ab"[..], 2, 3));
+        assert_eq!(f.buf.len(), 2 + 8);
+        let f = open(Some(&d), "abc")
+            .unwrap()
+            .read(1, Some(1 << 40))
+            .unwrap();
+        assert_eq!((f.len, f.file_bytes), (3, 3));
         let why = |name: &str, d: Option<&PayloadDir>| open(d, name).err().unwrap().1;
         assert!(why("abc", None).contains("--payload-dir"));
         assert!(why("nope", Some(&d)).contains("is not in this agent's --payload-dir"));
@@ -180,6 +196,7 @@ mod tests {
         let data = FileData {
             buf,
             len: 1000,
+            file_bytes: 1000,
             name: "f".into(),
         };
         let plan = Workload {
@@ -192,6 +209,7 @@ mod tests {
             stall: Duration::from_secs(5),
             random: true,
             file: Some(std::sync::Arc::new(data)),
+            zerocopy: false,
         };
         let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
         let reader = std::thread::spawn(move || {

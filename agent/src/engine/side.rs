@@ -26,6 +26,7 @@ impl Workload {
             stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
             random: p.payload == Payload::Random,
             file: None,
+            zerocopy: p.zerocopy,
         }
     }
 }

@@ -52,6 +52,17 @@ pub fn lines(s: &StepResult) -> Vec<String> {
             rate_text(asked)
         ));
     }
+    let gso = s.params.get("gso").and_then(serde_json::Value::as_str);
+    if gso.is_some_and(|g| g != "off") {
+        for (flow, x) in [
+            ("", m),
+            (" (serving agent to driving agent)", &m["reverse"]),
+        ] {
+            if let Some(l) = offload(x) {
+                out.push(format!("offload{flow}: {l}"));
+            }
+        }
+    }
     if let Some(o) = m["omitted"].as_u64() {
         out.push(format!(
             "warm-up: the first {} s ({o} datagrams) left out of the figures, kept in the samples",
@@ -67,11 +78,63 @@ pub fn lines(s: &StepResult) -> Vec<String> {
     out
 }
 
+/// `GSO used: 3020 send calls, 2048 datagrams a call; GRO used: 3488
+/// receive calls, 1773 datagrams a call` (udp_stream with `gso` auto or
+/// on: what each side used and the datagrams per system call).
+fn offload(x: &serde_json::Value) -> Option<String> {
+    let per = |n: &serde_json::Value, calls: &serde_json::Value| match (n.as_u64(), calls.as_u64())
+    {
+        (Some(n), Some(c)) if c > 0 => format!("{:.1}", n as f64 / c as f64),
+        _ => "-".into(),
+    };
+    let used = |b: &serde_json::Value| {
+        if b.as_bool()? {
+            Some("used")
+        } else {
+            Some("not used")
+        }
+    };
+    let gso = used(&x["gso"]).map(|u| {
+        format!(
+            "GSO {u}: {} send calls, {} datagrams a call",
+            x["send_calls"],
+            per(&x["sent"], &x["send_calls"])
+        )
+    });
+    let gro = used(&x["gro"]).map(|u| {
+        format!(
+            "GRO {u}: {} receive calls, {} datagrams a call",
+            x["recv_calls"],
+            per(&x["received"], &x["recv_calls"])
+        )
+    });
+    match (gso, gro) {
+        (None, None) => None,
+        (a, b) => Some(a.into_iter().chain(b).collect::<Vec<_>>().join("; ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::lines;
     use meshperf_protocol::result::StepResult;
     use serde_json::json;
+
+    #[test]
+    fn gso_auto_or_on_says_what_each_side_used_and_the_datagrams_a_call() {
+        let mut s = step(json!({
+            "sent": 6000, "received": 5990, "gso": true, "gro": false,
+            "send_calls": 100, "recv_calls": 599,
+        }));
+        // Not asked for: no line (every summary has the keys).
+        assert!(lines(&s).is_empty());
+        s.params.insert("gso".into(), json!("auto"));
+        assert_eq!(
+            lines(&s),
+            ["offload: GSO used: 100 send calls, 60.0 datagrams a call; \
+              GRO not used: 599 receive calls, 10.0 datagrams a call"]
+        );
+    }
 
     fn step(summary: serde_json::Value) -> StepResult {
         serde_json::from_value(json!({"index": 0, "kind": "udp_stream", "summary": summary}))

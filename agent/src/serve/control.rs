@@ -5,6 +5,7 @@
 
 use super::auth;
 use super::metrics::{AuthFailure, Counters};
+use super::quiet::Unauthed;
 use super::replay::Replay;
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::log::log;
@@ -169,6 +170,9 @@ pub struct Agent {
     lookups: Arc<AtomicUsize>,
     /// Sessions, failed auths, tests and refusals (`--metrics`).
     counters: Arc<Counters>,
+    /// Sessions that closed before authenticating, on the record once a
+    /// second (a churn of upgrades must not churn the record).
+    unauthed: Unauthed,
 }
 
 /// Name lookups (`resolve`) an agent runs at once; more are refused.
@@ -201,6 +205,7 @@ impl Agent {
             ending: Vec::new(),
             lookups: Default::default(),
             counters: Arc::new(Counters::new()),
+            unauthed: Unauthed::new(Instant::now()),
         }
     }
 
@@ -213,7 +218,7 @@ impl Agent {
     pub fn greet(&mut self, s: &mut Session) {
         s.sid = self.next_sid;
         self.next_sid += 1;
-        log!("session {} opened from {}", s.sid, s.from);
+        // On the record when it authenticates; until then only counted.
         self.counters.session_opened();
         self.live.insert(s.sid);
         s.send(&Event::Hello {
@@ -374,6 +379,12 @@ impl Agent {
         next
     }
 
+    /// Puts the sessions closed unauthenticated since the last report on
+    /// the record, once a second at most.
+    pub fn report(&mut self, now: Instant) {
+        self.unauthed.report(now);
+    }
+
     /// A session ended: cancel every test it owns.
     pub fn closed(&mut self, s: &Session) {
         self.pending.remove(&s.sid);
@@ -388,6 +399,10 @@ impl Agent {
         }
         if s.sid != 0 {
             self.counters.session_closed();
+            if !s.authed {
+                self.unauthed.note(s.ip, &s.from);
+                return;
+            }
             match running {
                 0 => log!("session {} closed", s.sid),
                 n => log!(
@@ -576,6 +591,7 @@ impl Agent {
         if self.token.matches(&token) {
             self.counters.authenticated();
             s.authed = true;
+            log!("session {} opened from {}", s.sid, s.from);
             s.send(&self.auth_ok(id));
             return;
         }

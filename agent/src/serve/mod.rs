@@ -11,6 +11,8 @@
 //! * [`metrics`]: the agent's own counters, on `--metrics ADDR:PORT`,
 //!   served by [`endpoint`]: the small hardened HTTP server the monitor's
 //!   `/metrics` uses too.
+//! * [`quiet`]: what a flood would write to the record line by line, put
+//!   there once a second instead.
 //!
 //! Dependencies run one way: `server` holds `control` sessions; `control`
 //! never reaches back into `server`.
@@ -20,6 +22,7 @@ pub mod control;
 pub mod endpoint;
 pub mod http;
 pub mod metrics;
+pub mod quiet;
 pub mod replay;
 pub mod server;
 pub mod tls;

@@ -10,7 +10,8 @@
 //! the HTTP request head and the WebSocket handshake must arrive within
 //! `head_timeout`, `auth` within `auth_timeout` of `hello`; connections are
 //! capped in total and per source address. At the total cap the oldest
-//! connection that has not authenticated makes room (sshd's MaxStartups
+//! connection that has not authenticated, from the address holding the
+//! most, makes room (sshd's MaxStartups
 //! idea), so flooding the port cannot lock out a controller with the token,
 //! and authenticated sessions are never the ones closed. An accept that
 //! fails (out of file descriptors) closes the oldest unauthenticated
@@ -18,10 +19,10 @@
 
 use super::control::{Agent, Session};
 use super::http;
+use super::quiet::Refusals;
 use super::replay::Replay;
 use super::tls::{Stream, TlsStream};
 use crate::engine::Outbound;
-use crate::log::log;
 use mio::net::{TcpListener, TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use rustls::ServerConfig;
@@ -157,33 +158,6 @@ impl Slot {
     }
 }
 
-/// Refused connections and failed accepts, put on the record at most once a
-/// second (a flood must not flood the record too).
-struct Refusals {
-    count: u64,
-    latest: String,
-    reported: Instant,
-}
-
-impl Refusals {
-    fn note(&mut self, what: String) {
-        self.count += 1;
-        self.latest = what;
-    }
-
-    fn report(&mut self, now: Instant) {
-        if self.count > 0 && now.duration_since(self.reported) >= Duration::from_secs(1) {
-            log!(
-                "refused {} connection(s) or accepts since the last report, the latest: {}",
-                self.count,
-                self.latest
-            );
-            self.count = 0;
-            self.reported = now;
-        }
-    }
-}
-
 struct Server {
     conns: Slab<Slot>,
     by_sid: HashMap<u64, usize>,
@@ -225,11 +199,7 @@ pub fn serve(
             .max_message_size(Some(1 << 20))
             .max_frame_size(Some(1 << 20))
             .max_write_buffer_size(WRITE_BUFFER),
-        refusals: Refusals {
-            count: 0,
-            latest: String::new(),
-            reported: Instant::now(),
-        },
+        refusals: Refusals::new(Instant::now()),
     };
     // Accepting pauses until then after a failed accept.
     let mut paused: Option<Instant> = None;
@@ -289,7 +259,9 @@ pub fn serve(
             paused = srv.accept(&listener, poll.registry());
         }
         next_deadline = srv.expire(Instant::now());
-        srv.refusals.report(Instant::now());
+        let now = Instant::now();
+        srv.refusals.report(now);
+        srv.agent.report(now);
     }
 }
 
@@ -397,14 +369,18 @@ impl Server {
         self.refusals.note(why);
     }
 
-    /// Closes the oldest connection that has not authenticated; false when
-    /// every connection is authenticated.
+    /// Closes the oldest connection that has not authenticated, from the
+    /// address holding the most connections; false when every connection
+    /// is authenticated. A churn of upgrades from many addresses so closes
+    /// its own, not a controller's from an address of its own that is
+    /// between its upgrade and its `auth` (it was closed as the oldest).
     fn evict_oldest(&mut self) -> bool {
+        let held = |ip: &IpAddr| self.per_source.get(ip).copied().unwrap_or(0);
         let oldest = self
             .conns
             .iter()
             .filter(|(_, s)| !s.authed())
-            .min_by_key(|(_, s)| s.opened)
+            .min_by_key(|(_, s)| (std::cmp::Reverse(held(&s.ip)), s.opened))
             .map(|(k, _)| k);
         oldest.is_some_and(|k| {
             self.remove(k);

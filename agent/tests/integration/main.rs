@@ -26,3 +26,4 @@ mod soak;
 mod tcp;
 mod tls;
 mod udp;
+mod zerocopy;

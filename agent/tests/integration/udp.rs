@@ -283,6 +283,15 @@ fn bad_input_is_refused_before_traffic_naming_the_parameter() {
         ("udp_stream", json!({"wait_us": -5}), "wait_us"),
         ("udp_stream", json!({"count": 0}), "count"),
         ("udp_stream", json!({"timeout_ms": 0}), "timeout_ms"),
+        ("udp_stream", json!({"gso": "maybe"}), "gso"),
+        // wait_us paces one datagram a call: nothing to segment.
+        ("udp_stream", json!({"gso": "on", "wait_us": 20}), "gso"),
+        // One datagram a send: no segmentation to be had.
+        (
+            "udp_stream",
+            json!({"gso": "on", "pkt_bytes": 40000, "wait_us": 0}),
+            "gso",
+        ),
         ("udp_rr", json!({"req_bytes": 70000}), "req_bytes"),
         ("udp_rr", json!({"count": 0}), "count"),
         ("udp_rr", json!({"timeout_ms": 0}), "timeout_ms"),
@@ -310,6 +319,15 @@ fn bad_input_is_refused_before_traffic_naming_the_parameter() {
 /// A fake serving agent with the session key `ab` x 16: answers the
 /// set-up, then replies per `script` (seq -> list of (delay ms, reply seq)).
 fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHandle<()>) {
+    fake_server_ending(script, |line| line)
+}
+
+/// [`fake_server`], its sealed end line passed through `end` on the way
+/// out (to alter it as a man in the middle would).
+fn fake_server_ending(
+    script: fn(u64) -> Vec<(u64, u64)>,
+    end: fn(String) -> String,
+) -> (u16, std::thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let h = std::thread::spawn(move || {
@@ -353,10 +371,58 @@ fn fake_server(script: fn(u64) -> Vec<(u64, u64)>) -> (u16, std::thread::JoinHan
             "done",
             "{line}"
         );
-        let done = json!({"op": "done", "server": {"foreign": 0}});
-        writeln!(w, "{}", crate::util::sealed(&key, false, 2, &done)).unwrap();
+        let done =
+            json!({"op": "done", "server": {"received": 0, "replied": 0, "bad": 0, "foreign": 0}});
+        writeln!(w, "{}", end(crate::util::sealed(&key, false, 2, &done))).unwrap();
     });
     (port, h)
+}
+
+/// Issue 22 item 8: a sealed line altered on the way fails the test as
+/// `protocol`, as docs/protocol.md says, on both sides of a udp_rr; it
+/// ended as a partial result (`complete: false`) before.
+#[test]
+fn an_altered_end_line_fails_a_udp_rr_as_protocol_on_either_side() {
+    // The serving agent's end line, its counts changed after sealing.
+    let b = AgentProc::start(&[]);
+    let mut cb = b.connect();
+    let (port, h) = fake_server_ending(
+        |s| vec![(0, s)],
+        |l| {
+            assert!(l.contains(r#""foreign":0"#), "{l}");
+            l.replacen(r#""foreign":0"#, r#""foreign":9"#, 1)
+        },
+    );
+    let r = cb.request(
+        json!({"type": "start", "test_id": 8, "step": 0, "kind": "udp_rr",
+        "params": {"count": 5, "timeout_ms": 100},
+        "peer": {"host": "127.0.0.1", "port": port, "key": "ab".repeat(16)}}),
+    );
+    assert_eq!(r["type"], "started", "{r}");
+    let end = cb.wait_end(8);
+    assert_eq!(
+        (&end["type"], &end["code"]),
+        (&json!("error"), &json!("protocol")),
+        "{end}"
+    );
+    h.join().unwrap();
+
+    // The driving agent's end line, its count changed after sealing: the
+    // serving agent fails the test the same way, and serves the next one.
+    let a = AgentProc::start(&[]);
+    let mut ca = a.connect();
+    let mut q = FakeRequester::start(&mut ca, 78, 10);
+    let done = crate::util::sealed(&q.key, true, 0, &json!({"op": "done", "sent": 0}));
+    assert!(done.contains(r#""sent":0"#), "{done}");
+    writeln!(q.w, "{}", done.replacen(r#""sent":0"#, r#""sent":7"#, 1)).unwrap();
+    let end = ca.wait_end(78);
+    assert_eq!(
+        (&end["type"], &end["code"]),
+        (&json!("error"), &json!("protocol")),
+        "{end}"
+    );
+    let r = run_pair(&mut cb, &mut ca, 79, "udp_rr", json!({"count": 20}));
+    assert_eq!(r.0["summary"]["answered"], 20, "{:?}", r.0);
 }
 
 #[test]
@@ -902,51 +968,14 @@ fn the_udp_rate_cap_covers_udp_rr_replies_and_requests() {
 fn a_responder_answers_no_more_than_its_prepared_count() {
     let a = AgentProc::start(&[]);
     let mut ca = a.connect();
-    let prep = ca.request(
-        json!({"type": "prepare", "test_id": 77, "step": 0, "kind": "udp_rr",
-        "params": {"count": 100}}),
-    );
-    assert_eq!(prep["type"], "prepared", "{prep}");
-    let port = prep["port"].as_u64().unwrap() as u16;
-    let line = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    line.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut r = BufReader::new(line.try_clone().unwrap());
-    let mut w = line;
-    let key = prep["key"].as_str().unwrap();
-    // The reply, then the server's sealed lines in order.
-    let mut got = 0;
-    let mut read = || {
-        let mut l = String::new();
-        r.read_line(&mut l).unwrap();
-        if got == 0 {
-            got += 1;
-            return serde_json::from_str::<Value>(&l).unwrap();
-        }
-        got += 1;
-        crate::util::unseal(key, false, got - 2, &l)
-    };
-    writeln!(w, "{}", crate::util::peer_hello(key, "udp_rr")).unwrap();
-    assert_eq!(read()["ok"], true);
-    let setup = read();
-    let udp_port = setup["udp_port"].as_u64().unwrap() as u16;
-    let token = u64::from_str_radix(setup["token"].as_str().unwrap(), 16).unwrap();
-    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-    u.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-    let datagram = |kind: u8, seq: u64| {
-        let mut d = vec![0u8; 64];
-        d[..3].copy_from_slice(b"MPU");
-        d[3] = kind;
-        d[4..12].copy_from_slice(&token.to_le_bytes());
-        d[12..20].copy_from_slice(&seq.to_le_bytes());
-        d
-    };
-    u.send_to(&datagram(b'H', 0), ("127.0.0.1", udp_port))
+    let mut q = FakeRequester::start(&mut ca, 77, 100);
+    q.u.set_read_timeout(Some(Duration::from_millis(20)))
         .unwrap();
-    assert!(read()["bound"].is_string());
+    let (u, udp_port) = (&q.u, q.udp_port);
     let mut buf = [0u8; 2048];
     let mut answered = 0;
     for seq in 0..150u64 {
-        u.send_to(&datagram(b'Q', seq), ("127.0.0.1", udp_port))
+        u.send_to(&q.datagram(b'Q', seq), ("127.0.0.1", udp_port))
             .unwrap();
         if let Ok((n, _)) = u.recv_from(&mut buf) {
             if n >= 28 && buf[3] == b'R' {
@@ -956,8 +985,8 @@ fn a_responder_answers_no_more_than_its_prepared_count() {
     }
     assert_eq!(answered, 100, "answers past the prepared count");
     let done = json!({"op": "done", "sent": 150});
-    writeln!(w, "{}", crate::util::sealed(key, true, 0, &done)).unwrap();
-    let done = read();
+    writeln!(q.w, "{}", crate::util::sealed(&q.key, true, 0, &done)).unwrap();
+    let done = q.read();
     assert_eq!(
         (
             done["server"]["received"].as_u64(),
@@ -968,4 +997,181 @@ fn a_responder_answers_no_more_than_its_prepared_count() {
     );
     let end = ca.wait_end(77);
     assert_eq!(end["summary"]["beyond_count"], 50, "{end}");
+}
+
+/// A hand-written requester holding the real key, on the control line of
+/// a udp_rr it had `ca` prepare: said hello, took the set-up (`udp_port`,
+/// `token`) and bound its UDP flow `u`; `read` takes the serving agent's
+/// next sealed line.
+struct FakeRequester {
+    r: BufReader<std::net::TcpStream>,
+    w: std::net::TcpStream,
+    key: String,
+    u: UdpSocket,
+    udp_port: u16,
+    token: u64,
+    /// The serving agent's sealed lines read so far.
+    seq: u64,
+}
+
+impl FakeRequester {
+    fn start(ca: &mut Ctl, test_id: u32, count: u64) -> FakeRequester {
+        let prep = ca.request(
+            json!({"type": "prepare", "test_id": test_id, "step": 0, "kind": "udp_rr",
+            "params": {"count": count}}),
+        );
+        assert_eq!(prep["type"], "prepared", "{prep}");
+        let port = prep["port"].as_u64().unwrap() as u16;
+        let w = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        w.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let key = prep["key"].as_str().unwrap().to_string();
+        writeln!(&w, "{}", crate::util::peer_hello(&key, "udp_rr")).unwrap();
+        let mut r = BufReader::new(w.try_clone().unwrap());
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&l).unwrap()["ok"],
+            true,
+            "{l}"
+        );
+        let mut q = FakeRequester {
+            r,
+            w,
+            key,
+            u: UdpSocket::bind("127.0.0.1:0").unwrap(),
+            udp_port: 0,
+            token: 0,
+            seq: 0,
+        };
+        let setup = q.read();
+        q.udp_port = setup["udp_port"].as_u64().unwrap() as u16;
+        q.token = u64::from_str_radix(setup["token"].as_str().unwrap(), 16).unwrap();
+        q.u.send_to(&q.datagram(b'H', 0), ("127.0.0.1", q.udp_port))
+            .unwrap();
+        let bound = q.read();
+        assert!(bound["bound"].is_string(), "{bound}");
+        q
+    }
+
+    fn read(&mut self) -> Value {
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        self.seq += 1;
+        crate::util::unseal(&self.key, false, self.seq - 1, &l)
+    }
+
+    /// A 64-byte datagram of `kind` with this test's token.
+    fn datagram(&self, kind: u8, seq: u64) -> Vec<u8> {
+        let mut d = vec![0u8; 64];
+        d[..3].copy_from_slice(b"MPU");
+        d[3] = kind;
+        d[4..12].copy_from_slice(&self.token.to_le_bytes());
+        d[12..20].copy_from_slice(&seq.to_le_bytes());
+        d
+    }
+}
+
+/// Every datagram's sequence number from `c`'s samples of test `id`,
+/// stream `stream`, in arrival order.
+fn sequences(c: &Ctl, id: u32, stream: u16) -> Vec<u64> {
+    let mut frames: Vec<_> = c
+        .samples(SampleKind::Sequence)
+        .into_iter()
+        .filter(|f| f.header.test_id == id && f.header.stream == stream)
+        .collect();
+    frames.sort_by_key(|f| f.header.first_seq);
+    frames
+        .iter()
+        .flat_map(|f| f.values.iter().copied())
+        .collect()
+}
+
+/// `gso` on: the sender hands the kernel up to 64 datagrams a message and
+/// 32 messages a call (UDP_SEGMENT), the receiver reads them coalesced
+/// (UDP_GRO) and splits them; every datagram still carries its own header,
+/// so the counts are as exact as without: each sequence number once, none
+/// lost, in both directions and both at once. The bursts fit the receive
+/// buffer whole
+/// (as in `udp_stream_counts_every_datagram_in_both_directions`) so that
+/// holds whatever the receiving thread's scheduling; 3000 of 1000 bytes,
+/// 4000 of 64 and 1000 of 18 (the compact header) are no multiple of the
+/// 64 datagrams a message, so each burst ends on a short message.
+#[test]
+fn gso_and_gro_move_every_datagram_with_exact_counts() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let cases = [
+        (30u32, 1000u64, 3000u64, "send"),
+        (31, 1000, 3000, "receive"),
+        (32, 64, 4000, "send"),
+        (33, 18, 1000, "send"),
+        (34, 1000, 2000, "both"),
+    ];
+    for (id, len, count, dir) in cases {
+        let params = json!({"pkt_bytes": len, "count": count, "wait_us": 0,
+            "direction": dir, "gso": "on"});
+        let (client, server) = run_pair(&mut cb, &mut ca, id, "udp_stream", params);
+        check_done("udp_stream", &client, &server, count);
+        let holds = grown_rcvbuf(root) >= count * 4096;
+        // The flows: the driving agent's, and with `both` the serving one's.
+        let mut flows = vec![&client["summary"], &server["summary"]];
+        if dir == "both" {
+            flows.extend([&client["summary"]["reverse"], &server["summary"]["reverse"]]);
+        }
+        for s in flows {
+            assert_eq!(s["sent"], count, "{s}");
+            assert_eq!(
+                (s["gso"].as_bool(), s["gro"].as_bool()),
+                (Some(true), Some(true)),
+                "{s}"
+            );
+            let (rx, lost) = (s["received"].as_u64().unwrap(), s["lost"].as_u64().unwrap());
+            if holds {
+                assert_eq!((rx, lost), (count, 0), "{s}");
+            } else {
+                assert_eq!(rx + lost, count, "{s}");
+            }
+            assert_eq!(
+                (s["duplicates"].as_u64(), s["foreign"].as_u64()),
+                (Some(0), Some(0)),
+                "{s}"
+            );
+            // 64 datagrams a message, 32 messages a call: a burst of 4000
+            // is 2 calls (a full buffer may split one), where plain sendmmsg
+            // takes 125.
+            let calls = s["send_calls"].as_u64().unwrap();
+            assert!(calls >= count.div_ceil(2048), "{s}");
+            assert!(
+                calls <= count / 64,
+                "{calls} send calls for {count} datagrams: {s}"
+            );
+            // Coalesced on loopback: fewer messages read than datagrams.
+            let (msgs, reads) = (
+                s["recv_messages"].as_u64().unwrap(),
+                s["recv_calls"].as_u64().unwrap(),
+            );
+            assert!(reads >= 1 && reads <= msgs && msgs < rx, "{s}");
+            assert_eq!(s["pkt_bytes"], len, "{s}");
+        }
+        // The raw samples: each sequence number once (the order is the
+        // kernel's: a sender that moves CPU mid-burst may reorder).
+        let receivers: &[(&Ctl, u16, &Value)] = match dir {
+            "send" => &[(&ca, 0, &client["summary"])],
+            "receive" => &[(&cb, 0, &client["summary"])],
+            _ => &[
+                (&ca, 0, &client["summary"]),
+                (&cb, 1, &client["summary"]["reverse"]),
+            ],
+        };
+        for &(c, stream, s) in receivers {
+            let mut seqs = sequences(c, id, stream);
+            assert_eq!(seqs.len() as u64, s["received"].as_u64().unwrap(), "{s}");
+            seqs.sort_unstable();
+            if holds {
+                assert_eq!(seqs, (0..count).collect::<Vec<_>>(), "each once");
+            }
+        }
+    }
 }

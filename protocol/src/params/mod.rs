@@ -26,7 +26,8 @@ mod cpus;
 pub use cpus::{parse_cpu_list, CPU_SETSIZE};
 mod udp;
 pub use udp::{
-    UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
+    gso_segments, UdpGso, UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN,
+    UDP_MAX_PAYLOAD, UDP_MIN_LEN,
 };
 
 /// The test kinds meshperf runs.

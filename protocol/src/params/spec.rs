@@ -562,6 +562,19 @@ pub mod stream {
         tcp_only: true,
         ..P
     };
+    /// iperf3 `-Z`: the sending side writes with MSG_ZEROCOPY (the kernel
+    /// sends from the payload buffer's pages instead of copying them) and
+    /// reaps the completions; a kernel or socket that refuses SO_ZEROCOPY
+    /// refuses the test.
+    pub const ZEROCOPY: ParamSpec = ParamSpec {
+        name: "zerocopy",
+        ty: ParamType::Bool,
+        label: "zero-copy send (MSG_ZEROCOPY)",
+        default: DefaultValue::Bool(false),
+        advanced: true,
+        tcp_only: true,
+        ..P
+    };
     pub const INTERVAL_MS: ParamSpec = ParamSpec {
         label: "sample interval (ms)",
         default: DefaultValue::Num(10),
@@ -635,6 +648,7 @@ static STREAM: &[ParamSpec] = {
         RCVLOWAT,
         PAYLOAD,
         PAYLOAD_FILE,
+        ZEROCOPY,
         SNDBUF,
         RCVBUF,
         TOS,
@@ -921,6 +935,20 @@ pub mod udp {
         tcp_only: false,
         ..stream::CLOCKS
     };
+    /// UDP segmentation offload on the sender (`UDP_SEGMENT`) and receive
+    /// offload on the receiver (`UDP_GRO`). Off by default: a coalesced
+    /// read carries one kernel time stamp for all its datagrams, which
+    /// changes `interarrival_us` and `jitter_us` from what they mean
+    /// without it (`UdpGso`).
+    pub const GSO: ParamSpec = ParamSpec {
+        name: "gso",
+        ty: ParamType::Enum,
+        label: "UDP GSO on send, GRO on receive (on: refused where the kernel lacks them)",
+        default: DefaultValue::Word("off"),
+        options: &["off", "auto", "on"],
+        advanced: true,
+        ..P
+    };
 }
 
 static UDP_RR: &[ParamSpec] = {
@@ -963,6 +991,7 @@ static UDP_STREAM: &[ParamSpec] = {
         PROBE_MS,
         PROBE_BYTES,
         CLOCKS,
+        GSO,
     ]
 };
 

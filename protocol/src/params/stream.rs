@@ -120,6 +120,9 @@ pub struct StreamParams {
     /// The serving side's data threads on these CPUs, in turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpus: Option<Vec<u32>>,
+    /// The sending side writes with MSG_ZEROCOPY (iperf3 `-Z`).
+    #[serde(default)]
+    pub zerocopy: bool,
 }
 
 fn default_probe_bytes() -> u64 {
@@ -238,6 +241,7 @@ impl StreamParams {
                 "the writes carry the file: give payload_file or payload zeros, not both",
             ));
         }
+        let zerocopy = r.flag(&ZEROCOPY)?;
         let interval_ms = r.int(&INTERVAL_MS)? as u32;
         let threads = r.opt_int(&THREADS)?.map(|t| t as u32);
         let cpus = r.cpu_list(CPUS.name)?;
@@ -290,6 +294,7 @@ impl StreamParams {
             threads,
             cpus,
             server_cpus,
+            zerocopy,
         })
     }
 }

@@ -141,6 +141,34 @@ pub struct UdpStreamParams {
     /// Its clocks (used only with `probe_ms`).
     #[serde(default)]
     pub clocks: Clocks,
+    /// UDP GSO on the sender, GRO on the receiver ([`UdpGso`]).
+    #[serde(default)]
+    pub gso: UdpGso,
+}
+
+/// Whether `udp_stream` hands the kernel many datagrams in one segmented
+/// send (`UDP_SEGMENT`, Linux 4.18) and reads coalesced ones (`UDP_GRO`,
+/// Linux 5.0). Each datagram still carries its own header, so the
+/// receiver's loss, order and duplicate counts are the same either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UdpGso {
+    /// One datagram per message (what every result before `gso` measured;
+    /// each arrival has its own kernel time stamp).
+    #[default]
+    Off,
+    /// Used where the kernel and the path allow it; the summary's `gso`
+    /// and `gro` say whether it was.
+    Auto,
+    /// Used, or the test is refused before its burst, naming `gso`.
+    On,
+}
+
+/// The most datagrams of `pkt_bytes` one segmented send carries: the
+/// kernel's UDP_MAX_SEGMENTS (64; newer kernels allow more)
+/// and one IP datagram's payload.
+pub fn gso_segments(pkt_bytes: u64) -> u64 {
+    (UDP_MAX_PAYLOAD / pkt_bytes.max(1)).clamp(1, 64)
 }
 
 fn default_probe_bytes() -> u64 {
@@ -220,7 +248,23 @@ impl UdpStreamParams {
         let timeout_ms = r.int(&STREAM_TIMEOUT_MS)?;
         let (probe_ms, probe_bytes, clocks) =
             ProbeParams::read(&mut r, [&PROBE_MS, &PROBE_BYTES, &CLOCKS])?;
+        let gso = match r.choice(&GSO)? {
+            "off" => UdpGso::Off,
+            "auto" => UdpGso::Auto,
+            "on" => UdpGso::On,
+            o => unreachable!("gso {o:?} is in the table but not read"),
+        };
         r.finish()?;
+        if gso == UdpGso::On && gso_segments(pkt_bytes) < 2 {
+            return Err(ParamError::new(
+                "gso",
+                format!(
+                    "on needs two datagrams in one send of at most {UDP_MAX_PAYLOAD} bytes: \
+                     pkt_bytes at most {}, got {pkt_bytes} (use gso auto or off)",
+                    UDP_MAX_PAYLOAD / 2
+                ),
+            ));
+        }
         if wait.is_some() && rate.is_some() {
             return Err(ParamError::new("rate", "give rate or wait_us, not both"));
         }
@@ -231,6 +275,13 @@ impl UdpStreamParams {
         } else {
             WAIT_US.default_num() as f64
         });
+        if gso == UdpGso::On && rate.is_none() && wait > 0.0 {
+            return Err(ParamError::new(
+                "gso",
+                "on sends several datagrams a call, but wait_us paces one datagram a call: \
+                 give rate (or wait_us 0) instead, or gso auto or off",
+            ));
+        }
         let pace = Pace::new("datagram", pkt_bytes, 1, wait, rate);
         pace.udp_rate_within(limits)?;
         // A rate alone runs for a time, as iperf3 -u -b does (10 s, or the
@@ -271,6 +322,7 @@ impl UdpStreamParams {
             probe_ms,
             probe_bytes,
             clocks,
+            gso,
         };
         if let Some(pp) = ProbeParams::beside(probe_ms, probe_bytes, clocks, duration_s, limits)? {
             pace.udp_rate_with_probes_within(pp.bits_per_second(), limits)?;
@@ -295,6 +347,44 @@ mod tests {
     }
     fn st(v: Value) -> Result<UdpStreamParams, ParamError> {
         UdpStreamParams::parse(&v, &Limits::default())
+    }
+
+    #[test]
+    fn gso_is_off_unless_asked_and_on_needs_two_datagrams_a_send() {
+        let p = st(json!({})).unwrap();
+        assert_eq!(p.gso, UdpGso::Off);
+        // Parameters written before `gso` read as off.
+        let mut old = serde_json::to_value(&p).unwrap();
+        old.as_object_mut().unwrap().remove("gso");
+        let back: UdpStreamParams = serde_json::from_value(old).unwrap();
+        assert_eq!(back.gso, UdpGso::Off);
+        for (v, g) in [
+            ("auto", UdpGso::Auto),
+            ("on", UdpGso::On),
+            ("off", UdpGso::Off),
+        ] {
+            assert_eq!(st(json!({ "gso": v })).unwrap().gso, g);
+        }
+        // One datagram a call by wait_us (the default 20): nothing to segment.
+        let e = st(json!({"gso": "on", "wait_us": 20})).unwrap_err();
+        assert_eq!(e.param, "gso");
+        assert_eq!(st(json!({"gso": "auto"})).unwrap().gso, UdpGso::Auto);
+        let on = st(json!({"gso": "on", "rate": "20M"})).unwrap();
+        assert_eq!(serde_json::to_value(&on).unwrap()["gso"], "on");
+        let e = st(json!({"gso": "yes"})).unwrap_err();
+        assert_eq!(e.param, "gso");
+        // 32753 bytes: two in one send; 32754: one, no GSO to be had.
+        assert_eq!(gso_segments(32753), 2);
+        assert!(st(json!({"gso": "on", "pkt_bytes": 32753, "wait_us": 0})).is_ok());
+        let e = st(json!({"gso": "on", "pkt_bytes": 32754, "wait_us": 0})).unwrap_err();
+        assert_eq!(e.param, "gso");
+        assert!(e.to_string().contains("pkt_bytes at most 32753"), "{e}");
+        assert_eq!(
+            st(json!({"gso": "auto", "pkt_bytes": 65507})).unwrap().gso,
+            UdpGso::Auto
+        );
+        // The kernel's 64 segments, or one IP datagram's payload.
+        assert_eq!((gso_segments(18), gso_segments(1400)), (64, 46));
     }
 
     #[test]

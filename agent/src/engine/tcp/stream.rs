@@ -10,6 +10,7 @@ use crate::engine::placement;
 use crate::engine::side::{figures, layout, limited_by, ms_per_read};
 use crate::engine::sockopt::{self, Applied};
 use crate::engine::warmup;
+use crate::engine::zerocopy;
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, StreamParams};
@@ -30,6 +31,7 @@ pub fn prepare(
     placement::plan(&p, Role::Server, layout(&p, Role::Server).len())?;
     let file = open_payload(&p, Role::Server, env)?;
     let ip = p.server_bind.unwrap_or(env.data_ip);
+    check_zerocopy(&p, Role::Server, ip.is_ipv6())?;
     let (listener, port) = peer::data_listener(ip, env.data_ports, &p.socket())?;
     let probe = match p.probe_ms {
         Some(_) => Some(beside::open(env, ip)?),
@@ -55,7 +57,21 @@ pub fn start(
     crate::engine::sockopt::check_congestion(p.congestion.as_deref())?;
     placement::plan(&p, Role::Client, layout(&p, Role::Client).len())?;
     let file = open_payload(&p, Role::Client, env)?;
+    let v6 = p
+        .server_bind
+        .map_or(peer_addr.host.contains(':'), |a| a.is_ipv6());
+    check_zerocopy(&p, Role::Client, v6)?;
     Ok(Box::new(move |ctx| drive(ctx, p, peer_addr, file)))
+}
+
+/// `zerocopy` on a side that sends: refused now, before any connection,
+/// where this kernel refuses SO_ZEROCOPY on a TCP socket (a side that only
+/// receives has nothing to send zero-copy and ignores it).
+fn check_zerocopy(p: &StreamParams, role: Role, ipv6: bool) -> Result<(), crate::engine::Refusal> {
+    if p.zerocopy && layout(p, role).contains(&Flow::Send) {
+        zerocopy::check_tcp(ipv6)?;
+    }
+    Ok(())
 }
 
 /// The payload file of a side that sends (`payload_file`), opened and
@@ -81,7 +97,13 @@ fn load_payload(
     p: &StreamParams,
     file: Option<payload::Opened>,
 ) -> Result<Option<Arc<payload::FileData>>, ()> {
-    match file.map(|f| f.read(p.msg_bytes as usize)).transpose() {
+    // A count-bounded stream sends `count` writes at most: no more of the
+    // file is read than that.
+    let need = match p.duration_s {
+        None => p.count.map(|c| c.saturating_mul(p.msg_bytes)),
+        Some(_) => None,
+    };
+    match file.map(|f| f.read(p.msg_bytes as usize, need)).transpose() {
         Ok(f) => Ok(f.map(Arc::new)),
         Err(e) => {
             ctx.fail(ErrorCode::Io, e.to_string());
@@ -154,7 +176,7 @@ fn run_side(
     file: Option<Arc<payload::FileData>>,
     mut probe: Option<beside::Probe>,
 ) -> Result<StreamSummary, TestError> {
-    let from_file = file.as_ref().map(|f| (f.name.clone(), f.len as u64));
+    let from_file = file.as_ref().map(|f| (f.name.clone(), f.file_bytes));
     let ipv6 = conn.peer_ip.is_ipv6();
     let mut applied: Option<Applied> = None;
     let sock = p.socket();
@@ -168,6 +190,14 @@ fn run_side(
         .zip(dirs.iter().copied())
         .collect();
     let pacing_rate = pace_senders(p, &streams)?;
+    if p.zerocopy {
+        // Before the go: a refusal comes before any byte moves.
+        for (s, _) in streams.iter().filter(|(_, d)| *d == Flow::Send) {
+            zerocopy::enable(s).map_err(|e| {
+                TestError::new(ErrorCode::BadParams, zerocopy::refused("a TCP socket", &e))
+            })?;
+        }
+    }
     // A side that receives counts from when its go left (the peer cannot
     // have sent anything before: a late wake-up of this thread cannot make
     // its transfer look faster than it was); one that only sends counts
@@ -331,6 +361,10 @@ fn summary(
         .map(|i| i.total_retrans as u64)
         .sum();
     let streams = outs.iter().map(|o| figures(o, true)).collect();
+    let zc = outs.iter().filter_map(|o| o.zerocopy).reduce(|mut a, b| {
+        a += b;
+        a
+    });
     StreamSummary {
         bytes,
         seconds,
@@ -383,6 +417,10 @@ fn summary(
         }),
         probe: None,
         line: lines.join("; "),
+        zerocopy_sends: zc.map(|c| c.sends),
+        zerocopy_zero_copied: zc.map(|c| c.zero_copied),
+        zerocopy_copied: zc.map(|c| c.copied),
+        zerocopy_enobufs: zc.map(|c| c.enobufs),
         ..Default::default()
     }
 }

@@ -166,6 +166,11 @@ pub trait UdpTest: Sized + Send + 'static {
     fn duration_s(&self) -> Option<f64> {
         None
     }
+    /// Refuses, before any traffic, what this side's kernel cannot do
+    /// (udp_stream's `gso` on); `serving`: the serving side asks.
+    fn check_kernel(&self, _serving: bool) -> Result<(), Refusal> {
+        Ok(())
+    }
     /// What the serving side reports.
     type ServeSummary: Serialize;
     /// What the driving side reports.
@@ -182,6 +187,7 @@ pub fn prepare<T: UdpTest>(
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
+    p.check_kernel(true)?;
     let (listener, sock) = serve_sockets(env, p.sock(), T::SHARED_PORT)?;
     let ip = sock
         .local_addr()
@@ -238,6 +244,7 @@ pub fn start<T: UdpTest>(
 ) -> Result<super::Job, Refusal> {
     let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     bind::check_client(p.sock().client_bind, p.sock().server_bind, &peer_addr)?;
+    p.check_kernel(false)?;
     Ok(Box::new(move |ctx| {
         let r = drive_flow(&ctx, &peer_addr, T::KIND, p.sock(), p.lines()).and_then(|mut f| {
             if let Some(pp) = p.probe() {

@@ -9,6 +9,7 @@ use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, END, REPLY, REQUEST};
 use crate::engine::watchdog::{self, Watchdog};
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams, UdpSocketParams};
 use meshperf_protocol::peer::{
     UdpRrRequesterLine as RequesterLine, UdpRrResponderLine as ResponderLine, UdpRrServerCounts,
@@ -167,6 +168,9 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
                     break;
                 }
                 Ok(None) => {}
+                // An altered, replayed or untagged line: the test fails
+                // (`protocol`), as every sealed line does (docs/protocol.md).
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => return Err(udp::gone(e)),
                 Err(e) => {
                     note = Some(format!("the driving agent went away ({e})"));
                     break;
@@ -361,6 +365,8 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     };
     let server = match server {
         Ok(ResponderLine::Done { server }) => Some(server),
+        // An altered end line fails the test; a peer gone leaves a partial one.
+        Err(e) if e.code == ErrorCode::Protocol => return Err(e),
         Err(e) => {
             note.get_or_insert(e.message);
             None

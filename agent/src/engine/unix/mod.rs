@@ -168,6 +168,17 @@ fn parse(
             format!("payload_file: tcp_stream only, not {}", kind.name()),
         ));
     }
+    if p.zerocopy {
+        // Asked of the kernel, not assumed: it refuses SO_ZEROCOPY on
+        // AF_UNIX sockets (EOPNOTSUPP), and MSG_ZEROCOPY is TCP's here.
+        let (a, _b) = UnixStream::pair()
+            .map_err(|e| (ErrorCode::Io, format!("cannot open a Unix socket: {e}")))?;
+        let why = match super::zerocopy::enable(&a) {
+            Err(e) => super::zerocopy::refused("a Unix socket", &e),
+            Ok(()) => format!("zerocopy: tcp_stream only, not {}", kind.name()),
+        };
+        return Err((ErrorCode::BadParams, why));
+    }
     let n = super::side::layout(&p, Role::Client).len();
     placement::plan(&p, role, n)?;
     Ok((Params::Stream(p), n))
