@@ -49,10 +49,10 @@ fn descriptors(more: u64) -> Result<(), Refusal> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Ok(()); // unknown: the connections will say it if they fail
     }
-    if need <= lim.rlim_cur as u64 {
+    if need <= lim.rlim_cur {
         return Ok(());
     }
-    if need <= lim.rlim_max as u64 {
+    if need <= lim.rlim_max {
         let raised = libc::rlimit {
             rlim_cur: lim.rlim_max,
             rlim_max: lim.rlim_max,
@@ -141,6 +141,11 @@ impl Collected {
     /// Samples handed over so far.
     pub fn len(&self) -> usize {
         self.series.lock().expect("samples lock")[0].len()
+    }
+
+    /// Whether no sample has been handed over yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Calls `send(from, a, b)` with the samples from index `from` on

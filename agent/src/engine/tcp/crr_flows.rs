@@ -302,8 +302,7 @@ fn worker(sh: &Shared, flows: Vec<usize>) -> Result<WorkerOut, TestError> {
         }
         if now >= scanned + scan {
             scanned = now;
-            for k in 0..conns.len() {
-                let c = &mut conns[k];
+            for (k, c) in conns.iter_mut().enumerate() {
                 let f = match c.st {
                     St::Connecting if now - c.t0 > connect_timeout => {
                         Fail::Connect(io::ErrorKind::TimedOut.into())

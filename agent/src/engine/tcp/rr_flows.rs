@@ -303,7 +303,7 @@ fn requester(sh: &Shared, group: Vec<(usize, TcpStream)>) -> Result<WorkerOut, T
                             out.last = Some(t);
                             f.n += 1;
                             f.last_move = t;
-                            let more = f.n < f.share && end.is_none_or(|e| t < e);
+                            let more = f.n < f.share && end.map_or(true, |e| t < e);
                             if more && wait_each.is_zero() {
                                 f.hdr = f.n.to_le_bytes();
                                 f.phase = Phase::Write;
@@ -556,7 +556,7 @@ fn run_side(
                 let cancel = e.code == ErrorCode::Cancelled;
                 if first_err
                     .as_ref()
-                    .is_none_or(|f| f.code == ErrorCode::Cancelled && !cancel)
+                    .map_or(true, |f| f.code == ErrorCode::Cancelled && !cancel)
                 {
                     first_err = Some(e);
                 }
