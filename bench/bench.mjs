@@ -6,7 +6,7 @@
 //
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every
 // tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.
-import { ROUNDS, SECS, bin, children, cpus, fmt, only, results, sh, startAgent } from './lib.mjs';
+import { ROUNDS, SECS, bin, children, cpuModel, cpus, fmt, only, results, sh, startAgent } from './lib.mjs';
 import { flows, tcpCrr, tcpRr, tcpStream, zerocopy } from './tcp.mjs';
 import { udp, udpRate } from './udp.mjs';
 import { footprint } from './footprint.mjs';
@@ -20,7 +20,7 @@ const sections = { tcp_stream: tcpStream, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpC
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }
-  console.log(`meshperf bench: ${cpus} CPUs, serving end on CPU 0, driving end on CPU 1, ${ROUNDS} rounds, ${SECS} s each`);
+  console.log(`meshperf bench: ${cpus} CPUs (${cpuModel}), serving end on CPU 0, driving end on CPU 1, ${ROUNDS} rounds, ${SECS} s each`);
   const a = await startAgent(0);
   const b = await startAgent(1);
   for (const [name, fn] of Object.entries(sections)) {
