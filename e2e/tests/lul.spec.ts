@@ -185,11 +185,44 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
     expect(Math.abs(Number(f.value) - value), `${key}: ${f.value}, expected ${value}`).toBeLessThanOrEqual(1e-9 * Math.abs(value));
     expect([f.text, f.uncertain], key).toEqual([text, uncertain]);
   }
+  // The verdict first, in words (protocol/src/verdict.rs, worked by hand in its tests).
+  await expect(page.getByTestId('lul-verdict')).toHaveAttribute('data-grade', 'A');
+  await expect(page.getByTestId('lul-verdict-text')).toHaveText(
+    'Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run; ' +
+      'downloads add 4.10 ms (on the way down), uploads add 12.9 ms (on the way up).',
+  );
   await expect(page.getByTestId('lul-clock')).toHaveText(
     'one-way delays on estimated clocks: offset 1523.4 µs, drift 0.42 ppm, uncertainty ±30.0 µs (<± marks a delay smaller than that); ' +
       'their changes (added up/down) are not affected; receive times from the kernel',
   );
   expect(errors).toEqual([]);
+});
+
+test('a latency_under_load matrix cell says the verdict of its pair in its tooltip', async ({ page, agents }) => {
+  const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
+  const step = (client: number, server: number) => ({ kind: 'latency_under_load', params: { probe_ms: 5 }, pair: { client, server }, summary, samples: [] });
+  const result = {
+    format: 'meshperf-result',
+    version: 1,
+    plan: { kind: 'latency_under_load' },
+    agents: [
+      { endpoint: '127.0.0.1:7800', hostname: 'a' },
+      { endpoint: '127.0.0.1:7801', hostname: 'b' },
+    ],
+    steps: [step(0, 1)],
+  };
+  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'matrix.json');
+  writeFileSync(file, JSON.stringify(result));
+  await page.goto(`${agents.a.origin}/`);
+  await page.getByTestId('import').setInputFiles(file);
+  await expect(page.getByTestId('matrix-view')).toBeVisible();
+  // The pair's cell: its tooltip is the figure, then the verdict.
+  const cell = page.getByTestId('heatmap').locator('[data-testid=cell][data-row="0"][data-col="1"]');
+  await expect(cell).toHaveAttribute('data-state', 'done');
+  await cell.hover();
+  await expect(page.getByTestId('heatmap-tip')).toContainText(
+    '. Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run;',
+  );
 });
 
 /** The statistics table's figure `stat` of quantity `q`, as a number. */
@@ -398,6 +431,10 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
     if (ph === 'download') expect(cells[1]).toBe(text('download.down'));
     if (ph === 'upload') expect(cells[2]).toBe(text('upload.up'));
   }
+  // The verdict: the CLI's first line of the step is the page's sentence.
+  const verdict = rows.slice(0, rows.findIndex((l) => l.startsWith('phase '))).pop()!;
+  expect(verdict, r.stderr).toMatch(/^Grade (A\+|[A-DF]): /);
+  await expect(page.getByTestId('lul-verdict-text')).toHaveText(verdict);
   // The same clock line, microseconds written µs on the page and us in the terminal.
   const clock = rows.find((l) => l.startsWith('times in ms; '))!.slice('times in ms; '.length);
   await expect(page.getByTestId('lul-clock')).toHaveText(clock.replace(/ us\b/g, ' µs'));

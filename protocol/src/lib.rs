@@ -9,6 +9,8 @@
 //! * [`result`]: the versioned result format (files, exports, permalinks).
 //! * [`driver`]: running one step between agents (the CLI's and the page's).
 //! * [`summary`]: the typed summary of each kind (the result's `summary` keys).
+//! * [`lul_card`]: a `latency_under_load` step's card; [`verdict`]: its grade
+//!   and sentence in plain words (the CLI's, the page's, the matrix's).
 //! * [`export`]: the CSV export of a result (the CLI's and the page's).
 //! * [`matrix`]: rounds of agent pairs and the headline figure of each cell.
 //! * [`json_stream`]: the lines of `meshperf run --json-stream`.
@@ -31,6 +33,7 @@ pub mod presets;
 pub mod result;
 pub mod seedline;
 pub mod summary;
+pub mod verdict;
 
 /// Control protocol version; `hello` carries it and clients check it.
 pub const PROTOCOL_VERSION: u32 = 1;

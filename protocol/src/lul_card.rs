@@ -89,6 +89,8 @@ pub struct Section {
 /// The card of one step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Card {
+    /// The grade and the sentence a reader wants first ([`crate::verdict`]).
+    pub verdict: crate::verdict::Verdict,
     pub sections: Vec<Section>,
     /// What the one-way delays rest on, in one line.
     pub clock: String,
@@ -386,6 +388,7 @@ pub fn card(s: &LulSummary) -> Card {
     }
     sections.retain(|sec| !sec.figures.is_empty());
     Card {
+        verdict: crate::verdict::lul(s),
         sections,
         // The page's unit (the card is the page's; the CLI prints clock_line).
         clock: clock_line_in(s, "µs"),

@@ -105,6 +105,15 @@ node -e '
   if (Math.abs(up) > 1000) throw new Error(`the unshaped direction rose by ${up} us`);
   if (d.down_bits_per_second < 15e6 || d.down_bits_per_second > 21e6) throw new Error(`download ${d.down_bits_per_second} bit/s, shaped to 20 Mbit/s`);
 ' "$dir/tbf.json" "$limit" || fail "the tbf queue is not where the probes put it"
+# The verdict in words (the line before the table): a 20 ms queue on the
+# way down is grade A (5 to 30 ms added), named where it is; the upload
+# phase, unshaped, adds none.
+verdict=$(grep -m1 '^Grade ' "$dir/tbf.json.txt") || fail "no verdict line in: $(cat "$dir/tbf.json.txt")"
+echo "$verdict"
+case "$verdict" in
+  "Grade A: "*"downloads add "*" ms (on the way down)"*"uploads add none (±"*) ;;
+  *) fail "the verdict does not name the download queue: $verdict" ;;
+esac
 
 # 2. 3% of the probes dropped on the way up (B to A), counted by the rule.
 probe=64

@@ -787,13 +787,24 @@ pub fn lul_analyze(
 
 /// The summary card of a `latency_under_load` driving side's summary (JSON
 /// in, JSON out: protocol/src/lul_card.rs, the rules `meshperf run`'s table
-/// follows): `{sections: [{title, figures: [{key, label, from, scale, value,
+/// follows): `{verdict, sections: [{title, figures: [{key, label, from, scale, value,
 /// unit, text, basis, uncertain}]}], clock, complete, note}`. Throws on
 /// another kind's summary.
 #[cfg(feature = "codec")]
 #[wasm_bindgen]
 pub fn lul_card(summary_json: &str) -> Result<String, JsError> {
     meshperf_protocol::lul_card::card_json(summary_json).map_err(|e| JsError::new(&e))
+}
+
+/// The verdict of a `latency_under_load` driving side's summary (JSON in,
+/// JSON out: protocol/src/verdict.rs, the sentence `meshperf run` prints):
+/// `{grade, sentence, phases: [{phase, added_ms, uncertainty_ms, none,
+/// up_ms, down_ms, grade}]}`, for the matrix's tooltip. Throws on another
+/// kind's summary.
+#[cfg(feature = "codec")]
+#[wasm_bindgen]
+pub fn lul_verdict(summary_json: &str) -> Result<String, JsError> {
+    meshperf_protocol::verdict::lul_json(summary_json).map_err(|e| JsError::new(&e))
 }
 
 /// The latency lanes of the answered probes (`meshperf_stats::lul_lanes`):

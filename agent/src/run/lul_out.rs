@@ -1,5 +1,5 @@
-//! `meshperf run`'s per-phase table of a `latency_under_load` step (the
-//! driving side's typed summary), times in ms.
+//! `meshperf run`'s verdict and per-phase table of a `latency_under_load`
+//! step (the driving side's typed summary), times in ms.
 
 use meshperf_protocol::lul_card::{clock_line, mbit, ms, one_way_text};
 use meshperf_protocol::summary::{LulSummary, Stats};
@@ -25,7 +25,9 @@ pub fn table(summary: &Value) -> Option<String> {
             format!("{lost} ({:.2}%)", lost as f64 * 100.0 / sent as f64)
         }
     };
-    let mut out = String::new();
+    // The verdict first: the answer before the figures it rests on (the
+    // page's card and the matrix's tooltip say the same words).
+    let mut out = format!("{}\n", meshperf_protocol::verdict::lul(&s).sentence);
     let _ = writeln!(
         out,
         "{:<9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>23} {:>10} {:>10} {:>13} {:>13}",
@@ -107,7 +109,9 @@ mod tests {
             "complete": true, "note": null, "rate_capped_us": 0.0, "base_ns": 1, "peer_base_ns": 2
         });
         let t = table(&s).unwrap();
-        let row = t.lines().nth(1).unwrap();
+        // The verdict first (no loaded phase here), then the header, then idle.
+        assert!(t.starts_with("No verdict: no probe was answered in a loaded phase."), "{t}");
+        let row = t.lines().nth(2).unwrap();
         assert!(row.contains("<±0.030"), "{t}");
         assert!(row.contains("2.500"), "{t}");
         assert!(row.contains("6 (3.00%)"), "{t}");

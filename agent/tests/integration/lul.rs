@@ -277,6 +277,19 @@ fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json
     let s = &r["steps"][0]["summary"];
     assert_eq!(r["steps"][0]["kind"], "latency_under_load");
     assert_eq!(s["phases"].as_array().unwrap().len(), 4, "{s}");
+    // The verdict comes first, the same sentence the page and the matrix
+    // show for this result file's summary.
+    let verdict = meshperf_protocol::verdict::lul(&serde_json::from_value(s.clone()).unwrap());
+    let printed = err
+        .lines()
+        .take_while(|l| !l.starts_with("phase "))
+        .last()
+        .unwrap();
+    assert_eq!(printed, verdict.sentence, "{err}");
+    assert!(
+        printed.starts_with(&format!("Grade {}: ", verdict.grade)),
+        "{printed}"
+    );
     // The table's figures are the JSON's: the both phase's RTT p50, in ms.
     let p50 = f(&s["phases"][3]["rtt_us"]["median"]) / 1e3;
     assert!(

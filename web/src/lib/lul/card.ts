@@ -16,7 +16,14 @@ export interface CardFigure {
   basis: 'tcp' | 'rtt' | 'estimated' | 'synced' | 'count';
   uncertain: boolean;
 }
+/** The grade and sentence of a step (protocol/src/verdict.rs): the CLI prints the same words. */
+export interface Verdict {
+  grade: string;
+  sentence: string;
+  phases: { phase: string; added_ms: number; uncertainty_ms: number; none: boolean; up_ms: number | null; down_ms: number | null; grade: string }[];
+}
 export interface Card {
+  verdict: Verdict;
   sections: { title: string; figures: CardFigure[] }[];
   clock: string;
   complete: boolean;

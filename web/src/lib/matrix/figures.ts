@@ -25,3 +25,25 @@ export function fills(c: Codec, s: StepResult, metric: string): Fill[] {
   }
   return m.get(metric) ?? [];
 }
+
+const verdicts = new WeakMap<StepResult, string | null>();
+
+/**
+ * The verdict sentence of a `latency_under_load` pair (protocol/src/verdict.rs,
+ * the words `meshperf run` prints), for its cells' tooltip; null for other
+ * kinds and for a failed pair.
+ */
+export function verdictOf(c: Pick<Codec, 'lul_verdict'>, s: StepResult): string | null {
+  if (!verdicts.has(s)) {
+    let v: string | null = null;
+    if (s.kind === 'latency_under_load' && s.summary && !s.error) {
+      try {
+        v = (JSON.parse(c.lul_verdict(JSON.stringify(s.summary))) as { sentence: string }).sentence;
+      } catch (e) {
+        console.warn((e as Error).message);
+      }
+    }
+    verdicts.set(s, v);
+  }
+  return verdicts.get(s) ?? null;
+}

@@ -23,6 +23,8 @@ export interface Cell {
   state: CellState | 'self' | 'none';
   /** Why the pair failed. */
   error?: string;
+  /** The pair's verdict in words (latency_under_load), shown in the tooltip. */
+  verdict?: string;
 }
 export type MatrixPhase = 'idle' | 'checking' | 'running' | 'done' | 'cancelled' | 'failed';
 

@@ -1,0 +1,404 @@
+//! The verdict of a `latency_under_load` step: a grade and one sentence in
+//! plain words, for a reader who asked "is my connection bloated?" and
+//! should not have to read 40 figures to hear the answer.
+//!
+//! The grade is the bufferbloat scale that DSLReports' speed test
+//! introduced and Waveform's bufferbloat test uses: the round trip the load
+//! added over the idle phase, A+ under 5 ms, A under 30, B under 60, C
+//! under 200, D under 400, F from 400 ms. Those tests average the download
+//! and upload phases; this grades the worst loaded phase, and names it: an
+//! upload that adds 300 ms is what breaks a video call, whatever the
+//! download does. The words per grade follow what real-time applications
+//! tolerate (ITU-T G.114 puts the limit for a conversation at 150 ms one
+//! way; games and calls notice tens of milliseconds of jitter).
+//!
+//! An added delay no larger than its uncertainty, or below zero (on an idle
+//! loopback the loaded round trip can read *less* than the idle one: busy
+//! CPUs wake faster), reads "none", with the uncertainty, never a negative
+//! number. The uncertainty is that of a difference of two medians: about
+//! two standard errors, each 1.2533 sigma / sqrt(n) with sigma estimated
+//! robustly as 1.4826 MAD of the phase's round trips.
+//!
+//! One definition for every reader: `meshperf run` prints [`lul`]'s sentence
+//! under the phase table, the page's card shows it first (`lul_card`), and
+//! the matrix cell of a `latency_under_load` pair shows it in its tooltip.
+
+use crate::params::LulPhase;
+use crate::summary::{LulPhaseSummary, LulSummary, Stats};
+use serde::Serialize;
+
+/// Upper bounds (ms, exclusive) of the grades A+ to D; F above the last.
+pub const GRADES: [(&str, f64); 5] = [
+    ("A+", 5.0),
+    ("A", 30.0),
+    ("B", 60.0),
+    ("C", 200.0),
+    ("D", 400.0),
+];
+
+/// What one loaded phase added to the round trip.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseVerdict {
+    pub phase: LulPhase,
+    /// Loaded minus idle median round trip, ms (negative when the load
+    /// made it faster; then `none`).
+    pub added_ms: f64,
+    /// Its uncertainty, ms.
+    pub uncertainty_ms: f64,
+    /// No delay beyond the uncertainty (or below zero).
+    pub none: bool,
+    /// The phase's added one-way medians, ms, when the probes had both ways.
+    pub up_ms: Option<f64>,
+    pub down_ms: Option<f64>,
+    pub grade: &'static str,
+}
+
+/// The step's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The worst loaded phase's grade; `?` with no loaded phase measured.
+    pub grade: &'static str,
+    /// One sentence, e.g. "Grade C: uploads add 34 ms (on the way up): a
+    /// video call will stutter while you upload; downloads add none (±0.02 ms)."
+    pub sentence: String,
+    pub phases: Vec<PhaseVerdict>,
+}
+
+/// The grade of an added round trip of `ms` (none counts as 0).
+pub fn grade(ms: f64) -> &'static str {
+    GRADES
+        .iter()
+        .find(|(_, below)| ms < *below)
+        .map_or("F", |(g, _)| g)
+}
+
+/// What a grade means for a call or a game, while the phase's traffic runs.
+fn meaning(grade: &str) -> &'static str {
+    match grade {
+        "A+" => "calls and games will not notice",
+        "A" => "calls and games will hardly notice",
+        "B" => "games may lag a little",
+        "C" => "a video call will stutter",
+        "D" => "a video call will break up",
+        _ => "calls and games will be unusable",
+    }
+}
+
+/// The standard error of a median of `s` (us), from its MAD.
+fn median_se(s: &Stats) -> f64 {
+    if s.n == 0 {
+        return f64::INFINITY;
+    }
+    1.2533 * 1.4826 * s.mad / (s.n as f64).sqrt()
+}
+
+/// Milliseconds as the verdict writes them: 3 significant figures at most,
+/// never "-0".
+pub fn ms_text(ms: f64) -> String {
+    let a = ms.abs();
+    let t = if a >= 100.0 {
+        format!("{ms:.0}")
+    } else if a >= 10.0 {
+        format!("{ms:.1}")
+    } else if a >= 1.0 {
+        format!("{ms:.2}")
+    } else if a >= 0.01 {
+        format!("{ms:.3}")
+    } else {
+        format!("{ms:.4}")
+    };
+    if t.trim_start_matches('-')
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        t.trim_start_matches('-').to_string()
+    } else {
+        t
+    }
+}
+
+fn phase_verdict(idle: &Stats, p: &LulPhaseSummary) -> Option<PhaseVerdict> {
+    let loaded = p.rtt_us.as_ref()?;
+    let added_us = p
+        .added_rtt_us
+        .map_or(loaded.median - idle.median, |a| a.median);
+    let unc_us = 2.0 * (median_se(idle).powi(2) + median_se(loaded).powi(2)).sqrt();
+    let none = added_us <= unc_us;
+    Some(PhaseVerdict {
+        phase: p.phase,
+        added_ms: added_us / 1e3,
+        uncertainty_ms: unc_us / 1e3,
+        none,
+        up_ms: p.added_up_us.map(|a| a.median / 1e3),
+        down_ms: p.added_down_us.map(|a| a.median / 1e3),
+        grade: grade(if none { 0.0 } else { added_us / 1e3 }),
+    })
+}
+
+/// "uploads", "downloads", "uploading and downloading at once".
+fn doing(ph: LulPhase) -> (&'static str, &'static str, &'static str) {
+    match ph {
+        LulPhase::Download => ("downloads", "add", "while you download"),
+        LulPhase::Upload => ("uploads", "add", "while you upload"),
+        _ => (
+            "uploading and downloading at once",
+            "adds",
+            "while both run",
+        ),
+    }
+}
+
+fn clause(v: &PhaseVerdict) -> String {
+    let (what, verb, _) = doing(v.phase);
+    if v.none {
+        return format!("{what} {verb} none (±{} ms)", ms_text(v.uncertainty_ms));
+    }
+    // The way the queue built: the larger added one-way delay, when it
+    // holds most of the added round trip.
+    let way = match (v.up_ms, v.down_ms) {
+        (Some(u), Some(d)) if u > 0.0 && u >= 2.0 * d.max(0.0) => " (on the way up)",
+        (Some(u), Some(d)) if d > 0.0 && d >= 2.0 * u.max(0.0) => " (on the way down)",
+        _ => "",
+    };
+    format!("{what} {verb} {} ms{way}", ms_text(v.added_ms))
+}
+
+/// The verdict of a driving side's summary.
+pub fn lul(s: &LulSummary) -> Verdict {
+    let idle = s
+        .phases
+        .iter()
+        .find(|p| p.phase == LulPhase::Idle)
+        .and_then(|p| p.rtt_us.as_ref());
+    let phases: Vec<PhaseVerdict> = match idle {
+        Some(idle) => s
+            .phases
+            .iter()
+            .filter(|p| p.phase != LulPhase::Idle)
+            .filter_map(|p| phase_verdict(idle, p))
+            .collect(),
+        None => Vec::new(),
+    };
+    // The worst phase: the largest added delay beyond its uncertainty.
+    let worst = phases.iter().max_by(|a, b| {
+        let key = |v: &PhaseVerdict| {
+            if v.none {
+                f64::NEG_INFINITY
+            } else {
+                v.added_ms
+            }
+        };
+        key(a).total_cmp(&key(b))
+    });
+    let Some(worst) = worst else {
+        return Verdict {
+            grade: "?",
+            sentence: if idle.is_none() {
+                "No verdict: no probe was answered in the idle phase, so nothing to compare the loaded round trips with.".into()
+            } else {
+                "No verdict: no probe was answered in a loaded phase.".into()
+            },
+            phases,
+        };
+    };
+    let mut sentence = format!("Grade {}: ", worst.grade);
+    if worst.none {
+        let all: Vec<String> = phases.iter().map(clause).collect();
+        sentence.push_str(&format!(
+            "the load added no delay beyond the measurement's uncertainty: {}; {}.",
+            all.join(", "),
+            meaning(worst.grade)
+        ));
+    } else {
+        let (_, _, when) = doing(worst.phase);
+        sentence.push_str(&format!(
+            "{}: {} {when}",
+            clause(worst),
+            meaning(worst.grade)
+        ));
+        let rest: Vec<String> = phases
+            .iter()
+            .filter(|v| v.phase != worst.phase)
+            .map(clause)
+            .collect();
+        if !rest.is_empty() {
+            sentence.push_str("; ");
+            sentence.push_str(&rest.join(", "));
+        }
+        sentence.push('.');
+    }
+    Verdict {
+        grade: worst.grade,
+        sentence,
+        phases,
+    }
+}
+
+/// The verdict of a summary given as JSON (the page's matrix, through wasm).
+pub fn lul_json(summary_json: &str) -> Result<String, String> {
+    let s: LulSummary = serde_json::from_str(summary_json)
+        .map_err(|e| format!("not a latency_under_load summary: {e}"))?;
+    serde_json::to_string(&lul(&s)).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A phase whose round trips have median `med` us, MAD `mad`, n `n`;
+    /// added round trip `added` us and one-way `up`/`down` us.
+    fn phase(
+        name: &str,
+        med: f64,
+        mad: f64,
+        n: u64,
+        added: Option<(f64, f64, f64)>,
+    ) -> serde_json::Value {
+        let st = json!({"n": n, "min": med, "max": med, "mean": med, "sigma": mad,
+            "skew": 0.0, "kurtosis": 0.0, "median": med, "iq25": med, "iq75": med, "p90": med,
+            "p99": med, "p999": med, "p9999": med, "mad": mad});
+        let flow = json!({"sent": n, "received": n, "lost": 0, "duplicates": 0, "reordered": 0});
+        let a = |v: f64| json!({"median": v, "p90": v, "p99": v});
+        json!({"phase": name, "seconds": 5.0, "down_bytes": 0, "down_bits_per_second": 0.0,
+            "up_bytes": 0, "up_bits_per_second": 0.0, "rtt_us": st, "up_us": null, "down_us": null,
+            "added_rtt_us": added.map(|(r, _, _)| a(r)),
+            "added_up_us": added.map(|(_, u, _)| a(u)),
+            "added_down_us": added.map(|(_, _, d)| a(d)),
+            "probes_up": flow, "probes_down": flow, "probes_skipped": 0})
+    }
+
+    fn summary(phases: Vec<serde_json::Value>) -> LulSummary {
+        let flow = json!({"sent": 0, "received": 0, "lost": 0, "duplicates": 0, "reordered": 0});
+        serde_json::from_value(json!({"phases": phases, "clock": null, "probes_up": flow,
+            "probes_down": flow, "probes_skipped": 0, "probe_ms": 5.0, "probe_bytes": 64,
+            "streams_per_direction": 4, "seconds": 20.0, "foreign": null, "peer": "10.0.0.2:1",
+            "complete": true, "note": null, "rate_capped_us": 0.0, "base_ns": 0,
+            "server_base_ns": null, "timestamps": "kernel"}))
+        .unwrap()
+    }
+
+    /// Idle 20 ms (MAD 100 us, 1000 probes); each loaded phase `added` ms.
+    fn graded(down: f64, up: f64) -> Verdict {
+        let ph = |name: &str, ms: f64| {
+            let us = ms * 1e3;
+            phase(name, 20_000.0 + us, 100.0, 1000, Some((us, 0.0, 0.0)))
+        };
+        lul(&summary(vec![
+            phase("idle", 20_000.0, 100.0, 1000, None),
+            ph("download", down),
+            ph("upload", up),
+        ]))
+    }
+
+    #[test]
+    fn each_grade_starts_at_its_boundary() {
+        for (ms, g) in [
+            (4.99, "A+"),
+            (5.0, "A"),
+            (29.99, "A"),
+            (30.0, "B"),
+            (59.99, "B"),
+            (60.0, "C"),
+            (199.99, "C"),
+            (200.0, "D"),
+            (399.99, "D"),
+            (400.0, "F"),
+            (5000.0, "F"),
+        ] {
+            assert_eq!(grade(ms), g, "{ms} ms");
+            // The worst phase grades the step, whichever way it is.
+            assert_eq!(graded(ms, 1.0).grade, g, "download {ms} ms");
+            assert_eq!(graded(1.0, ms).grade, g, "upload {ms} ms");
+        }
+    }
+
+    #[test]
+    fn the_sentence_names_the_phase_and_the_way_that_bloats() {
+        let v = lul(&summary(vec![
+            phase("idle", 20_000.0, 100.0, 1000, None),
+            phase("download", 20_050.0, 100.0, 1000, Some((50.0, 20.0, 30.0))),
+            phase(
+                "upload",
+                54_000.0,
+                900.0,
+                1000,
+                Some((34_000.0, 33_500.0, 500.0)),
+            ),
+        ]));
+        assert_eq!(v.grade, "B");
+        assert_eq!(
+            v.sentence,
+            "Grade B: uploads add 34.0 ms (on the way up): games may lag a little while you upload; downloads add 0.050 ms."
+        );
+        assert_eq!(v.phases.len(), 2);
+        assert!(
+            !v.phases[0].none,
+            "50 us is past 2 x 1.25 x 1.48 x 100 / sqrt(1000) x sqrt 2 = 16.6 us"
+        );
+        assert!(
+            (v.phases[0].uncertainty_ms - 0.0166).abs() < 0.0005,
+            "{}",
+            v.phases[0].uncertainty_ms
+        );
+    }
+
+    #[test]
+    fn negative_and_within_uncertainty_delays_read_none_never_negative() {
+        // Loopback: loaded round trips 10 us faster than idle (busy CPUs
+        // wake faster), and 5 us slower with a spread that hides it.
+        let v = lul(&summary(vec![
+            phase("idle", 30.0, 5.0, 1000, None),
+            phase("download", 20.0, 5.0, 1000, Some((-10.0, -5.0, -5.0))),
+            phase("upload", 35.0, 60.0, 1000, Some((5.0, 2.0, 3.0))),
+        ]));
+        assert!(v.phases.iter().all(|p| p.none), "{v:?}");
+        assert_eq!(v.grade, "A+");
+        assert!(!v.sentence.contains('-'), "{}", v.sentence);
+        assert_eq!(
+            v.sentence,
+            "Grade A+: the load added no delay beyond the measurement's uncertainty: downloads add none (±0.0008 ms), uploads add none (±0.0071 ms); calls and games will not notice."
+        );
+    }
+
+    #[test]
+    fn no_idle_or_no_loaded_probe_is_no_verdict() {
+        let mut s = summary(vec![
+            phase("idle", 30.0, 5.0, 1000, None),
+            phase("download", 20.0, 5.0, 1000, None),
+        ]);
+        s.phases[1].rtt_us = None;
+        assert_eq!(lul(&s).grade, "?");
+        assert!(lul(&s)
+            .sentence
+            .contains("no probe was answered in a loaded phase"));
+        s.phases[0].rtt_us = None;
+        assert!(lul(&s).sentence.contains("in the idle phase"));
+    }
+
+    /// The card's fixture, whose phases all differ (the page's e2e test
+    /// checks it shows this same sentence), worked by hand: the both phase
+    /// adds 15.4998 ms (A: 5 to 30); its one-way parts (8.81 up, 4.86 down)
+    /// name no way; download's 4.04 of 4.10 ms are on the way down, upload's
+    /// 12.93 of 12.87 on the way up (its way down is -0.03).
+    #[test]
+    fn the_card_fixture_reads_as_worked_by_hand() {
+        let s: LulSummary =
+            serde_json::from_str(include_str!("../tests/fixtures/lul-card-phases.json")).unwrap();
+        let v = lul(&s);
+        assert_eq!(v.grade, "A");
+        assert_eq!(
+            v.sentence,
+            "Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run; downloads add 4.10 ms (on the way down), uploads add 12.9 ms (on the way up)."
+        );
+    }
+
+    #[test]
+    fn milliseconds_read_short_and_never_minus_zero() {
+        assert_eq!(ms_text(34.0), "34.0");
+        assert_eq!(ms_text(412.4), "412");
+        assert_eq!(ms_text(1.234), "1.23");
+        assert_eq!(ms_text(0.0166), "0.017");
+        assert_eq!(ms_text(-0.00001), "0.0000");
+    }
+}
