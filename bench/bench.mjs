@@ -6,8 +6,8 @@
 //
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every
 // tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.
-import { ROUNDS, SECS, bin, children, cpus, fmt, only, results, sh, startAgent } from './lib.mjs';
-import { tcpCrr, tcpRr, tcpStream, zerocopy } from './tcp.mjs';
+import { ROUNDS, SECS, bin, children, cpuModel, cpus, fmt, only, results, sh, startAgent } from './lib.mjs';
+import { flows, tcpCrr, tcpRr, tcpStream, zerocopy } from './tcp.mjs';
 import { udp, udpRate } from './udp.mjs';
 import { footprint } from './footprint.mjs';
 import { wasmStats } from './wasm.mjs';
@@ -16,11 +16,11 @@ import { mesh } from './mesh.mjs';
 import { matrixPage } from './matrix_page.mjs';
 import { lul } from './lul.mjs';
 
-const sections = { tcp_stream: tcpStream, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, udp, udp_rate: udpRate, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
+const sections = { tcp_stream: tcpStream, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }
-  console.log(`meshperf bench: ${cpus} CPUs, serving end on CPU 0, driving end on CPU 1, ${ROUNDS} rounds, ${SECS} s each`);
+  console.log(`meshperf bench: ${cpus} CPUs (${cpuModel}), serving end on CPU 0, driving end on CPU 1, ${ROUNDS} rounds, ${SECS} s each`);
   const a = await startAgent(0);
   const b = await startAgent(1);
   for (const [name, fn] of Object.entries(sections)) {

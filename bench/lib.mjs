@@ -24,6 +24,10 @@ export const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') :
 export const tmp = mkdtempSync(join(tmpdir(), 'meshperf-bench-'));
 export const children = [];
 export const cpus = Number(spawnSync('nproc').stdout.toString().trim()) || 1;
+// The CPU the figures were taken on (the first model name /proc/cpuinfo gives).
+export const cpuModel = (() => {
+  try { return readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.+)$/m)?.[1].trim() ?? 'unknown CPU'; } catch { return 'unknown CPU'; }
+})();
 export const pin = (cpu) => (cpus > 1 ? ['taskset', '-c', String(cpu)] : []);
 
 export function sh(cmd, args, opts = {}) {

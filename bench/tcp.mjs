@@ -1,7 +1,7 @@
 // TCP sections: stream throughput and CPU per GB vs iperf3 and netperf,
 // zero-copy send against plain send (and iperf3 -Z against iperf3),
 // request/response latency vs netperf TCP_RR and sockperf, connection rate
-// vs netperf TCP_CRR.
+// vs netperf TCP_CRR, 1000 flows of tcp_rr vs one.
 import { spawn, spawnSync } from 'node:child_process';
 import { fmt, median, rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, cpus, meshperf, pin, report, sh, sleep, startAgent } from './lib.mjs';
 
@@ -191,4 +191,31 @@ export async function tcpCrr(agents) {
   spawnSync('pkill', ['-x', 'netserver']);
   report('tcp_crr transactions/s vs netperf TCP_CRR', m, n, 'transactions/s', '>= 1.00');
   console.log(`  (medians: meshperf connect ${fmt(median(mc), 1)} us; netperf transaction p50 ${fmt(median(nc), 1)} us)`);
+}
+
+// Many flows (issue: scale up): tcp_rr with 1000 concurrent connections on
+// the agents' worker threads against one connection, transactions/s and
+// p99. No peer here runs concurrent request/response flows (neper is not
+// packaged; netperf's TCP_RR is one connection), so the comparison is with
+// meshperf's own one flow, in the same rounds.
+export async function flows(agents) {
+  console.log(`\n== tcp_rr, 1000 flows against 1, 64 B, loopback, ${ROUNDS} rounds alternating (transactions/s)`);
+  const many = [], one = [], manyP99 = [], oneP99 = [], spread = [];
+  const rr = (extra) => meshperf(agents, { kind: 'tcp_rr', params: { req_bytes: 64, resp_bytes: 64, duration_s: SECS, ...extra } }).s;
+  for (let r = 0; r < ROUNDS; r++) {
+    rotated(r, [
+      () => {
+        const s = rr({ flows: 1000 });
+        if (s.flows?.count !== 1000) throw new Error(`tcp_rr flows 1000: the summary's flows is ${JSON.stringify(s.flows?.count)}`);
+        many.push(s.transactions_per_second); manyP99.push(s.rtt_us.p99);
+        // Each flow's share of the time: min/median/max of its transactions
+        // (fairness), and the mean RTT against Little's law (flows / rate).
+        spread.push(`${s.flows.min}/${s.flows.median}/${s.flows.max} transactions per flow on ${s.flows.threads} thread(s), mean RTT ${fmt(s.rtt_us.mean / 1000)} ms (1000 / rate: ${fmt(1e6 / s.transactions_per_second)} ms)`);
+      },
+      () => { const s = rr({}); one.push(s.transactions_per_second); oneP99.push(s.rtt_us.p99); },
+    ]);
+  }
+  report('tcp_rr 1000 flows vs 1 flow, transactions/s', many, one, 'txn/s', 'report');
+  report('tcp_rr 1000 flows vs 1 flow, p99 RTT', manyP99, oneP99, 'us', 'report', 'lower');
+  for (const [r, line] of spread.entries()) console.log(`  1000 flows, round ${r + 1}: ${line}`);
 }

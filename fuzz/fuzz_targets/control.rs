@@ -141,6 +141,7 @@ fuzz_target!(|data: &[u8]| {
             max_bytes: 1 << 30,
             max_streams: 4,
             max_count: 1000,
+            max_flows: 8,
             max_udp_bits_per_second: Some(1e8),
         },
     ];

@@ -20,7 +20,7 @@ const HEAD: &str = "\
 
 export type ParamType = 'size' | 'int' | 'float' | 'bool' | 'enum' | 'text' | 'rate';
 /** One of the serving agent's limits (its `hello` carries them). */
-export type LimitName = 'max_msg_bytes' | 'max_duration_s' | 'max_streams' | 'max_count';
+export type LimitName = 'max_msg_bytes' | 'max_duration_s' | 'max_streams' | 'max_count' | 'max_flows';
 
 export interface ParamSpec {
   name: string;

@@ -133,12 +133,13 @@ pub fn check_agents(agents: &[AgentRef], kind: Kind) -> Result<(), String> {
 /// each, e.g. `max_duration_s 10 (agent 10.0.0.3:7800; up to 60 elsewhere)`.
 pub fn strictest(agents: &[AgentRef]) -> Vec<String> {
     type Get = fn(&Limits) -> f64;
-    const LIMITS: [(&str, Get); 6] = [
+    const LIMITS: [(&str, Get); 7] = [
         ("max_msg_bytes", |l| l.max_msg_bytes as f64),
         ("max_duration_s", |l| l.max_duration_s),
         ("max_bytes", |l| l.max_bytes as f64),
         ("max_streams", |l| f64::from(l.max_streams)),
         ("max_count", |l| l.max_count as f64),
+        ("max_flows", |l| f64::from(l.max_flows)),
         ("max_udp_bits_per_second", |l| {
             l.max_udp_bits_per_second.unwrap_or(f64::INFINITY)
         }),

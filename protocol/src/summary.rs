@@ -274,6 +274,63 @@ pub struct RrSummary {
     /// `tcp_rr`: peer and socket options as the kernel has them.
     #[serde(flatten)]
     pub tcp: Option<TcpRrSocket>,
+    /// `tcp_rr` with `flows` above 1: how the transactions spread over
+    /// the flows; absent for one flow (and in results from before flows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<FlowFigures>,
+}
+
+/// `tcp_rr` and `tcp_crr` with `flows` above 1: one side's flows and the
+/// transactions each completed (driving side) or answered (serving side).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FlowFigures {
+    /// Concurrent connections.
+    pub count: u32,
+    /// This side's worker threads (each its own poll).
+    pub threads: u32,
+    /// Transactions of the flow with fewest.
+    pub min: u64,
+    /// The median flow's transactions.
+    pub median: f64,
+    /// Transactions of the flow with most.
+    pub max: u64,
+    /// Each flow's transactions, flow 0 first (they sum to the side's
+    /// total); absent above [`FlowFigures::LISTED`] flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_flow: Option<Vec<u64>>,
+}
+
+impl FlowFigures {
+    /// Most flows whose counts are listed one by one.
+    pub const LISTED: usize = 1024;
+
+    /// The figures of `per_flow` (each flow's transactions) on `threads` threads.
+    pub fn of(per_flow: &[u64], threads: usize) -> FlowFigures {
+        let mut sorted = per_flow.to_vec();
+        sorted.sort_unstable();
+        let n = sorted.len();
+        let median = match n {
+            0 => 0.0,
+            _ if n % 2 == 1 => sorted[n / 2] as f64,
+            _ => (sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0,
+        };
+        FlowFigures {
+            count: n as u32,
+            threads: threads as u32,
+            min: sorted.first().copied().unwrap_or(0),
+            median,
+            max: sorted.last().copied().unwrap_or(0),
+            per_flow: (n <= Self::LISTED).then(|| per_flow.to_vec()),
+        }
+    }
+
+    /// "64 flows on 2 threads, transactions per flow 150 / 156 / 170 (min / median / max)".
+    pub fn text(&self) -> String {
+        format!(
+            "{} flows on {} threads, transactions per flow {} / {} / {} (min / median / max)",
+            self.count, self.threads, self.min, self.median, self.max
+        )
+    }
 }
 
 /// The requester's figures of a `tcp_rr` or `unix_rr` test.
@@ -358,6 +415,10 @@ pub struct CrrSummary {
     /// Peer and socket options as the kernel has them on the first connection.
     #[serde(flatten)]
     pub tcp: Option<TcpRrSocket>,
+    /// `flows` above 1: how the transactions spread over the flows (the
+    /// serving side holds no flows of its own: absent there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<FlowFigures>,
 }
 
 /// The connecting side's figures of a `tcp_crr` test.

@@ -34,8 +34,8 @@ const RR = ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'wait_us', 'write_
 const IP = ['tos', 'precedence', 'congestion', 'mss', 'client_bind', 'server_bind'];
 const PAGE = {
   tcp_stream: [...STREAM, 'rate', ...STREAM_MORE, 'nodelay', 'rcvlowat', 'payload', 'payload_file', 'zerocopy', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'threads', 'cpus', 'server_cpus', 'probe_ms', 'probe_bytes', 'clocks'],
-  tcp_rr: [...RR, 'nodelay', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms'],
-  tcp_crr: ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'connect_timeout_ms', 'nodelay', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms'],
+  tcp_rr: [...RR, 'nodelay', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'flows', 'threads'],
+  tcp_crr: ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'connect_timeout_ms', 'nodelay', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'flows', 'threads'],
   udp_stream: ['pkt_bytes', 'count', 'duration_s', 'wait_us', 'rate', 'direction', 'omit_s', 'sndbuf', 'rcvbuf', 'tos', 'precedence', 'client_bind', 'server_bind', 'overhead_bytes', 'timeout_ms', 'probe_ms', 'probe_bytes', 'clocks', 'gso'],
   udp_rr: ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'timeout_ms', 'wait_us', 'sndbuf', 'rcvbuf', 'tos', 'precedence', 'client_bind', 'server_bind', 'interval_ms'],
   unix_stream: [...STREAM, ...STREAM_MORE, 'payload', 'sndbuf', 'rcvbuf', 'interval_ms', 'threads', 'cpus', 'server_cpus'],
@@ -67,6 +67,9 @@ test('the agent\'s minimums reach the form: udp_rr req_bytes from 18, not 1', ()
   assert.equal(spec('tcp_stream', 'mss').min, 88);
   assert.equal(spec('tcp_stream', 'precedence').max, 7);
   assert.equal(spec('tcp_stream', 'streams').maxLimit, 'max_streams');
+  // flows: up to the agent's --max-flows, tcp_rr's on TCP only (not unix_rr).
+  for (const kind of ['tcp_rr', 'tcp_crr']) assert.deepEqual([spec(kind, 'flows').min, spec(kind, 'flows').maxLimit], [1, 'max_flows'], kind);
+  assert.equal(spec('unix_rr', 'flows'), undefined);
   // A millisecond at least (1e-300 s was accepted once).
   assert.deepEqual([spec('udp_rr', 'duration_s').min, !!spec('udp_rr', 'duration_s').minExclusive], [0.001, false]);
   // Every number has a range; nothing else has one.

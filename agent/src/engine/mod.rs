@@ -17,7 +17,9 @@
 //!   generic over TCP and AF_UNIX; [`side`]: one stream-test side run with
 //!   live progress and samples; [`placement`]: how many workers a side
 //!   runs and on which CPUs (`threads`, `cpus`, `server_cpus`).
-//! * [`rr_loop`]: the request/response loops of `tcp_rr` and `unix_rr`.
+//! * [`rr_loop`]: the request/response loops of `tcp_rr` and `unix_rr`;
+//!   [`flows`]: many concurrent connections (`flows` of `tcp_rr` and
+//!   `tcp_crr`) over worker threads.
 //! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
 //!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
@@ -29,6 +31,7 @@ pub mod bind;
 pub mod buf;
 pub mod bulk;
 pub mod cpu;
+pub mod flows;
 pub mod lul;
 pub mod payload;
 pub mod peer;

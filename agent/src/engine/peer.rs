@@ -365,7 +365,10 @@ pub fn listen(ip: IpAddr, port: u16, p: &TcpSocketParams) -> io::Result<TcpListe
     sock.set_reuse_address(true)?;
     super::sockopt::pre_connect(&sock, p)?;
     sock.bind(&SocketAddr::new(ip, port).into())?;
-    sock.listen(128)?;
+    // Room for a tcp_crr's flows connecting at once (the kernel caps it at
+    // net.core.somaxconn); a full backlog drops SYNs, which then wait a
+    // second to be sent again.
+    sock.listen(4096)?;
     Ok(sock.into())
 }
 

@@ -362,6 +362,7 @@ pub fn client_summary(p: &RrParams, out: &ClientOut) -> Result<RrSummary, TestEr
         beyond_count: None,
         transport: None,
         tcp: None,
+        flows: None,
     })
 }
 
@@ -388,5 +389,6 @@ pub fn server_summary(p: &RrParams, served: Served) -> RrSummary {
         peer_count: None,
         transport: None,
         tcp: None,
+        flows: None,
     }
 }

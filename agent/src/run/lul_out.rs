@@ -110,7 +110,10 @@ mod tests {
         });
         let t = table(&s).unwrap();
         // The verdict first (no loaded phase here), then the header, then idle.
-        assert!(t.starts_with("No verdict: no probe was answered in a loaded phase."), "{t}");
+        assert!(
+            t.starts_with("No verdict: no probe was answered in a loaded phase."),
+            "{t}"
+        );
         let row = t.lines().nth(2).unwrap();
         assert!(row.contains("<±0.030"), "{t}");
         assert!(row.contains("2.500"), "{t}");

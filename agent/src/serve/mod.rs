@@ -81,6 +81,10 @@ pub struct AgentArgs {
     /// Most parallel streams in one test.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams, value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_streams: u32,
+    /// Most concurrent connections (flows) of one tcp_rr or tcp_crr test;
+    /// each is a descriptor on both agents, within their RLIMIT_NOFILE.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_flows, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_flows: u32,
     /// Highest UDP burst rate, in bits per second of payload (suffixes k, M,
     /// G: powers of 1000); a udp_stream asking for more is refused.
     #[arg(long, value_name = "BITS", value_parser = rate_arg)]
@@ -326,6 +330,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             max_duration_s: a.max_duration,
             max_bytes: a.max_bytes.unwrap_or(Limits::default().max_bytes),
             max_streams: a.max_streams,
+            max_flows: a.max_flows,
             max_udp_bits_per_second: a.max_udp_rate,
             ..Limits::default()
         },

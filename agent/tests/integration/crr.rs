@@ -343,3 +343,91 @@ fn a_cancelled_tcp_crr_ends_both_sides_and_closes_everything() {
     assert_eq!(end_a["type"], "error", "{end_a}");
     assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
 }
+
+/// Issue 21 part 6: tcp_crr with 32 flows on 2 threads. Exactly `count`
+/// connections tried and answered over all flows, every flow did work, the
+/// per-flow counts sum to the total, every connection closed on both
+/// agents; by time both sides agree too.
+#[test]
+fn tcp_crr_with_32_flows_counts_exactly_and_closes_every_connection() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (fa, fb) = (a.fds(), b.fds());
+    let p = json!({"flows": 32, "threads": 2, "count": 2000, "req_bytes": 10, "resp_bytes": 500});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 1, "tcp_crr", p);
+    let (s, ss) = (&cl["summary"], &sv["summary"]);
+    assert_eq!(s["attempts"], 2000, "{cl}");
+    assert_eq!(s["transactions"], 2000, "{cl}");
+    assert_eq!(s["peer_transactions"], 2000, "{cl}");
+    assert_eq!(ss["transactions"], 2000, "{sv}");
+    assert_eq!(s["connect_failures"], json!({}), "{cl}");
+    assert_eq!(s["transaction_failures"], json!({}), "{cl}");
+    assert_eq!(ss["transaction_failures"], json!({}), "{sv}");
+    assert_eq!(s["bytes"], 2000 * 510);
+    let f = &s["flows"];
+    assert_eq!(
+        (f["count"].as_u64(), f["threads"].as_u64()),
+        (Some(32), Some(2)),
+        "{f}"
+    );
+    let per: Vec<u64> = f["per_flow"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(per.len(), 32);
+    assert_eq!(per.iter().sum::<u64>(), 2000, "{f}");
+    assert!(per.iter().all(|&n| n > 0), "every flow did work: {f}");
+    assert!(
+        s["line"]
+            .as_str()
+            .unwrap()
+            .contains("32 flows on 2 threads"),
+        "{cl}"
+    );
+    assert!(ss.get("flows").is_none(), "{sv}");
+    let (conn, txn) = (
+        series(&cb, SampleKind::ConnectNs, 1),
+        series(&cb, SampleKind::RttNs, 1),
+    );
+    assert_eq!((conn.len(), txn.len()), (2000, 2000));
+    assert!(conn.iter().zip(&txn).all(|(c, t)| c < t));
+    assert_eq!(s["txn_us"]["n"], 2000.0);
+    assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
+
+    let p = json!({"flows": 32, "duration_s": 0.5, "interval_ms": 50});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 2, "tcp_crr", p);
+    let n = cl["summary"]["transactions"].as_u64().unwrap();
+    assert!(n >= 64, "{cl}");
+    assert_eq!(sv["summary"]["transactions"], n, "{cl} {sv}");
+    assert_eq!(cl["summary"]["attempts"], n, "{cl}");
+    assert_eq!(series(&cb, SampleKind::RttNs, 2).len() as u64, n);
+    assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
+}
+
+/// Cancelling a many-flow tcp_crr ends both sides at once and every one
+/// of its connections is closed.
+#[test]
+fn a_cancelled_many_flow_tcp_crr_closes_every_connection() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (fa, fb) = (a.fds(), b.fds());
+    let p = json!({"duration_s": 20, "flows": 16, "threads": 2});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 5, "step": 0, "kind": "tcp_crr", "params": p}),
+    );
+    cb.request(
+        json!({"type": "start", "test_id": 5, "step": 0, "kind": "tcp_crr",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let t0 = Instant::now();
+    let r = cb.request(json!({"type": "cancel", "test_id": 5}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let (end_b, end_a) = (cb.wait_end(5), ca.wait_end(5));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(end_b["code"], "cancelled", "{end_b}");
+    assert_eq!(end_a["type"], "error", "{end_a}");
+    assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
+}

@@ -215,3 +215,114 @@ fn a_controller_that_never_reads_its_samples_is_closed_and_the_agent_stays_small
     // A serves the next controller.
     assert_eq!(a.connect().request(json!({"type": "ping"}))["type"], "pong");
 }
+
+/// Issue 21 part 6: `flows` above the agent's `--max-flows` is refused in
+/// one line naming `flows`, before any traffic, on either side, and so is
+/// a test whose flows would need more descriptors than the agent's
+/// RLIMIT_NOFILE allows; the agent then serves a test within both.
+#[test]
+fn flows_above_the_limit_or_the_descriptors_are_refused_in_one_line() {
+    let a = AgentProc::start(&["--max-flows", "8"]);
+    let b = AgentProc::start(&[]);
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    assert_eq!(ca.hello["limits"]["max_flows"], 8, "{}", ca.hello);
+    assert_eq!(cb.hello["limits"]["max_flows"], 1024, "{}", cb.hello);
+    for (i, kind) in ["tcp_rr", "tcp_crr"].into_iter().enumerate() {
+        let p = json!({"flows": 9, "count": 100});
+        let r = ca.request(
+            json!({"type": "prepare", "test_id": 10 + i, "step": 0, "kind": kind, "params": p}),
+        );
+        let msg = r["message"].as_str().unwrap_or_default();
+        assert_eq!(r["code"], "bad_params", "{r}");
+        assert!(
+            msg.starts_with("flows: ") && msg.contains("(the agent's limit)"),
+            "{r}"
+        );
+        assert!(!msg.contains('\n'), "{msg}");
+        let r = ca.request(
+            json!({"type": "start", "test_id": 20 + i, "step": 0, "kind": kind, "params": p,
+            "peer": {"host": "127.0.0.1", "port": 9, "key": "00".repeat(16)}}),
+        );
+        assert!(r["message"].as_str().unwrap().starts_with("flows: "), "{r}");
+    }
+    // A count that cannot give every flow one transaction.
+    let r = ca.request(
+        json!({"type": "prepare", "test_id": 30, "step": 0, "kind": "tcp_rr",
+        "params": {"flows": 8, "count": 7}}),
+    );
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("flows: 8 flows share count = 7"),
+        "{r}"
+    );
+    // unix_rr has no flows.
+    let r = ca.request(
+        json!({"type": "prepare", "test_id": 31, "step": 0, "kind": "unix_rr",
+        "params": {"flows": 2}}),
+    );
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("flows: not meaningful"),
+        "{r}"
+    );
+    let (cl, sv) = run_pair(
+        &mut cb,
+        &mut ca,
+        40,
+        "tcp_rr",
+        json!({"flows": 8, "count": 80}),
+    );
+    assert_eq!(
+        (
+            cl["summary"]["count"].as_u64(),
+            sv["summary"]["count"].as_u64()
+        ),
+        (Some(80), Some(80)),
+        "{cl} {sv}"
+    );
+
+    // 150 descriptors: 500 flows do not fit, on the serving or the driving side.
+    let c = AgentProc::start_logged_nofile(&[], 150);
+    let mut cc = c.connect();
+    let fds = c.fds();
+    for (i, kind) in ["tcp_rr", "tcp_crr"].into_iter().enumerate() {
+        let p = json!({"flows": 500, "count": 1000});
+        let r = cc.request(
+            json!({"type": "prepare", "test_id": 50 + i, "step": 0, "kind": kind, "params": p}),
+        );
+        let msg = r["message"].as_str().unwrap_or_default();
+        assert_eq!(r["code"], "bad_params", "{r}");
+        assert!(
+            msg.starts_with("flows: 500 connections need") && msg.contains("RLIMIT_NOFILE"),
+            "{r}"
+        );
+        let r = cc.request(
+            json!({"type": "start", "test_id": 60 + i, "step": 0, "kind": kind, "params": p,
+            "peer": {"host": "127.0.0.1", "port": 9, "key": "00".repeat(16)}}),
+        );
+        assert!(
+            r["message"].as_str().unwrap().contains("RLIMIT_NOFILE"),
+            "{r}"
+        );
+    }
+    assert_eq!(c.fds(), fds, "nothing opened");
+    let (cl, sv) = run_pair(
+        &mut cb,
+        &mut cc,
+        70,
+        "tcp_rr",
+        json!({"flows": 16, "count": 160}),
+    );
+    assert_eq!(
+        (
+            cl["summary"]["count"].as_u64(),
+            sv["summary"]["count"].as_u64()
+        ),
+        (Some(160), Some(160)),
+        "{cl} {sv}"
+    );
+}

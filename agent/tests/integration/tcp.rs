@@ -292,3 +292,132 @@ fn a_receiver_is_never_faster_than_its_sender() {
         );
     }
 }
+
+/// Issue 21 part 6: tcp_rr with 64 flows on 2 threads per side. The
+/// driving side's count is the serving side's, every flow did its share of
+/// `count` (the per-flow counts sum to the total on both sides), every
+/// transaction has one RTT sample, and no descriptor is left; by time,
+/// every flow does work and both sides agree.
+#[test]
+fn tcp_rr_with_64_flows_on_2_threads_counts_every_flow_on_both_sides() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (fa, fb) = (a.fds(), b.fds());
+    let p = json!({"flows": 64, "threads": 2, "count": 6401, "req_bytes": 100, "resp_bytes": 300});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 1, "tcp_rr", p);
+    let (s, ss) = (&cl["summary"], &sv["summary"]);
+    assert_eq!(
+        (s["count"].as_u64(), s["bad"].as_u64()),
+        (Some(6401), Some(0)),
+        "{cl}"
+    );
+    assert_eq!(
+        (s["peer_count"].as_u64(), ss["count"].as_u64()),
+        (Some(6401), Some(6401)),
+        "{sv}"
+    );
+    assert_eq!(ss["beyond_count"], 0, "{sv}");
+    assert_eq!(s["bytes"], 6401 * 400);
+    assert_eq!(s["rtt_us"]["n"], 6401.0);
+    for (side, f) in [("driving", &s["flows"]), ("serving", &ss["flows"])] {
+        assert_eq!(
+            (f["count"].as_u64(), f["threads"].as_u64()),
+            (Some(64), Some(2)),
+            "{side}: {f}"
+        );
+        let per: Vec<u64> = f["per_flow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(per.len(), 64, "{side}: {f}");
+        assert_eq!(per.iter().sum::<u64>(), 6401, "{side}: {f}");
+        // 6401 over 64 flows: flow 0 does 101, the others 100.
+        assert_eq!(per[0], 101, "{side}: {f}");
+        assert!(per[1..].iter().all(|&n| n == 100), "{side}: {f}");
+        assert_eq!(
+            (f["min"].as_u64(), f["max"].as_u64()),
+            (Some(100), Some(101)),
+            "{f}"
+        );
+    }
+    assert!(
+        ss["line"]
+            .as_str()
+            .unwrap()
+            .contains("64 flows on 2 threads"),
+        "{sv}"
+    );
+    assert_eq!(rtts(&cb, 1).0.len(), 6401);
+    let fds_back = |a: &AgentProc, want: usize| {
+        let t0 = std::time::Instant::now();
+        while a.fds() != want && t0.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        a.fds()
+    };
+    assert_eq!((fds_back(&a, fa), fds_back(&b, fb)), (fa, fb));
+
+    // By time: every flow works, both sides agree, samples stream.
+    let p = json!({"flows": 64, "threads": 2, "duration_s": 0.5, "interval_ms": 50});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 2, "tcp_rr", p);
+    let (s, ss) = (&cl["summary"], &sv["summary"]);
+    let n = s["count"].as_u64().unwrap();
+    assert!(
+        n >= 640 && ss["count"] == n && s["peer_count"] == n,
+        "{cl} {sv}"
+    );
+    let per = s["flows"]["per_flow"].as_array().unwrap();
+    assert!(
+        per.iter().all(|v| v.as_u64().unwrap() > 0),
+        "every flow did work: {cl}"
+    );
+    assert_eq!(per.iter().map(|v| v.as_u64().unwrap()).sum::<u64>(), n);
+    assert_eq!(ss["flows"]["per_flow"], s["flows"]["per_flow"], "{sv}");
+    let (v, batches) = rtts(&cb, 2);
+    assert_eq!(v.len() as u64, n);
+    assert!(batches >= 3, "{batches} batches");
+    assert_eq!((fds_back(&a, fa), fds_back(&b, fb)), (fa, fb));
+
+    // One flow: the summary has no flows key, as before.
+    let (cl, _) = run_pair(&mut cb, &mut ca, 3, "tcp_rr", json!({"count": 10}));
+    assert!(cl["summary"].get("flows").is_none(), "{cl}");
+}
+
+/// Cancelling a many-flow tcp_rr mid-run ends both sides within a second
+/// or two, with every flow's connection closed.
+#[test]
+fn a_cancelled_many_flow_tcp_rr_ends_both_sides_and_closes_every_flow() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (fa, fb) = (a.fds(), b.fds());
+    let p = json!({"duration_s": 20, "flows": 32, "threads": 2});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 5, "step": 0, "kind": "tcp_rr", "params": p}),
+    );
+    cb.request(
+        json!({"type": "start", "test_id": 5, "step": 0, "kind": "tcp_rr",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let t0 = std::time::Instant::now();
+    let r = cb.request(json!({"type": "cancel", "test_id": 5}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let (end_b, end_a) = (cb.wait_end(5), ca.wait_end(5));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(end_b["code"], "cancelled", "{end_b}");
+    assert_eq!(end_a["type"], "error", "{end_a}");
+    let fds_back = |a: &AgentProc, want: usize| {
+        let t0 = std::time::Instant::now();
+        while a.fds() != want && t0.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        a.fds()
+    };
+    assert_eq!((fds_back(&a, fa), fds_back(&b, fb)), (fa, fb));
+}

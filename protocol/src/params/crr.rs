@@ -7,7 +7,7 @@
 //! Socket options have `tcp_rr`'s names and limits and are set on every
 //! connection; [`CrrParams::socket`] hands them over as a `TcpSocketParams`.
 
-use super::rr::{bind_addr, congestion};
+use super::rr::{bind_addr, congestion, flows_within};
 use super::spec::crr::*;
 use super::spec::{CLIENT_BIND, DURATION_S, RCVBUF, SERVER_BIND, SNDBUF};
 use super::{bound, Limits, ParamError, Reader};
@@ -42,6 +42,13 @@ pub struct CrrParams {
     pub server_bind: Option<IpAddr>,
     /// How often samples and progress go to the page, in milliseconds.
     pub interval_ms: u32,
+    /// Concurrent connections (neper's flows); `count` is over all of them.
+    #[serde(default = "super::rr::one_flow")]
+    pub flows: u32,
+    /// Worker threads per side for the flows (default: one per flow, up
+    /// to the CPUs the agent may use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
 }
 
 impl CrrParams {
@@ -62,6 +69,8 @@ impl CrrParams {
         let client_bind = bind_addr(&mut r, CLIENT_BIND.name)?;
         let server_bind = bind_addr(&mut r, SERVER_BIND.name)?;
         let interval_ms = r.int(&INTERVAL_MS)? as u32;
+        let flows = r.int(&FLOWS)? as u32;
+        let threads = r.opt_int(&THREADS)?.map(|t| t as u32);
         r.finish()?;
         let (count, duration_s) = bound(
             count,
@@ -73,6 +82,7 @@ impl CrrParams {
             ),
             limits,
         )?;
+        flows_within(flows, count)?;
         Ok(CrrParams {
             req_bytes,
             resp_bytes,
@@ -88,6 +98,8 @@ impl CrrParams {
             client_bind,
             server_bind,
             interval_ms,
+            flows,
+            threads,
         })
     }
 }

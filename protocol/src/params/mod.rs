@@ -9,7 +9,7 @@ use thiserror::Error;
 mod stream;
 pub use stream::{payload_file_name, Direction, Payload, StreamParams};
 mod rr;
-pub use rr::RrParams;
+pub use rr::{flow_share, RrParams};
 mod crr;
 pub use crr::CrrParams;
 mod spec;
@@ -126,6 +126,11 @@ pub struct Limits {
     pub max_bytes: u64,
     pub max_streams: u32,
     pub max_count: u64,
+    /// Most concurrent connections (`flows`) of one `tcp_rr` or `tcp_crr`
+    /// test. Absent from the `hello` of agents before it: their tests had
+    /// one flow, and that default is read for them.
+    #[serde(default = "default_max_flows")]
+    pub max_flows: u32,
     /// Highest paced rate a `udp_stream` may ask for, in bits per second of
     /// UDP payload (UDP has no congestion control); `None`: no cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,9 +145,17 @@ impl Default for Limits {
             max_bytes: 64 << 30,
             max_streams: 64,
             max_count: 10_000_000,
+            max_flows: DEFAULT_MAX_FLOWS,
             max_udp_bits_per_second: None,
         }
     }
+}
+
+/// The agent's `--max-flows` unless its operator sets another.
+pub const DEFAULT_MAX_FLOWS: u32 = 1024;
+
+fn default_max_flows() -> u32 {
+    DEFAULT_MAX_FLOWS
 }
 
 /// Reads parameters by name from a JSON object, remembering the names asked

@@ -45,6 +45,13 @@ pub struct RrParams {
     pub server_bind: Option<IpAddr>,
     /// How often samples and progress go to the page, in milliseconds.
     pub interval_ms: u32,
+    /// Concurrent connections (neper's flows); `count` is over all of them.
+    #[serde(default = "super::rr::one_flow")]
+    pub flows: u32,
+    /// Worker threads per side for the flows (default: one per flow, up
+    /// to the CPUs the agent may use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
 }
 
 /// Reads an optional local address parameter (`client_bind`, `server_bind`).
@@ -76,6 +83,32 @@ pub(crate) fn congestion(r: &mut Reader) -> Result<Option<String>, ParamError> {
     Ok(c)
 }
 
+pub(crate) fn one_flow() -> u32 {
+    1
+}
+
+/// A count-bounded test of several flows shares its `count` out among
+/// them: every flow must get at least one transaction.
+pub(crate) fn flows_within(flows: u32, count: Option<u64>) -> Result<(), ParamError> {
+    match count {
+        Some(c) if c < flows as u64 => Err(ParamError::new(
+            "flows",
+            format!(
+                "{flows} flows share count = {c} transactions: give at least one per flow \
+                 (count >= {flows}) or fewer flows"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Flow `i`'s share of `count` transactions over `flows` flows: the
+/// count divided evenly, the first `count % flows` flows one more.
+pub fn flow_share(count: u64, flows: u32, i: u32) -> u64 {
+    let f = flows.max(1) as u64;
+    count / f + u64::from((i as u64) < count % f)
+}
+
 impl RrParams {
     /// Parses and validates request/response parameters against `limits`.
     pub fn parse(v: &Value, limits: &Limits) -> Result<Self, ParamError> {
@@ -96,6 +129,8 @@ impl RrParams {
         let client_bind = bind_addr(&mut r, CLIENT_BIND.name)?;
         let server_bind = bind_addr(&mut r, SERVER_BIND.name)?;
         let interval_ms = r.int(&INTERVAL_MS)? as u32;
+        let flows = r.int(&FLOWS)? as u32;
+        let threads = r.opt_int(&THREADS)?.map(|t| t as u32);
         r.finish()?;
         let (count, duration_s) = bound(
             count,
@@ -107,6 +142,7 @@ impl RrParams {
             ),
             limits,
         )?;
+        flows_within(flows, count)?;
         // A request/response test of a time holds what it holds: only a
         // count is checked against the agent's time.
         Pace::new("request", req_bytes, 1, wait_us as f64, None).within(count, None, limits)?;
@@ -127,6 +163,8 @@ impl RrParams {
             client_bind,
             server_bind,
             interval_ms,
+            flows,
+            threads,
         })
     }
 }

@@ -70,6 +70,7 @@ pub enum Limit {
     MaxDurationS,
     MaxStreams,
     MaxCount,
+    MaxFlows,
 }
 
 impl Limit {
@@ -80,6 +81,7 @@ impl Limit {
             Limit::MaxDurationS => "max_duration_s",
             Limit::MaxStreams => "max_streams",
             Limit::MaxCount => "max_count",
+            Limit::MaxFlows => "max_flows",
         }
     }
 
@@ -90,6 +92,7 @@ impl Limit {
             Limit::MaxDurationS => limits.max_duration_s,
             Limit::MaxStreams => limits.max_streams as f64,
             Limit::MaxCount => limits.max_count as f64,
+            Limit::MaxFlows => limits.max_flows as f64,
         }
     }
 }
@@ -715,6 +718,24 @@ pub mod rr {
         ..stream::NODELAY
     };
     pub const INTERVAL_MS: ParamSpec = super::INTERVAL_MS;
+    /// Concurrent connections, each doing its transactions in lockstep
+    /// (neper's flows); `count` is over all of them.
+    pub const FLOWS: ParamSpec = ParamSpec {
+        name: "flows",
+        label: "concurrent connections (flows)",
+        default: DefaultValue::Num(1),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::Limit(Limit::MaxFlows)),
+        tcp_only: true,
+        ..P
+    };
+    /// Worker threads per side for `flows` (neper `-T`).
+    pub const THREADS: ParamSpec = ParamSpec {
+        default: DefaultValue::Derived("one per flow, up to the agent's CPUs"),
+        max: Some(Max::Limit(Limit::MaxFlows)),
+        tcp_only: true,
+        ..stream::THREADS
+    };
 }
 
 static RR: &[ParamSpec] = {
@@ -737,6 +758,8 @@ static RR: &[ParamSpec] = {
         CLIENT_BIND,
         SERVER_BIND,
         INTERVAL_MS,
+        FLOWS,
+        THREADS,
     ]
 };
 
@@ -776,6 +799,15 @@ pub mod crr {
     };
     pub const NODELAY: ParamSpec = rr::NODELAY;
     pub const INTERVAL_MS: ParamSpec = super::INTERVAL_MS;
+    /// Concurrent connect/request/response/close loops (neper's flows).
+    pub const FLOWS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..rr::FLOWS
+    };
+    pub const THREADS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..rr::THREADS
+    };
 }
 
 static CRR: &[ParamSpec] = {
@@ -796,6 +828,8 @@ static CRR: &[ParamSpec] = {
         CLIENT_BIND,
         SERVER_BIND,
         INTERVAL_MS,
+        FLOWS,
+        THREADS,
     ]
 };
 
@@ -1314,7 +1348,9 @@ mod tests {
                 "congestion",
                 "mss",
                 "client_bind",
-                "server_bind"
+                "server_bind",
+                "flows",
+                "threads"
             ]
         );
     }

@@ -20,12 +20,13 @@
 //! test. Every connection is closed when its transaction ends, and the
 //! listener with the test.
 
+use super::conn::{errno_name, exhausted, progress, Driven, Tally};
+use super::crr_flows;
 use crate::engine::buf::PageBuf;
 use crate::engine::peer::{self, Connected, Line};
 use crate::engine::rr_loop::stats_us;
-use crate::engine::{bind, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
-use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::{ErrorCode, Event, PeerAddr};
+use crate::engine::{bind, flows, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
+use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{CrrParams, Kind, TcpSocketParams};
 use meshperf_protocol::peer::PeerDone;
 use meshperf_protocol::summary::{CrrClient, CrrSummary, TcpRrSocket};
@@ -50,16 +51,23 @@ const CONN: Token = Token(0);
 const LISTENER: Token = Token(usize::MAX);
 const CONTROL: Token = Token(usize::MAX - 1);
 
-fn parse(params: &Value, env: &EngineEnv) -> Result<CrrParams, Refusal> {
+/// The parameters, and this side's worker threads for its flows (1 for
+/// one flow), checked before any traffic: the serving side holds up to
+/// `flows` connections at once too, so it checks its descriptors as well.
+fn parse(params: &Value, env: &EngineEnv) -> Result<(CrrParams, usize), Refusal> {
     let p =
         CrrParams::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     sockopt::check_congestion(p.congestion.as_deref())?;
-    Ok(p)
+    let workers = match (p.flows, p.threads) {
+        (1, None) => 1,
+        (f, t) => flows::workers(f, t)?,
+    };
+    Ok((p, workers))
 }
 
 /// Serving side set-up (see [`crate::engine::prepare`]).
 pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal> {
-    let p = parse(params, env)?;
+    let (p, _) = parse(params, env)?;
     let sp = p.socket();
     bind::check_server(sp.server_bind)?;
     let ip = sp.server_bind.unwrap_or(env.data_ip);
@@ -70,9 +78,9 @@ pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), 
 
 /// Driving side set-up (see [`crate::engine::start`]).
 pub fn start(params: Value, peer_addr: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
-    let p = parse(&params, env)?;
+    let (p, workers) = parse(&params, env)?;
     bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
-    Ok(Box::new(move |ctx| drive(ctx, p, peer_addr)))
+    Ok(Box::new(move |ctx| drive(ctx, p, peer_addr, workers)))
 }
 
 fn serve(ctx: TestCtx, p: CrrParams, listener: TcpListener, key: [u8; 16]) {
@@ -89,45 +97,11 @@ fn serve(ctx: TestCtx, p: CrrParams, listener: TcpListener, key: [u8; 16]) {
     ctx.finished();
 }
 
-fn drive(ctx: TestCtx, p: CrrParams, peer_addr: PeerAddr) {
+fn drive(ctx: TestCtx, p: CrrParams, peer_addr: PeerAddr, workers: usize) {
     let r = peer::connect(&ctx, &peer_addr, Kind::TcpCrr, &p.socket(), 0)
-        .and_then(|c| client(&ctx, &p, c));
+        .and_then(|c| client(&ctx, &p, c, workers));
     ctx.report(r);
     ctx.finished();
-}
-
-/// The errno's symbolic name (`ECONNREFUSED`), as the summary counts it.
-pub fn errno_name(e: &io::Error) -> String {
-    let Some(n) = e.raw_os_error() else {
-        return match e.kind() {
-            io::ErrorKind::UnexpectedEof => "EOF".into(),
-            io::ErrorKind::TimedOut => "ETIMEDOUT".into(),
-            k => format!("{k:?}"),
-        };
-    };
-    let name = match n {
-        libc::ECONNREFUSED => "ECONNREFUSED",
-        libc::ECONNRESET => "ECONNRESET",
-        libc::ECONNABORTED => "ECONNABORTED",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
-        libc::EADDRINUSE => "EADDRINUSE",
-        libc::ENETUNREACH => "ENETUNREACH",
-        libc::EHOSTUNREACH => "EHOSTUNREACH",
-        libc::ENETDOWN => "ENETDOWN",
-        libc::EHOSTDOWN => "EHOSTDOWN",
-        libc::EPIPE => "EPIPE",
-        libc::EMFILE => "EMFILE",
-        libc::ENFILE => "ENFILE",
-        libc::ENOBUFS => "ENOBUFS",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EPERM => "EPERM",
-        libc::EAGAIN => "EAGAIN",
-        libc::EINVAL => "EINVAL",
-        _ => return format!("errno {n}"),
-    };
-    name.into()
 }
 
 /// Why a connection's transaction did not complete.
@@ -137,42 +111,6 @@ enum Fail {
     /// The connection broke after it was made.
     Txn(io::Error),
     Cancelled,
-}
-
-/// What the driving side keeps of its transactions.
-#[derive(Default)]
-struct Tally {
-    connect_ns: Vec<u64>,
-    txn_ns: Vec<u64>,
-    attempts: u64,
-    connect_failures: BTreeMap<String, u64>,
-    txn_failures: BTreeMap<String, u64>,
-    /// Samples sent so far (the same for both series).
-    flushed: usize,
-}
-
-impl Tally {
-    fn flush(&mut self, ctx: &TestCtx) {
-        let from = self.flushed;
-        if from == self.txn_ns.len() {
-            return;
-        }
-        for (kind, v) in [
-            (SampleKind::ConnectNs, &self.connect_ns),
-            (SampleKind::RttNs, &self.txn_ns),
-        ] {
-            ctx.sink.samples_from(
-                kind,
-                ctx.role,
-                ctx.test_id,
-                ctx.step,
-                0,
-                from as u32,
-                &v[from..],
-            );
-        }
-        self.flushed = self.txn_ns.len();
-    }
 }
 
 /// The driving side's connection maker: one poll, the request buffer, the
@@ -315,53 +253,37 @@ impl Dialer<'_> {
     }
 }
 
-/// The line that ends a test whose ephemeral ports or descriptors ran out.
-fn exhausted(e: &io::Error, done: u64) -> Option<String> {
-    match e.raw_os_error()? {
-        libc::EADDRNOTAVAIL => {
-            let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-                .map(|r| r.split_whitespace().collect::<Vec<_>>().join("-"))
-                .unwrap_or_else(|_| "unknown".into());
-            Some(format!(
-                "ephemeral ports ran out after {done} transactions: connect() gave EADDRNOTAVAIL \
-                 (net.ipv4.ip_local_port_range is {range}; a port this host closed first waits \
-                 60 s in TIME_WAIT): widen the range, run a shorter test, or wait a minute"
-            ))
-        }
-        libc::EMFILE | libc::ENFILE => Some(format!(
-            "file descriptors ran out after {done} transactions ({}): raise the agent's \
-             descriptor limit (ulimit -n, LimitNOFILE=)",
-            errno_name(e)
-        )),
-        _ => None,
-    }
-}
-
-fn progress(ctx: &TestCtx, p: &CrrParams, start: Instant, t: &Tally) {
-    let elapsed = start.elapsed().as_secs_f64();
-    let fraction = match (p.count, p.duration_s) {
-        (Some(c), _) => t.attempts as f64 / c as f64,
-        (_, Some(d)) => elapsed / d,
-        _ => 0.0,
-    };
-    ctx.sink.event(&Event::Progress {
-        test_id: ctx.test_id,
-        step: ctx.step,
-        role: ctx.role,
-        elapsed_s: elapsed,
-        bytes: t.txn_ns.len() as u64 * (p.req_bytes + p.resp_bytes),
-        fraction: fraction.min(1.0),
-    });
-}
-
 fn io_failed(e: io::Error) -> TestError {
     TestError::new(ErrorCode::Io, format!("tcp_crr: {e}"))
 }
 
 /// The driving side: transactions until the count is tried or the time is
-/// up, then the counts over the control line.
-fn client(ctx: &TestCtx, p: &CrrParams, mut conn: Connected) -> Result<CrrSummary, TestError> {
+/// up (one flow here, several on worker threads in [`crr_flows`]), then
+/// the counts over the control line.
+fn client(
+    ctx: &TestCtx,
+    p: &CrrParams,
+    mut conn: Connected,
+    workers: usize,
+) -> Result<CrrSummary, TestError> {
     let addr = conn.control.stream().peer_addr().map_err(io_failed)?;
+    let start = Instant::now();
+    let mut d = match p.flows {
+        1 => one_flow(ctx, p, addr, start)?,
+        _ => crr_flows::drive(ctx, p, addr, workers)?,
+    };
+    d.tally.flush(ctx);
+    progress(ctx, p, start, d.tally.attempts, d.tally.txn_ns.len() as u64);
+    finish(p, &mut conn, addr, d)
+}
+
+/// One flow: one connection at a time on this thread.
+fn one_flow(
+    ctx: &TestCtx,
+    p: &CrrParams,
+    addr: SocketAddr,
+    start: Instant,
+) -> Result<Driven, TestError> {
     let mut d = Dialer {
         ctx,
         poll: Poll::new().map_err(io_failed)?,
@@ -376,7 +298,6 @@ fn client(ctx: &TestCtx, p: &CrrParams, mut conn: Connected) -> Result<CrrSummar
     let mut t = Tally::default();
     let count = p.count.unwrap_or(u64::MAX);
     let interval = Duration::from_millis(p.interval_ms as u64);
-    let start = Instant::now();
     let end = p.duration_s.map(|s| start + Duration::from_secs_f64(s));
     let mut next_report = start + interval;
     let mut note = None;
@@ -404,15 +325,35 @@ fn client(ctx: &TestCtx, p: &CrrParams, mut conn: Connected) -> Result<CrrSummar
         if now >= next_report {
             next_report = now + interval;
             t.flush(ctx);
-            progress(ctx, p, start, &t);
+            progress(ctx, p, start, t.attempts, t.txn_ns.len() as u64);
         }
         if end.is_some_and(|e| now >= e) {
             break;
         }
     }
-    let seconds = start.elapsed().as_secs_f64();
-    t.flush(ctx);
-    progress(ctx, p, start, &t);
+    Ok(Driven {
+        tally: t,
+        seconds: start.elapsed().as_secs_f64(),
+        note,
+        applied: d.applied,
+        flows: None,
+    })
+}
+
+/// The counts over the control line, and the driving side's summary.
+fn finish(
+    p: &CrrParams,
+    conn: &mut Connected,
+    addr: SocketAddr,
+    d: Driven,
+) -> Result<CrrSummary, TestError> {
+    let Driven {
+        tally: t,
+        seconds,
+        mut note,
+        applied,
+        flows,
+    } = d;
     let n = t.txn_ns.len() as u64;
     let peer_transactions = match peer::exchange_done(&mut conn.control, n) {
         Ok(done) => Some(done.bytes),
@@ -448,6 +389,9 @@ fn client(ctx: &TestCtx, p: &CrrParams, mut conn: Connected) -> Result<CrrSummar
     if !t.txn_failures.is_empty() {
         line += &format!("; broken connections: {}", failures(&t.txn_failures));
     }
+    if let Some(f) = &flows {
+        line += &format!("; {}", f.text());
+    }
     Ok(CrrSummary {
         transactions: n,
         client: Some(CrrClient {
@@ -466,7 +410,8 @@ fn client(ctx: &TestCtx, p: &CrrParams, mut conn: Connected) -> Result<CrrSummar
         note,
         peer_transactions,
         strangers: None,
-        tcp: d.applied.map(|a| socket_figures(addr.ip(), p, a)),
+        tcp: applied.map(|a| socket_figures(addr.ip(), p, a)),
+        flows,
     })
 }
 
@@ -589,13 +534,17 @@ impl Server<'_> {
                 .applied
                 .take()
                 .map(|a| socket_figures(conn.peer_ip, p, a)),
+            flows: None,
         })
     }
 
     /// Serves until the driving side's end line; returns its count.
     fn serve(&mut self, listener: &TcpListener, control: &mut Line) -> Result<u64, TestError> {
-        let mut events = Events::with_capacity(256);
+        let mut events = Events::with_capacity(1024);
         let cap = self.p.count.unwrap_or(u64::MAX);
+        // Stalled connections are looked for this often, not on every
+        // wake-up: with many flows the serving side holds many at once.
+        let mut looked = Instant::now();
         loop {
             if self.ctx.cancelled() {
                 return Err(TestError::cancelled());
@@ -628,7 +577,10 @@ impl Server<'_> {
                     Err(e) => return Err(peer::gone(e)),
                 }
             }
-            self.drop_stalled();
+            if looked.elapsed() >= SLICE {
+                looked = Instant::now();
+                self.drop_stalled();
+            }
         }
     }
 
@@ -757,24 +709,5 @@ impl Server<'_> {
             self.held.remove(i);
             *self.failures.entry("stalled".into()).or_default() += 1;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errno_names_are_the_symbols() {
-        let e = io::Error::from_raw_os_error(libc::ECONNREFUSED);
-        assert_eq!(errno_name(&e), "ECONNREFUSED");
-        let e = io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
-        assert_eq!(errno_name(&e), "EADDRNOTAVAIL");
-        assert!(exhausted(&e, 7).unwrap().contains("after 7 transactions"));
-        assert_eq!(errno_name(&io::ErrorKind::UnexpectedEof.into()), "EOF");
-        assert_eq!(
-            errno_name(&io::Error::from_raw_os_error(4095)),
-            "errno 4095"
-        );
     }
 }

@@ -1,7 +1,11 @@
 //! The TCP kinds: `tcp_stream` (bulk transfer, [`stream`]), `tcp_rr`
 //! (request/response latency, [`rr`]) and `tcp_crr` (a connection per
-//! transaction, [`crr`]), each both roles.
+//! transaction, [`crr`]), each both roles; with `flows` above 1, many
+//! connections at once on worker threads ([`rr_flows`], `crr_flows`).
 
+mod conn;
 pub mod crr;
+mod crr_flows;
 pub mod rr;
+pub mod rr_flows;
 pub mod stream;

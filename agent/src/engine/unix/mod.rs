@@ -137,6 +137,8 @@ fn parse(
             ("mss", p.mss.is_some()),
             ("client_bind", p.client_bind.is_some()),
             ("server_bind", p.server_bind.is_some()),
+            ("flows", p.flows > 1),
+            ("threads", p.threads.is_some()),
         ] {
             if set {
                 return Err(not_unix(name));

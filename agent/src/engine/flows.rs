@@ -1,0 +1,193 @@
+//! Many flows (`flows` of `tcp_rr` and `tcp_crr`, neper's model): a
+//! side's concurrent connections spread over worker threads (`threads`,
+//! by default one per flow up to the CPUs the agent may use), each worker
+//! with its own mio `Poll`, named `flow-w{N}` so `top -H` tells them apart.
+//! This module owns what both kinds share: the checks before any traffic
+//! (threads within the agent's CPUs, descriptors within RLIMIT_NOFILE), the
+//! worker threads, and the samples the workers hand to the side's thread,
+//! which sends them on in order of hand-over, every sample exactly once.
+
+use super::placement::{self, Placement};
+use super::Refusal;
+use meshperf_protocol::msg::ErrorCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Descriptors left for everything else the agent holds during a test
+/// (control connections, listeners, the poll instances of the workers).
+const FD_SPARE: u64 = 64;
+
+/// How many worker threads a side of `flows` flows runs (`threads`, else
+/// one per flow up to the CPUs this agent may use), checked before any
+/// traffic: more threads than CPUs is refused naming `threads`, more
+/// descriptors than RLIMIT_NOFILE allows in one line saying so.
+pub fn workers(flows: u32, threads: Option<u32>) -> Result<usize, Refusal> {
+    let p = Placement::of(
+        threads,
+        ("cpus", None),
+        flows as usize,
+        placement::allowed(),
+    )
+    .map_err(|m| (ErrorCode::BadParams, m))?;
+    descriptors(flows as u64)?;
+    Ok(p.workers)
+}
+
+/// Whether this process may open `more` descriptors beside those open
+/// now; raises the soft RLIMIT_NOFILE up to the hard one when that is
+/// enough (as Go's runtime does at start: the soft 1024 is there for
+/// select(2), which the agent does not use).
+fn descriptors(more: u64) -> Result<(), Refusal> {
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    let need = open + more + FD_SPARE;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(()); // unknown: the connections will say it if they fail
+    }
+    if need <= lim.rlim_cur {
+        return Ok(());
+    }
+    if need <= lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: as above; raising the soft limit up to the hard one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Ok(());
+        }
+    }
+    Err((
+        ErrorCode::BadParams,
+        format!(
+            "flows: {more} connections need {need} descriptors with the {open} this agent holds \
+             and {FD_SPARE} spare, above its limit of {} (RLIMIT_NOFILE); raise it (ulimit -n, \
+             LimitNOFILE=) or ask fewer flows",
+            lim.rlim_max
+        ),
+    ))
+}
+
+/// Flow `i` of `flows` goes to worker `i % workers`: each worker's flow
+/// numbers, in order.
+pub fn groups(flows: usize, workers: usize) -> Vec<Vec<usize>> {
+    let w = workers.clamp(1, flows.max(1));
+    (0..w).map(|k| (k..flows).step_by(w).collect()).collect()
+}
+
+/// Runs `work(w, group)` for every group on its own named thread, counted
+/// in the side's CPU figures; calls `tick` about every 20 ms from this
+/// thread until all are done. Results in group order.
+pub fn run<G: Send, R: Send>(
+    groups: Vec<G>,
+    work: impl Fn(usize, G) -> R + Sync,
+    mut tick: impl FnMut(),
+) -> Vec<R> {
+    let n = groups.len() as u64;
+    let finished = AtomicU64::new(0);
+    let meter = super::cpu::current();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .into_iter()
+            .enumerate()
+            .map(|(w, g)| {
+                let (finished, work, meter) = (&finished, &work, meter.as_deref());
+                std::thread::Builder::new()
+                    .name(format!("flow-w{w}"))
+                    .spawn_scoped(scope, move || {
+                        let _cpu = super::cpu::Worker::count(meter);
+                        let r = work(w, g);
+                        finished.fetch_add(1, Ordering::Release);
+                        r
+                    })
+            })
+            .collect::<Result<_, _>>()
+            .expect("the OS starts a thread");
+        while finished.load(Ordering::Acquire) < n {
+            std::thread::sleep(Duration::from_millis(20));
+            tick();
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("flow worker panicked"))
+            .collect()
+    })
+}
+
+/// Samples the workers hand over: one or two series kept aligned (the
+/// same index is the same transaction), and the running count.
+#[derive(Default)]
+pub struct Collected {
+    pub series: Mutex<[Vec<u64>; 2]>,
+}
+
+impl Collected {
+    /// Appends a worker's batch (`b` empty for a one-series kind) and
+    /// empties it.
+    pub fn hand_over(&self, a: &mut Vec<u64>, b: &mut Vec<u64>) {
+        if a.is_empty() {
+            return;
+        }
+        let mut s = self.series.lock().expect("samples lock");
+        s[0].append(a);
+        s[1].append(b);
+    }
+
+    /// Samples handed over so far.
+    pub fn len(&self) -> usize {
+        self.series.lock().expect("samples lock")[0].len()
+    }
+
+    /// Whether no sample has been handed over yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `send(from, a, b)` with the samples from index `from` on
+    /// (those not sent yet) and moves `from` past them.
+    pub fn drain(&self, from: &mut usize, mut send: impl FnMut(usize, &[u64], &[u64])) {
+        let s = self.series.lock().expect("samples lock");
+        if *from < s[0].len() {
+            let b = if s[1].is_empty() {
+                &[][..]
+            } else {
+                &s[1][*from..]
+            };
+            send(*from, &s[0][*from..], b);
+            *from = s[0].len();
+        }
+    }
+
+    pub fn take(self) -> [Vec<u64>; 2] {
+        self.series.into_inner().expect("samples lock")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flows_go_to_the_workers_in_turn() {
+        assert_eq!(groups(5, 2), vec![vec![0, 2, 4], vec![1, 3]]);
+        assert_eq!(groups(2, 8), vec![vec![0], vec![1]]);
+        let g = groups(1000, 3);
+        assert_eq!(g.iter().map(Vec::len).sum::<usize>(), 1000);
+    }
+
+    #[test]
+    fn descriptors_within_the_limit_pass_and_beyond_it_are_refused() {
+        assert!(descriptors(10).is_ok());
+        let e = descriptors(u32::MAX as u64 * 4).unwrap_err();
+        assert!(
+            e.1.starts_with("flows: ") && e.1.contains("RLIMIT_NOFILE"),
+            "{}",
+            e.1
+        );
+    }
+}
