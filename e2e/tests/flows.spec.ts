@@ -32,7 +32,7 @@ test('tcp_rr with 16 flows: each side shows its flows, threads and per-flow spre
     expect(f.per_flow).toHaveLength(16);
     expect(f.per_flow.reduce((a: number, b: number) => a + b, 0)).toBe(1600);
     expect([f.min, f.median, f.max]).toEqual([100, 100, 100]);
-    const words = `16 flows on ${f.threads} threads, transactions per flow 100 / 100 / 100 (min / median / max)`;
+    const words = `16 flows on ${f.threads} thread${f.threads === 1 ? '' : 's'}, transactions per flow 100 / 100 / 100 (min / median / max)`;
     await expect(row).toHaveText(role === 'client' ? new RegExp(`^${words.replace(/[()/]/g, '\\$&')}; per flow per second [\\d.,]+ / [\\d.,]+ / [\\d.,]+$`) : words);
   }
 });

@@ -327,8 +327,13 @@ impl FlowFigures {
     /// "64 flows on 2 threads, transactions per flow 150 / 156 / 170 (min / median / max)".
     pub fn text(&self) -> String {
         format!(
-            "{} flows on {} threads, transactions per flow {} / {} / {} (min / median / max)",
-            self.count, self.threads, self.min, self.median, self.max
+            "{} flows on {} thread{}, transactions per flow {} / {} / {} (min / median / max)",
+            self.count,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            self.min,
+            self.median,
+            self.max
         )
     }
 }

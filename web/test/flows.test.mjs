@@ -14,7 +14,7 @@ test('a many-flow side reads as the CLI prints it, with each flow\'s rate on the
   // tcp_crr counts in `transactions` (its `count` is not the total).
   assert.equal(
     flowsLine({ transactions: 1000, transactions_per_second: 250, flows: { ...flows, threads: 1 } }),
-    '64 flows on 1 threads, transactions per flow 150 / 156 / 170 (min / median / max); per flow per second 37.5 / 39 / 42.5',
+    '64 flows on 1 thread, transactions per flow 150 / 156 / 170 (min / median / max); per flow per second 37.5 / 39 / 42.5',
   );
   // The serving side has no rate: the counts alone.
   assert.equal(flowsLine({ count: 10000, flows }), '64 flows on 2 threads, transactions per flow 150 / 156 / 170 (min / median / max)');

@@ -23,7 +23,7 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
 export function flowsLine(s: Record<string, any> | null | undefined): string | null {
   const f: Flows | undefined = s?.flows;
   if (!f || !num(f.count) || !num(f.min) || !num(f.median) || !num(f.max)) return null;
-  const line = `${f.count} flows on ${f.threads} threads, transactions per flow ${f.min} / ${f.median} / ${f.max} (min / median / max)`;
+  const line = `${f.count} flows on ${f.threads} thread${f.threads === 1 ? '' : 's'}, transactions per flow ${f.min} / ${f.median} / ${f.max} (min / median / max)`;
   // The test's time, from its total and rate (tcp_rr counts in `count`, tcp_crr in `transactions`).
   const total = num(s!.transactions) ? s!.transactions : s!.count;
   const rate = s!.transactions_per_second;
