@@ -8,16 +8,17 @@
 //! received it and `t3` answered (the responder's clock, already moved to
 //! the requester's origin by the caller). With synchronised clocks the
 //! one-way delays are `t2 - t1` and `t4 - t3`; otherwise the offset and
-//! drift come from [`crate::clock::clock_fit`] over the fastest probes of
-//! the whole test, and absolute one-way delays are known within half the
-//! smallest round trip (a constant asymmetry of the path looks exactly
-//! like an offset); how they change from phase to phase is not affected.
+//! drift come from [`crate::clock::clock_fit`] over the least-delayed
+//! probes of the whole test, and absolute one-way delays are known within
+//! its uncertainty, about half the smallest round trip (a constant
+//! asymmetry of the path looks exactly like an offset); how they change
+//! from phase to phase is not affected.
 //!
 //! This module is the one caller of [`crate::clock`].
 
 use crate::clock::{clock_fit, one_way, ClockFit};
 use crate::error::StatsError;
-use crate::stats::{quantile, Summary};
+use crate::stats::Summary;
 use std::collections::HashSet;
 
 /// Phase codes 0..=3 are the test's phases; 4 is "between phases".
@@ -104,8 +105,9 @@ pub struct Clock {
     /// Offset (ns, responder minus requester at the first probe), drift,
     /// smallest round trip and the fit's spread.
     pub fit: ClockFit,
-    /// How far an absolute one-way delay may be off (us): half the smallest
-    /// round trip when estimated, 0 with synchronised clocks.
+    /// How far an absolute one-way delay may be off (us): the fit's
+    /// uncertainty when estimated (about half the smallest round trip, see
+    /// [`crate::clock::clock_fit`]), 0 with synchronised clocks.
     pub uncertainty_us: f64,
 }
 
@@ -132,20 +134,24 @@ pub(crate) fn rtt(p: &Probes, i: usize) -> f64 {
     (p.t4[i] - p.t1[i]) - (p.t3[i] - p.t2[i])
 }
 
-/// The clock fit over the fastest probes: those whose round trip is within
-/// twice the test's 10th percentile, one per second of the test, so the
-/// loaded phases' queueing (which may sit in one direction only) stays out
-/// of the offset and the quiet stretches (idle, gaps) fix the drift.
+/// Probes per window of the clock fit: each window gives its least-delayed
+/// probe each way, so the loaded phases' queueing (which may sit in one
+/// direction only) loosens only their own bands.
+const PER_WINDOW: usize = 4;
+/// At most this many windows (a long test's fit stays cheap).
+const MAX_WINDOWS: usize = 5000;
+
+/// The clock fit over the least-delayed probes of the whole test, with the
+/// offset moved to the first probe.
 fn fit_fastest(p: &Probes) -> Result<ClockFit, StatsError> {
-    let rtts: Vec<f64> = (0..p.t1.len()).map(|i| rtt(p, i)).collect();
-    let cut = 2.0 * quantile(&rtts, 0.1)?;
-    let keep: Vec<usize> = (0..rtts.len()).filter(|&i| rtts[i] <= cut).collect();
-    let pick = |t: &[f64]| keep.iter().map(|&i| t[i]).collect::<Vec<f64>>();
-    let (a, b, c, d) = (pick(p.t1), pick(p.t2), pick(p.t3), pick(p.t4));
-    let span_s = (p.t1.last().unwrap_or(&0.0) - p.t1.first().unwrap_or(&0.0)) / 1e9;
-    let fit = clock_fit(&a, &b, &c, &d, (span_s as usize).max(1))?;
-    // The offset is at the first kept probe; move it to the first probe.
-    let back = fit.drift_ppm * 1e-6 * (a[0] - p.t1[0]);
+    let windows = (p.t1.len() / PER_WINDOW).clamp(1, MAX_WINDOWS);
+    let fit = clock_fit(p.t1, p.t2, p.t3, p.t4, windows)?;
+    // The offset is at the first valid probe; move it to the first probe
+    // (the same unless the first ones were damaged).
+    let first = (0..p.t1.len())
+        .find(|&i| rtt(p, i) >= 0.0 && p.t4[i] >= p.t1[i])
+        .unwrap_or(0);
+    let back = fit.drift_ppm * 1e-6 * (p.t1[first] - p.t1[0]);
     Ok(ClockFit {
         offset: fit.offset - back,
         ..fit
@@ -185,6 +191,7 @@ pub fn clock(p: &Probes, synced: bool) -> Result<Clock, StatsError> {
                 drift_ppm: 0.0,
                 min_rtt,
                 uncertainty: 0.0,
+                slack: 0.0,
                 residual_sd: 0.0,
                 used: 0,
                 valid: n,
@@ -293,6 +300,173 @@ mod tests {
             "{idle_up}"
         );
         assert!(a.clock.uncertainty_us >= 20.0);
+    }
+
+    /// A deterministic pseudo-random sequence in [0, 1).
+    fn uniform(seed: &mut u64) -> f64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        (*seed >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// `n` probes every 5 ms from 1 s, clocks `offset` ns and `ppm` apart,
+    /// one-way delays `up(k)` and `down(k)` ns, 20 us in the responder.
+    fn exchange(
+        n: usize,
+        offset: f64,
+        ppm: f64,
+        mut up: impl FnMut(usize) -> f64,
+        mut down: impl FnMut(usize) -> f64,
+    ) -> (Vec<u8>, [Vec<f64>; 4]) {
+        let server = |x: f64| x + offset + ppm * 1e-6 * x;
+        let mut t: [Vec<f64>; 4] = Default::default();
+        for k in 0..n {
+            let a = 1e9 + k as f64 * 5e6;
+            let arrive = a + up(k);
+            let leave = arrive + 20_000.0;
+            t[0].push(a);
+            t[1].push(server(arrive));
+            t[2].push(server(leave));
+            t[3].push(leave + down(k));
+        }
+        (vec![0; n], t)
+    }
+
+    /// The largest distance (ns) between the fitted offset and the true
+    /// one (`offset` + `ppm` of the requester's time) over the probes, at
+    /// the times the one-way delays use.
+    fn worst_error(c: &Clock, t: &[Vec<f64>; 4], offset: f64, ppm: f64) -> f64 {
+        (0..t[0].len())
+            .map(|i| {
+                let at = (t[0][i] + t[3][i]) / 2.0;
+                let fitted = c.fit.offset_at(at, t[0][0]);
+                (fitted - (offset + ppm * 1e-6 * at)).abs()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn the_true_offset_lies_within_the_uncertainty_through_queueing_noise() {
+        // 3.2 ms and 45 ppm apart, 40 us each way plus queueing that only
+        // adds (exponential, 60 us mean), and 8 s of a 2 ms queue on the
+        // way down in the middle: 20 s of probes.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut queue = move || -60_000.0 * (1.0 - uniform(&mut seed)).ln();
+        let mut seed2 = 0x2545_f491_4f6c_dd1du64;
+        let mut queue2 = move || -60_000.0 * (1.0 - uniform(&mut seed2)).ln();
+        let (phase, t) = exchange(
+            4000,
+            3.2e6,
+            45.0,
+            |_| 40_000.0 + queue(),
+            |k| 40_000.0 + queue2() + if (1200..2800).contains(&k) { 2e6 } else { 0.0 },
+        );
+        let c = analyze(&of(&phase, &t), false).unwrap().clock;
+        let worst = worst_error(&c, &t, 3.2e6, 45.0);
+        assert!(worst <= c.fit.uncertainty, "{worst} ns: {c:?}");
+        // The path is symmetric: the estimate is close, the drift too, and
+        // the uncertainty about half the smallest round trip.
+        assert!(worst < 5_000.0, "{worst} ns: {c:?}");
+        assert!((c.fit.drift_ppm - 45.0).abs() < 0.5, "{c:?}");
+        assert!(c.fit.slack == 0.0 && c.fit.min_rtt >= 80_000.0, "{c:?}");
+        assert!(
+            (c.fit.uncertainty - c.fit.min_rtt / 2.0).abs() < 5_000.0,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn a_delay_line_one_way_is_a_shift_within_the_uncertainty() {
+        // One clock; the way up (then down) holds every probe 10 ms and
+        // wakes late by 0.1 to 0.5 ms (a user-space delay line), 30 us each
+        // way besides: to a two-way exchange this is the responder's clock
+        // 5 ms ahead (behind). Both the truth (0) and the shift must lie
+        // within the uncertainty; as both are possible, the shift with D/2
+        // less to spare. 4.3 s, as in tests/netns/lul.sh.
+        let d = 10e6;
+        for sign in [1.0, -1.0] {
+            let mut seed = 0x0123_4567_89ab_cdefu64;
+            let mut late = move || d + 100_000.0 + 400_000.0 * uniform(&mut seed);
+            let mut held = vec![0.0; 860];
+            held.iter_mut().for_each(|h| *h = late());
+            let (up, down) = if sign > 0.0 { (1.0, 0.0) } else { (0.0, 1.0) };
+            let (phase, t) = exchange(
+                860,
+                0.0,
+                0.0,
+                |k| 30_000.0 + up * held[k],
+                |k| 30_000.0 + down * held[k],
+            );
+            let c = analyze(&of(&phase, &t), false).unwrap().clock;
+            let u = c.fit.uncertainty;
+            assert!(worst_error(&c, &t, 0.0, 0.0) <= u, "{c:?}");
+            assert!(
+                worst_error(&c, &t, sign * d / 2.0, 0.0) <= u - d / 2.0,
+                "{c:?}"
+            );
+            // Meaningful: within 0.1 ms of NTP's bound, half the smallest
+            // round trip (the ends of the test sit beside probes the line
+            // held late, and a line may tilt there by up to 1000 ppm, 5 us
+            // a probe), and the drift (none) within 2 ppm.
+            assert!(u - c.fit.min_rtt / 2.0 < 100_000.0, "{c:?}");
+            assert!(c.fit.drift_ppm.abs() < 2.0, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_late_stretch_does_not_move_the_estimate() {
+        // As above, but for the first 1.5 s the line wakes late by 0.4 to
+        // 0.8 ms (a busy moment), later by 0.1 to 0.5 ms. The estimate is
+        // the least-delayed probes' (held 10.1 ms: +5.05 ms), not pulled up
+        // by the slow start, and the truth (0) and the shift (+5 ms) lie
+        // within the uncertainty. A line fitted through each second's
+        // fastest probe and read at the first probe tilts towards the slow
+        // start: +5.2 ms, outside half the smallest round trip.
+        let mut seed = 0x0fed_cba9_8765_4321u64;
+        let d = 10e6;
+        let mut late = move |k: usize| {
+            (if k < 300 { 400_000.0 } else { 100_000.0 }) + 400_000.0 * uniform(&mut seed)
+        };
+        let (phase, t) = exchange(860, 0.0, 0.0, |k| 30_000.0 + d + late(k), |_| 30_000.0);
+        let c = analyze(&of(&phase, &t), false).unwrap().clock;
+        let u = c.fit.uncertainty;
+        assert!(worst_error(&c, &t, 0.0, 0.0) <= u, "{c:?}");
+        assert!(worst_error(&c, &t, d / 2.0, 0.0) <= u - d / 2.0, "{c:?}");
+        assert!((c.fit.offset - 5.05e6).abs() < 5_000.0, "{c:?}");
+        assert!(c.fit.drift_ppm.abs() < 2.0, "{c:?}");
+        assert!(u - c.fit.min_rtt / 2.0 < 500_000.0, "{c:?}");
+    }
+
+    #[test]
+    fn the_estimate_rests_on_the_least_delayed_probes() {
+        // 1.5 ms and -20 ppm apart, 50 us each way; a third of the probes,
+        // the first among them, are held 0.2 to 3 ms more on one way or
+        // the other (a late minority). The estimate is the least-delayed
+        // probes': the symmetric path's offset within a few us.
+        let (mut s1, mut s2) = (0x1111_2222_3333_4444u64, 0x5555_6666_7777_8888u64);
+        let mut extra = move |k: usize, way: u64| {
+            let pick = uniform(&mut s1);
+            let size = 200_000.0 + 2.8e6 * uniform(&mut s2);
+            let held = k == 0 || pick < 1.0 / 3.0;
+            if held && (k as u64 + way) % 2 == 0 {
+                size
+            } else {
+                0.0
+            }
+        };
+        let mut ups = Vec::new();
+        let mut downs = Vec::new();
+        for k in 0..1500 {
+            ups.push(50_000.0 + extra(k, 0));
+            downs.push(50_000.0 + extra(k, 1));
+        }
+        let (phase, t) = exchange(1500, 1.5e6, -20.0, |k| ups[k], |k| downs[k]);
+        let c = analyze(&of(&phase, &t), false).unwrap().clock;
+        let worst = worst_error(&c, &t, 1.5e6, -20.0);
+        assert!(worst <= c.fit.uncertainty, "{worst} ns: {c:?}");
+        assert!(worst < 2_000.0, "{worst} ns: {c:?}");
+        assert!((c.fit.uncertainty - 50_000.0).abs() < 2_000.0, "{c:?}");
     }
 
     #[test]

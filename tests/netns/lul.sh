@@ -16,6 +16,11 @@
 #    share one clock) the up one-way delay is D +/- 0.5 ms above the down
 #    one; switched on in the middle of a test with estimated clocks, the up
 #    delay rises by D +/- 0.5 ms and the down one does not.
+# 4. The same line on the probes' way up, then down, for a whole test with
+#    estimated clocks: to a two-way exchange, one clock shifted by +D/2,
+#    then -D/2. The true offset (0) and that shift both lie within the
+#    estimate's uncertainty, and the uncertainty is within 0.5 ms of half
+#    the smallest round trip.
 #
 # Names are unique per run; everything is removed on exit, whether the checks
 # pass or not; every run is bounded by `timeout`. Exit 0 on success or when
@@ -150,7 +155,10 @@ ip netns exec "$R" iptables -D "${delay_rule[@]}"
 # Switched on 1 s into the upload phase's start (idle 2.5 s, gap, download
 # 1 s, gap: the upload phase starts near 4.4 s): the upload and both
 # phases carry it, idle does not.
-( sleep 4.6; ip netns exec "$R" iptables -A "${delay_rule[@]}" ) &
+# `exec`: a forked subshell that exits through bash moves the offset of the
+# script file it shares with this shell (bash reads its script as it runs),
+# and this shell then skipped the checks below it when the timing fell so.
+( sleep 4.6; exec ip netns exec "$R" iptables -A "${delay_rule[@]}" ) &
 pids+=($!)
 run "$dir/switched.json" idle_s=2.5 download_s=1 upload_s=3 both_s=2 gap_s=0.2 streams=1 probe_ms=5
 node -e '
@@ -171,4 +179,47 @@ node -e '
   if (Math.abs(up - d) > 500) throw new Error(`added up ${up} us, not ${d} +/- 500`);
   if (Math.abs(down) > 500) throw new Error(`added down ${down} us, not 0 +/- 500`);
 ' "$dir/synced.json" "$dir/switched.json" "$delay_ms" || fail "the delay line is not where the one-way delays put it"
+
+# 4. The clock estimate against a known shift. The namespaces share one
+# clock (the true offset is 0), and a path slower one way by D looks, to
+# any two-way exchange, like the serving agent's clock D/2 ahead (D up) or
+# behind (D down) on a symmetric path: the estimate, which takes the path
+# to be symmetric, must be near +D/2, then -D/2. What it can promise:
+# - the truth, 0, lies within the uncertainty (it bounds the true offset
+#   whatever the path's asymmetry; the namespaces' one clock is the truth);
+# - as the line holds every probe at least D, a clock D ahead (behind) with
+#   no line is just as possible as the truth, so the estimate, which sits
+#   within the uncertainty of both, is within uncertainty - D/2 of the
+#   shift D/2: what it adds to the shift is the undelayed path and the
+#   line's lateness, not milliseconds (a sign, a factor of two or the wrong
+#   timestamps are off by 5 ms or more);
+# - meaningful: the uncertainty is within 0.5 ms of NTP's bound, half the
+#   smallest round trip: the line wakes late by 0.1 to 0.5 ms, so the
+#   probes at the test's ends, which bound how far the line may tilt, are
+#   at most that much slower than the fastest.
+ip netns exec "$R" iptables -F FORWARD
+ip netns exec "$R" iptables -A "${delay_rule[@]}"
+run "$dir/ahead.json" idle_s=3 download_s=0.3 upload_s=0.3 both_s=0.3 gap_s=0.2 streams=1 probe_ms=5
+ip netns exec "$R" iptables -F FORWARD
+ip netns exec "$R" iptables -A FORWARD -p udp -s "$ipa" --sport "$port" -m length --length $((probe + 28)) -j NFQUEUE --queue-num 7
+run "$dir/behind.json" idle_s=3 download_s=0.3 upload_s=0.3 both_s=0.3 gap_s=0.2 streams=1 probe_ms=5
+ip netns exec "$R" iptables -F FORWARD
+node -e '
+  const fs = require("fs");
+  const d = Number(process.argv[3]) * 1e3;
+  for (const [file, sign, way] of [[process.argv[1], 1, "up"], [process.argv[2], -1, "down"]]) {
+    const s = JSON.parse(fs.readFileSync(file, "utf8")).steps[0].summary;
+    const c = s.clock;
+    if (!c) throw new Error(`${way}: no clock estimate: ${s.note}`);
+    const want = (sign * d) / 2, u = c.uncertainty_us;
+    console.log(`delay line ${d} us ${way}: clock offset ${c.offset_us.toFixed(1)} us (shift ${want} us, true 0), ` +
+      `uncertainty ${u.toFixed(1)} us (half the smallest round trip ${(c.min_rtt_us / 2).toFixed(1)} us), ` +
+      `drift ${c.drift_ppm.toFixed(2)} ppm, residual ${c.residual_us.toFixed(1)} us, ${c.probes_used} probes`);
+    if (c.basis !== "estimated") throw new Error(`${way}: clock basis ${c.basis}`);
+    if (c.min_rtt_us < d) throw new Error(`${way}: smallest round trip ${c.min_rtt_us} us, below the ${d} us the line holds: the rule did not hold the probes`);
+    if (Math.abs(c.offset_us) > u) throw new Error(`${way}: the true offset 0 is outside ${c.offset_us} +/- ${u} us`);
+    if (Math.abs(c.offset_us - want) > u - d / 2) throw new Error(`${way}: offset ${c.offset_us} us, not ${want} +/- ${u - d / 2} (uncertainty less D/2)`);
+    if (u > c.min_rtt_us / 2 + 500) throw new Error(`${way}: uncertainty ${u} us, more than 0.5 ms above half the smallest round trip ${c.min_rtt_us / 2}`);
+  }
+' "$dir/ahead.json" "$dir/behind.json" "$delay_ms" || fail "the clock estimate is not the shift the delay line made"
 echo "$name: ok"

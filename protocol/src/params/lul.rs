@@ -87,10 +87,11 @@ impl LulPhase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Clocks {
-    /// Offset and drift are estimated from the probes (NTP-style, fastest
-    /// probes, a line over the test); a constant asymmetry of the path
-    /// cannot be told from offset, so absolute one-way delays carry an
-    /// uncertainty of half the smallest round trip, their changes do not.
+    /// Offset and drift are estimated from the probes (NTP-style, the
+    /// least-delayed probes, a line over the test); a constant asymmetry of
+    /// the path cannot be told from offset, so absolute one-way delays carry
+    /// an uncertainty of about half the smallest round trip, their changes
+    /// do not.
     #[default]
     Estimate,
     /// The agents' system clocks agree (one host, or PTP): used directly.

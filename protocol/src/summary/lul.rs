@@ -107,15 +107,17 @@ pub struct LulClock {
     pub offset_us: f64,
     /// How fast the offset grows, parts per million (0 when synced).
     pub drift_ppm: f64,
-    /// How far an absolute one-way delay may be off, us: half the smallest
-    /// round trip when estimated (an asymmetric path looks like an offset),
-    /// 0 when synced. Changes of a one-way delay are not affected.
+    /// How far an absolute one-way delay may be off, us: when estimated, how
+    /// far the true offset may be from the fitted line anywhere in the test
+    /// (about half the smallest round trip: an asymmetric path looks like an
+    /// offset; more where the drift is loosely pinned), 0 when synced.
+    /// Changes of a one-way delay are not affected.
     pub uncertainty_us: f64,
     /// The smallest round trip of a probe, us.
     pub min_rtt_us: f64,
     /// Spread of the fastest probes' offsets about the fitted line, us.
     pub residual_us: f64,
-    /// Probes the fit used.
+    /// Probes the fit used (the least-delayed each way, per window).
     pub probes_used: u64,
 }
 
