@@ -74,6 +74,12 @@ test('one agent\'s own URL runs a test and the Standard test as both ends; its l
 
     // The agent's UDP limit (on its card) is checked while the plan is edited.
     await page.getByTestId('kind').selectOption('udp_stream');
+    // The pre-filled wait (20 us, 560 Mbit/s) is refused too, in the
+    // protocol's words with the page's units: the agent writes "20 us
+    // between ... wait at least 224.00 us", the page µs (issue 29 item 9).
+    await expect(page.getByTestId('why-wait-us')).toHaveText(/^agent A would refuse it: 20 µs between .+ wait at least 224(\.0+)? µs$/);
+    await expect(page.getByTestId('plan-problem')).toContainText(/20 µs between .+ wait at least 224(\.0+)? µs$/);
+    await expect(page.getByTestId('plan-problem')).not.toContainText(/\d ?us\b/);
     await page.getByTestId('choice-rate').getByLabel('rate').check();
     await page.getByTestId('rate').fill('200M');
     await expect(page.getByTestId('why-rate')).toContainText(/agent A would refuse it: .*50(\.0+)? ?Mbit\/s/);

@@ -12,9 +12,11 @@
 //! `interval` lines come from the receiving side's `interval_bytes` samples
 //! of stream steps (`tcp_stream`, `unix_stream`) as they arrive: an interval
 //! is written once every stream's samples reach its end, the rest when the
-//! step ends (the last interval may be shorter). They are the intervals
-//! `meshperf run -i` prints, and their bytes add up to the step's samples in
-//! the result file. A `step` line is the result file's step (the same
+//! step ends (the last one ends when the data did, its rate over that
+//! time: `"end_s":10.0412`, not 10.1 with a rate far too low). They are the
+//! intervals `meshperf run -i` prints (which joins a last piece shorter
+//! than a tenth of an interval to the one before), and their bytes add up
+//! to the step's samples in the result file. A `step` line is the result file's step (the same
 //! `summary`, `sides`, `error`), without its raw samples.
 
 use crate::frame::SampleKind;
@@ -187,22 +189,36 @@ impl IntervalCutter {
             return Vec::new();
         }
         let have = s.iter().map(|x| x.values.len()).min().unwrap_or(0);
-        self.cut(&s, have, false)
+        self.cut(&s, have, None)
     }
 
-    /// At the step's end: the intervals not given yet, the last one as long
-    /// as the longest stream's samples go.
-    pub fn rest(&mut self, samples: &[Series]) -> Vec<IntervalReport> {
-        let s = self.series(samples);
+    /// At the step's end (`step`, samples and summaries): the intervals not
+    /// given yet, the last one ending when the data did (the receiving
+    /// side's last byte, [`crate::intervals::data_end_s`]), its rate over
+    /// that time, not over a whole interval.
+    pub fn rest(&mut self, step: &StepResult) -> Vec<IntervalReport> {
+        let s = self.series(&step.samples);
         let ticks = s.iter().map(|x| x.values.len()).max().unwrap_or(0);
-        self.cut(&s, ticks, true)
+        let ids: Vec<u16> = s.iter().map(|x| x.stream).collect();
+        let role = primary_role(self.kind, &self.params);
+        let end = crate::intervals::data_end_s(step, role, &ids);
+        self.cut(&s, ticks, end)
     }
 
-    fn cut(&mut self, s: &[&Series], ticks: usize, last: bool) -> Vec<IntervalReport> {
+    /// Intervals up to tick `ticks`; with `end` (the step ended, the data
+    /// at `end` s), the last one too, however short, ending at `end`.
+    fn cut(&mut self, s: &[&Series], ticks: usize, end: Option<f64>) -> Vec<IntervalReport> {
+        let last = end.is_some();
         let mut out = Vec::new();
+        let tick = |t: usize| t as f64 * self.tick_ms / 1000.0;
+        // The data ended inside the last tick.
+        let end = end.map(|e| e.clamp(tick(ticks.saturating_sub(1)), tick(ticks)));
         while self.next < ticks && (last || self.next + self.per <= ticks) {
             let (a, b) = (self.next, (self.next + self.per).min(ticks));
-            let secs = |t: usize| t as f64 * self.tick_ms / 1000.0;
+            let secs = |t: usize| match end {
+                Some(e) if t == ticks && e > tick(a) => e,
+                _ => tick(t),
+            };
             let rate = |bytes: u64| bytes as f64 * 8.0 / (secs(b) - secs(a));
             let streams: Vec<IntervalStream> = s
                 .iter()
@@ -278,11 +294,23 @@ mod tests {
         assert!(c
             .ready(&[iv(0, vec![1, 2, 3]), iv(1, vec![10; 9])])
             .is_empty());
-        let end = [iv(0, vec![1, 2, 3, 4, 5]), iv(1, vec![10, 20, 30, 40, 50])];
+        let mut end: StepResult = serde_json::from_value(json!({
+            "index": 3, "kind": "tcp_stream", "params": params,
+            "sides": {"server": {"streams": [
+                {"index": 0, "dir": "recv", "bytes": 15, "seconds": 0.43},
+                {"index": 1, "dir": "recv", "bytes": 150, "seconds": 0.41},
+            ]}},
+        }))
+        .unwrap();
+        end.samples = vec![iv(0, vec![1, 2, 3, 4, 5]), iv(1, vec![10, 20, 30, 40, 50])];
         let rest = c.rest(&end);
         assert_eq!(rest.len(), 2);
-        assert_eq!((rest[1].start_s, rest[1].end_s), (0.4, 0.5));
+        // The last interval ends with the data, at 0.43 s (tick 4 of 100 ms
+        // holds it), and its rate is over those 30 ms, not over 100.
+        assert_eq!((rest[1].start_s, rest[1].end_s), (0.4, 0.43));
         assert_eq!(rest[1].sum.bytes, 55);
+        assert!((rest[1].sum.bits_per_second - 55.0 * 8.0 / 0.03).abs() < 1e-6);
+        assert!((rest[1].streams[0].bits_per_second - 5.0 * 8.0 / 0.03).abs() < 1e-6);
         assert!(c.rest(&end).is_empty(), "each interval once");
         let line = StreamEvent::Interval(rest[1].clone()).line();
         assert!(

@@ -14,12 +14,14 @@
 //! * [`export`]: the CSV export of a result (the CLI's and the page's).
 //! * [`matrix`]: rounds of agent pairs and the headline figure of each cell.
 //! * [`json_stream`]: the lines of `meshperf run --json-stream`.
+//! * [`intervals`]: which of a stream step's intervals are whole, and when its data ended.
 //! * [`permalink`]: the permalink codec (a whole result in a URL fragment);
 //!   [`plan_json`]: plans and presets as JSON for the page.
 
 pub mod driver;
 pub mod export;
 pub mod frame;
+pub mod intervals;
 pub mod json_stream;
 pub mod lul_card;
 pub mod matrix;

@@ -46,6 +46,7 @@
 //! from older result versions still open.
 
 use crate::frame::SampleKind;
+use crate::intervals::whole_intervals;
 use crate::msg::Role;
 use crate::params::Kind;
 use crate::result::{self, primary_role, ResultError, RunResult, Series, SeriesHistogram};
@@ -284,18 +285,53 @@ pub fn round_time(ns: u64) -> u64 {
 }
 
 /// `r` with every series of more than `min` values replaced by its histogram
-/// of at most `bins` bins.
+/// of at most `bins` bins. A stream step's bytes per interval count only the
+/// intervals every stream spent whole inside its data movement
+/// ([`crate::intervals::whole_intervals`], the page's rule for the raw
+/// series): a partial first or last one is not the path's rate.
 fn replace_samples(r: &RunResult, min: usize, bins: u64) -> RunResult {
     let mut r = r.clone();
     let mut replaced = false;
     for s in &mut r.steps {
+        let windows: Vec<(Role, (usize, usize))> =
+            if matches!(s.kind, Kind::TcpStream | Kind::UnixStream) {
+                [Role::Client, Role::Server]
+                    .into_iter()
+                    .filter_map(|role| {
+                        let iv: Vec<&Series> = s
+                            .samples
+                            .iter()
+                            .filter(|x| x.role == role && x.kind == SampleKind::IntervalBytes)
+                            .collect();
+                        let n = iv.iter().map(|x| x.values.len()).max()?;
+                        let ids: Vec<u16> = iv.iter().map(|x| x.stream).collect();
+                        Some((role, whole_intervals(s, role, &ids, n)))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
         let (big, keep): (Vec<Series>, Vec<Series>) = std::mem::take(&mut s.samples)
             .into_iter()
             .partition(|x| x.values.len() > min);
         s.samples = keep;
         replaced |= !big.is_empty();
-        s.histograms
-            .extend(big.iter().map(|x| histogram_within(x, bins)));
+        s.histograms.extend(big.iter().map(|x| {
+            let window = windows
+                .iter()
+                .find(|w| w.0 == x.role && x.kind == SampleKind::IntervalBytes);
+            match window {
+                Some(&(_, (from, to))) => {
+                    let len = x.values.len();
+                    let whole = &x.values[from.min(len)..to.min(len)];
+                    SeriesHistogram {
+                        left_out: Some((len - whole.len()) as u64),
+                        ..histogram_within(x, whole, bins)
+                    }
+                }
+                None => histogram_within(x, &x.values, bins),
+            }
+        }));
     }
     r.samples_replaced |= replaced;
     r
@@ -304,13 +340,13 @@ fn replace_samples(r: &RunResult, min: usize, bins: u64) -> RunResult {
 /// A histogram of a whole series: 1 us (or 1 unit) bins, widened along
 /// 1-2-5 steps until at most [`HIST_MAX_BINS`] bins span min..max.
 pub fn histogram_of(s: &Series) -> SeriesHistogram {
-    histogram_within(s, HIST_MAX_BINS)
+    histogram_within(s, &s.values, HIST_MAX_BINS)
 }
 
-/// [`histogram_of`] with at most `max_bins` bins.
-fn histogram_within(s: &Series, max_bins: u64) -> SeriesHistogram {
-    let min = s.values.iter().copied().min().unwrap_or(0);
-    let max = s.values.iter().copied().max().unwrap_or(0);
+/// A histogram of `values` (all or some of `s`'s) with at most `max_bins` bins.
+fn histogram_within(s: &Series, values: &[u64], max_bins: u64) -> SeriesHistogram {
+    let min = values.iter().copied().min().unwrap_or(0);
+    let max = values.iter().copied().max().unwrap_or(0);
     let mut width: u64 = if is_time(s.kind) { 1_000 } else { 1 };
     let mut k = 0;
     while max / width - min / width >= max_bins {
@@ -323,23 +359,24 @@ fn histogram_within(s: &Series, max_bins: u64) -> SeriesHistogram {
     let low = min / width * width;
     let mut counts = vec![
         0u64;
-        if s.values.is_empty() {
+        if values.is_empty() {
             0
         } else {
             ((max - low) / width + 1) as usize
         }
     ];
-    for &v in &s.values {
+    for &v in values {
         counts[((v - low) / width) as usize] += 1;
     }
     SeriesHistogram {
         role: s.role,
         kind: s.kind,
         stream: s.stream,
-        n: s.values.len() as u64,
+        n: values.len() as u64,
         low,
         bin_width: width,
         counts,
+        left_out: None,
     }
 }
 

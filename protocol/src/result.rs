@@ -131,11 +131,18 @@ pub struct SeriesHistogram {
     pub kind: SampleKind,
     #[serde(default)]
     pub stream: u16,
-    /// How many values the series had (the sum of `counts`).
+    /// How many values the histogram counts (the sum of `counts`).
     pub n: u64,
     pub low: u64,
     pub bin_width: u64,
     pub counts: Vec<u64>,
+    /// Bytes per interval of a stream step: how many of the series' values
+    /// are left out, the intervals not every stream spent whole inside its
+    /// data movement (the warm-up's too; `crate::intervals`). Absent in
+    /// links made before, whose histograms count every interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub left_out: Option<u64>,
 }
 
 /// A result that cannot be loaded.

@@ -136,3 +136,59 @@ test("a step's CSV keeps its columns and adds when each stream's intervals ended
   // Stream 0 has 6 intervals: its columns end there.
   assert.deepEqual([rows[6][1], rows[6][3], rows[7][1], rows[7][3]], ['125000', '0.06', '', '']);
 });
+
+test("a link's histogram of bytes per interval counts the intervals the live statistics count (issue 29 item 9)", async () => {
+  const { readFileSync } = await import('node:fs');
+  const pkg = new URL('../src/lib/wasm-pkg/', import.meta.url);
+  const codec = await import(new URL('meshperf_codec.js', pkg).href);
+  codec.initSync({ module: readFileSync(new URL('meshperf_codec_bg.wasm', pkg)) });
+  const { seriesOf, wholeIntervals } = await import('../src/lib/result/result.ts');
+  // Two 10 ms streams long enough that the link carries histograms: stream
+  // 1 starts 5.1 ms late, stream 0 stops in tick N - 1, each one's first
+  // and last tick a sliver or a half (xorshift32 jitter: no link compresses it).
+  const N = 20000;
+  const full = 1.25e7;
+  let x = 2463534242;
+  const jitter = () => {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    return x % 100000;
+  };
+  const v0 = Array.from({ length: N }, () => full - jitter());
+  const v1 = Array.from({ length: N + 1 }, () => full - jitter());
+  v0[N - 1] = full / 100;
+  v1[0] = full / 2;
+  v1[N] = full / 50;
+  const side = {
+    seconds: N * 0.01 + 0.0002,
+    interval_ms: 10,
+    streams: [
+      { index: 0, dir: 'recv', bytes: 0, reads: 0, seconds: (N - 1) * 0.01 + 0.0001, first_seconds: 0.0002 },
+      { index: 1, dir: 'recv', bytes: 0, reads: 0, seconds: N * 0.01 + 0.0002, first_seconds: 0.0051 },
+    ],
+  };
+  const r = plainResult();
+  r.plan = { kind: 'tcp_stream', params: { duration_s: N / 100, streams: 2 }, sweep: {}, repeat: 1 };
+  r.steps[0] = {
+    index: 0, kind: 'tcp_stream', params: { duration_s: N / 100, streams: 2 }, point: [], repeat: 0, transport: 'tcp',
+    summary: side, sides: { server: side, client: null },
+    samples: [
+      { role: 'server', kind: 'interval_bytes', stream: 0, values: v0 },
+      { role: 'server', kind: 'interval_bytes', stream: 1, values: v1 },
+    ],
+  };
+  const step = typedSamples(r).steps[0];
+  const [from, to] = wholeIntervals(step, 'server', seriesOf(step, 'interval_bytes', 'server'), N + 1);
+  assert.deepEqual([from, to], [1, N - 1]);
+  const back = JSON.parse(codec.permalink_decode(codec.permalink_encode(resultJson(typedSamples(r)))));
+  assert.equal(back.samples_replaced, true);
+  const hs = back.steps[0].histograms;
+  assert.equal(hs.length, 2);
+  for (const h of hs) {
+    // The live statistics' intervals, each stream's: no more, no fewer.
+    assert.equal(h.n, to - from, `stream ${h.stream}`);
+    assert.equal(h.left_out, (h.stream === 0 ? N : N + 1) - (to - from));
+    assert.equal(h.counts.reduce((a, b) => a + b, 0), to - from);
+    // No partial interval: the lowest bin is a whole one's.
+    assert.ok(h.low > full - 200000, `stream ${h.stream}: low ${h.low}`);
+  }
+});

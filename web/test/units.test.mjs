@@ -4,7 +4,7 @@
 // `text` stays the CLI's cell.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatRate, formatUs, rateUnit, timeUnit } from '../src/lib/units.ts';
+import { formatRate, formatUs, pageText, rateUnit, timeUnit } from '../src/lib/units.ts';
 import { shown } from '../src/lib/lul/card.ts';
 
 test('a bit rate is scaled to the unit it reads best in, with a space and four significant digits', () => {
@@ -46,4 +46,24 @@ test("the Standard test's card shows the page's units; its text stays the CLI's"
   // Counts and missing figures as the card module wrote them.
   assert.deepEqual(shown({ value: 3, unit: 'probes', text: '3', uncertain: false }), { num: '3', unit: '' });
   assert.deepEqual(shown({ value: null, unit: 'ms', text: '-', uncertain: false }), { num: '-', unit: '' });
+});
+
+test('agent text shows a number\'s "us" as µs, and leaves names, words and keys alone', () => {
+  // The refusals the protocol writes (protocol/src/params/pace.rs), as the page shows them.
+  assert.equal(
+    pageText("agent A would refuse it: wait_us: 20 us between 1400-byte datagrams is above the agent's UDP rate limit of 50 Mbit/s: wait at least 224.00 us"),
+    "agent A would refuse it: wait_us: 20 µs between 1400-byte datagrams is above the agent's UDP rate limit of 50 Mbit/s: wait at least 224.00 µs",
+  );
+  assert.equal(
+    pageText('10000000 us is one datagram every 10 s: wait at most 5000000 us, or give a longer duration_s'),
+    '10000000 µs is one datagram every 10 s: wait at most 5000000 µs, or give a longer duration_s',
+  );
+  // No space, a unit after a slash, a sign, a comma, the end of the text.
+  assert.equal(pageText('slope 2.5 us/byte, ±30.0 us, gap 20us'), 'slope 2.5 µs/byte, ±30.0 µs, gap 20µs');
+  // Names, words and summary keys stay as they are.
+  for (const same of ['wait_us must be a whole number', 'rtt_us.p99', 'used 2 buffers', '3 users', 'status: busy', 'us', 'interval 10 ms', 'Time/frame us']) {
+    assert.equal(pageText(same), same);
+  }
+  assert.equal(pageText(undefined), undefined);
+  assert.equal(pageText(null), null);
 });

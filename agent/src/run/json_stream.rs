@@ -113,7 +113,7 @@ impl JsonStream {
     /// intervals not written yet.
     pub fn step_ended(&mut self, test_id: u32, result: &StepResult) {
         if let Some(mut c) = self.cutters.remove(&test_id) {
-            for r in c.rest(&result.samples) {
+            for r in c.rest(result) {
                 self.write(&StreamEvent::Interval(r));
             }
         }

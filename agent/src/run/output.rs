@@ -278,16 +278,15 @@ impl Output {
 /// interval and their rate, with the sender's retransmits in the interval,
 /// congestion window (segments) and smoothed RTT at its end (TCP_INFO).
 /// Built from the raw `interval_bytes` samples (one per `interval_ms`).
+/// The last interval ends when the data did (iperf3's "10.00-10.04 sec"),
+/// its rate over that time; a last piece shorter than a tenth of `secs`
+/// joins the interval before it, so no row is a rate over a few ms.
 pub fn intervals(s: &StepResult, secs: f64) -> Option<String> {
     if !matches!(s.kind, Kind::TcpStream | Kind::UnixStream) || s.error.is_some() {
         return None;
     }
-    let tick_ms = s
-        .params
-        .get("interval_ms")
-        .and_then(Value::as_u64)
-        .unwrap_or(10) as f64;
-    let per = ((secs * 1000.0 / tick_ms).round() as usize).max(1);
+    let tick = meshperf_protocol::intervals::tick_s(s);
+    let per = ((secs / tick).round() as usize).max(1);
     let role = primary_role(s.kind, &s.params);
     let mut streams: Vec<&meshperf_protocol::result::Series> = s
         .samples
@@ -303,12 +302,27 @@ pub fn intervals(s: &StepResult, secs: f64) -> Option<String> {
             .find(|x| x.kind == kind && x.stream == i)
             .map(|x| &x.values)
     };
-    let secs_at = |t: usize| t as f64 * tick_ms / 1000.0;
+    let secs_at = |t: usize| t as f64 * tick;
+    // The last tick ends when the last stream's last byte came in (it is in
+    // that tick; a summary without the streams' times: the tick's end).
+    let ids: Vec<u16> = streams.iter().map(|x| x.stream).collect();
+    let end = meshperf_protocol::intervals::data_end_s(s, role, &ids)
+        .unwrap_or(secs_at(ticks))
+        .clamp(secs_at(ticks.saturating_sub(1)), secs_at(ticks));
+    let time_at = |t: usize| if t == ticks { end } else { secs_at(t) };
+    let mut rows: Vec<(usize, usize)> = (0..ticks)
+        .step_by(per)
+        .map(|a| (a, (a + per).min(ticks)))
+        .collect();
+    if rows.len() > 1 && end - secs_at(rows[rows.len() - 1].0) < 0.1 * secs_at(per) {
+        rows.pop();
+        rows.last_mut().expect("more than one row").1 = ticks;
+    }
     let mut out = String::from(
         "[ ID] Interval           Transfer        Bitrate        Retr   Cwnd     RTT\n",
     );
     let row = |id: &str, a: usize, b: usize, bytes: u64, tcp: Option<(u64, u64, u64)>| {
-        let span = secs_at(b) - secs_at(a);
+        let span = time_at(b) - time_at(a);
         let rate = if span > 0.0 {
             bytes as f64 * 8.0 / span / 1e9
         } else {
@@ -319,14 +333,12 @@ pub fn intervals(s: &StepResult, secs: f64) -> Option<String> {
         });
         format!(
             "[{id:>3}] {:>6.2}-{:<6.2} s  {:>9.2} MBytes  {rate:>7.3} Gbit/s{tcp}\n",
-            secs_at(a),
-            secs_at(b),
+            time_at(a),
+            time_at(b),
             bytes as f64 / 1048576.0
         )
     };
-    let mut a = 0;
-    while a < ticks {
-        let b = (a + per).min(ticks);
+    for (a, b) in rows {
         let mut sum = 0;
         for x in &streams {
             let bytes: u64 = x.values.iter().skip(a).take(b - a).sum();
@@ -350,7 +362,6 @@ pub fn intervals(s: &StepResult, secs: f64) -> Option<String> {
         if streams.len() > 1 {
             out.push_str(&row("SUM", a, b, sum, None));
         }
-        a = b;
     }
     Some(out)
 }

@@ -719,6 +719,68 @@ fn interval_reports_account_for_every_byte_as_iperf3_i_prints_them() {
     );
 }
 
+/// Issue 29 item 9: `-i`'s last row is the bytes over the time it covered
+/// (iperf3's "10.00-10.04 sec"), not over a whole interval the test ended
+/// partway through, which read low: it ends at the receiver's last byte,
+/// and its rate is its bytes over that time, checked against the samples.
+#[test]
+fn the_last_interval_row_ends_with_the_data_and_its_rate_is_over_that_time() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (out, file) = run_ok(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "duration_s=0.35",
+            "--set",
+            "streams=2",
+            "-i",
+            "0.2",
+        ],
+    );
+    let step = &file.steps[0];
+    // The receiving (serving) side's streams: when the last byte came in.
+    let end = step.sides.server.as_ref().unwrap()["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["seconds"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let sums: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with("[SUM]"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let last = sums.last().unwrap_or_else(|| panic!("{out}"));
+    let (from, to) = last[1].split_once('-').unwrap();
+    let (from, to): (f64, f64) = (from.parse().unwrap(), to.parse().unwrap());
+    assert_eq!(to, (end * 100.0).round() / 100.0, "ends at {end} s\n{out}");
+    // No row shorter than a tenth of the interval, none longer than 1.1 of it.
+    assert!(
+        end - from >= 0.02 - 1e-9 && end - from <= 0.22 + 1e-9,
+        "{out}"
+    );
+    // Its rate: every stream's bytes from its first tick on, over the time
+    // from its start to the data's end (printed to 1 Mbit/s).
+    let first = (from / 0.01).round() as usize;
+    let bytes: u64 = step
+        .samples
+        .iter()
+        .filter(|x| {
+            x.kind == SampleKind::IntervalBytes && x.role == meshperf_protocol::msg::Role::Server
+        })
+        .map(|x| x.values.iter().skip(first).sum::<u64>())
+        .sum();
+    let want = bytes as f64 * 8.0 / (end - from) / 1e9;
+    let printed: f64 = last[5].parse().unwrap();
+    assert!(
+        (printed - want).abs() <= 0.0005 + 1e-9,
+        "{printed} vs {want} Gbit/s\n{out}"
+    );
+}
+
 #[test]
 fn json_or_csv_to_stdout_leaves_stdout_to_that_document_alone() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));

@@ -314,10 +314,21 @@ fn json_stream_lines_agree_with_the_result_file() {
             let want = x.sum.bytes as f64 * 8.0 / (x.end_s - x.start_s);
             assert!((x.sum.bits_per_second - want).abs() <= want * 1e-9, "{x:?}");
         }
-        // Back to back, from 0 to the last sample.
+        // Back to back, from 0 to the last sample; the last ends when the
+        // data did (the receiver's last byte, in its last 10 ms tick), its
+        // rate over that time, not over a whole tick (issue 29 item 9).
         for w in intervals.windows(2) {
             assert_eq!(w[0].end_s, w[1].start_s);
         }
+        let ends: Vec<f64> = step.sides.server.as_ref().unwrap()["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["seconds"].as_f64().unwrap())
+            .collect();
+        let end = ends.iter().copied().fold(0.0, f64::max);
+        let last = intervals.last().unwrap();
+        assert!((last.end_s - end).abs() < 1e-9, "{} vs {end}", last.end_s);
         for s in 0..streams {
             let sampled: u64 = step
                 .samples

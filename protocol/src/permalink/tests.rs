@@ -722,3 +722,78 @@ fn json_entry_points_take_and_refuse_what_load_does() {
     );
     assert!(back.get("extra").is_none() && back["plan"].get("y").is_none());
 }
+
+/// Issue 29 item 9: a link's histogram of bytes per interval counts the
+/// intervals the page's statistics count (every stream whole inside its
+/// data movement), not a partial first or last one.
+#[test]
+fn a_link_s_histogram_of_bytes_per_interval_counts_only_whole_intervals() {
+    let plan =
+        Plan::from_json(r#"{"kind":"tcp_stream","params":{"duration_s":10,"streams":2}}"#).unwrap();
+    let mut r = RunResult::new(plan.clone(), vec![hello("a"), hello("b")], 1.5);
+    let st = plan.expand().unwrap().remove(0);
+    let mut rng = Rng(11);
+    // Stream 0 from 0.2 ms to 9.9951 s, stream 1 from 5.1 ms to 10.0005 s,
+    // 10 ms ticks: each one's first and last tick partial (a few bytes).
+    let mut series = |stream: u16, ticks: usize| {
+        let mut v: Vec<u64> = (0..ticks)
+            .map(|_| 1_000_000 + rng.next() % 100_000)
+            .collect();
+        v[0] = 300 + stream as u64;
+        v[ticks - 1] = 500;
+        Series {
+            role: Role::Server,
+            kind: SampleKind::IntervalBytes,
+            stream,
+            values: v,
+        }
+    };
+    let samples = vec![series(0, 1000), series(1, 1001)];
+    let side = json!({"bytes": 2_000_000_000u64, "seconds": 10.0005, "interval_ms": 10, "streams": [
+        {"index": 0, "dir": "recv", "bytes": 1, "reads": 1, "seconds": 9.9951, "first_seconds": 0.0002},
+        {"index": 1, "dir": "recv", "bytes": 1, "reads": 1, "seconds": 10.0005, "first_seconds": 0.0051},
+    ]});
+    r.steps.push(StepResult {
+        index: 0,
+        kind: st.kind,
+        params: st.params,
+        point: st.point,
+        repeat: 0,
+        transport: st.transport,
+        summary: side.clone(),
+        sides: Sides {
+            client: None,
+            server: Some(side),
+        },
+        samples: samples.clone(),
+        histograms: vec![],
+        error: None,
+        started_unix: None,
+        wall_seconds: None,
+        pair: None,
+    });
+    let back = decode(&encode_exact(&replace_samples(&r, 0, HIST_MAX_BINS))).unwrap();
+    let hs = &back.steps[0].histograms;
+    assert_eq!(hs.len(), 2);
+    for (h, x) in hs.iter().zip(&samples) {
+        // Ticks 1 to 998: the last stream started in tick 0, the first
+        // ended in tick 999.
+        let whole = &x.values[1..999];
+        assert_eq!(h.n, 998, "stream {}", h.stream);
+        assert_eq!(h.left_out, Some(x.values.len() as u64 - 998));
+        assert_eq!(h.counts.iter().sum::<u64>(), 998);
+        let min = *whole.iter().min().unwrap();
+        assert!(h.low <= min && min < h.low + h.bin_width, "{} {min}", h.low);
+        assert!(h.low > 900_000, "no partial interval: low {}", h.low);
+    }
+    // Other series are counted whole, and say nothing of intervals.
+    let rtt = Series {
+        role: Role::Client,
+        kind: SampleKind::TcpRttUs,
+        stream: 0,
+        values: vec![20; 300],
+    };
+    r.steps[0].samples.push(rtt);
+    let h = replace_samples(&r, 0, HIST_MAX_BINS).steps[0].histograms[2].clone();
+    assert_eq!((h.kind, h.n, h.left_out), (SampleKind::TcpRttUs, 300, None));
+}

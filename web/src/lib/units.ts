@@ -99,3 +99,18 @@ export function formatUs(us: number): string {
   const u = timeUnit(us);
   return `${fmt(us / u.div)} ${u.unit}`;
 }
+
+/**
+ * Text from an agent or the protocol (refusals, notes, step errors) as the
+ * page writes units: a number's `us` becomes `µs` ("wait at most 500 us" ->
+ * "wait at most 500 µs", "2.5 us/byte" -> "2.5 µs/byte"). The agent keeps
+ * ASCII `us` for the terminal and logs (as iperf3 and netperf print it), and
+ * the text is stored as the agent wrote it; only what the page shows is
+ * rewritten, here. Names (`wait_us`, `rtt_us`) and words are left alone: only
+ * `us` right after a digit, with at most one space between, is a unit.
+ */
+export function pageText(text: string): string;
+export function pageText(text: string | null | undefined): string | null | undefined;
+export function pageText(text: string | null | undefined): string | null | undefined {
+  return text == null ? text : text.replace(/(\d ?)us\b/g, `$1${MICRO}`);
+}
