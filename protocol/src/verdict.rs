@@ -135,11 +135,14 @@ fn phase_verdict(idle: &Stats, p: &LulPhaseSummary) -> Option<PhaseVerdict> {
     })
 }
 
-/// "uploads", "downloads", "uploading and downloading at once".
-fn doing(ph: LulPhase) -> (&'static str, &'static str, &'static str) {
+/// "uploads", "downloads", "uploading and downloading at once"; a `both`
+/// phase without the one-way phases beside it is a test's own load (the
+/// probes beside a tcp_stream or udp_stream: `probe_ms`), "the load".
+fn doing(ph: LulPhase, alone: bool) -> (&'static str, &'static str, &'static str) {
     match ph {
         LulPhase::Download => ("downloads", "add", "while you download"),
         LulPhase::Upload => ("uploads", "add", "while you upload"),
+        _ if alone => ("the load", "adds", "while it runs"),
         _ => (
             "uploading and downloading at once",
             "adds",
@@ -148,8 +151,8 @@ fn doing(ph: LulPhase) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-fn clause(v: &PhaseVerdict) -> String {
-    let (what, verb, _) = doing(v.phase);
+fn clause(v: &PhaseVerdict, alone: bool) -> String {
+    let (what, verb, _) = doing(v.phase, alone);
     if v.none {
         return format!("{what} {verb} none (±{} ms)", ms_text(v.uncertainty_ms));
     }
@@ -201,6 +204,10 @@ pub fn lul(s: &LulSummary) -> Verdict {
             phases,
         };
     };
+    let alone = !phases
+        .iter()
+        .any(|v| matches!(v.phase, LulPhase::Download | LulPhase::Upload));
+    let clause = |v: &PhaseVerdict| clause(v, alone);
     let mut sentence = format!("Grade {}: ", worst.grade);
     if worst.none {
         let all: Vec<String> = phases.iter().map(clause).collect();
@@ -210,7 +217,7 @@ pub fn lul(s: &LulSummary) -> Verdict {
             meaning(worst.grade)
         ));
     } else {
-        let (_, _, when) = doing(worst.phase);
+        let (_, _, when) = doing(worst.phase, alone);
         sentence.push_str(&format!(
             "{}: {} {when}",
             clause(worst),
@@ -390,6 +397,25 @@ mod tests {
         assert_eq!(
             v.sentence,
             "Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run; downloads add 4.10 ms (on the way down), uploads add 12.9 ms (on the way up)."
+        );
+    }
+
+    #[test]
+    fn a_load_alone_is_the_test_s_own() {
+        // The probes beside a tcp_stream: idle, then the stream's own load.
+        let v = lul(&summary(vec![
+            phase("idle", 20_000.0, 100.0, 1000, None),
+            phase(
+                "both",
+                32_000.0,
+                100.0,
+                1000,
+                Some((12_000.0, 11_900.0, 100.0)),
+            ),
+        ]));
+        assert_eq!(
+            v.sentence,
+            "Grade A: the load adds 12.0 ms (on the way up): calls and games will hardly notice while it runs."
         );
     }
 

@@ -410,16 +410,19 @@ fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
         .lines()
         .skip_while(|l| !l.starts_with("latency under this load (probes every 5 ms)"))
         .collect();
-    assert!(rows.len() > 4 && rows[1].starts_with("phase "), "{err}");
+    // The verdict first, in the words of a test's own load.
+    assert!(rows.len() > 5 && rows[1].starts_with("Grade "), "{err}");
+    assert!(rows[1].contains("the load adds "), "{err}");
+    assert!(rows[2].starts_with("phase "), "{err}");
     assert!(
-        rows[2].starts_with("idle") && rows[3].starts_with("both"),
+        rows[3].starts_with("idle") && rows[4].starts_with("both"),
         "{err}"
     );
     let p50 = f(&both["rtt_us"]["median"]) / 1e3;
     assert!(
-        rows[3].contains(&format!("{p50:.3}")),
+        rows[4].contains(&format!("{p50:.3}")),
         "{} vs {p50}",
-        rows[3]
+        rows[4]
     );
 }
 
@@ -506,7 +509,8 @@ fn a_udp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
         .lines()
         .skip_while(|l| !l.starts_with("latency under this load (probes every 5 ms)"))
         .collect();
-    assert!(rows.len() > 4 && rows[3].starts_with("both"), "{err}");
+    assert!(rows.len() > 5 && rows[1].starts_with("Grade "), "{err}");
+    assert!(rows[4].starts_with("both"), "{err}");
 }
 
 #[test]
