@@ -256,9 +256,33 @@ pub struct TestCtx {
     pub limit: Arc<Limit>,
 }
 
+/// How much of a test is done: `done` of `total` when a count bounds it
+/// (a total of 0 counts as none), else `elapsed_s` of its duration; 0
+/// without either. The progress events' `fraction` (capped at 1 there).
+pub fn done_fraction(done_of: Option<(u64, u64)>, elapsed_s: f64, duration_s: Option<f64>) -> f64 {
+    match (done_of, duration_s) {
+        (Some((done, total)), _) if total > 0 => done as f64 / total as f64,
+        (_, Some(d)) => elapsed_s / d,
+        _ => 0.0,
+    }
+}
+
 impl TestCtx {
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// A progress event of this side: `bytes` moved in `elapsed_s`, and
+    /// the share of the test done (see [`done_fraction`]).
+    pub fn progress(&self, elapsed_s: f64, bytes: u64, fraction: f64) {
+        self.sink.event(&Event::Progress {
+            test_id: self.test_id,
+            step: self.step,
+            role: self.role,
+            elapsed_s,
+            bytes,
+            fraction: fraction.min(1.0),
+        });
     }
 
     /// Reports a failure of this test side to its session (its final event).
@@ -417,5 +441,19 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
         Kind::LatencyUnderLoad => lul::start(params, peer, env),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::done_fraction;
+
+    #[test]
+    fn the_share_done_is_by_count_when_a_count_bounds_the_test_else_by_time() {
+        assert_eq!(done_fraction(Some((250, 1000)), 9.0, Some(10.0)), 0.25);
+        assert_eq!(done_fraction(None, 2.5, Some(10.0)), 0.25);
+        // A count of 0 (nothing to count) falls back on the time.
+        assert_eq!(done_fraction(Some((0, 0)), 5.0, Some(10.0)), 0.5);
+        assert_eq!(done_fraction(None, 5.0, None), 0.0);
     }
 }

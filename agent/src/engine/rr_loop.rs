@@ -12,9 +12,9 @@
 
 use super::buf::PageBuf;
 use super::watchdog::Watchdog;
-use super::{TestCtx, TestError};
+use super::{done_fraction, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::{ErrorCode, Event};
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::RrParams;
 use meshperf_protocol::summary::{RrClient, RrSummary, Stats};
 use meshperf_stats::stats::Summary;
@@ -206,12 +206,8 @@ pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Clien
             next_report = now + interval;
             flush(ctx, &rtt_ns, &mut flushed);
             let elapsed = now.duration_since(start).as_secs_f64();
-            let fraction = match (p.count, p.duration_s) {
-                (Some(c), _) => i as f64 / c as f64,
-                (_, Some(d)) => elapsed / d,
-                _ => 0.0,
-            };
-            progress(ctx, elapsed, i * (p.req_bytes + p.resp_bytes), fraction);
+            let fraction = done_fraction(p.count.map(|c| (i, c)), elapsed, p.duration_s);
+            ctx.progress(elapsed, i * (p.req_bytes + p.resp_bytes), fraction);
             if end.is_some_and(|e| now >= e) {
                 break;
             }
@@ -255,17 +251,6 @@ fn flush(ctx: &TestCtx, rtt_ns: &[u64], flushed: &mut usize) {
         );
         *flushed = rtt_ns.len();
     }
-}
-
-fn progress(ctx: &TestCtx, elapsed_s: f64, bytes: u64, fraction: f64) {
-    ctx.sink.event(&Event::Progress {
-        test_id: ctx.test_id,
-        step: ctx.step,
-        role: ctx.role,
-        elapsed_s,
-        bytes,
-        fraction: fraction.min(1.0),
-    });
 }
 
 /// Server loop: answers requests until the client closes; returns the

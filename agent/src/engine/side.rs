@@ -7,7 +7,7 @@
 use super::bulk::{self, DataStream, Flow, LiveStream, Outcome, Workload};
 use super::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::{ErrorCode, Event, Role};
+use meshperf_protocol::msg::{ErrorCode, Role};
 use meshperf_protocol::params::{Direction, Payload, StreamParams};
 use meshperf_protocol::summary::{StreamDir, StreamFigures, StreamTcpInfo};
 use std::sync::atomic::Ordering;
@@ -98,19 +98,8 @@ pub fn run_streams_with<S: DataStream>(
         }
         let bytes: u64 = live.iter().map(|b| b.bytes.load(Ordering::Relaxed)).sum();
         let elapsed = now.duration_since(start).as_secs_f64();
-        let fraction = match (expected, p.duration_s) {
-            (Some(e), _) if e > 0 => bytes as f64 / e as f64,
-            (_, Some(d)) => elapsed / d,
-            _ => 0.0,
-        };
-        ctx.sink.event(&Event::Progress {
-            test_id: ctx.test_id,
-            step: ctx.step,
-            role: ctx.role,
-            elapsed_s: elapsed,
-            bytes,
-            fraction: fraction.min(1.0),
-        });
+        let fraction = super::done_fraction(expected.map(|e| (bytes, e)), elapsed, p.duration_s);
+        ctx.progress(elapsed, bytes, fraction);
     });
     if ctx.cancelled() {
         return Err(TestError::cancelled());

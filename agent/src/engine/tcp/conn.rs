@@ -3,9 +3,8 @@
 //! that ends a test whose ports or descriptors ran out, and the driving
 //! side's tally of its transactions.
 
-use crate::engine::TestCtx;
+use crate::engine::{done_fraction, TestCtx};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::Event;
 use meshperf_protocol::params::CrrParams;
 use std::collections::BTreeMap;
 use std::io;
@@ -14,19 +13,8 @@ use std::time::Instant;
 /// A progress event: `attempts` connects tried, `done` transactions completed.
 pub fn progress(ctx: &TestCtx, p: &CrrParams, start: Instant, attempts: u64, done: u64) {
     let elapsed = start.elapsed().as_secs_f64();
-    let fraction = match (p.count, p.duration_s) {
-        (Some(c), _) => attempts as f64 / c as f64,
-        (_, Some(d)) => elapsed / d,
-        _ => 0.0,
-    };
-    ctx.sink.event(&Event::Progress {
-        test_id: ctx.test_id,
-        step: ctx.step,
-        role: ctx.role,
-        elapsed_s: elapsed,
-        bytes: done * (p.req_bytes + p.resp_bytes),
-        fraction: fraction.min(1.0),
-    });
+    let fraction = done_fraction(p.count.map(|c| (attempts, c)), elapsed, p.duration_s);
+    ctx.progress(elapsed, done * (p.req_bytes + p.resp_bytes), fraction);
 }
 
 /// The errno's symbolic name (`ECONNREFUSED`), as the summary counts it.

@@ -18,9 +18,9 @@
 use crate::engine::buf::PageBuf;
 use crate::engine::flows::{self, Collected};
 use crate::engine::rr_loop::{self, ClientOut, Served};
-use crate::engine::{TestCtx, TestError};
+use crate::engine::{done_fraction, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
-use meshperf_protocol::msg::{ErrorCode, Event};
+use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{flow_share, RrParams};
 use meshperf_protocol::summary::{FlowFigures, RrSummary};
 use mio::net::TcpStream as MioStream;
@@ -504,19 +504,8 @@ fn run_side(
         });
         let elapsed = sh.start.elapsed().as_secs_f64();
         let done = *flushed as u64;
-        let fraction = match (p.count, p.duration_s) {
-            (Some(c), _) => done as f64 / c as f64,
-            (_, Some(d)) => elapsed / d,
-            _ => 0.0,
-        };
-        ctx.sink.event(&Event::Progress {
-            test_id: ctx.test_id,
-            step: ctx.step,
-            role: ctx.role,
-            elapsed_s: elapsed,
-            bytes: done * (p.req_bytes + p.resp_bytes),
-            fraction: fraction.min(1.0),
-        });
+        let fraction = done_fraction(p.count.map(|c| (done, c)), elapsed, p.duration_s);
+        ctx.progress(elapsed, done * (p.req_bytes + p.resp_bytes), fraction);
     };
     let results = flows::run(
         groups,

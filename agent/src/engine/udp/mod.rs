@@ -27,7 +27,7 @@ pub mod stream;
 
 use super::lul::beside;
 use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
-use meshperf_protocol::msg::{ErrorCode, Event, PeerAddr};
+use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, ProbeParams, UdpSocketParams};
 use serde::Serialize;
 use serde_json::Value;
@@ -132,14 +132,7 @@ pub fn drive_flow(
 
 /// A progress event for this side.
 pub fn progress(ctx: &TestCtx, start: Instant, bytes: u64, fraction: f64) {
-    ctx.sink.event(&Event::Progress {
-        test_id: ctx.test_id,
-        step: ctx.step,
-        role: ctx.role,
-        elapsed_s: start.elapsed().as_secs_f64(),
-        bytes,
-        fraction: fraction.min(1.0),
-    });
+    ctx.progress(start.elapsed().as_secs_f64(), bytes, fraction);
 }
 
 /// What `udp_rr` and `udp_stream` plug into the set-up they share: the
