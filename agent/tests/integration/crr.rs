@@ -4,7 +4,7 @@
 //! unanswered, bad parameters refused in one line, and the CLI's figure.
 
 use crate::run::run_ok;
-use crate::util::{run_pair, AgentProc, Ctl};
+use crate::util::{fds_back_to, run_pair, AgentProc, Ctl};
 use meshperf_protocol::frame::SampleKind;
 use serde_json::{json, Value};
 use std::net::{SocketAddr, TcpStream};
@@ -22,19 +22,6 @@ fn series(c: &Ctl, kind: SampleKind, test_id: u32) -> Vec<u64> {
         all.extend_from_slice(&f.values);
     }
     all
-}
-
-/// Waits (at most 2 s: the side's thread ends right after its result)
-/// until `a` holds `want` descriptors; returns what it holds.
-fn fds_back_to(a: &AgentProc, want: usize) -> usize {
-    let t0 = Instant::now();
-    loop {
-        let n = a.fds();
-        if n == want || t0.elapsed() > Duration::from_secs(2) {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn map_total(v: &Value) -> u64 {
@@ -410,24 +397,5 @@ fn tcp_crr_with_32_flows_counts_exactly_and_closes_every_connection() {
 /// of its connections is closed.
 #[test]
 fn a_cancelled_many_flow_tcp_crr_closes_every_connection() {
-    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let (mut ca, mut cb) = (a.connect(), b.connect());
-    let (fa, fb) = (a.fds(), b.fds());
-    let p = json!({"duration_s": 20, "flows": 16, "threads": 2});
-    let prep = ca.request(
-        json!({"type": "prepare", "test_id": 5, "step": 0, "kind": "tcp_crr", "params": p}),
-    );
-    cb.request(
-        json!({"type": "start", "test_id": 5, "step": 0, "kind": "tcp_crr",
-        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
-    );
-    std::thread::sleep(Duration::from_millis(400));
-    let t0 = Instant::now();
-    let r = cb.request(json!({"type": "cancel", "test_id": 5}));
-    assert_eq!(r["type"], "cancelled", "{r}");
-    let (end_b, end_a) = (cb.wait_end(5), ca.wait_end(5));
-    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
-    assert_eq!(end_b["code"], "cancelled", "{end_b}");
-    assert_eq!(end_a["type"], "error", "{end_a}");
-    assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
+    crate::util::cancelling_many_flows_closes_every_connection("tcp_crr", 16);
 }

@@ -389,35 +389,5 @@ fn tcp_rr_with_64_flows_on_2_threads_counts_every_flow_on_both_sides() {
 /// or two, with every flow's connection closed.
 #[test]
 fn a_cancelled_many_flow_tcp_rr_ends_both_sides_and_closes_every_flow() {
-    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let (mut ca, mut cb) = (a.connect(), b.connect());
-    let (fa, fb) = (a.fds(), b.fds());
-    let p = json!({"duration_s": 20, "flows": 32, "threads": 2});
-    let prep = ca.request(
-        json!({"type": "prepare", "test_id": 5, "step": 0, "kind": "tcp_rr", "params": p}),
-    );
-    cb.request(
-        json!({"type": "start", "test_id": 5, "step": 0, "kind": "tcp_rr",
-        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    let t0 = std::time::Instant::now();
-    let r = cb.request(json!({"type": "cancel", "test_id": 5}));
-    assert_eq!(r["type"], "cancelled", "{r}");
-    let (end_b, end_a) = (cb.wait_end(5), ca.wait_end(5));
-    assert!(
-        t0.elapsed() < std::time::Duration::from_secs(3),
-        "{:?}",
-        t0.elapsed()
-    );
-    assert_eq!(end_b["code"], "cancelled", "{end_b}");
-    assert_eq!(end_a["type"], "error", "{end_a}");
-    let fds_back = |a: &AgentProc, want: usize| {
-        let t0 = std::time::Instant::now();
-        while a.fds() != want && t0.elapsed() < std::time::Duration::from_secs(2) {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        a.fds()
-    };
-    assert_eq!((fds_back(&a, fa), fds_back(&b, fb)), (fa, fb));
+    crate::util::cancelling_many_flows_closes_every_connection("tcp_rr", 32);
 }

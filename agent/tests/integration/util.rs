@@ -576,3 +576,42 @@ pub fn scrapes_survive_slow_clients(hostport: &str, path: &str) {
     let r = raw(format!("GET {path} HTTP/1.1\r\nHost: 10.9.8.7\r\n\r\n"));
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
 }
+
+/// Waits (at most 2 s: a side's thread ends right after its result) until
+/// `a` holds `want` descriptors; returns what it holds.
+pub fn fds_back_to(a: &AgentProc, want: usize) -> usize {
+    let t0 = Instant::now();
+    loop {
+        let n = a.fds();
+        if n == want || t0.elapsed() > Duration::from_secs(2) {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 21 part 6: a many-flow `kind` (tcp_rr, tcp_crr) of `flows` flows
+/// on 2 threads, cancelled 0.4 s in, ends both sides within 3 s (the
+/// driving one `cancelled`, the serving one an error) and closes every
+/// one of its connections.
+pub fn cancelling_many_flows_closes_every_connection(kind: &str, flows: u32) {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (fa, fb) = (a.fds(), b.fds());
+    let p = json!({"duration_s": 20, "flows": flows, "threads": 2});
+    let prep =
+        ca.request(json!({"type": "prepare", "test_id": 5, "step": 0, "kind": kind, "params": p}));
+    cb.request(
+        json!({"type": "start", "test_id": 5, "step": 0, "kind": kind,
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let t0 = Instant::now();
+    let r = cb.request(json!({"type": "cancel", "test_id": 5}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let (end_b, end_a) = (cb.wait_end(5), ca.wait_end(5));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(end_b["code"], "cancelled", "{end_b}");
+    assert_eq!(end_a["type"], "error", "{end_a}");
+    assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
+}
