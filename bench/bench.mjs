@@ -7,7 +7,7 @@
 // CPU placement: the serving end on CPU 0, the driving end on CPU 1 for every
 // tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.
 import { ROUNDS, SECS, bin, children, cpuModel, cpus, fmt, only, results, sh, startAgent } from './lib.mjs';
-import { flows, tcpCrr, tcpRr, tcpStream, zerocopy } from './tcp.mjs';
+import { flows, tcpCrr, tcpRr, tcpScale, tcpStream, zerocopy } from './tcp.mjs';
 import { udp, udpRate } from './udp.mjs';
 import { footprint } from './footprint.mjs';
 import { wasmStats } from './wasm.mjs';
@@ -16,7 +16,7 @@ import { mesh } from './mesh.mjs';
 import { matrixPage } from './matrix_page.mjs';
 import { lul } from './lul.mjs';
 
-const sections = { tcp_stream: tcpStream, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
+const sections = { tcp_stream: tcpStream, tcp_scale: tcpScale, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }
@@ -33,4 +33,11 @@ async function main() {
 
 main()
   .catch((e) => { console.error(`bench: ${e.message}`); process.exitCode = 1; })
-  .finally(() => { for (const c of children) { try { c.kill(); } catch {} } });
+  // SIGTERM first (the agents print their "stopped" line), then SIGKILL for a
+  // peer that waits on (iperf2's server can sit in accept until a client comes).
+  .finally(() => {
+    for (const c of children) {
+      try { c.kill(); } catch {}
+      if (c.exitCode === null && c.signalCode === null) setTimeout(() => { try { c.kill('SIGKILL'); } catch {} }, 2000).unref();
+    }
+  });

@@ -95,6 +95,20 @@ export function sockperfPingPong(port, secs, extra = []) {
   if (r.status !== 0) throw new Error(`sockperf pp failed: ${r.stderr || r.error}`);
   return r.stdout + r.stderr;
 }
+/** Whether a peer tool is installed (its row is skipped, and says so, where not). */
+export const has = (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
+
+/** iperf2 (Debian's `iperf`, one thread per stream) against a server on
+ * 127.0.0.1:port for secs, the client on `cpus` (a taskset list); Gbit/s
+ * summed over its streams (its CSV report: one line per stream, the rate last,
+ * as the sender counted it). */
+export function iperf2(port, secs, streams, cpus) {
+  const out = sh('taskset', ['-c', cpus, 'iperf', '-c', '127.0.0.1', '-p', String(port), '-t', String(secs), '-l', '128K', '-P', String(streams), '-y', 'C']);
+  const lines = out.trim().split('\n').map((l) => l.split(',')).filter((f) => f.length >= 9 && f[5] !== '-1');
+  if (lines.length !== streams) throw new Error(`iperf -P ${streams} reported ${lines.length} streams: ${out.trim()}`);
+  return lines.reduce((s, f) => s + Number(f[8]), 0) / 1e9;
+}
+
 export function report(name, ours, theirs, unit, target, better = 'higher') {
   const m = median(ours), t = median(theirs);
   const ratio = better === 'higher' ? m / t : t / m;

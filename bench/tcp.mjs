@@ -3,7 +3,7 @@
 // request/response latency vs netperf TCP_RR and sockperf, connection rate
 // vs netperf TCP_CRR, 1000 flows of tcp_rr vs one.
 import { spawn, spawnSync } from 'node:child_process';
-import { fmt, median, rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, cpus, meshperf, pin, report, sh, sleep, startAgent } from './lib.mjs';
+import { fmt, has, iperf2, median, rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, children, cpus, meshperf, pin, report, sh, sleep, startAgent } from './lib.mjs';
 
 export async function tcpStream() {
   console.log(`\n== TCP stream, loopback, 128 KiB writes, ${SECS} s, ${ROUNDS} rounds alternating`);
@@ -16,9 +16,17 @@ export async function tcpStream() {
   children.push(iperfSrv);
   const iperfFree = spawn('iperf3', ['-s', '-p', '5300'], { stdio: 'ignore' });
   children.push(iperfFree);
+  // iperf2 (one thread per stream), serving on CPU 0 as iperf3 -A 1,0 does.
+  const withIperf2 = has('iperf');
+  let iperf2Srv = null;
+  if (withIperf2) {
+    const c = [...pin(0), 'iperf', '-s', '-p', '5302'];
+    iperf2Srv = spawn(c[0], c.slice(1), { stdio: 'ignore' });
+    children.push(iperf2Srv);
+  } else console.log('iperf (iperf2) is not installed: the 2-stream row against it is skipped (scripts/bench.sh installs it)');
   sh('netserver', ['-p', '12865']);
   await sleep(300);
-  const m1 = [], i1 = [], n1 = [], m2 = [], i2 = [], mc = [], ic = [], mN = [], iN = [], mU = [], iU = [];
+  const m1 = [], i1 = [], n1 = [], m2 = [], i2 = [], p2 = [], mc = [], ic = [], mN = [], iN = [], mU = [], iU = [];
   for (let r = 0; r < ROUNDS; r++) {
     rotated(r, [
       () => {
@@ -52,6 +60,7 @@ export async function tcpStream() {
         const j2 = JSON.parse(sh('iperf3', ['-c', '127.0.0.1', '-p', '5299', '-t', String(SECS), '-l', '128K', '-P', '2', '-A', '1,0', '-J']));
         i2.push(j2.end.sum_received.bits_per_second / 1e9);
       },
+      ...(withIperf2 ? [() => p2.push(iperf2(5302, SECS, 2, cpus > 1 ? '1' : '0'))] : []),
       () => {
         const u = meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS } });
         mU.push(u.s.bits_per_second / 1e9);
@@ -66,12 +75,57 @@ export async function tcpStream() {
   iperfFree.kill();
   for (const a of agents) process.kill(a.pid);
   spawnSync('pkill', ['-x', 'netserver']);
+  iperf2Srv?.kill('SIGKILL'); // iperf2's server can ignore SIGTERM until a client comes
   report('tcp_stream 1 stream vs iperf3', m1, i1, 'Gbit/s', '>= 1.10');
   report('tcp_stream 1 stream vs iperf3, unpinned', mU, iU, 'Gbit/s', '>= 1.10');
   report('tcp_stream 1 stream vs netperf TCP_STREAM', m1, n1, 'Gbit/s', '>= 1.00');
   report('tcp_stream nodelay vs iperf3 -N', mN, iN, 'Gbit/s', 'report (both TCP_NODELAY)');
   report('tcp_stream 2 streams vs iperf3 -P 2', m2, i2, 'Gbit/s', '>= 1.10');
+  if (withIperf2) report('tcp_stream 2 streams vs iperf2 -P 2', m2, p2, 'Gbit/s', '>= 1.10');
   report('CPU seconds per GB vs iperf3 (lower is better)', mc, ic, 's/GB', '<= 1.00 (shown as iperf3/meshperf >= 1)', 'lower');
+}
+
+/** -P 8 against one stream, on a machine with 8 or more CPUs per side's
+ * share: the serving ends on the first k CPUs, the driving ends on the next
+ * k (k = min(8, CPUs / 2)), every tool placed the same way; meshperf's one
+ * stream on one CPU of each half. iperf2 runs a thread per stream; iperf3
+ * before 3.16 runs every stream on one thread (its version is printed). */
+export async function tcpScale() {
+  const k = Math.min(8, Math.floor(cpus / 2));
+  if (k < 4) {
+    console.log(`\n== TCP stream -P 8: skipped, this machine has ${cpus} CPUs (the section needs 8 or more)`);
+    return;
+  }
+  const srv = `0-${k - 1}`, cli = `${k}-${2 * k - 1}`;
+  const v3 = spawnSync('iperf3', ['--version'], { encoding: 'utf8' }).stdout?.split('\n')[0] ?? 'iperf3 missing';
+  console.log(`\n== TCP stream -P 8 against 1 stream, loopback, 128 KiB writes, ${SECS} s, ${ROUNDS} rounds alternating; serving ends on CPUs ${srv}, driving ends on ${cli} (${v3})`);
+  const agents = [await startAgent(null), await startAgent(null)];
+  const withIperf2 = has('iperf'), withIperf3 = has('iperf3');
+  const servers = [
+    ...(withIperf2 ? [spawn('taskset', ['-c', srv, 'iperf', '-s', '-p', '5303'], { stdio: 'ignore' })] : []),
+    ...(withIperf3 ? [spawn('taskset', ['-c', srv, 'iperf3', '-s', '-p', '5304'], { stdio: 'ignore' })] : []),
+  ];
+  children.push(...servers);
+  await sleep(300);
+  const one = [], eight = [], c1 = [], c8 = [], p8 = [], i8 = [];
+  const run = (streams, at) => meshperf(agents, { kind: 'tcp_stream', params: { msg_bytes: 131072, duration_s: SECS, streams, ...at } });
+  for (let r = 0; r < ROUNDS; r++) {
+    rotated(r, [
+      () => { const a = run(1, { cpus: String(k), server_cpus: '0' }); one.push(a.s.bits_per_second / 1e9); c1.push(a.cpu / (a.s.bytes / 1e9)); },
+      () => { const a = run(8, { cpus: cli, server_cpus: srv }); eight.push(a.s.bits_per_second / 1e9); c8.push(a.cpu / (a.s.bytes / 1e9)); },
+      ...(withIperf2 ? [() => p8.push(iperf2(5303, SECS, 8, cli))] : []),
+      ...(withIperf3 ? [() => {
+        const j = JSON.parse(sh('taskset', ['-c', cli, 'iperf3', '-c', '127.0.0.1', '-p', '5304', '-t', String(SECS), '-l', '128K', '-P', '8', '-J']));
+        i8.push(j.end.sum_received.bits_per_second / 1e9);
+      }] : []),
+    ]);
+  }
+  for (const a of agents) process.kill(a.pid);
+  for (const p of servers) p.kill('SIGKILL');
+  report('tcp_stream -P 8 vs 1 stream', eight, one, 'Gbit/s', '>= 5.00');
+  if (withIperf2) report('tcp_stream -P 8 vs iperf2 -P 8', eight, p8, 'Gbit/s', '>= 1.10');
+  if (withIperf3) report('tcp_stream -P 8 vs iperf3 -P 8', eight, i8, 'Gbit/s', 'report');
+  report('CPU seconds per GB, -P 8 vs 1 stream', c8, c1, 's/GB', 'report', 'lower');
 }
 
 /** CPU seconds per GB of an iperf3 -J run (both ends), as tcpStream reads it. */

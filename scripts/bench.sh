@@ -12,6 +12,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
 install_peers() {
     local missing=()
     command -v iperf3 >/dev/null || missing+=(iperf3)
+    command -v iperf >/dev/null || missing+=(iperf)
     command -v sockperf >/dev/null || missing+=(sockperf)
     [ ${#missing[@]} -eq 0 ] && return 0
     log "installing ${missing[*]} from Debian"
