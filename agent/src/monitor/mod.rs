@@ -19,7 +19,7 @@ pub mod http;
 pub mod metrics;
 
 use crate::run::client::{AgentUrl, Ctl, CtlError};
-use crate::run::{agent_refs, base_plan, discover, inline, output, rounds};
+use crate::run::{agent_refs, discover, inline, output, rounds};
 use meshperf_protocol::matrix::{self, Pair};
 use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::result::{RunResult, StepResult};
@@ -67,19 +67,8 @@ pub struct MonitorArgs {
     /// loopback or any, localhost need none.
     #[arg(long = "allow-host", value_name = "NAME")]
     allow_host: Vec<String>,
-    /// Plan file (JSON, one step; see plans/). Default: udp_rr, 200 requests.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["preset", "kind"])]
-    plan: Option<String>,
-    /// A built-in plan (one step), as in meshperf run.
-    #[arg(long, value_name = "NAME", conflicts_with = "kind")]
-    preset: Option<String>,
-    /// A plan of this kind from the flags alone; a stream kind
-    /// (tcp_stream, udp_stream) measures throughput.
-    #[arg(long, value_name = "KIND")]
-    kind: Option<String>,
-    /// Set a parameter (repeatable), as in meshperf run.
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
+    #[command(flatten)]
+    plan: crate::run::plan_flags::PlanFlags,
     /// One pair at a time (links that share a bottleneck).
     #[arg(long)]
     serial: bool,
@@ -114,16 +103,15 @@ fn random_below(max: Duration) -> Duration {
 }
 
 fn load_plan(a: &MonitorArgs) -> Result<Plan, String> {
-    let base = base_plan(a.preset.as_deref(), a.plan.as_deref())?;
-    if base.is_none() && a.kind.is_none() {
+    if a.plan.none() {
         let sets: Vec<String> = DEFAULT_SETS
             .iter()
             .map(|s| s.to_string())
-            .chain(a.set.iter().cloned())
+            .chain(a.plan.set.iter().cloned())
             .collect();
         return inline::build(None, Some("udp_rr"), &sets, &[], None);
     }
-    inline::build(base, a.kind.as_deref(), &a.set, &[], None)
+    a.plan.build(&[], None)
 }
 
 /// The least a run over `n` agents takes: its rounds times the step's

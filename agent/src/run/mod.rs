@@ -23,6 +23,7 @@ mod lul_out;
 mod matrix_out;
 pub(crate) mod output;
 pub mod pin;
+pub(crate) mod plan_flags;
 mod rate_out;
 pub(crate) mod rounds;
 mod seed_out;
@@ -41,6 +42,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("what").args(["plan", "preset", "kind"]).required(true).multiple(true)))]
 pub struct RunArgs {
     /// Agent URL as the agent printed it (http://HOST:PORT/#token=T, or
     /// https://HOST:PORT/#token=T&fp=HEX with TLS: the certificate is pinned), or
@@ -68,25 +70,8 @@ pub struct RunArgs {
     /// (transactions per second) for tcp_crr).
     #[arg(long, value_name = "NAME", requires = "matrix")]
     metric: Option<String>,
-    /// Plan file (JSON, see plans/).
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with_all = ["preset", "kind"],
-        required_unless_present_any = ["preset", "kind"]
-    )]
-    plan: Option<String>,
-    /// A built-in plan: socketsend, bw_tcp, perl_buffers, sockbench, tcp_req, tcp_bw_mon_2, tcp_bw_mon_20, tcp_bw_nstream, udp_req_timo, udp_bw_mon, bufferbloat.
-    #[arg(long, value_name = "NAME", conflicts_with = "kind")]
-    preset: Option<String>,
-    /// A plan of this kind from the flags alone: tcp_stream, tcp_rr,
-    /// tcp_crr, udp_stream, udp_rr, unix_stream, unix_rr.
-    #[arg(long, value_name = "KIND")]
-    kind: Option<String>,
-    /// Set a parameter (repeatable), over the plan's or preset's own:
-    /// --set msg_bytes=1M --set direction=receive. K/M/G are powers of 1024.
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
+    #[command(flatten)]
+    plan: plan_flags::PlanFlags,
     /// Send this file's bytes in a tcp_stream (the Perl seed's --file): a
     /// file name in the sending agent's --payload-dir, which that agent
     /// reads into memory once before the test; --set payload_file=NAME.
@@ -190,14 +175,8 @@ fn interval_arg(s: &str) -> Result<f64, String> {
     }
 }
 
-fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
-    eprintln!("meshperf run: {msg}");
-    Ok(ExitCode::from(2))
-}
-
 fn load_plan(a: &RunArgs) -> Result<Plan, String> {
-    let base = base_plan(a.preset.as_deref(), a.plan.as_deref())?;
-    let mut plan = inline::build(base, a.kind.as_deref(), &a.set, &a.sweep, a.repeat)?;
+    let mut plan = a.plan.build(&a.sweep, a.repeat)?;
     if let Some(f) = &a.file {
         // A string whatever it looks like (--set would read "123" as a number).
         plan.params
@@ -225,90 +204,46 @@ pub(crate) fn base_plan(preset: Option<&str>, plan: Option<&str>) -> Result<Opti
     })
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    if a.agent.len() > 2 && !a.matrix {
-        return usage(
-            "give one or two --agent URLs, or --matrix to measure between every pair of more",
-        );
-    }
+/// A usage error's line on stderr and exit status 2.
+fn usage_code(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("meshperf run: {msg}");
+    ExitCode::from(2)
+}
 
-    let plan = match load_plan(&a) {
-        Ok(p) => p,
-        Err(e) => return usage(e),
+/// What the flags ask for, checked before any agent is reached.
+struct Asked {
+    plan: Plan,
+    hist: Option<output::HistOpts>,
+    steps: Vec<meshperf_protocol::plan::Step>,
+    metric: Metric,
+    urls: Vec<AgentUrl>,
+}
+
+/// How the steps went.
+#[derive(Default)]
+struct Outcome {
+    failed: bool,
+    /// Steps (or pairs) cut short by Ctrl-C and left out.
+    interrupted: usize,
+    /// The step cut short by Ctrl-C and kept as partial.
+    partial: Option<usize>,
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let Asked {
+        plan,
+        hist,
+        steps,
+        metric,
+        urls,
+    } = match asked(&a) {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
     };
-    let hist = match a.hist(&plan) {
-        Ok(h) => h,
-        Err(e) => return usage(e),
+    let (ctls, gone) = match connect(&urls, a.matrix) {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
     };
-    let steps = match plan.expand() {
-        Ok(s) => s,
-        Err(e) => return usage(e),
-    };
-    if a.matrix && steps.len() != 1 {
-        return usage(format!(
-            "--matrix runs one step between every pair; this plan has {} (sweeps and repetitions are not supported with --matrix yet)",
-            steps.len()
-        ));
-    }
-    let metric = match a.metric.as_deref() {
-        None => Metric::default_for(plan.kind),
-        Some(m) => match Metric::from_name(m) {
-            Some(m) => m,
-            None => {
-                let known: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
-                return usage(format!("--metric {m:?}: known: {}", known.join(", ")));
-            }
-        },
-    };
-    let token = match &a.token_file {
-        Some(path) => match crate::token_file::read(path, "meshperf run") {
-            Ok(t) => Some(t),
-            Err(e) => return usage(e),
-        },
-        None => None,
-    };
-    let mut urls: Vec<AgentUrl> = Vec::new();
-    for arg in &a.agent {
-        match discover::agents_with(arg, token.as_deref()) {
-            Ok(u) => urls.extend(u),
-            Err(CtlError::Usage(m)) | Err(CtlError::Auth(m)) => return usage(m),
-            Err(CtlError::Io(m)) => {
-                eprintln!("meshperf run: {m}");
-                return Ok(ExitCode::from(1));
-            }
-        }
-    }
-    if a.matrix && urls.len() < 2 {
-        return usage("--matrix needs two or more agents (--agent URLs, or a dns: name with several addresses)");
-    }
-    if urls.len() > 2 && !a.matrix {
-        return usage(format!(
-            "{} agents given (a dns: name counts each address); measure between them with --matrix",
-            urls.len()
-        ));
-    }
-    // A matrix goes on without an unreachable agent (its row and column
-    // fail); a run between two agents needs both.
-    let mut ctls = Vec::new();
-    let mut gone = Vec::new();
-    for u in &urls {
-        match Ctl::connect(u) {
-            Ok(c) => {
-                ctls.push(Some(c));
-                gone.push(None);
-            }
-            Err(CtlError::Auth(m)) | Err(CtlError::Usage(m)) => return usage(m),
-            Err(CtlError::Io(m)) if a.matrix => {
-                eprintln!("meshperf run: {m}");
-                ctls.push(None);
-                gone.push(Some(m));
-            }
-            Err(CtlError::Io(m)) => {
-                eprintln!("meshperf run: {m}");
-                return Ok(ExitCode::from(1));
-            }
-        }
-    }
     let stop = Arc::new(AtomicBool::new(false));
     interrupt::install(&stop)?;
     let created = SystemTime::now()
@@ -325,87 +260,25 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .collect(),
         created,
     );
-    let on_stdout: Vec<&str> = [
-        ("--json", &a.json),
-        ("--csv", &a.csv),
-        ("--json-stream", &a.json_stream),
-    ]
-    .iter()
-    .filter(|(_, p)| p.as_deref() == Some("-"))
-    .map(|(flag, _)| *flag)
-    .collect();
-    if on_stdout.len() > 1 {
-        return usage(format!(
-            "{} - cannot {} have stdout: give all but one a file",
-            on_stdout.join(" - and "),
-            if on_stdout.len() == 2 { "both" } else { "all" }
-        ));
-    }
+    let doc_on_stdout = match doc_on_stdout(&a) {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
+    };
     let refs = agent_refs(&urls, &ctls);
     let n = urls.len();
-    // Every limit known before the run is checked before the run: the
-    // agents' own parsing against the limits they announced. A matrix runs
-    // its one step between every pair of live agents (the strictest limits
-    // bind); a run between two agents has the first serve and the last drive.
-    let two = Pair {
-        server: 0,
-        client: n - 1,
-    };
     let both_ways = a.matrix && matrix::both_ways(plan.kind, &steps[0].params);
     let schedule = matrix::Schedule::new(n, a.serial, both_ways);
-    let checked: Vec<(usize, Pair)> = if a.matrix {
-        if let Err(e) = matrix::check_agents(&refs, plan.kind) {
-            return usage(format!("{e}; nothing was run"));
-        }
-        matrix::pairs(n, both_ways)
-            .into_iter()
-            .map(|p| (0, p))
-            .collect()
-    } else {
-        (0..steps.len()).map(|i| (i, two)).collect()
+    let checked = match checked_pairs(&a, &plan, &steps, &refs, &ctls, both_ways) {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
     };
-    for (i, pair) in &checked {
-        let step = &steps[*i];
-        let live = |j: usize| ctls[j].is_some();
-        if !(live(pair.server) && live(pair.client)) {
-            continue;
-        }
-        if let Err(e) = check_step(step, pair.server, pair.client, &refs) {
-            let point: Vec<String> = step.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let at = if point.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", point.join(" "))
-            };
-            return usage(format!("step {}{at}: {e}; nothing was run", step.index));
-        }
-    }
-    let doc_on_stdout = !on_stdout.is_empty();
     let total = if a.matrix {
         schedule.pairs()
     } else {
         steps.len()
     };
     if a.matrix {
-        let rounds = schedule.planned_rounds();
-        eprintln!(
-            "meshperf run: matrix of {n} agents, {}: {total} {} in {rounds} round{}{}",
-            plan.kind.name(),
-            if both_ways {
-                "pairs (one test each, both directions at once)"
-            } else {
-                "pairs"
-            },
-            if rounds == 1 { "" } else { "s" },
-            if a.serial {
-                ", one pair at a time"
-            } else {
-                ", pairs with no agent in common at once"
-            }
-        );
-        for l in matrix::strictest(&refs) {
-            eprintln!("meshperf run: the strictest limit binds: {l}");
-        }
+        announce_matrix(&a, &plan, &schedule, &refs, both_ways, total);
     }
     let mut out = output::Output::new(a.quiet || a.matrix, hist, &plan, total);
     out.interval_s = a.interval;
@@ -417,85 +290,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         js.matrix = a.matrix;
         out.json_stream = Some(js);
     }
-    // Random, as the page's: two controllers started in the same second
-    // took the same ids, and an agent refused the second as a duplicate.
-    let mut seed = [0u8; 4];
-    getrandom::fill(&mut seed).expect("the OS random source works");
-    let mut next_id = u32::from_le_bytes(seed);
     let mut agents = rounds::Agents { ctls, refs, gone };
-    let mut failed = false;
-    let mut interrupted = 0;
-    // The step cut short by Ctrl-C and kept as partial.
-    let mut partial: Option<usize> = None;
-    if a.matrix {
-        rounds::run_matrix(
+    let outcome = if a.matrix {
+        run_matrix(
             &mut agents,
             &steps[0],
             schedule,
-            &mut next_id,
             &stop,
             &mut out,
-            "meshperf run",
-            |mut sr, agents, out| {
-                if stop.load(Ordering::Relaxed) && sr.error.is_some() {
-                    // Cut short by Ctrl-C: not a measurement (udp_req_timo
-                    // likewise reports what it had before the signal).
-                    interrupted += 1;
-                    return;
-                }
-                failed |= sr.error.is_some();
-                out.cell(&sr, &agents.refs, metric);
-                sr.index = result.steps.len();
-                if let Some(js) = out.json_stream.as_mut() {
-                    js.step(&sr);
-                }
-                result.steps.push(sr);
-            },
-        );
-    }
-    for (i, pair) in checked.iter().filter(|_| !a.matrix) {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        next_id = next_id.wrapping_add(1).max(1);
-        let job = rounds::Job {
-            step: &steps[*i],
-            pair: *pair,
-            test_id: next_id,
-        };
-        for e in rounds::run_round(&mut agents, &[job], &stop, &mut out) {
-            let mut sr = e.result;
-            sr.pair = None;
-            if stop.load(Ordering::Relaxed) && sr.error.is_some() {
-                // Cut short by Ctrl-C: kept, marked partial, when its
-                // samples came back (udp_req_timo likewise shows what it
-                // had when the signal came).
-                interrupted += 1;
-                if let Some(p) = interrupt::partial(sr, e.fraction) {
-                    out.step_done();
-                    let _ = writeln!(out.text(), "{}", interrupt::partial_line(&p));
-                    if let Some(js) = out.json_stream.as_mut() {
-                        js.step(&p);
-                    }
-                    partial = Some(p.index);
-                    result.steps.push(p);
-                }
-                continue;
-            }
-            failed |= sr.error.is_some();
-            out.step(&sr);
-            if let Some(js) = out.json_stream.as_mut() {
-                js.step(&sr);
-            }
-            result.steps.push(sr);
-        }
-        // A run between two agents ends with an agent lost.
-        if let Some(why) = agents.gone.iter().flatten().next() {
-            eprintln!("meshperf run: {why}");
-            failed = true;
-            break;
-        }
-    }
+            &mut result,
+            metric,
+        )
+    } else {
+        run_pairs(&mut agents, &steps, &checked, &stop, &mut out, &mut result)
+    };
     out.finish();
     if a.matrix {
         let mut text = out.text();
@@ -513,56 +321,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let stopped = stop.load(Ordering::Relaxed);
     if stopped {
-        let kept = [
-            ("--json", &a.json),
-            ("--csv", &a.csv),
-            ("--json-stream", &a.json_stream),
-        ]
-        .iter()
-        .filter_map(|(flag, p)| p.as_ref().map(|p| format!("{flag} {p}")))
-        .collect::<Vec<_>>();
-        let whole = result.steps.len() - usize::from(partial.is_some());
-        eprintln!(
-            "meshperf run: interrupted after {whole} of {total} step{}{}; {}",
-            if total == 1 { "" } else { "s" },
-            match (partial, interrupted) {
-                (Some(i), _) => format!(
-                    " and step {} of {total} cut short (cancelled on its agents, kept as partial)",
-                    i + 1
-                ),
-                (None, 0) => String::new(),
-                (None, n) => format!(
-                    " ({n} cut short and cancelled on {} agents before any samples came back, left out)",
-                    if n == 1 { "its" } else { "their" }
-                ),
-            },
-            if kept.is_empty() {
-                "the link below has what was measured".to_string()
-            } else {
-                format!(
-                    "what was measured is in {} and the link below",
-                    kept.join(" and ")
-                )
-            }
-        );
+        say_interrupted(&a, &result, total, &outcome);
     }
-    let write = |path: &str, doc: Vec<u8>| -> anyhow::Result<()> {
-        if path == "-" {
-            let mut o = std::io::stdout().lock();
-            o.write_all(&doc).and_then(|_| o.flush())?;
-            Ok(())
-        } else {
-            std::fs::write(path, doc).map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))
-        }
-    };
-    if let Some(path) = &a.json {
-        let mut doc = serde_json::to_vec_pretty(&result)?;
-        doc.push(b'\n');
-        write(path, doc)?;
-    }
-    if let Some(path) = &a.csv {
-        write(path, meshperf_protocol::export::csv(&result).into_bytes())?;
-    }
+    write_documents(&a, &result)?;
     let web = a.web.clone().unwrap_or_else(|| {
         let scheme = if urls[0].tls() { "https" } else { "http" };
         format!("{scheme}://{}/", urls[0].hostport())
@@ -571,7 +332,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     print_permalink(&web, &result, doc_on_stdout || (a.quiet && !a.link));
     let code = if stopped {
         interrupt::EXIT_INTERRUPTED
-    } else if failed {
+    } else if outcome.failed {
         1
     } else {
         0
@@ -588,6 +349,362 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(code))
+}
+
+/// The plan, its steps, the histogram, the matrix metric and the agents'
+/// URLs from the flags (dns: names resolved), or the usage error's code.
+fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
+    if a.agent.len() > 2 && !a.matrix {
+        return Err(usage_code(
+            "give one or two --agent URLs, or --matrix to measure between every pair of more",
+        ));
+    }
+    let plan = load_plan(a).map_err(usage_code)?;
+    let hist = a.hist(&plan).map_err(usage_code)?;
+    let steps = plan.expand().map_err(usage_code)?;
+    if a.matrix && steps.len() != 1 {
+        return Err(usage_code(format!(
+            "--matrix runs one step between every pair; this plan has {} (sweeps and repetitions are not supported with --matrix yet)",
+            steps.len()
+        )));
+    }
+    let metric = match a.metric.as_deref() {
+        None => Metric::default_for(plan.kind),
+        Some(m) => Metric::from_name(m).ok_or_else(|| {
+            let known: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+            usage_code(format!("--metric {m:?}: known: {}", known.join(", ")))
+        })?,
+    };
+    let token = match &a.token_file {
+        Some(path) => Some(crate::token_file::read(path, "meshperf run").map_err(usage_code)?),
+        None => None,
+    };
+    let mut urls: Vec<AgentUrl> = Vec::new();
+    for arg in &a.agent {
+        match discover::agents_with(arg, token.as_deref()) {
+            Ok(u) => urls.extend(u),
+            Err(CtlError::Usage(m)) | Err(CtlError::Auth(m)) => return Err(usage_code(m)),
+            Err(CtlError::Io(m)) => {
+                eprintln!("meshperf run: {m}");
+                return Err(ExitCode::from(1));
+            }
+        }
+    }
+    if a.matrix && urls.len() < 2 {
+        return Err(usage_code("--matrix needs two or more agents (--agent URLs, or a dns: name with several addresses)"));
+    }
+    if urls.len() > 2 && !a.matrix {
+        return Err(usage_code(format!(
+            "{} agents given (a dns: name counts each address); measure between them with --matrix",
+            urls.len()
+        )));
+    }
+    Ok(Asked {
+        plan,
+        hist,
+        steps,
+        metric,
+        urls,
+    })
+}
+
+/// The control connections. A matrix goes on without an unreachable agent
+/// (its row and column fail: `gone` says why); a run between two agents
+/// needs both.
+#[allow(clippy::type_complexity)]
+fn connect(
+    urls: &[AgentUrl],
+    matrix: bool,
+) -> Result<(Vec<Option<Ctl>>, Vec<Option<String>>), ExitCode> {
+    let mut ctls = Vec::new();
+    let mut gone = Vec::new();
+    for u in urls {
+        match Ctl::connect(u) {
+            Ok(c) => {
+                ctls.push(Some(c));
+                gone.push(None);
+            }
+            Err(CtlError::Auth(m)) | Err(CtlError::Usage(m)) => return Err(usage_code(m)),
+            Err(CtlError::Io(m)) if matrix => {
+                eprintln!("meshperf run: {m}");
+                ctls.push(None);
+                gone.push(Some(m));
+            }
+            Err(CtlError::Io(m)) => {
+                eprintln!("meshperf run: {m}");
+                return Err(ExitCode::from(1));
+            }
+        }
+    }
+    Ok((ctls, gone))
+}
+
+/// Whether a document (`--json -`, `--csv -`, `--json-stream -`) has
+/// stdout; more than one is a usage error.
+fn doc_on_stdout(a: &RunArgs) -> Result<bool, ExitCode> {
+    let on_stdout: Vec<&str> = [
+        ("--json", &a.json),
+        ("--csv", &a.csv),
+        ("--json-stream", &a.json_stream),
+    ]
+    .iter()
+    .filter(|(_, p)| p.as_deref() == Some("-"))
+    .map(|(flag, _)| *flag)
+    .collect();
+    if on_stdout.len() > 1 {
+        return Err(usage_code(format!(
+            "{} - cannot {} have stdout: give all but one a file",
+            on_stdout.join(" - and "),
+            if on_stdout.len() == 2 { "both" } else { "all" }
+        )));
+    }
+    Ok(!on_stdout.is_empty())
+}
+
+/// The (step, pair) list to run, every limit known before the run checked
+/// first: the agents' own parsing against the limits they announced. A
+/// matrix runs its one step between every pair of live agents (the
+/// strictest limits bind); a run between two agents has the first serve and
+/// the last drive.
+fn checked_pairs(
+    a: &RunArgs,
+    plan: &Plan,
+    steps: &[meshperf_protocol::plan::Step],
+    refs: &[AgentRef],
+    ctls: &[Option<Ctl>],
+    both_ways: bool,
+) -> Result<Vec<(usize, Pair)>, ExitCode> {
+    let n = refs.len();
+    let checked: Vec<(usize, Pair)> = if a.matrix {
+        if let Err(e) = matrix::check_agents(refs, plan.kind) {
+            return Err(usage_code(format!("{e}; nothing was run")));
+        }
+        matrix::pairs(n, both_ways)
+            .into_iter()
+            .map(|p| (0, p))
+            .collect()
+    } else {
+        let two = Pair {
+            server: 0,
+            client: n - 1,
+        };
+        (0..steps.len()).map(|i| (i, two)).collect()
+    };
+    for (i, pair) in &checked {
+        let step = &steps[*i];
+        let live = |j: usize| ctls[j].is_some();
+        if !(live(pair.server) && live(pair.client)) {
+            continue;
+        }
+        if let Err(e) = check_step(step, pair.server, pair.client, refs) {
+            let point: Vec<String> = step.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let at = if point.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", point.join(" "))
+            };
+            return Err(usage_code(format!(
+                "step {}{at}: {e}; nothing was run",
+                step.index
+            )));
+        }
+    }
+    Ok(checked)
+}
+
+/// The matrix's first lines on stderr: its size, rounds and binding limits.
+fn announce_matrix(
+    a: &RunArgs,
+    plan: &Plan,
+    schedule: &matrix::Schedule,
+    refs: &[AgentRef],
+    both_ways: bool,
+    total: usize,
+) {
+    let rounds = schedule.planned_rounds();
+    eprintln!(
+        "meshperf run: matrix of {} agents, {}: {total} {} in {rounds} round{}{}",
+        refs.len(),
+        plan.kind.name(),
+        if both_ways {
+            "pairs (one test each, both directions at once)"
+        } else {
+            "pairs"
+        },
+        if rounds == 1 { "" } else { "s" },
+        if a.serial {
+            ", one pair at a time"
+        } else {
+            ", pairs with no agent in common at once"
+        }
+    );
+    for l in matrix::strictest(refs) {
+        eprintln!("meshperf run: the strictest limit binds: {l}");
+    }
+}
+
+/// A random first test id, as the page's: two controllers started in the
+/// same second took the same ids, and an agent refused the second as a
+/// duplicate.
+fn first_test_id() -> u32 {
+    let mut seed = [0u8; 4];
+    getrandom::fill(&mut seed).expect("the OS random source works");
+    u32::from_le_bytes(seed)
+}
+
+/// `--matrix`: the one step between every pair, a cell printed per pair.
+fn run_matrix(
+    agents: &mut rounds::Agents,
+    step: &meshperf_protocol::plan::Step,
+    schedule: matrix::Schedule,
+    stop: &AtomicBool,
+    out: &mut output::Output,
+    result: &mut RunResult,
+    metric: Metric,
+) -> Outcome {
+    let mut next_id = first_test_id();
+    let mut o = Outcome::default();
+    rounds::run_matrix(
+        agents,
+        step,
+        schedule,
+        &mut next_id,
+        stop,
+        out,
+        "meshperf run",
+        |mut sr, agents, out| {
+            if stop.load(Ordering::Relaxed) && sr.error.is_some() {
+                // Cut short by Ctrl-C: not a measurement (udp_req_timo
+                // likewise reports what it had before the signal).
+                o.interrupted += 1;
+                return;
+            }
+            o.failed |= sr.error.is_some();
+            out.cell(&sr, &agents.refs, metric);
+            sr.index = result.steps.len();
+            if let Some(js) = out.json_stream.as_mut() {
+                js.step(&sr);
+            }
+            result.steps.push(sr);
+        },
+    );
+    o
+}
+
+/// Between two agents: the steps one after the other, until Ctrl-C or an
+/// agent lost.
+fn run_pairs(
+    agents: &mut rounds::Agents,
+    steps: &[meshperf_protocol::plan::Step],
+    checked: &[(usize, Pair)],
+    stop: &AtomicBool,
+    out: &mut output::Output,
+    result: &mut RunResult,
+) -> Outcome {
+    let mut next_id = first_test_id();
+    let mut o = Outcome::default();
+    for (i, pair) in checked {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        next_id = next_id.wrapping_add(1).max(1);
+        let job = rounds::Job {
+            step: &steps[*i],
+            pair: *pair,
+            test_id: next_id,
+        };
+        for e in rounds::run_round(agents, &[job], stop, out) {
+            let mut sr = e.result;
+            sr.pair = None;
+            if stop.load(Ordering::Relaxed) && sr.error.is_some() {
+                // Cut short by Ctrl-C: kept, marked partial, when its
+                // samples came back (udp_req_timo likewise shows what it
+                // had when the signal came).
+                o.interrupted += 1;
+                if let Some(p) = interrupt::partial(sr, e.fraction) {
+                    out.step_done();
+                    let _ = writeln!(out.text(), "{}", interrupt::partial_line(&p));
+                    if let Some(js) = out.json_stream.as_mut() {
+                        js.step(&p);
+                    }
+                    o.partial = Some(p.index);
+                    result.steps.push(p);
+                }
+                continue;
+            }
+            o.failed |= sr.error.is_some();
+            out.step(&sr);
+            if let Some(js) = out.json_stream.as_mut() {
+                js.step(&sr);
+            }
+            result.steps.push(sr);
+        }
+        // A run between two agents ends with an agent lost.
+        if let Some(why) = agents.gone.iter().flatten().next() {
+            eprintln!("meshperf run: {why}");
+            o.failed = true;
+            break;
+        }
+    }
+    o
+}
+
+/// After Ctrl-C: what was kept, and where.
+fn say_interrupted(a: &RunArgs, result: &RunResult, total: usize, o: &Outcome) {
+    let kept = [
+        ("--json", &a.json),
+        ("--csv", &a.csv),
+        ("--json-stream", &a.json_stream),
+    ]
+    .iter()
+    .filter_map(|(flag, p)| p.as_ref().map(|p| format!("{flag} {p}")))
+    .collect::<Vec<_>>();
+    let whole = result.steps.len() - usize::from(o.partial.is_some());
+    eprintln!(
+        "meshperf run: interrupted after {whole} of {total} step{}{}; {}",
+        if total == 1 { "" } else { "s" },
+        match (o.partial, o.interrupted) {
+            (Some(i), _) => format!(
+                " and step {} of {total} cut short (cancelled on its agents, kept as partial)",
+                i + 1
+            ),
+            (None, 0) => String::new(),
+            (None, n) => format!(
+                " ({n} cut short and cancelled on {} agents before any samples came back, left out)",
+                if n == 1 { "its" } else { "their" }
+            ),
+        },
+        if kept.is_empty() {
+            "the link below has what was measured".to_string()
+        } else {
+            format!(
+                "what was measured is in {} and the link below",
+                kept.join(" and ")
+            )
+        }
+    );
+}
+
+/// `--json` and `--csv`, to their files or stdout (`-`).
+fn write_documents(a: &RunArgs, result: &RunResult) -> anyhow::Result<()> {
+    let write = |path: &str, doc: Vec<u8>| -> anyhow::Result<()> {
+        if path == "-" {
+            let mut o = std::io::stdout().lock();
+            o.write_all(&doc).and_then(|_| o.flush())?;
+            Ok(())
+        } else {
+            std::fs::write(path, doc).map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))
+        }
+    };
+    if let Some(path) = &a.json {
+        let mut doc = serde_json::to_vec_pretty(result)?;
+        doc.push(b'\n');
+        write(path, doc)?;
+    }
+    if let Some(path) = &a.csv {
+        write(path, meshperf_protocol::export::csv(result).into_bytes())?;
+    }
+    Ok(())
 }
 
 /// Prints the permalink as the last line of stdout: `<web>#r=<link>`, the

@@ -1,0 +1,39 @@
+//! The plan flags `meshperf run` and `meshperf monitor` share (`--plan`,
+//! `--preset`, `--kind`, `--set`), declared once and flattened into both.
+
+use super::{base_plan, inline};
+use meshperf_protocol::plan::Plan;
+
+#[derive(clap::Args, Debug, Default)]
+pub struct PlanFlags {
+    /// Plan file (JSON, see plans/). `meshperf monitor` takes a plan of one
+    /// step, and runs udp_rr (200 requests) when no plan, preset or kind is
+    /// given.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["preset", "kind"])]
+    pub plan: Option<String>,
+    /// A built-in plan: socketsend, bw_tcp, perl_buffers, sockbench, tcp_req, tcp_bw_mon_2, tcp_bw_mon_20, tcp_bw_nstream, udp_req_timo, udp_bw_mon, bufferbloat.
+    #[arg(long, value_name = "NAME", conflicts_with = "kind")]
+    pub preset: Option<String>,
+    /// A plan of this kind from the flags alone: tcp_stream, tcp_rr,
+    /// tcp_crr, udp_stream, udp_rr, unix_stream, unix_rr (a stream kind
+    /// measures throughput).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+    /// Set a parameter (repeatable), over the plan's or preset's own:
+    /// --set msg_bytes=1M --set direction=receive. K/M/G are powers of 1024.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl PlanFlags {
+    /// Whether none of `--plan`, `--preset`, `--kind` was given.
+    pub fn none(&self) -> bool {
+        self.plan.is_none() && self.preset.is_none() && self.kind.is_none()
+    }
+
+    /// The plan the flags give, with `--sweep` axes and `--repeat`.
+    pub fn build(&self, sweep: &[String], repeat: Option<u32>) -> Result<Plan, String> {
+        let base = base_plan(self.preset.as_deref(), self.plan.as_deref())?;
+        inline::build(base, self.kind.as_deref(), &self.set, sweep, repeat)
+    }
+}
