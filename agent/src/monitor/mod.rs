@@ -114,6 +114,46 @@ fn load_plan(a: &MonitorArgs) -> Result<Plan, String> {
     a.plan.build(&[], None)
 }
 
+/// A run's figures into the metrics and the latest matrix; the lines said
+/// of it.
+fn record(
+    state: &mut State,
+    (agents, results, last): RunOutcome,
+    last_matrix: &http::LatestMatrix,
+    began: Instant,
+) -> Vec<String> {
+    if let Ok(mut l) = last_matrix.lock() {
+        *l = Some(Arc::new(last));
+    }
+    let view: Vec<(String, String, &StepResult)> = results
+        .iter()
+        .map(|(p, r)| {
+            (
+                agents[p.client].addr.clone(),
+                agents[p.server].addr.clone(),
+                r,
+            )
+        })
+        .collect();
+    let ok = results.iter().filter(|(_, r)| r.error.is_none()).count();
+    state.record(agents, &view, unix_now());
+    state.runs += 1;
+    let mut said = vec![format!(
+        "run {}: {} agents, {ok} of {} pairs measured in {:.1} s",
+        state.runs,
+        state.agents.len(),
+        results.len(),
+        began.elapsed().as_secs_f64()
+    )];
+    if let [only] = &state.agents[..] {
+        said.push(format!(
+            "only one agent ({}): a matrix needs two or more; nothing is measured until another appears",
+            only.addr
+        ));
+    }
+    said
+}
+
 /// The least a run over `n` agents takes: its rounds times the step's
 /// `duration_s` (0 for a step bounded by a count).
 fn least_run_time(step: &Step, rounds: usize) -> f64 {
@@ -124,41 +164,43 @@ fn least_run_time(step: &Step, rounds: usize) -> f64 {
         * rounds as f64
 }
 
-pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
-    let plan = match load_plan(&a) {
-        Ok(p) => p,
-        Err(e) => return usage(e),
-    };
-    let step = match plan.expand() {
-        Ok(s) if s.len() == 1 => s.into_iter().next().expect("one step"),
-        Ok(s) => {
-            return usage(format!(
-                "a monitor runs one step between every pair; this plan has {} (no sweeps or repetitions)",
-                s.len()
-            ))
-        }
-        Err(e) => return usage(e),
-    };
+/// The plan's one step and the jitter, from the flags (the token file read
+/// into `a.token`), or the usage error.
+fn checked(a: &mut MonitorArgs) -> Result<(Plan, Step, Duration), String> {
+    let plan = load_plan(a)?;
+    let steps = plan.expand().map_err(|e| e.to_string())?;
+    if steps.len() != 1 {
+        return Err(format!(
+            "a monitor runs one step between every pair; this plan has {} (no sweeps or repetitions)",
+            steps.len()
+        ));
+    }
+    let step = steps.into_iter().next().expect("one step");
     if a.every < Duration::from_secs(1) {
-        return usage(format!("--every {:?} is below 1 s", a.every));
+        return Err(format!("--every {:?} is below 1 s", a.every));
     }
     let jitter = a.jitter.unwrap_or(a.every / 10);
     if jitter >= a.every {
-        return usage("--jitter must be shorter than --every");
+        return Err("--jitter must be shorter than --every".into());
     }
     if let Some(path) = &a.token_file {
-        match crate::token_file::read(path, "meshperf monitor") {
-            Ok(t) => a.token = Some(t),
-            Err(e) => return usage(e),
-        }
+        a.token = Some(crate::token_file::read(path, "meshperf monitor")?);
     }
     // Bad agent arguments (syntax, a missing token) are usage errors now;
     // a name with no addresses is only reported, run by run.
     for arg in &a.agent {
         if let Err(CtlError::Usage(m)) = discover::agents_with(arg, a.token.as_deref()) {
-            return usage(m);
+            return Err(m);
         }
     }
+    Ok((plan, step, jitter))
+}
+
+pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
+    let (plan, step, jitter) = match checked(&mut a) {
+        Ok(x) => x,
+        Err(e) => return usage(e),
+    };
     let listener = match TcpListener::bind(a.listen) {
         Ok(l) => l,
         Err(e) => return usage(format!("--listen {}: {e}", a.listen)),
@@ -215,37 +257,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
                 said.push(format!("{m}; no run this time"));
                 state.resolve_errors += 1;
             }
-            Ok((agents, results, last)) => {
-                if let Ok(mut l) = last_matrix.lock() {
-                    *l = Some(Arc::new(last));
-                }
-                let view: Vec<(String, String, &StepResult)> = results
-                    .iter()
-                    .map(|(p, r)| {
-                        (
-                            agents[p.client].addr.clone(),
-                            agents[p.server].addr.clone(),
-                            r,
-                        )
-                    })
-                    .collect();
-                let ok = results.iter().filter(|(_, r)| r.error.is_none()).count();
-                state.record(agents, &view, unix_now());
-                state.runs += 1;
-                said.push(format!(
-                    "run {}: {} agents, {ok} of {} pairs measured in {:.1} s",
-                    state.runs,
-                    state.agents.len(),
-                    results.len(),
-                    began.elapsed().as_secs_f64()
-                ));
-                if let [only] = &state.agents[..] {
-                    said.push(format!(
-                        "only one agent ({}): a matrix needs two or more; nothing is measured until another appears",
-                        only.addr
-                    ));
-                }
-            }
+            Ok(measured) => said.extend(record(&mut state, measured, &last_matrix, began)),
         }
         done += 1;
         let took = began.elapsed();

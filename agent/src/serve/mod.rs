@@ -240,22 +240,19 @@ fn ready_url(host: SocketAddr, token: Option<&str>, fp: Option<&str>, source: &s
     }
 }
 
-pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
-    crate::log::set_quiet(a.quiet);
-    // The CPUs this agent may use, and that this thread is the control
-    // loop's (a side that pins its data threads moves it off their CPUs).
-    crate::engine::placement::init();
-    // Where a given token came from, for the ready line (which shows only
-    // a token the agent made: a given one is the operator's secret, and
-    // stdout is often a log others read, e.g. `kubectl logs`).
+/// The token (given, or random when none was), whether the agent made it,
+/// and where a given one came from, for the ready line (which shows only a
+/// token the agent made: a given one is the operator's secret, and stdout is
+/// often a log others read, e.g. `kubectl logs`). A weak token is refused.
+fn token_of(a: &AgentArgs) -> anyhow::Result<(String, bool, String)> {
     let (given, source) = match &a.token_file {
         Some(path) => (
             Some(crate::token_file::read(path, "meshperf agent").map_err(anyhow::Error::msg)?),
             format!("the token is in {}", path.display()),
         ),
-        None => match a.token {
+        None => match &a.token {
             Some(t) => (
-                Some(t),
+                Some(t.clone()),
                 "the token is the one given with --token".to_string(),
             ),
             None => (
@@ -289,6 +286,50 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         }
         None => random_token(),
     };
+    Ok((token, made, source))
+}
+
+/// The agent's own `--metrics` endpoint (/metrics, /healthz) on its thread.
+fn spawn_metrics(
+    at: SocketAddr,
+    allow_host: &[String],
+    counters: std::sync::Arc<metrics::Counters>,
+) -> anyhow::Result<()> {
+    let l = std::net::TcpListener::bind(at)
+        .map_err(|e| anyhow::anyhow!("--metrics {at}: {e}; choose another address or port"))?;
+    let bound = l.local_addr().context("reading the --metrics address")?;
+    eprintln!("meshperf agent: metrics on http://{bound}/metrics");
+    endpoint::spawn(
+        l,
+        "meshperf agent",
+        own_names(bound.ip(), allow_host),
+        endpoint::Limits::default(),
+        move |r: &endpoint::Request| {
+            if let Some(refused) = endpoint::method_refused(r.method) {
+                return refused;
+            }
+            match r.path.split('?').next() {
+                Some("/metrics") => {
+                    endpoint::ok(r.method, metrics::CONTENT_TYPE, &counters.render())
+                }
+                Some("/healthz") => http::simple(200, "OK", "ok\n"),
+                _ => http::simple(
+                    404,
+                    "Not Found",
+                    "not found: this is meshperf agent's --metrics (/metrics, /healthz)\n",
+                ),
+            }
+        },
+    );
+    Ok(())
+}
+
+pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
+    crate::log::set_quiet(a.quiet);
+    // The CPUs this agent may use, and that this thread is the control
+    // loop's (a side that pins its data threads moves it off their CPUs).
+    crate::engine::placement::init();
+    let (token, made, source) = token_of(&a)?;
     for o in &a.allow_origin {
         if !(o.starts_with("http://") || o.starts_with("https://")) || o.ends_with('/') {
             bail!("--allow-origin {o}: give an origin like http://host:port (scheme, host, port; no path)");
@@ -352,33 +393,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         });
     }
     if let Some(at) = a.metrics {
-        let l = std::net::TcpListener::bind(at)
-            .map_err(|e| anyhow::anyhow!("--metrics {at}: {e}; choose another address or port"))?;
-        let bound = l.local_addr().context("reading the --metrics address")?;
-        eprintln!("meshperf agent: metrics on http://{bound}/metrics");
-        let counters = agent.counters().clone();
-        endpoint::spawn(
-            l,
-            "meshperf agent",
-            own_names(bound.ip(), &a.allow_host),
-            endpoint::Limits::default(),
-            move |r: &endpoint::Request| {
-                if let Some(refused) = endpoint::method_refused(r.method) {
-                    return refused;
-                }
-                match r.path.split('?').next() {
-                    Some("/metrics") => {
-                        endpoint::ok(r.method, metrics::CONTENT_TYPE, &counters.render())
-                    }
-                    Some("/healthz") => http::simple(200, "OK", "ok\n"),
-                    _ => http::simple(
-                        404,
-                        "Not Found",
-                        "not found: this is meshperf agent's --metrics (/metrics, /healthz)\n",
-                    ),
-                }
-            },
-        );
+        spawn_metrics(at, &a.allow_host, agent.counters().clone())?;
     }
     let host = SocketAddr::new(shown_ip(local.ip()).unwrap_or(local.ip()), local.port());
     println!(
