@@ -4,7 +4,10 @@
 use super::output::Output;
 use meshperf_protocol::driver::AgentRef;
 use meshperf_protocol::matrix::Metric;
+use meshperf_protocol::params::Kind;
 use meshperf_protocol::result::{RunResult, StepResult};
+use meshperf_protocol::summary::LulSummary;
+use meshperf_protocol::verdict;
 use std::io::Write;
 
 /// A figure with the precision its metric needs.
@@ -61,6 +64,13 @@ impl Output {
             refs[p.client].label,
             refs[p.server].label,
         );
+        // latency_under_load: the verdict in words under its figure, the
+        // sentence the page's card and the heatmap cell's tooltip show.
+        if s.error.is_none() && s.kind == Kind::LatencyUnderLoad {
+            if let Ok(lul) = serde_json::from_value::<LulSummary>(s.summary.clone()) {
+                let _ = writeln!(self.text(), "      {}", verdict::lul(&lul).sentence);
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use crate::util::{AgentProc, Ctl};
 
 use meshperf_protocol::matrix::Metric;
 use meshperf_protocol::result;
+use meshperf_protocol::summary::LulSummary;
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -208,6 +209,13 @@ fn a_kind_that_measures_both_ways_runs_once_per_unordered_pair_and_fills_both_ce
         let cells = Metric::Gbps.cells(s);
         assert_eq!(cells.len(), 2);
         filled += 2;
+        // The pair's verdict in words under its line, as the page's tooltip.
+        let lul: LulSummary = serde_json::from_value(s.summary.clone()).unwrap();
+        let sentence = meshperf_protocol::verdict::lul(&lul).sentence;
+        assert!(
+            out.lines().any(|l| l.trim() == sentence),
+            "no verdict line {sentence:?} in {out}"
+        );
     }
     assert_eq!(filled, 6, "every off-diagonal cell");
 }
