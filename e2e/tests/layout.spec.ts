@@ -84,7 +84,7 @@ test('after a Standard test at 1400 x 900 the verdict, the figures and the lanes
   await expect(views(page)).toHaveText(['Agents', 'Over time', 'Statistics', 'Histogram', 'CDF', 'Compare runs']);
   const height = await page.evaluate(() => document.documentElement.scrollHeight);
   info.annotations.push({ type: 'page height at 1400 x 900', description: `${height} px` });
-  console.log(`layout: page height after the Standard test at 1400 x 900: ${height} px`);
+  console.log(`layout: page height after the Standard test at 1400 x 900: ${height} px; lanes end ${Math.round(lanes.y + lanes.height)} px down the screen`);
   await shot(page, info, 'standard-1400x900');
   expect((await widths(page)).scroll).toBeLessThanOrEqual(1400);
 
