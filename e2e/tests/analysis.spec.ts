@@ -38,6 +38,8 @@ test('re-binning the RTT histogram changes the bars and keeps the counts summing
   await expect(rec.locator('th').first()).toHaveText('response len bytes');
   await expect(rec.locator('td')).toHaveCount(11);
   await expect(rec.locator('td').nth(3)).toHaveText('2000');
+  // The histogram is one of the step's views, a tab away.
+  await page.getByTestId('view-hist').click();
   const hist = page.getByTestId('histogram');
   await expect(hist.locator('canvas').first()).toBeVisible();
   expect(await total(page)).toBe(2000);
@@ -72,6 +74,7 @@ test('two finished runs are kept and overlaid as two series; one can be removed'
   const overlay = page.getByTestId('overlay');
   await expect(overlay).toHaveAttribute('data-series', '2');
   await expect(overlay.locator('.u-legend .u-series')).toHaveCount(3); // x + two runs
+  await page.getByTestId('view-compare').click();
   await overlay.scrollIntoViewIfNeeded();
   await page.screenshot({ path: shot('analysis-overlay'), fullPage: true });
   await page.getByTestId('remove-run').first().click();
@@ -175,6 +178,7 @@ test('dark theme: the page and its plots take the dark palette, kept across a re
   const light = { bg: 'rgb(251, 251, 250)', fg: 'rgb(29, 31, 33)', panel: 'rgb(255, 255, 255)' };
   const dark = { bg: 'rgb(22, 24, 27)', fg: 'rgb(228, 230, 232)', panel: 'rgb(30, 33, 37)' };
   expect(await colours(page)).toEqual(light);
+  await page.getByTestId('view-hist').click();
   // The histogram's bars in the light palette's first series colour (#1766c2), none in the dark one's (#5aa2f0).
   const [lightSeries, darkSeries]: [number, number, number][] = [[23, 102, 194], [90, 162, 240]];
   expect(await inked(page, lightSeries)).toBeGreaterThan(0);

@@ -379,6 +379,7 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   await page.getByTestId('lul-phase').selectOption('both');
   await expect(n).toHaveText(String(s.phases[3].rtt_us.n));
   await expect(page.getByTestId('histogram')).toHaveAttribute('data-total', String(s.phases[3].rtt_us.n));
+  await page.getByTestId('view-cdf').click();
   await expect(page.getByTestId('cdf')).toBeVisible();
   // The finished run is kept and overlaid: its CDF, of the chosen phase too.
   await expect(page.getByTestId('overlay')).toHaveAttribute('data-series', '1');

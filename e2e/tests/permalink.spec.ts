@@ -109,6 +109,7 @@ test('links of every older format open in the page with the statistics of their 
     await expect(page.getByTestId('samples-replaced')).toBeVisible({ timeout: 20_000 });
     await expect(page.getByTestId('error')).toBeHidden();
     // What it carries is shown: the histograms, every value counted.
+    await page.getByTestId('view-carried').click();
     await expect(page.getByTestId('carried-hist').first()).toBeVisible();
     await context.close();
   } finally {
@@ -153,6 +154,7 @@ test('a UDP and a Standard-test link too long for their samples show their histo
     const arrivals = udp.result.steps[0].samples.find((x: { kind: string }) => x.kind === 'arrival_ns');
     const shown = page.locator('[data-testid=carried-hist][data-kind=arrival_ns]');
     await expect(shown).toHaveAttribute('data-n', String(arrivals.values.length));
+    await page.getByTestId('view-carried').click();
     await expect(shown.locator('canvas')).toBeVisible();
     await expect(page.getByText('This step carries no raw samples to analyse')).toHaveCount(0);
     await expect(page.getByTestId('error')).toBeHidden();

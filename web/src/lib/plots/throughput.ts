@@ -11,3 +11,10 @@ export function alignSeries(series: Float64Array[], intervalMs: number, seconds:
   const x = Array.from({ length: n }, (_, i) => (end > i * dt ? Math.min((i + 1) * dt, end) : (i + 1) * dt));
   return [x, ...series.map((s) => Array.from({ length: n }, (_, i) => (i < s.length ? s[i] : null)))];
 }
+
+type StreamFigures = { bytes: number; seconds?: number; dir?: string };
+/** The streams a step's per-stream bars show: the receiving ends where the summary has both. */
+export function barStreams(summary: Record<string, unknown> | null | undefined): StreamFigures[] {
+  const all = (summary?.streams ?? []) as StreamFigures[];
+  return all.some((s) => s.dir === 'recv') ? all.filter((s) => s.dir === 'recv') : all;
+}

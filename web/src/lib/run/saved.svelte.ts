@@ -67,6 +67,10 @@ export async function remove(id: number): Promise<void> {
   }
 }
 
+/** The runs ticked for the overlay, as the comparison plots them. */
+export const overlaid = (): { label: string; result: RunResult }[] =>
+  runs.list.filter((r) => runs.selected.includes(r.id)).map((r) => ({ label: r.label, result: r.result }));
+
 export function toggle(id: number): void {
   const i = runs.selected.indexOf(id);
   if (i >= 0) runs.selected.splice(i, 1);
