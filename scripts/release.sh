@@ -5,8 +5,10 @@
 #   meshperf-linux-amd64        x86_64-unknown-linux-musl, static, web app embedded
 #   meshperf-linux-arm64        aarch64-unknown-linux-musl, static, linked by Debian's
 #                               gcc-aarch64-linux-gnu (scripts/lib.sh says why)
-#   meshperf-oci.tar            OCI image (oci-archive) of meshperf-linux-amd64 alone
-#                               (scripts/image.sh; only when umoci is installed)
+#   meshperf-oci.tar            OCI image (oci-archive) of the static binary alone
+#                               (scripts/image.sh; only when umoci is installed): with
+#                               both architectures an image index of the two, one
+#                               name for amd64 and arm64 nodes (buildah manifest)
 #   meshperf-man-completions.tar.gz
 #                               man/meshperf.1, man/meshperf-{agent,run,monitor}.1,
 #                               completions/{meshperf.bash,_meshperf,meshperf.fish},
@@ -120,12 +122,29 @@ for a in "${archs[@]}"; do
     bash "$ROOT/scripts/deb.sh" "$out/meshperf-linux-$a" "$a" "$docs" "$out/meshperf_${version}_$a.deb"
 done
 
-if ! want amd64; then
-    :
-elif command -v umoci >/dev/null; then
-    bash "$ROOT/scripts/image.sh" "$out/meshperf-linux-amd64" "$out/meshperf-oci.tar"
-else
+# The OCI image: one image per binary (scripts/image.sh, umoci), and with
+# both an image index naming the two (buildah manifest, no daemon: its own
+# vfs storage in a temporary folder), so one name serves amd64 and arm64
+# nodes; `skopeo inspect --raw oci-archive:meshperf-oci.tar` lists both.
+if ! command -v umoci >/dev/null; then
     log "no OCI image: umoci is not installed (apt-get install umoci)"
+elif [ ${#archs[@]} -eq 1 ]; then
+    bash "$ROOT/scripts/image.sh" "$out/meshperf-linux-${archs[0]}" "$out/meshperf-oci.tar" "${archs[0]}"
+elif ! command -v buildah >/dev/null; then
+    die "the multi-arch image needs buildah (apt-get install buildah), or give one --arch"
+else
+    oci="$(mktemp -d)"
+    trap 'rm -rf "${bare:-}" "$docs" "$oci"' EXIT
+    version_tag="$(awk -F'"' '/^version = / { print $2; exit }' "$ROOT/Cargo.toml")"
+    bh=(buildah --root "$oci/root" --runroot "$oci/run" --storage-driver vfs)
+    "${bh[@]}" manifest create "meshperf:$version_tag" >/dev/null
+    for a in "${archs[@]}"; do
+        bash "$ROOT/scripts/image.sh" "$out/meshperf-linux-$a" "$oci/$a.tar" "$a"
+        "${bh[@]}" manifest add "meshperf:$version_tag" "oci-archive:$oci/$a.tar" >/dev/null
+    done
+    "${bh[@]}" manifest push --quiet --all "meshperf:$version_tag" "oci-archive:$out/meshperf-oci.tar:$version_tag" \
+        || die "buildah manifest push of the image index failed"
+    log "OCI image index meshperf:$version_tag (${archs[*]}) -> $out/meshperf-oci.tar ($(wc -c <"$out/meshperf-oci.tar") bytes)"
 fi
 
 (cd "$out" && sha256sum -- meshperf-* meshperf_*.deb >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)

@@ -70,7 +70,10 @@ if ! wbg_ok; then
         fi
     done
 fi
-if ! wbg_ok; then
+# Compiled in the background while the downloads below (npm, Debian, PyPI,
+# Go, rustup) run, and waited for at the end: on a fresh machine the
+# compile is the longest step and the downloads mostly wait on the network.
+install_wbg() {
     # One install at a time into this folder: scripts serialise on a lock, and
     # an install started by hand into this same folder (cargo install ...
     # --root .tools/wasm-bindgen-VERSION) is waited for rather than raced.
@@ -103,6 +106,11 @@ if ! wbg_ok; then
     fi
     flock -u 9
     exec 9>&-
+}
+wbg_pid=
+if ! wbg_ok; then
+    install_wbg &
+    wbg_pid=$!
 fi
 
 # --- npm packages (workspaces web and e2e) -----------------------------------
@@ -130,6 +138,8 @@ if [ $want_test -eq 1 ]; then
         # it; buildah builds deploy/Containerfile to compare (no daemon).
         command -v umoci >/dev/null || missing+=(umoci)
         command -v buildah >/dev/null || missing+=(buildah)
+        # ... and skopeo copies one platform out of its image index.
+        command -v skopeo >/dev/null || missing+=(skopeo)
         # The static build's C compiler: ring (TLS) builds its C and
         # assembly with musl-gcc for x86_64-unknown-linux-musl.
         command -v musl-gcc >/dev/null || missing+=(musl-tools)
@@ -240,4 +250,7 @@ if [ $want_test -eq 1 ]; then
     fi
 fi
 
+if [ -n "$wbg_pid" ]; then
+    wait "$wbg_pid" || die "wasm-bindgen-cli $WBG_VERSION was not installed (see its lines above)"
+fi
 log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate, kustomize, nightly + cargo-fuzz'))"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The OCI image, run as a container runtime would and tested for real (root
-# only): scripts/release.sh --no-web --arch amd64 builds the static binary and
-# the image (umoci); umoci unpacks it; its rootfs (the binary alone) is
+# only): scripts/release.sh --no-web --arch amd64 --arch arm64 builds the
+# static binaries, an image of each (umoci) and the image index naming both
+# (buildah manifest); skopeo copies the amd64 image out as an amd64 node
+# pulls it and umoci unpacks it; its rootfs (the binary alone) is
 # mounted read-only and the agent started from it with the image's own
 # arguments, chrooted there, as user 65534, as PID 1 of a new PID namespace,
 # in network namespace A with nothing but MESHPERF_TOKEN in its environment.
@@ -10,7 +12,8 @@
 # deploy/Containerfile built with buildah to the same rootfs and config,
 # GET /healthz from B as a kubelet probes, a tcp_stream and a tcp_rr matrix
 # (both directions: the image's agent serves and drives) by `meshperf run`
-# from B, and `kill -TERM 1` inside the agent's PID namespace stopping it
+# from B, the index's arm64 image's agent under qemu serving a tcp_rr, and
+# `kill -TERM 1` inside the agent's PID namespace stopping it
 # cleanly. Everything is removed on exit, whether the checks pass or not.
 # Exit 0 on success or when skipped.
 set -euo pipefail
@@ -20,7 +23,7 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 fail() { echo "oci image: FAILED: $*" >&2; exit 1; }
-for tool in umoci buildah ip unshare nsenter chroot node; do
+for tool in umoci buildah skopeo ip unshare nsenter chroot node; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs umoci and buildah as root)"
 done
 
@@ -46,10 +49,18 @@ trap cleanup EXIT INT TERM
 mkdir -p "$dir"
 source "$root/tests/netns/oci.sh"
 
-# 1. The image, built as a release builds it (web/dist from the build before).
-oci_unpack "$dir"
-echo "oci image: static binary and image built and unpacked in $oci_seconds s"
+# 1. The image, built as a release builds it (web/dist from the build before):
+#    an image index of the amd64 and the arm64 image, its amd64 one unpacked.
+oci_unpack "$dir" amd64 arm64
+echo "oci image: static binaries and image index built, amd64 unpacked in $oci_seconds s"
 tag=$oci_tag rootfs=$oci_rootfs
+platforms=$(skopeo inspect --raw "oci-archive:$dir/art/meshperf-oci.tar" | node -e '
+  const i = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  if (i.mediaType !== "application/vnd.oci.image.index.v1+json") throw new Error(`not an image index: ${i.mediaType}`);
+  console.log(i.manifests.map((m) => `${m.platform.os}/${m.platform.architecture}`).sort().join(" "));') \
+  || fail "meshperf-oci.tar is not an image index"
+[ "$platforms" = "linux/amd64 linux/arm64" ] || fail "the image index lists $platforms, not linux/amd64 and linux/arm64"
+echo "oci image: $tag is an image index of $platforms (skopeo inspect --raw)"
 
 # 2. What is in it: /meshperf alone, root-owned 0755, static; the config.
 [ "$(cd "$rootfs" && find . -mindepth 1 | sort | tr '\n' ' ')" = "./meshperf " ] \
@@ -139,7 +150,32 @@ node -e '
   }' "$dir" || fail "the results are not two clean pairs each"
 grep -q 'serving started' "$dir/image-agent.out" || fail "the image's agent never served"
 
-# 7. SIGTERM to PID 1 from inside its PID namespace: the agent stops itself.
+# 7. The index's arm64 image as an arm64 node pulls it (skopeo picks the
+#    platform), unpacked; its /meshperf runs under qemu-aarch64-static (a
+#    host program, so outside the chroot) in namespace A, and serves one
+#    tcp_rr step driven from B.
+command -v qemu-aarch64-static >/dev/null || fail "qemu-aarch64-static is not installed (apt-get install qemu-user-static; scripts/setup.sh --test does)"
+oci_platform "$dir" arm64 "$dir/bundle-arm64"
+arm=$dir/bundle-arm64/rootfs/meshperf
+readelf -hW "$arm" | grep -Eq 'Machine:\s+AArch64' || fail "the arm64 image's /meshperf is $(readelf -hW "$arm" | grep Machine)"
+MESHPERF_TOKEN=$token ip netns exec "$A" timeout 120 qemu-aarch64-static "$arm" agent --listen "$ipa:7801" >"$dir/arm-agent.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do grep -q ' ready: ' "$dir/arm-agent.out" 2>/dev/null && break; sleep 0.1; done
+grep -q ' ready: ' "$dir/arm-agent.out" || { cat "$dir/arm-agent.out" >&2; fail "the arm64 image's agent did not start under qemu"; }
+rc=0
+ip netns exec "$B" timeout 120 "$plain" run --agent "http://$ipa:7801/#token=$token" --agent "http://$ipb:7800/#token=$token" \
+  --kind tcp_rr --set count=200 --json "$dir/arm.json" >"$dir/arm.out" 2>"$dir/arm.err" || rc=$?
+grep -v '#r=' "$dir/arm.err" "$dir/arm.out" || true
+[ $rc -eq 0 ] || fail "meshperf run against the arm64 image's agent exited $rc"
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const s = r.steps[0], arch = r.agents[0].kernel.split(" ").pop();
+  if (arch !== "aarch64") throw new Error(`the serving agent reports ${r.agents[0].kernel}, not aarch64`);
+  if (s.error || s.summary.count !== 200) throw new Error(`tcp_rr: ${s.error ?? JSON.stringify(s.summary)}`);' "$dir/arm.json" \
+  || fail "the arm64 image's agent did not serve a clean tcp_rr"
+echo "oci image: the arm64 image's agent (qemu, $ipa:7801) served 200 tcp_rr transactions"
+
+# 8. SIGTERM to PID 1 from inside its PID namespace: the agent stops itself.
 # (The sh is killed with the namespace when PID 1 exits, so its status says
 # nothing; whether the agent stopped, and how, is checked next.)
 nsenter --target "$apid" --pid -- sh -c 'kill -TERM 1; sleep 5' 2>/dev/null &
@@ -150,4 +186,4 @@ wait "$upid" || rc=$?
 upid=  # reaped: its number may belong to another process now
 grep -q 'meshperf agent: stopped' "$dir/image-agent.out" || fail "no 'stopped' line after SIGTERM: $(tail -3 "$dir/image-agent.out")"
 [ $rc -eq 0 ] || fail "the agent exited $rc after SIGTERM"
-echo "oci image: ok (image built and unpacked, the Containerfile builds the same, tcp_stream and tcp_rr both ways against the plain build, /healthz, SIGTERM as PID 1)"
+echo "oci image: ok (image index of amd64 and arm64 built and unpacked, the Containerfile builds the same, tcp_stream and tcp_rr both ways against the plain build, /healthz, the arm64 image under qemu, SIGTERM as PID 1)"
