@@ -7,9 +7,10 @@ use std::net::{IpAddr, ToSocketAddrs};
 
 /// Longest name DNS carries.
 pub const MAX_NAME: usize = 253;
-/// Most addresses one lookup returns (a Service of more pods is cut here,
-/// and the answer says so).
-pub const MAX_ADDRESSES: usize = 256;
+/// Most addresses one lookup may give unless `--max-resolve` says
+/// otherwise (`meshperf agent`, `run`, `monitor`): a name with more is
+/// refused with the count, never cut to a silent subset.
+pub const DEFAULT_MAX_ADDRESSES: usize = 1024;
 
 /// A host name or an address literal, as DNS allows it: letters, digits,
 /// `-`, `_` and `.`, at most [`MAX_NAME`] characters (an IPv6 literal may
@@ -33,9 +34,11 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// Every address `name` has, IPv4 first, each once, at most
-/// [`MAX_ADDRESSES`]; an error for a name with none.
-pub fn addresses(name: &str) -> Result<Vec<IpAddr>, String> {
+/// Every address `name` has, IPv4 first, each once; an error for a name
+/// with none, or with more than `max` (the system resolver asks again over
+/// TCP when an answer is too large for a datagram, so a large headless
+/// Service comes back whole).
+pub fn addresses(name: &str, max: usize) -> Result<Vec<IpAddr>, String> {
     check_name(name)?;
     let mut ips: Vec<IpAddr> = (name, 0)
         .to_socket_addrs()
@@ -47,7 +50,12 @@ pub fn addresses(name: &str) -> Result<Vec<IpAddr>, String> {
     if ips.is_empty() {
         return Err(format!("{name} has no addresses"));
     }
-    ips.truncate(MAX_ADDRESSES);
+    if ips.len() > max {
+        return Err(format!(
+            "{name} has {} addresses, more than the {max} --max-resolve allows here; raise --max-resolve, or measure a sample of them",
+            ips.len()
+        ));
+    }
     Ok(ips)
 }
 
@@ -63,12 +71,12 @@ mod tests {
         assert!(check_name(&"a".repeat(254)).is_err());
         assert!(check_name("a b").unwrap_err().contains("' '"));
         assert!(check_name("x/../y").is_err());
-        let a = addresses("localhost").unwrap();
+        let a = addresses("localhost", DEFAULT_MAX_ADDRESSES).unwrap();
         assert!(a.contains(&IpAddr::from([127, 0, 0, 1])), "{a:?}");
         assert_eq!(
-            addresses("127.0.0.9").unwrap(),
+            addresses("127.0.0.9", 1).unwrap(),
             [IpAddr::from([127, 0, 0, 9])]
         );
-        assert!(addresses("no-such-host.invalid").is_err());
+        assert!(addresses("no-such-host.invalid", 1).is_err());
     }
 }

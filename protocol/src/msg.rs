@@ -139,7 +139,8 @@ pub enum Event {
         id: u64,
     },
     /// The answer to [`Request::Resolve`]: every address of `name`, IPv4
-    /// first (at most 256).
+    /// first (a name with more than the agent's `--max-resolve` is refused
+    /// with an error naming the count).
     Resolved {
         id: u64,
         name: String,

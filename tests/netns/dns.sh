@@ -4,7 +4,10 @@
 # name mesh.test has three A records, 127.0.0.1 to 127.0.0.3, as a
 # Kubernetes headless Service lists its pods; an agent listens on each with
 # one shared token, and `meshperf run --agent dns:mesh.test --matrix` must
-# find all three and measure the six ordered pairs. Everything is removed on
+# find all three and measure the six ordered pairs; fleet.test has 300 (an
+# answer over TCP), returned whole by an agent's `resolve` and refused with
+# its count by `meshperf run` and an agent under --max-resolve 100.
+# Everything is removed on
 # exit, whether the checks pass or not. Exit 0 on success or when skipped.
 set -euo pipefail
 
@@ -44,6 +47,7 @@ echo "nameserver 127.0.0.1" >"/etc/netns/$ns/resolv.conf"
 ip netns exec "$ns" timeout 120 dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces \
   --listen-address=127.0.0.1 --port=53 --local=/test/ --pid-file="$dir/dnsmasq.pid" \
   --host-record=mesh.test,127.0.0.1 --host-record=mesh.test,127.0.0.2 --host-record=mesh.test,127.0.0.3 \
+  $(for i in $(seq 300); do echo "--host-record=fleet.test,127.2.$((i / 256)).$((i % 256))"; done) \
   >"$dir/dnsmasq.log" 2>&1 &
 pids+=($!)
 for i in 1 2 3; do
@@ -73,4 +77,37 @@ node -e '
   if (r.steps.length !== 6 || pairs.size !== 6) throw new Error(`expected 6 distinct pairs, got ${[...pairs]}`);
   for (const s of r.steps) if (s.error || !(s.summary.rtt_us.median > 0)) throw new Error(`pair ${JSON.stringify(s.pair)}: ${s.error}`);
 ' "$dir/matrix.json" || fail "the result file is not a 6-pair matrix"
-echo "dns discovery: ok (dns:mesh.test found 3 agents, 6 pairs measured)"
+
+# A fleet's name: fleet.test has 300 A records, an answer too large for a
+# datagram (the resolver asks again over TCP). Every address comes back, or
+# the name is refused with its count where --max-resolve is lower; never a
+# silent subset. meshperf run first, then an agent's `resolve` (the page's
+# dns: field), over the control WebSocket as the page asks.
+rc=0
+MESHPERF_TOKEN=$token ip netns exec "$ns" timeout 60 "$bin" run --agent dns:fleet.test --max-resolve 100 --matrix \
+  --kind tcp_rr >"$dir/fleet.out" 2>"$dir/fleet.err" || rc=$?
+[ $rc -eq 1 ] || fail "meshperf run with 300 addresses over --max-resolve 100 exited $rc: $(cat "$dir/fleet.err")"
+grep -q 'fleet.test has 300 addresses, more than the 100 --max-resolve allows here' "$dir/fleet.err" \
+  || fail "no count in the refusal: $(cat "$dir/fleet.err")"
+MESHPERF_TOKEN=$token ip netns exec "$ns" timeout 120 "$bin" agent --listen 127.0.0.4:7800 --max-resolve 100 >"$dir/agent4.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q ' ready: ' "$dir/agent4.out" 2>/dev/null && break; sleep 0.1; done
+resolve() { # PORT_HOST NAME: the agent's answer to `resolve`, as JSON
+  ip netns exec "$ns" timeout 20 node --experimental-websocket --no-warnings -e '
+    const [host, token, name] = process.argv.slice(1);
+    const ws = new WebSocket(`ws://${host}/ws`);
+    ws.onmessage = (e) => {
+      const m = JSON.parse(e.data);
+      if (m.type === "hello") ws.send(JSON.stringify({ type: "auth", id: 1, token }));
+      else if (m.type === "auth_ok") ws.send(JSON.stringify({ type: "resolve", id: 2, name }));
+      else if (m.id === 2) { console.log(JSON.stringify(m)); ws.close(); }
+      else if (m.type === "error") { console.log(JSON.stringify(m)); ws.close(); }
+    };' "$1" "$token" "$2"
+}
+whole=$(resolve 127.0.0.1:7800 fleet.test)
+[ "$(node -p 'const m = JSON.parse(process.argv[1]); m.type === "resolved" ? new Set(m.addresses).size : JSON.stringify(m)' "$whole")" = 300 ] \
+  || fail "the agent did not return fleet.test's 300 addresses: ${whole:0:300}"
+over=$(resolve 127.0.0.4:7800 fleet.test)
+node -e 'const m = JSON.parse(process.argv[1]); if (!(m.type === "error" && m.code === "not_found" && m.message.includes("fleet.test has 300 addresses, more than the 100"))) process.exit(1)' "$over" \
+  || fail "the agent with --max-resolve 100 did not refuse fleet.test with its count: $over"
+echo "dns discovery: ok (dns:mesh.test found 3 agents, 6 pairs measured; fleet.test's 300 addresses all returned, refused with the count over --max-resolve)"

@@ -40,6 +40,10 @@ pub struct MonitorArgs {
     /// Resolved again before every run.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
+    /// Most addresses a dns: name may give: a name with more is refused
+    /// with its count (in that run's line), never cut to a subset.
+    #[arg(long, value_name = "N", default_value_t = crate::dns::DEFAULT_MAX_ADDRESSES as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_resolve: u32,
     /// Read the token of every --agent given without one (a dns: name, or
     /// a URL with no #token=) from this file, e.g. a mounted Kubernetes
     /// Secret, instead of $MESHPERF_TOKEN; read once, at start.
@@ -189,7 +193,9 @@ fn checked(a: &mut MonitorArgs) -> Result<(Plan, Step, Duration), String> {
     // Bad agent arguments (syntax, a missing token) are usage errors now;
     // a name with no addresses is only reported, run by run.
     for arg in &a.agent {
-        if let Err(CtlError::Usage(m)) = discover::agents_with(arg, a.token.as_deref()) {
+        if let Err(CtlError::Usage(m)) =
+            discover::agents_within(arg, a.token.as_deref(), a.max_resolve as usize)
+        {
             return Err(m);
         }
     }
@@ -367,7 +373,7 @@ fn run_once(
 ) -> Result<RunOutcome, RunError> {
     let mut urls: Vec<AgentUrl> = Vec::new();
     for arg in &a.agent {
-        match discover::agents_with(arg, a.token.as_deref()) {
+        match discover::agents_within(arg, a.token.as_deref(), a.max_resolve as usize) {
             Ok(u) => urls.extend(u.into_iter().filter(|u| !is_self(arg, u, a.own))),
             Err(CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m)) => {
                 return Err(RunError::Resolve(m))

@@ -22,6 +22,16 @@ pub fn agents(arg: &str) -> Result<Vec<AgentUrl>, CtlError> {
 /// [`agents`], with `token` (`--token-file`'s) for an agent given without
 /// one, before `$MESHPERF_TOKEN`: a `dns:` name, or a URL with no `token=`.
 pub fn agents_with(arg: &str, token: Option<&str>) -> Result<Vec<AgentUrl>, CtlError> {
+    agents_within(arg, token, crate::dns::DEFAULT_MAX_ADDRESSES)
+}
+
+/// [`agents_with`], a `dns:` name refused when it has more than `max`
+/// addresses (`--max-resolve`).
+pub fn agents_within(
+    arg: &str,
+    token: Option<&str>,
+    max: usize,
+) -> Result<Vec<AgentUrl>, CtlError> {
     let Some(rest) = arg.strip_prefix("dns:") else {
         return match token {
             Some(t) if !arg.contains("token=") => {
@@ -58,7 +68,7 @@ pub fn agents_with(arg: &str, token: Option<&str>) -> Result<Vec<AgentUrl>, CtlE
             "expected dns:NAME[:PORT], e.g. dns:meshperf.monitoring.svc:7800".into(),
         ));
     }
-    let ips = crate::dns::addresses(name).map_err(|e| match e {
+    let ips = crate::dns::addresses(name, max).map_err(|e| match e {
         e if crate::dns::check_name(name).is_err() => usage(e),
         e => CtlError::Io(format!("--agent {arg}: {e}")),
     })?;

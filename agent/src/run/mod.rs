@@ -51,6 +51,10 @@ pub struct RunArgs {
     /// drives; one agent plays both ends; with --matrix, any number.
     #[arg(long, value_name = "URL", required = true)]
     agent: Vec<String>,
+    /// Most addresses a dns: name may give: a name with more is refused
+    /// with its count, never cut to a subset.
+    #[arg(long, value_name = "N", default_value_t = crate::dns::DEFAULT_MAX_ADDRESSES as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_resolve: u32,
     /// Read the token of every --agent given without one (a dns: name, or
     /// a URL with no #token=) from this file, e.g. a mounted Kubernetes
     /// Secret, instead of $MESHPERF_TOKEN; one trailing newline is dropped.
@@ -381,7 +385,7 @@ fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
     };
     let mut urls: Vec<AgentUrl> = Vec::new();
     for arg in &a.agent {
-        match discover::agents_with(arg, token.as_deref()) {
+        match discover::agents_within(arg, token.as_deref(), a.max_resolve as usize) {
             Ok(u) => urls.extend(u),
             Err(CtlError::Usage(m)) | Err(CtlError::Auth(m)) => return Err(usage_code(m)),
             Err(CtlError::Io(m)) => {

@@ -155,6 +155,8 @@ pub struct Agent {
     pub data_ports: Option<(u16, u16)>,
     /// `--payload-dir` and `--max-payload-bytes`.
     pub payload_dir: Option<engine::payload::PayloadDir>,
+    /// Most addresses one `resolve` may give (`--max-resolve`).
+    pub max_resolve: usize,
     tx: Sender<Outbound>,
     waker: Arc<mio::Waker>,
     next_sid: u64,
@@ -195,6 +197,7 @@ impl Agent {
             data_ip,
             data_ports: None,
             payload_dir: None,
+            max_resolve: crate::dns::DEFAULT_MAX_ADDRESSES,
             tx,
             waker,
             next_sid: 1,
@@ -540,10 +543,11 @@ impl Agent {
         }
         self.lookups.fetch_add(1, Ordering::Relaxed);
         let (tx, waker, lookups) = (self.tx.clone(), self.waker.clone(), self.lookups.clone());
+        let max = self.max_resolve;
         let spawned = std::thread::Builder::new()
             .name("resolve".into())
             .spawn(move || {
-                let reply = match crate::dns::addresses(&name) {
+                let reply = match crate::dns::addresses(&name, max) {
                     Ok(ips) => Event::Resolved {
                         id,
                         name,

@@ -85,6 +85,11 @@ pub struct AgentArgs {
     /// each is a descriptor on both agents, within their RLIMIT_NOFILE.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_flows, value_parser = clap::value_parser!(u32).range(1..=65536))]
     max_flows: u32,
+    /// Most addresses the page's `dns:` lookups through this agent may
+    /// give; a name with more is refused with its count (a sampled fleet
+    /// needs no more than it measures).
+    #[arg(long, value_name = "N", default_value_t = crate::dns::DEFAULT_MAX_ADDRESSES as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_resolve: u32,
     /// Highest UDP burst rate, in bits per second of payload (suffixes k, M,
     /// G: powers of 1000); a udp_stream asking for more is refused.
     #[arg(long, value_name = "BITS", value_parser = rate_arg)]
@@ -383,6 +388,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     };
     let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
     agent.data_ports = a.data_ports;
+    agent.max_resolve = a.max_resolve as usize;
     if let Some(dir) = &a.payload_dir {
         if !dir.is_dir() {
             anyhow::bail!("--payload-dir {}: not a directory", dir.display());
