@@ -142,6 +142,19 @@ impl Clock {
 pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSocket> {
     let a = SocketAddr::new(ip, port);
     let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    options(&s, ip, o)?;
+    s.bind(&a.into())?;
+    if shared {
+        // Only after the bind: a port someone else holds (with
+        // SO_REUSEADDR or not) is refused rather than shared, and the
+        // `twin` can still join this socket.
+        s.set_reuse_address(true)?;
+    }
+    Ok(s.into())
+}
+
+/// Buffers and TOS as `o` asks, on a socket for `ip`.
+fn options(s: &Socket, ip: IpAddr, o: &UdpSocketParams) -> io::Result<()> {
     if let Some(n) = o.sndbuf {
         s.set_send_buffer_size(n as usize)?;
     }
@@ -159,14 +172,7 @@ pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Res
             s.set_tos_v4(t as u32)?;
         }
     }
-    s.bind(&a.into())?;
-    if shared {
-        // Only after the bind: a port someone else holds (with
-        // SO_REUSEADDR or not) is refused rather than shared, and the
-        // `twin` can still join this socket.
-        s.set_reuse_address(true)?;
-    }
-    Ok(s.into())
+    Ok(())
 }
 
 /// The agent's UDP rate cap (`--max-udp-rate`, bits per second of payload)
@@ -237,6 +243,20 @@ pub fn twin(sock: &UdpSocket) -> io::Result<UdpSocket> {
     s.set_reuse_address(true)?;
     s.set_nonblocking(true)?;
     s.bind(&a.into())?;
+    Ok(s.into())
+}
+
+/// A socket of a further flow on `sock`'s address (opened `shared`), with
+/// the options `o` and connected to `peer`: the kernel gives it that
+/// peer's datagrams (the better match), `sock` the rest. Blocking, as the
+/// flow's receiver reads it with a timeout.
+pub fn twin_for(sock: &UdpSocket, peer: SocketAddr, o: &UdpSocketParams) -> io::Result<UdpSocket> {
+    let a = sock.local_addr()?;
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    options(&s, a.ip(), o)?;
+    s.bind(&a.into())?;
+    s.connect(&peer.into())?;
     Ok(s.into())
 }
 
@@ -347,6 +367,19 @@ pub fn serve_bind(
     peer_ip: IpAddr,
     foreign: &mut u64,
 ) -> Result<(u64, SocketAddr), TestError> {
+    serve_bind_also(ctx, line, sock, peer_ip, foreign, &[])
+}
+
+/// [`serve_bind`] of a further flow on the same socket: the late hellos
+/// of the flows bound before it (tokens `bound`) are theirs, not foreign.
+pub fn serve_bind_also(
+    ctx: &TestCtx,
+    line: &mut Line,
+    sock: &UdpSocket,
+    peer_ip: IpAddr,
+    foreign: &mut u64,
+    bound: &[u64],
+) -> Result<(u64, SocketAddr), TestError> {
     let token = random_token();
     let port = sock.local_addr().map_err(io_err)?.port();
     line.send(&UdpSetup::new(port, token)).map_err(gone)?;
@@ -361,6 +394,7 @@ pub fn serve_bind(
                     line.send(&UdpBound { bound: from }).map_err(gone)?;
                     return Ok((token, from));
                 }
+                Some(h) if h.kind == HELLO && bound.contains(&h.token) => {}
                 _ => *foreign += 1,
             },
             Err(e) if is_timeout(&e) => {}
