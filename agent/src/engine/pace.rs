@@ -1,6 +1,178 @@
-//! One home for pacing: how a sender spaces its messages. The schedules of
-//! `udp_stream` ([`Pacer`] by `wait_us`, [`Bucket`] by `rate`) and the
-//! floor the agent's UDP rate cap puts under them ([`floor_gap_ns`]).
+//! One home for pacing: how a sender spaces its messages, for every kind.
+//!
+//! * Waits: a thread that waits for a deadline sleeps to [`SPIN`] before
+//!   it and spins the rest, because timer wake-ups arrive late
+//!   ([`sleep_until`]: tcp_rr, unix_rr and udp_rr requests by `wait_us`;
+//!   [`poll_timeout`]: the bulk workers' write schedule; udp_stream's
+//!   senders).
+//! * Stream writes by `wait_us` or `rate` ([`write_wait`]) and the kernel's
+//!   own pacing of a TCP sender ([`socket_rate`], [`PACING_HEADROOM`]).
+//! * `udp_stream`'s schedules: [`Pacer`] by `wait_us`, [`Bucket`] (a token
+//!   bucket) by `rate`, and the floor the agent's UDP rate cap puts under
+//!   them ([`floor_gap_ns`]).
+//! * The agent's UDP rate cap on request/response datagrams ([`RateCap`]).
+//!
+//! Stream rate: each stream writes its messages on a schedule at its share of the
+//! rate ([`write_wait`]), and the kernel paces the segments of each sending
+//! TCP connection at that share (SO_MAX_PACING_RATE), so they leave evenly
+//! rather than a message at a time. Linux paces TCP itself since 4.13 (an
+//! hrtimer per socket, no `fq` qdisc needed), so this holds on any qdisc,
+//! loopback's `noqueue` included (kernel 6.18 here; the integration test
+//! `tcp_stream_rate_is_paced_by_the_kernel_and_the_warm_up_left_out`
+//! measures the rate).
+
+use meshperf_protocol::params::{Limits, StreamParams};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// Time before a deadline that is spun rather than slept.
+pub const SPIN: Duration = Duration::from_micros(250);
+/// A wait shorter than this is spun whole (a sleep would end past it).
+const SPIN_BELOW: Duration = Duration::from_micros(300);
+
+/// Sleeps until `due`, spinning the last stretch (timer wake-ups arrive
+/// up to ~200 us late).
+pub fn sleep_until(due: Instant) {
+    loop {
+        let left = due.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        if left > SPIN_BELOW {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// How long a poll may sleep, at most `most`, before `due`: zero (spin)
+/// when it is under [`SPIN_BELOW`] away, else until [`SPIN`] before it.
+pub fn poll_timeout(due: Instant, most: Duration) -> Duration {
+    let left = due.saturating_duration_since(Instant::now());
+    if left < SPIN_BELOW {
+        Duration::ZERO
+    } else {
+        (left - SPIN).min(most)
+    }
+}
+
+/// The time between one stream's writes: `wait_us`, or with `rate` at
+/// least a message at the stream's share of it. The writes follow an
+/// absolute schedule (`bulk.rs`), so a late wake-up costs no rate. The
+/// kernel's pacing alone is not enough: the writes would fill the send
+/// buffer (megabytes, autotuned), which drains at the rate after the test's
+/// time is up, and the receiver's time would run on by that much.
+pub fn write_wait(p: &StreamParams) -> Duration {
+    // The protocol's, so the wait the agent keeps is the one its
+    // parameters were checked with (`StreamParams::write_wait_us`).
+    Duration::from_secs_f64(p.write_wait_us() / 1e6)
+}
+
+/// The kernel paces a connection this much above its share of the rate:
+/// the write schedule sets the rate, and a stream whose writes fell behind
+/// (a late wake-up writes what fell due at once) catches up instead of
+/// leaving a backlog in the send buffer that drains after the test's time
+/// (at exactly the share, one 100 ms stall of a loaded host here kept the
+/// receiver busy 90 ms past the end).
+pub const PACING_HEADROOM: f64 = 1.2;
+
+/// Sets SO_MAX_PACING_RATE on a sending connection to `bits_per_second`
+/// and returns the rate the kernel holds (bits per second).
+pub fn socket_rate(s: &impl AsRawFd, bits_per_second: f64) -> io::Result<f64> {
+    // Bytes per second, as the kernel takes it; at least 1 (0 stops it).
+    let bytes: u64 = ((bits_per_second / 8.0).round() as u64).max(1);
+    let fd = s.as_raw_fd();
+    let len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: `bytes` and `got` are valid u64s for the lengths given.
+    unsafe {
+        if libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            &bytes as *const u64 as *const libc::c_void,
+            len,
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        let mut got: u64 = 0;
+        let mut got_len = len;
+        if libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            &mut got as *mut u64 as *mut libc::c_void,
+            &mut got_len,
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        if got_len as usize == std::mem::size_of::<u32>() {
+            got &= u32::MAX as u64;
+        }
+        Ok(got as f64 * 8.0)
+    }
+}
+
+/// The agent's UDP rate cap (`--max-udp-rate`, bits per second of payload)
+/// on the datagrams a request/response test sends, both ends: a token
+/// bucket refilled at the cap and holding at most 64 KiB, so replies (which
+/// a plan may make far larger than their requests) never leave faster than
+/// the operator allowed, whatever the plan asked. A paced udp_stream keeps
+/// its own floor on the gap between datagrams ([`floor_gap_ns`]).
+pub struct RateCap {
+    bytes_per_s: f64,
+    tokens: f64,
+    last: Instant,
+    /// How long sends waited for the cap in all.
+    pub waited: Duration,
+}
+
+const RATE_CAP_BURST: f64 = 65536.0;
+
+impl RateCap {
+    /// The cap of `limits`, if the operator set one.
+    pub fn new(limits: &Limits) -> Option<RateCap> {
+        let bits = limits.max_udp_bits_per_second?;
+        Some(RateCap {
+            bytes_per_s: bits / 8.0,
+            tokens: RATE_CAP_BURST,
+            last: Instant::now(),
+            waited: Duration::ZERO,
+        })
+    }
+
+    fn refill(&mut self) {
+        let now = Instant::now();
+        let gained = now.duration_since(self.last).as_secs_f64() * self.bytes_per_s;
+        self.tokens = (self.tokens + gained).min(RATE_CAP_BURST);
+        self.last = now;
+    }
+
+    /// Waits until `bytes` more may leave, and takes them.
+    pub fn take(&mut self, bytes: usize) {
+        self.refill();
+        let need = bytes as f64 - self.tokens;
+        if need > 0.0 {
+            let wait = Duration::from_secs_f64(need / self.bytes_per_s);
+            // What the send really waited: a sleep on a busy host ends
+            // late, and the tokens that lateness earns shorten the next
+            // wait, so a sum of the asked waits would come out short.
+            let t0 = Instant::now();
+            std::thread::sleep(wait);
+            self.waited += t0.elapsed();
+            self.refill();
+        }
+        self.tokens -= bytes as f64;
+    }
+}
+
+/// Microseconds a [`RateCap`] made sends wait (0 without a cap).
+pub fn capped_us(cap: &Option<RateCap>) -> f64 {
+    cap.as_ref().map_or(0.0, |c| c.waited.as_secs_f64() * 1e6)
+}
 
 /// A late sender catches up by shortening each gap by at most this share of
 /// the wait (and at most 4 us): see [`Pacer`].
@@ -142,6 +314,7 @@ pub fn floor_gap_ns(pkt_bytes: u64, streams: u32, max_bits_per_second: Option<f6
 
 #[cfg(test)]
 mod tests {
+    use super::socket_rate;
     use super::{floor_gap_ns, Bucket, Pacer};
     use meshperf_protocol::params::{Limits, UdpStreamParams};
     use serde_json::json;
@@ -321,5 +494,13 @@ mod tests {
             (fastest - 112e3).abs() < 1e-3,
             "catches up at the limit: {fastest}"
         );
+    }
+    #[test]
+    fn the_kernel_holds_the_pacing_rate_asked() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        assert_eq!(socket_rate(&c, 50e6).unwrap(), 50e6);
+        // Above 4 GB/s: the 64-bit form.
+        assert_eq!(socket_rate(&c, 80e9).unwrap(), 80e9);
     }
 }

@@ -35,9 +35,9 @@ use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::Instant;
 
 pub use dgram::{
-    applied, capped_us, drain, enable_timestamps, gone, grow_rcvbuf, io_err, is_timeout, open,
-    serve_bind_also, serve_sockets, twin, twin_for, Clock, Hdr, Line, RateCap, DATA, END, HELLO,
-    REPLY, REQUEST, UDP_HEADER_LEN,
+    applied, drain, enable_timestamps, gone, grow_rcvbuf, io_err, is_timeout, open,
+    serve_bind_also, serve_sockets, twin, twin_for, Clock, Hdr, Line, DATA, END, HELLO, REPLY,
+    REQUEST, UDP_HEADER_LEN,
 };
 pub use dgram::{client_bind, serve_bind};
 

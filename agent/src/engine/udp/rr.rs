@@ -87,7 +87,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     let (mut received, mut replied, mut bad) = (0u64, 0u64, 0u64);
     // Requests past the prepared count, left unanswered.
     let mut beyond = 0u64;
-    let mut cap = udp::RateCap::new(&ctx.limits);
+    let mut cap = crate::engine::pace::RateCap::new(&ctx.limits);
     let mut note = None;
     let mut checked = Instant::now();
     // Look at the control line now rather than at the next 20 ms check.
@@ -193,7 +193,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         complete: note.is_none(),
         note,
         peer: f.peer.to_string(),
-        rate_capped_us: udp::capped_us(&cap),
+        rate_capped_us: crate::engine::pace::capped_us(&cap),
         beyond_count: beyond,
         socket: udp::applied(&f.sock, &p.sock),
     })
@@ -234,7 +234,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     let mut note: Option<String> = None;
     let mut tick = Instant::now();
     let interval = Duration::from_millis(p.interval_ms);
-    let mut cap = udp::RateCap::new(&ctx.limits);
+    let mut cap = crate::engine::pace::RateCap::new(&ctx.limits);
     let wait_ns = p.wait_us.saturating_mul(1000);
     for seq in 0..p.count {
         if wait_ns > 0 {
@@ -249,7 +249,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            crate::engine::rr_loop::pace(due);
+            crate::engine::pace::sleep_until(due);
         }
         // Before the send time is taken: the cap's wait is not round trip.
         if let Some(c) = cap.as_mut() {
@@ -409,7 +409,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
         peer: f.peer.to_string(),
         complete: note.is_none(),
         note,
-        rate_capped_us: udp::capped_us(&cap),
+        rate_capped_us: crate::engine::pace::capped_us(&cap),
         line,
         socket: applied,
     })

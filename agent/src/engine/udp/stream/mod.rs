@@ -5,7 +5,7 @@
 //! is answered by the receiver's `stats` with the whole summary, computed with
 //! `meshperf_stats::udp` so the page derives the same numbers from the raw
 //! samples. Pacing follows absolute deadlines `start + k * wait_us`; the last
-//! [`SPIN`] before a deadline spins because timer wake-ups arrive late, and a
+//! [`crate::engine::pace::SPIN`] before a deadline spins because timer wake-ups arrive late, and a
 //! sender that fell behind catches up with slightly shorter gaps, never a
 //! burst, and after a stall of over 1 ms the schedule slips
 //! ([`crate::engine::pace`]).
@@ -40,10 +40,8 @@ use meshperf_protocol::summary::{
 };
 use serde_json::Value;
 use std::net::{SocketAddr, UdpSocket};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-/// Time before a send deadline that is spun rather than slept.
-const SPIN: Duration = Duration::from_micros(250);
 /// Datagrams per sendmmsg/recvmmsg call (unpaced sending, and receiving).
 const BATCH: usize = 32;
 

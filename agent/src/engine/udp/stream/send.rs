@@ -3,8 +3,8 @@
 //! can carry several flows; a thread with one flow sleeps in [`Sender::step`]
 //! itself, as the single-flow sender always did.
 
-use super::{summary, Ended, Leg, Step, BATCH, SPIN};
-use crate::engine::pace::{floor_gap_ns, Bucket, Pacer};
+use super::{summary, Ended, Leg, Step, BATCH};
+use crate::engine::pace::{floor_gap_ns, Bucket, Pacer, SPIN};
 use crate::engine::peer::unexpected;
 use crate::engine::udp::batch::{self, SendBatch};
 use crate::engine::udp::{self, Clock, Hdr, DATA, HELLO};

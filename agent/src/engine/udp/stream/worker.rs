@@ -15,7 +15,8 @@
 
 use super::recv::Receiver;
 use super::send::{Sender, Urgent};
-use super::{Ended, Leg, Step, SPIN};
+use super::{Ended, Leg, Step};
+use crate::engine::pace;
 use crate::engine::placement::{self, Placement};
 use crate::engine::{cpu, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
@@ -207,14 +208,12 @@ fn worker<'a>(
         if solo || busy {
             continue;
         }
-        let mut timeout = Duration::from_millis(10);
-        if let Some(at) = wake {
-            let left = at.saturating_duration_since(Instant::now());
-            if left <= SPIN {
-                std::hint::spin_loop();
-                continue;
-            }
-            timeout = timeout.min(left - SPIN);
+        let most = Duration::from_millis(10);
+        let timeout = wake.map_or(most, |at| pace::poll_timeout(at, most));
+        if timeout.is_zero() {
+            // A datagram is nearly due: spin to it.
+            std::hint::spin_loop();
+            continue;
         }
         match &mut poll {
             Some(poll) => match poll.poll(&mut events, Some(timeout)) {
