@@ -27,10 +27,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A leg as a thread steps it.
+/// A leg as a thread steps it (boxed: a sender's state is twice a
+/// receiver's).
 enum Task<'a> {
-    Send(Sender<'a>),
-    Recv(Receiver<'a>),
+    Send(Box<Sender<'a>>),
+    Recv(Box<Receiver<'a>>),
 }
 
 /// Runs `legs` on the worker threads of `place` and reports this side's
@@ -139,11 +140,11 @@ fn worker<'a>(
     }
     let mut tasks: Vec<Option<Task>> = Vec::new();
     for (leg, _) in recvs {
-        tasks.push(Some(Task::Recv(Receiver::open(ctx, p, leg)?)));
+        tasks.push(Some(Task::Recv(Box::new(Receiver::open(ctx, p, leg)?))));
     }
     for mut s in senders {
         s.zeroed()?;
-        tasks.push(Some(Task::Send(s)));
+        tasks.push(Some(Task::Send(Box::new(s))));
     }
     let urgent = tasks
         .iter()
@@ -191,14 +192,14 @@ fn worker<'a>(
                         if let Some(poll) = &poll {
                             let _ = poll.registry().deregister(&mut SourceFd(&r.fd()));
                         }
-                        out.push(r.finish()?);
+                        out.push((*r).finish()?);
                     }
                 },
                 Step::Done => {
                     let Some(Task::Send(s)) = slot.take() else {
                         unreachable!()
                     };
-                    out.push(s.finish()?);
+                    out.push((*s).finish()?);
                 }
             }
         }
