@@ -589,3 +589,59 @@ fn udp_threads_over_the_limit_and_foreign_cpus_are_refused_in_one_line() {
     udp_exact(&sv["summary"], "streams", 4, 100);
     assert_eq!(cpu_of(&cl).1, 2, "{cl}");
 }
+
+/// udp_stream's `cpus` and `server_cpus` pin each side's flow workers
+/// (`udp-w*`) as tcp_stream's, and the control loops keep off those CPUs
+/// while they run.
+#[test]
+fn pinned_udp_workers_run_on_their_cpus_and_the_control_loop_elsewhere() {
+    let all = allowed();
+    let (first, last) = (all[0], *all.last().unwrap());
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let n = all.len().min(2);
+    let p = json!({"duration_s": 1.5, "rate": "16M", "streams": 4, "threads": n,
+        "cpus": last.to_string(), "server_cpus": first});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 70, "step": 0, "kind": "udp_stream", "params": p}),
+    );
+    let start = cb.request(
+        json!({"type": "start", "test_id": 70, "step": 0, "kind": "udp_stream",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    let t0 = Instant::now();
+    loop {
+        let (ta, tb) = (tasks(a.child.id()), tasks(b.child.id()));
+        let pinned = |t: &[(u32, String, String)], c: usize| {
+            let w: Vec<_> = t
+                .iter()
+                .filter(|(_, n, _)| n.starts_with("udp-w"))
+                .collect();
+            w.len() == n && w.iter().all(|(_, _, l)| *l == c.to_string())
+        };
+        if pinned(&ta, first) && pinned(&tb, last) {
+            if all.len() > 1 {
+                let control = |t: &[(u32, String, String)], pid: u32| {
+                    expand(&t.iter().find(|(tid, _, _)| *tid == pid).unwrap().2)
+                };
+                let (on_a, on_b) = (control(&ta, a.child.id()), control(&tb, b.child.id()));
+                assert!(!on_a.contains(&first), "serving control loop on {on_a:?}");
+                assert!(!on_b.contains(&last), "driving control loop on {on_b:?}");
+            }
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "workers not pinned: {ta:?} {tb:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (cl, sv) = (cb.wait_end(70), ca.wait_end(70));
+    for end in [&cl, &sv] {
+        assert_eq!(end["type"], "result", "{end}");
+        let s = &end["summary"];
+        assert_eq!(s["streams"].as_array().map(Vec::len), Some(4), "{s}");
+        assert_eq!(s["received"], s["sent"], "{s}");
+    }
+}

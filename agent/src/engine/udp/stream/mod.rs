@@ -107,9 +107,12 @@ impl UdpTest for UdpStreamParams {
         self.streams as usize * (1 + usize::from(self.direction == Direction::Both)) - 1
     }
     const SHARED_PORT: bool = true;
-    fn check_side(&self, serving: bool) -> Result<Option<placement::Aside>, Refusal> {
-        let place = placement::checked(self.threads, self.cpus_of(serving), tasks(self))?;
-        Ok(Some(place.aside()))
+    fn check_side(&self, serving: bool) -> Result<(), Refusal> {
+        placement::checked(self.threads, self.cpus_of(serving), tasks(self)).map(|_| ())
+    }
+    fn aside(&self, serving: bool) -> Option<placement::Aside> {
+        let place = placement::checked(self.threads, self.cpus_of(serving), tasks(self)).ok()?;
+        Some(place.aside())
     }
     fn probe(&self) -> Option<ProbeParams> {
         UdpStreamParams::probe(self)
