@@ -773,6 +773,14 @@ pub struct UdpStreamSummary {
     /// throughput as its receivers counted it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<LulSummary>,
+    /// `streams` above 1: each flow's figures, flow `i` at index `i` (the
+    /// top-level figures are all of them together: counts summed, times
+    /// the longest, `jitter_us` the flows' mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Vec<UdpStreamFigures>>,
+    /// The same for the reverse flows of `direction` both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_streams: Option<Vec<UdpStreamFigures>>,
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ const PAGE = {
   tcp_stream: [...STREAM, 'rate', ...STREAM_MORE, 'nodelay', 'rcvlowat', 'payload', 'payload_file', 'zerocopy', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'threads', 'cpus', 'server_cpus', 'probe_ms', 'probe_bytes', 'clocks'],
   tcp_rr: [...RR, 'nodelay', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'flows', 'threads'],
   tcp_crr: ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'connect_timeout_ms', 'nodelay', 'sndbuf', 'rcvbuf', ...IP, 'interval_ms', 'flows', 'threads'],
-  udp_stream: ['pkt_bytes', 'count', 'duration_s', 'wait_us', 'rate', 'direction', 'omit_s', 'sndbuf', 'rcvbuf', 'tos', 'precedence', 'client_bind', 'server_bind', 'overhead_bytes', 'timeout_ms', 'probe_ms', 'probe_bytes', 'clocks', 'gso'],
+  udp_stream: ['pkt_bytes', 'count', 'duration_s', 'wait_us', 'rate', 'streams', 'direction', 'omit_s', 'sndbuf', 'rcvbuf', 'tos', 'precedence', 'client_bind', 'server_bind', 'overhead_bytes', 'timeout_ms', 'probe_ms', 'probe_bytes', 'clocks', 'gso', 'threads', 'cpus', 'server_cpus'],
   udp_rr: ['req_bytes', 'resp_bytes', 'count', 'duration_s', 'timeout_ms', 'wait_us', 'sndbuf', 'rcvbuf', 'tos', 'precedence', 'client_bind', 'server_bind', 'interval_ms'],
   unix_stream: [...STREAM, ...STREAM_MORE, 'payload', 'sndbuf', 'rcvbuf', 'interval_ms', 'threads', 'cpus', 'server_cpus'],
   unix_rr: [...RR, 'sndbuf', 'rcvbuf', 'interval_ms'],

@@ -268,18 +268,14 @@ fn failed<S: DataStream>(group: Vec<(usize, S, Flow)>, error: String) -> Vec<Out
         .collect()
 }
 
-fn worker<S: DataStream>(
+/// The worker's streams as slots, each registered with its `poll` (a
+/// stream that cannot be is finished with the error).
+fn slots_of<S: DataStream>(
+    poll: &Poll,
     group: Vec<(usize, S, Flow)>,
     plan: &Workload,
-    start: Instant,
-    cancel: &AtomicBool,
-    live: &[LiveStream],
-) -> Vec<Outcome> {
+) -> Vec<Slot<S>> {
     let mut slots: Vec<Slot<S>> = Vec::with_capacity(group.len());
-    let mut poll = match Poll::new() {
-        Ok(p) => p,
-        Err(e) => return failed(group, format!("poll: {e}")),
-    };
     let now = Instant::now();
     for (i, s, dir) in group {
         let mut sock = s.into_mio();
@@ -313,6 +309,21 @@ fn worker<S: DataStream>(
         }
         slots.push(slot);
     }
+    slots
+}
+
+fn worker<S: DataStream>(
+    group: Vec<(usize, S, Flow)>,
+    plan: &Workload,
+    start: Instant,
+    cancel: &AtomicBool,
+    live: &[LiveStream],
+) -> Vec<Outcome> {
+    let mut poll = match Poll::new() {
+        Ok(p) => p,
+        Err(e) => return failed(group, format!("poll: {e}")),
+    };
+    let mut slots = slots_of(&poll, group, plan);
     let blocking = slots.len() == 1 && plan.wait.is_zero();
     if blocking {
         let sock = socket2::SockRef::from(&slots[0].sock);
@@ -392,13 +403,8 @@ fn worker<S: DataStream>(
         }
         let mut timeout = Duration::from_millis(50);
         if let Some(due) = next_due {
-            let left = due.saturating_duration_since(Instant::now());
-            // Timer wake-ups arrive up to ~200 us late here: spin below that.
-            timeout = if left < Duration::from_micros(300) {
-                Duration::ZERO
-            } else {
-                (left - Duration::from_micros(250)).min(timeout)
-            };
+            // Timer wake-ups arrive late: spin the last stretch.
+            timeout = super::pace::poll_timeout(due, timeout);
         }
         if let Some(d) = plan.duration {
             timeout = timeout.min((start + d).saturating_duration_since(Instant::now()));

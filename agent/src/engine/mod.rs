@@ -33,6 +33,7 @@ pub mod bulk;
 pub mod cpu;
 pub mod flows;
 pub mod lul;
+pub mod pace;
 pub mod payload;
 pub mod peer;
 pub mod placement;
@@ -358,7 +359,7 @@ impl TestCtx {
 
 /// A test failure: the code the page matches on and a one-line message
 /// saying what happened (what the controller shows).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct TestError {
     /// The `code` of the `error` event.

@@ -172,13 +172,18 @@ impl Placement {
 /// `connections` data connections, checked against this agent's CPUs
 /// (before any traffic).
 pub fn plan(p: &StreamParams, role: Role, connections: usize) -> Result<Placement, Refusal> {
-    Placement::of(
-        p.threads,
-        p.cpus_of(role == Role::Server),
-        connections,
-        allowed(),
-    )
-    .map_err(|m| (ErrorCode::BadParams, m))
+    checked(p.threads, p.cpus_of(role == Role::Server), connections)
+}
+
+/// The placement of a side with `connections` data flows from its
+/// `threads` and CPU list (`udp_stream`'s, and [`plan`]'s), checked
+/// against this agent's CPUs.
+pub fn checked(
+    threads: Option<u32>,
+    list: (&str, Option<&[u32]>),
+    connections: usize,
+) -> Result<Placement, Refusal> {
+    Placement::of(threads, list, connections, allowed()).map_err(|m| (ErrorCode::BadParams, m))
 }
 
 /// [`Placement::aside`] for `role`'s side of `p` (nothing when its

@@ -182,7 +182,7 @@ pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Clien
     let mut i = 0u64;
     while i < count {
         if !wait.is_zero() {
-            pace(start + wait * i as u32);
+            super::pace::sleep_until(start + wait * i as u32);
         }
         if req.len() >= 8 {
             req[..8].copy_from_slice(&i.to_le_bytes());
@@ -220,22 +220,6 @@ pub fn client<S: RrSock>(ctx: &TestCtx, p: &RrParams, s: &mut S) -> Result<Clien
         bad,
         elapsed,
     })
-}
-
-/// Sleeps until `due`, spinning the last stretch (timer wake-ups here arrive
-/// up to ~200 us late).
-pub(crate) fn pace(due: Instant) {
-    loop {
-        let left = due.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return;
-        }
-        if left > Duration::from_micros(300) {
-            std::thread::sleep(left - Duration::from_micros(250));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
 }
 
 fn flush(ctx: &TestCtx, rtt_ns: &[u64], flushed: &mut usize) {

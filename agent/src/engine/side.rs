@@ -21,7 +21,7 @@ impl Workload {
             read_bytes: p.read_bytes as usize,
             bytes_per_stream: p.bytes_per_stream(),
             duration: p.duration_s.map(Duration::from_secs_f64),
-            wait: super::warmup::write_wait(p),
+            wait: super::pace::write_wait(p),
             interval: Duration::from_millis(p.interval_ms as u64),
             stall: Duration::from_secs(10) + 2 * Duration::from_micros(p.wait_us),
             random: p.payload == Payload::Random,

@@ -1,25 +1,14 @@
-//! What `omit_s` (iperf3's `-O`) and `rate` (iperf3's `-b`) do to a stream
-//! test's sides, in one place for `tcp_stream` and `unix_stream`.
+//! What `omit_s` (iperf3's `-O`) does to a stream test's sides, in one
+//! place for `tcp_stream` and `unix_stream` (`rate`, iperf3's `-b`, is
+//! [`super::pace`]'s).
 //!
 //! Warm-up: the first seconds of a time-bounded test (slow start, buffers
 //! filling) are left out of the figures but not out of the raw samples.
 //! Interval samples start at the side's start and are `interval_ms` long,
 //! so the warm-up is taken as whole intervals: `omit_s` rounded up to one.
-//!
-//! Rate: each stream writes its messages on a schedule at its share of the
-//! rate ([`write_wait`]), and the kernel paces the segments of each sending
-//! TCP connection at that share (SO_MAX_PACING_RATE), so they leave evenly
-//! rather than a message at a time. Linux paces TCP itself since 4.13 (an
-//! hrtimer per socket, no `fq` qdisc needed), so this holds on any qdisc,
-//! loopback's `noqueue` included (kernel 6.18 here; the integration test
-//! `tcp_stream_rate_is_paced_by_the_kernel_and_the_warm_up_left_out`
-//! measures the rate).
 
 use super::bulk::Outcome;
-use meshperf_protocol::params::StreamParams;
 use meshperf_protocol::summary::StreamSummary;
-use std::io;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// What the warm-up took out of a side's figures.
@@ -68,64 +57,6 @@ pub fn note(s: &mut StreamSummary, o: Option<Omitted>) {
     }
 }
 
-/// The time between one stream's writes: `wait_us`, or with `rate` at
-/// least a message at the stream's share of it. The writes follow an
-/// absolute schedule (`bulk.rs`), so a late wake-up costs no rate. The
-/// kernel's pacing alone is not enough: the writes would fill the send
-/// buffer (megabytes, autotuned), which drains at the rate after the test's
-/// time is up, and the receiver's time would run on by that much.
-pub fn write_wait(p: &StreamParams) -> Duration {
-    // The protocol's, so the wait the agent keeps is the one its
-    // parameters were checked with (`StreamParams::write_wait_us`).
-    Duration::from_secs_f64(p.write_wait_us() / 1e6)
-}
-
-/// The kernel paces a connection this much above its share of the rate:
-/// the write schedule sets the rate, and a stream whose writes fell behind
-/// (a late wake-up writes what fell due at once) catches up instead of
-/// leaving a backlog in the send buffer that drains after the test's time
-/// (at exactly the share, one 100 ms stall of a loaded host here kept the
-/// receiver busy 90 ms past the end).
-pub const PACING_HEADROOM: f64 = 1.2;
-
-/// Sets SO_MAX_PACING_RATE on a sending connection to `bits_per_second`
-/// and returns the rate the kernel holds (bits per second).
-pub fn pace(s: &impl AsRawFd, bits_per_second: f64) -> io::Result<f64> {
-    // Bytes per second, as the kernel takes it; at least 1 (0 stops it).
-    let bytes: u64 = ((bits_per_second / 8.0).round() as u64).max(1);
-    let fd = s.as_raw_fd();
-    let len = std::mem::size_of::<u64>() as libc::socklen_t;
-    // SAFETY: `bytes` and `got` are valid u64s for the lengths given.
-    unsafe {
-        if libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            &bytes as *const u64 as *const libc::c_void,
-            len,
-        ) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        let mut got: u64 = 0;
-        let mut got_len = len;
-        if libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            &mut got as *mut u64 as *mut libc::c_void,
-            &mut got_len,
-        ) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        if got_len as usize == std::mem::size_of::<u32>() {
-            got &= u32::MAX as u64;
-        }
-        Ok(got as f64 * 8.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,14 +90,5 @@ mod tests {
             omit(&mut outs, 1.0, Duration::from_millis(100)).intervals,
             10
         );
-    }
-
-    #[test]
-    fn the_kernel_holds_the_pacing_rate_asked() {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        assert_eq!(pace(&c, 50e6).unwrap(), 50e6);
-        // Above 4 GB/s: the 64-bit form.
-        assert_eq!(pace(&c, 80e9).unwrap(), 80e9);
     }
 }

@@ -383,3 +383,265 @@ fn too_many_threads_and_foreign_cpus_are_refused_naming_the_parameter() {
     );
     exact(&cl, 4, 10_000);
 }
+
+// ---- udp_stream ------------------------------------------------------------
+
+/// Each flow of a udp_stream side (`streams` above 1), checked exact:
+/// every flow sent and received `per` datagrams, none lost, duplicated or
+/// foreign, and the top level is their sum.
+fn udp_exact(s: &Value, key: &str, streams: usize, per: u64) {
+    let list = s[key].as_array().unwrap_or_else(|| panic!("{key}: {s}"));
+    assert_eq!(list.len(), streams, "{s}");
+    for f in list {
+        for k in ["sent", "received"] {
+            assert_eq!(f[k].as_u64(), Some(per), "{k} of flow {f}");
+        }
+        for k in ["lost", "duplicates", "out_of_order", "foreign"] {
+            assert_eq!(f[k].as_u64(), Some(0), "{k} of flow {f}");
+        }
+    }
+    let top = if key == "streams" { s } else { &s["reverse"] };
+    for k in ["sent", "received"] {
+        assert_eq!(top[k].as_u64(), Some(per * streams as u64), "{k}: {s}");
+    }
+    assert_eq!(top["lost"].as_u64(), Some(0), "{s}");
+    assert_eq!(top["complete"], true, "{s}");
+}
+
+/// 8 udp_stream flows on 2 threads, each way and both at once, at a rate
+/// loopback carries (8 Mbit/s a flow): every flow's datagrams and bytes
+/// are exact on both ends, none lost, and each side's `cpu` counts its own
+/// thread and the 2 workers.
+#[test]
+fn eight_udp_flows_on_two_threads_count_every_datagram() {
+    let threads = allowed().len().min(2);
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (len, count) = (1000u64, 500u64);
+    for (i, dir) in ["send", "receive", "both"].into_iter().enumerate() {
+        let p = json!({"pkt_bytes": len, "count": count, "streams": 8, "threads": threads,
+            "rate": "64M", "direction": dir});
+        let (cl, sv) = run_pair(&mut cb, &mut ca, 40 + i as u32, "udp_stream", p);
+        for end in [&cl, &sv] {
+            assert_eq!(end["type"], "result", "{dir}: {end}");
+            let s = &end["summary"];
+            udp_exact(s, "streams", 8, count);
+            if dir == "both" {
+                udp_exact(s, "reverse_streams", 8, count);
+            }
+            // Each flow at its share of the rate: 1000 B every 1000 us.
+            assert_eq!(s["streams"][3]["rate"].as_f64(), Some(8e6), "{s}");
+            assert_eq!(s["wait_us"].as_f64(), Some(1000.0), "{s}");
+            assert_eq!(cpu_of(end).1, 1 + threads as u64, "{dir}: {end}");
+        }
+    }
+}
+
+/// A rate-capped udp_stream over 4 flows on 2 threads sends at its total
+/// rate: the flows' rates add up to it (each at its quarter), and the top
+/// level says the rate was reached.
+#[test]
+fn a_rate_capped_udp_run_over_four_flows_hits_its_total_rate() {
+    let threads = allowed().len().min(2);
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let p = json!({"pkt_bytes": 1400, "rate": "40M", "duration_s": 1.5, "streams": 4,
+        "threads": threads});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 50, "udp_stream", p);
+    for end in [&cl, &sv] {
+        assert_eq!(end["type"], "result", "{end}");
+        let s = &end["summary"];
+        assert_eq!(s["rate_reached"], true, "{s}");
+        let total = s["send_bits_per_second"].as_f64().unwrap();
+        assert!((40e6 * 0.99..=40e6 * 1.02).contains(&total), "{total}: {s}");
+        let flows = s["streams"].as_array().unwrap();
+        let sum: f64 = flows
+            .iter()
+            .map(|f| f["send_bits_per_second"].as_f64().unwrap())
+            .sum();
+        assert!((40e6 * 0.99..=40e6 * 1.02).contains(&sum), "{sum}: {s}");
+        for f in flows {
+            assert_eq!(f["rate"].as_f64(), Some(10e6), "{f}");
+            assert_eq!(f["rate_reached"], true, "{f}");
+        }
+        // Of 1.5 s at 10 Mbit/s a flow: at most 1340 datagrams each (one
+        // due at the very end may not leave: the burst ends at its time),
+        // and every one sent is counted by the receiver.
+        assert_eq!(s["count"].as_u64(), Some(4 * 1340), "{s}");
+        let (sent, rx, lost) = (
+            s["sent"].as_u64().unwrap(),
+            s["received"].as_u64().unwrap(),
+            s["lost"].as_u64().unwrap(),
+        );
+        assert!(sent <= 4 * 1340 && rx + lost == sent, "{s}");
+        let each: u64 = flows.iter().map(|f| f["sent"].as_u64().unwrap()).sum();
+        assert_eq!(each, sent, "{s}");
+    }
+}
+
+/// A udp_stream of 8 flows both ways on 2 threads, cancelled mid-burst:
+/// both sides end within 2 s, every worker is gone and every socket and
+/// control line closed (descriptors back to what the agents held idle),
+/// and the agents serve on.
+#[test]
+fn cancelling_a_multi_flow_udp_stream_closes_every_socket() {
+    let threads = allowed().len().min(2);
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let (fa, fb) = (a.fds(), b.fds());
+    let idle = [a.threads(), b.threads()];
+    let p = json!({"duration_s": 30, "rate": "16M", "streams": 8, "threads": threads,
+        "direction": "both"});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 60, "step": 0, "kind": "udp_stream", "params": p}),
+    );
+    let start = cb.request(
+        json!({"type": "start", "test_id": 60, "step": 0, "kind": "udp_stream",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    let t0 = Instant::now();
+    while a.threads() < idle[0] + 1 + threads as u64 || b.threads() < idle[1] + 1 + threads as u64 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the workers never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    let t0 = Instant::now();
+    let r = cb.request(json!({"type": "cancel", "test_id": 60}));
+    assert_eq!(r["type"], "cancelled", "{r}");
+    let (end_b, end_a) = (cb.wait_end(60), ca.wait_end(60));
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(end_b["type"], "error", "{end_b}");
+    assert_eq!(end_a["type"], "error", "{end_a}");
+    assert_eq!(crate::util::fds_back_to(&a, fa), fa, "serving agent");
+    assert_eq!(crate::util::fds_back_to(&b, fb), fb, "driving agent");
+    while a.threads() > idle[0] || b.threads() > idle[1] {
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "threads left: {:?} {:?}",
+            tasks(a.child.id()),
+            tasks(b.child.id())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let p = json!({"pkt_bytes": 500, "count": 200, "streams": 4, "threads": threads,
+        "wait_us": 100});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 61, "udp_stream", p);
+    udp_exact(&cl["summary"], "streams", 4, 200);
+    udp_exact(&sv["summary"], "streams", 4, 200);
+}
+
+/// udp_stream's `threads` above the agent's limit or CPUs, and CPU lists
+/// naming a CPU it may not use, are refused in one line naming the
+/// parameter before any traffic, on either side, as tcp_stream's.
+#[test]
+fn udp_threads_over_the_limit_and_foreign_cpus_are_refused_in_one_line() {
+    let all = allowed();
+    let beyond = all.last().unwrap() + 1;
+    let a = AgentProc::start(&["--max-streams", "4"]);
+    let mut c = a.connect();
+    let prepare = |id: u32, p: Value| json!({"type": "prepare", "test_id": id, "step": 0, "kind": "udp_stream", "params": p});
+    let m = refused(&mut c, &prepare(1, json!({"threads": 5})), "threads");
+    assert!(m.contains("(the agent's limit)"), "{m}");
+    let m = refused(&mut c, &prepare(2, json!({"streams": 5})), "streams");
+    assert!(m.contains("(the agent's limit)"), "{m}");
+    if all.len() < 4 {
+        let t = all.len() + 1;
+        let m = refused(
+            &mut c,
+            &prepare(3, json!({"threads": t, "streams": 4})),
+            "threads",
+        );
+        assert!(
+            m.contains(&format!(
+                "more than the {} CPUs this agent may use",
+                all.len()
+            )),
+            "{m}"
+        );
+    }
+    let m = refused(
+        &mut c,
+        &prepare(4, json!({"server_cpus": format!("0,{beyond}")})),
+        "server_cpus",
+    );
+    assert!(
+        m.contains(&format!("CPU {beyond} is not one this agent may use")),
+        "{m}"
+    );
+    let start = json!({"type": "start", "test_id": 5, "step": 0, "kind": "udp_stream",
+        "params": {"cpus": beyond}, "peer": {"host": "127.0.0.1", "port": 9, "key": "00".repeat(16)}});
+    let m = refused(&mut c, &start, "cpus");
+    assert!(m.contains("not one this agent may use"), "{m}");
+    // And it serves on: 4 flows on one thread.
+    let b = AgentProc::start(&[]);
+    let mut cb = b.connect();
+    let p = json!({"pkt_bytes": 500, "count": 100, "streams": 4, "threads": 1, "wait_us": 200});
+    let (cl, sv) = run_pair(&mut cb, &mut c, 6, "udp_stream", p);
+    udp_exact(&cl["summary"], "streams", 4, 100);
+    udp_exact(&sv["summary"], "streams", 4, 100);
+    assert_eq!(cpu_of(&cl).1, 2, "{cl}");
+}
+
+/// udp_stream's `cpus` and `server_cpus` pin each side's flow workers
+/// (`udp-w*`) as tcp_stream's, and the control loops keep off those CPUs
+/// while they run.
+#[test]
+fn pinned_udp_workers_run_on_their_cpus_and_the_control_loop_elsewhere() {
+    let all = allowed();
+    let (first, last) = (all[0], *all.last().unwrap());
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let n = all.len().min(2);
+    let p = json!({"duration_s": 1.5, "rate": "16M", "streams": 4, "threads": n,
+        "cpus": last.to_string(), "server_cpus": first});
+    let prep = ca.request(
+        json!({"type": "prepare", "test_id": 70, "step": 0, "kind": "udp_stream", "params": p}),
+    );
+    let start = cb.request(
+        json!({"type": "start", "test_id": 70, "step": 0, "kind": "udp_stream",
+        "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
+    );
+    assert_eq!(start["type"], "started", "{start}");
+    let t0 = Instant::now();
+    loop {
+        let (ta, tb) = (tasks(a.child.id()), tasks(b.child.id()));
+        let pinned = |t: &[(u32, String, String)], c: usize| {
+            let w: Vec<_> = t
+                .iter()
+                .filter(|(_, n, _)| n.starts_with("udp-w"))
+                .collect();
+            w.len() == n && w.iter().all(|(_, _, l)| *l == c.to_string())
+        };
+        if pinned(&ta, first) && pinned(&tb, last) {
+            if all.len() > 1 {
+                let control = |t: &[(u32, String, String)], pid: u32| {
+                    expand(&t.iter().find(|(tid, _, _)| *tid == pid).unwrap().2)
+                };
+                let (on_a, on_b) = (control(&ta, a.child.id()), control(&tb, b.child.id()));
+                assert!(!on_a.contains(&first), "serving control loop on {on_a:?}");
+                assert!(!on_b.contains(&last), "driving control loop on {on_b:?}");
+            }
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "workers not pinned: {ta:?} {tb:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (cl, sv) = (cb.wait_end(70), ca.wait_end(70));
+    for end in [&cl, &sv] {
+        assert_eq!(end["type"], "result", "{end}");
+        let s = &end["summary"];
+        assert_eq!(s["streams"].as_array().map(Vec::len), Some(4), "{s}");
+        assert_eq!(s["received"], s["sent"], "{s}");
+    }
+}

@@ -155,8 +155,9 @@ impl Pace {
     }
 
     /// The datagrams a paced, time-bounded UDP test may send in
-    /// `duration_s` (the first at 0, one every wait after it, none at or past
-    /// the end), at most the agent's count and byte limits: the sender stops
+    /// `duration_s` on each stream (the first at 0, one every wait after
+    /// it, none at or past the end), at most the agent's count and byte
+    /// limits (the bytes of all streams together): the sender stops
     /// at its time or there, whichever comes first (a rate far above what
     /// the host can send, `rate=1000G`, runs its time and says the rate was
     /// not reached; refusing it would refuse every such test). Unpaced, as
@@ -164,7 +165,7 @@ impl Pace {
     pub(crate) fn count_in(&self, duration_s: f64, limits: &Limits) -> u64 {
         let cap = limits
             .max_count
-            .min((limits.max_bytes / self.bytes.max(1)).max(1));
+            .min((limits.max_bytes / (self.bytes.max(1) * self.streams.max(1) as u64)).max(1));
         if self.wait_us <= 0.0 {
             return cap;
         }

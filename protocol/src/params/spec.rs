@@ -916,6 +916,25 @@ pub mod udp {
         advanced: true,
         ..P
     };
+    /// Parallel flows, each on a socket pair (and control line) of its
+    /// own; `rate` is shared out among them.
+    pub const STREAMS: ParamSpec = ParamSpec {
+        label: "streams (UDP flows)",
+        ..stream::STREAMS
+    };
+    /// As tcp_stream's: worker threads per side, and where they run.
+    pub const THREADS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..stream::THREADS
+    };
+    pub const CPUS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..stream::CPUS
+    };
+    pub const SERVER_CPUS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..stream::SERVER_CPUS
+    };
     pub const STREAM_TIMEOUT_MS: ParamSpec = ParamSpec {
         label: "receiver quiet timeout (ms)",
         advanced: true,
@@ -978,6 +997,7 @@ static UDP_STREAM: &[ParamSpec] = {
         DURATION_S,
         WAIT_US,
         RATE,
+        STREAMS,
         DIRECTION,
         OMIT_S,
         SNDBUF,
@@ -992,6 +1012,9 @@ static UDP_STREAM: &[ParamSpec] = {
         PROBE_BYTES,
         CLOCKS,
         GSO,
+        THREADS,
+        CPUS,
+        SERVER_CPUS,
     ]
 };
 

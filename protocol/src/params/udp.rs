@@ -144,6 +144,25 @@ pub struct UdpStreamParams {
     /// UDP GSO on the sender, GRO on the receiver ([`UdpGso`]).
     #[serde(default)]
     pub gso: UdpGso,
+    /// Parallel flows, each on its own pair of sockets and control line
+    /// (`count` is per stream; `rate` is all streams together, each
+    /// stream paced at its share). Absent in plans written before it: 1.
+    #[serde(default = "one")]
+    pub streams: u32,
+    /// Worker threads per side, as tcp_stream's (`None`: one per flow up
+    /// to the CPUs the side may use; [`UdpStreamParams::cpus_of`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// The driving side's data threads on these CPUs, in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
+    /// The serving side's data threads on these CPUs, in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<Vec<u32>>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Whether `udp_stream` hands the kernel many datagrams in one segmented
@@ -236,6 +255,7 @@ impl UdpStreamParams {
         let duration_s = r.opt_float(&DURATION_S)?;
         let wait = r.opt_float(&WAIT_US)?;
         let rate = r.opt_rate(&RATE)?;
+        let streams = r.int(&STREAMS)? as u32;
         let direction = match r.choice(&DIRECTION)? {
             "send" => Direction::Send,
             "receive" => Direction::Receive,
@@ -254,6 +274,9 @@ impl UdpStreamParams {
             "on" => UdpGso::On,
             o => unreachable!("gso {o:?} is in the table but not read"),
         };
+        let threads = r.opt_int(&THREADS)?.map(|t| t as u32);
+        let cpus = r.cpu_list(CPUS.name)?;
+        let server_cpus = r.cpu_list(SERVER_CPUS.name)?;
         r.finish()?;
         if gso == UdpGso::On && gso_segments(pkt_bytes) < 2 {
             return Err(ParamError::new(
@@ -282,7 +305,7 @@ impl UdpStreamParams {
                  give rate (or wait_us 0) instead, or gso auto or off",
             ));
         }
-        let pace = Pace::new("datagram", pkt_bytes, 1, wait, rate);
+        let pace = Pace::new("datagram", pkt_bytes, streams, wait, rate);
         pace.udp_rate_within(limits)?;
         // A rate alone runs for a time, as iperf3 -u -b does (10 s, or the
         // agent's limit if shorter).
@@ -299,11 +322,11 @@ impl UdpStreamParams {
         };
         super::omit_within(omit_s, duration_s)?;
         pace.within(duration_s.is_none().then_some(count), duration_s, limits)?;
-        if (count as u128) * (pkt_bytes as u128) > limits.max_bytes as u128 {
+        if (count as u128) * (pkt_bytes as u128) * (streams as u128) > limits.max_bytes as u128 {
             return Err(ParamError::new(
                 "count",
                 format!(
-                    "count x pkt_bytes is above the agent's limit of {} bytes",
+                    "count x pkt_bytes x streams is above the agent's limit of {} bytes",
                     limits.max_bytes
                 ),
             ));
@@ -323,6 +346,10 @@ impl UdpStreamParams {
             probe_bytes,
             clocks,
             gso,
+            streams,
+            threads,
+            cpus,
+            server_cpus,
         };
         if let Some(pp) = ProbeParams::beside(probe_ms, probe_bytes, clocks, duration_s, limits)? {
             pace.udp_rate_with_probes_within(pp.bits_per_second(), limits)?;
@@ -333,6 +360,16 @@ impl UdpStreamParams {
     /// The probe flow beside the burst, if `probe_ms` asks for one.
     pub fn probe(&self) -> Option<ProbeParams> {
         ProbeParams::of(self.probe_ms, self.probe_bytes, self.clocks)
+    }
+
+    /// The CPU list of one side and the parameter that gave it: `cpus` for
+    /// the driving side, `server_cpus` for the serving side.
+    pub fn cpus_of(&self, serving: bool) -> (&'static str, Option<&[u32]>) {
+        if serving {
+            (SERVER_CPUS.name, self.server_cpus.as_deref())
+        } else {
+            (CPUS.name, self.cpus.as_deref())
+        }
     }
 }
 
@@ -385,6 +422,48 @@ mod tests {
         );
         // The kernel's 64 segments, or one IP datagram's payload.
         assert_eq!((gso_segments(18), gso_segments(1400)), (64, 46));
+    }
+
+    #[test]
+    fn streams_share_the_rate_and_the_byte_limit_and_bound_their_threads() {
+        let p = st(json!({})).unwrap();
+        assert_eq!(
+            (p.streams, p.threads, p.cpus_of(false)),
+            (1, None, ("cpus", None))
+        );
+        // Plans written before `streams` read as one flow.
+        let mut old = serde_json::to_value(&p).unwrap();
+        old.as_object_mut().unwrap().remove("streams");
+        assert_eq!(
+            serde_json::from_value::<UdpStreamParams>(old)
+                .unwrap()
+                .streams,
+            1
+        );
+        // 20 Mbit/s of 1400 B over 4 flows: each a datagram every 2240 us.
+        let p = st(json!({"rate": "20M", "streams": 4, "duration_s": 2})).unwrap();
+        assert!((p.wait_us - 2240.0).abs() < 1e-9, "{}", p.wait_us);
+        assert_eq!(p.count, 893, "per flow: 2 s / 2240 us, rounded up");
+        let p = st(json!({"streams": 8, "threads": 2, "server_cpus": "0-1"})).unwrap();
+        assert_eq!((p.streams, p.threads), (8, Some(2)));
+        assert_eq!(p.cpus_of(true), ("server_cpus", Some(&[0, 1][..])));
+        for (v, param) in [
+            (json!({"streams": 0}), "streams"),
+            (json!({"streams": 65}), "streams"),
+            (json!({"threads": 65}), "threads"),
+            (json!({"cpus": "2-1"}), "cpus"),
+        ] {
+            assert_eq!(st(v.clone()).unwrap_err().param, param, "{v}");
+        }
+        // The byte limit counts every flow.
+        let small = Limits {
+            max_bytes: 1_400_000,
+            ..Limits::default()
+        };
+        let one = UdpStreamParams::parse(&json!({"count": 1000}), &small);
+        assert!(one.is_ok());
+        let e = UdpStreamParams::parse(&json!({"count": 1000, "streams": 2}), &small).unwrap_err();
+        assert_eq!(e.param, "count");
     }
 
     #[test]

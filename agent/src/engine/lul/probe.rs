@@ -10,8 +10,9 @@
 //! milliseconds later (the threads wait behind the load's) and would be
 //! counted as delay.
 
+use super::super::pace::RateCap;
 use super::super::udp::batch::RecvBatch;
-use super::super::udp::dgram::{self as udp, Clock, Hdr, RateCap};
+use super::super::udp::dgram::{self as udp, Clock, Hdr};
 use meshperf_protocol::params::{Limits, GAP_PHASE};
 use meshperf_protocol::peer::LulTally;
 use meshperf_protocol::summary::Timestamps;
@@ -222,7 +223,7 @@ pub fn respond(
         tally,
         bad,
         foreign,
-        capped_us: udp::capped_us(&cap),
+        capped_us: super::super::pace::capped_us(&cap),
         kernel_stamps,
     })
 }
@@ -391,7 +392,7 @@ pub fn request(
         skipped,
         arrivals,
         silent: why,
-        capped_us: udp::capped_us(&cap),
+        capped_us: super::super::pace::capped_us(&cap),
         seconds: start.elapsed().as_secs_f64(),
         kernel_stamps,
     })

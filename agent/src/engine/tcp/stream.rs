@@ -4,6 +4,7 @@
 
 use crate::engine::bulk::{Flow, Outcome};
 use crate::engine::lul::beside;
+use crate::engine::pace;
 use crate::engine::payload;
 use crate::engine::peer::{self, Connected};
 use crate::engine::placement;
@@ -289,7 +290,7 @@ fn figures_each_way(outs: &[Outcome]) -> (u64, u64, f64, f64) {
 
 /// `rate`: each connection this side sends on paced by the kernel at its
 /// share of the rate (the rate is per direction, all streams together),
-/// with [`warmup::PACING_HEADROOM`].
+/// with [`pace::PACING_HEADROOM`].
 /// Returns the rate the kernel holds for one connection.
 fn pace_senders(
     p: &StreamParams,
@@ -300,8 +301,8 @@ fn pace_senders(
     };
     let mut held = None;
     for (s, _) in streams.iter().filter(|(_, d)| *d == Flow::Send) {
-        let share = rate / p.streams as f64 * warmup::PACING_HEADROOM;
-        let r = warmup::pace(s, share).map_err(|e| {
+        let share = rate / p.streams as f64 * pace::PACING_HEADROOM;
+        let r = pace::socket_rate(s, share).map_err(|e| {
             TestError::new(
                 ErrorCode::BadParams,
                 format!("rate: SO_MAX_PACING_RATE: {e}"),

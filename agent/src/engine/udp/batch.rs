@@ -242,6 +242,9 @@ pub struct SendBatch {
     segs: usize,
     /// Calls that sent datagrams.
     pub calls: u64,
+    /// `sendmmsg` flags: `MSG_DONTWAIT` where one thread serves several
+    /// flows and a full send buffer must not hold up the others.
+    pub flags: libc::c_int,
     bufs: Vec<u8>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
@@ -259,6 +262,7 @@ impl SendBatch {
             size,
             segs,
             calls: 0,
+            flags: 0,
             bufs: vec![0; n * segs * size],
             iovs: Vec::with_capacity(n),
             hdrs: Vec::with_capacity(n),
@@ -308,7 +312,7 @@ impl SendBatch {
         }
         loop {
             // SAFETY: hdrs describe valid buffers owned by self.
-            let rc = unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), msgs as u32, 0) };
+            let rc = unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), msgs as u32, self.flags) };
             if rc >= 0 {
                 if rc > 0 {
                     self.calls += 1;

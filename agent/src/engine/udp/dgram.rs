@@ -1,14 +1,13 @@
 //! The datagram basics both UDP kinds and the probe flow (latency under
 //! load, and beside a stream) stand on: the meshperf header, the clock its
-//! times are read from, sockets and their options, the agent's UDP rate
-//! cap, and the hand-shake that binds a flow to the peer that proved itself
+//! times are read from, sockets and their options, and the hand-shake that binds a flow to the peer that proved itself
 //! on the control line. It imports nothing of `udp/` or `lul/`, so both
 //! can use it without a loop.
 
 use crate::engine::sockopt::set_int;
 use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
-use meshperf_protocol::params::{Limits, UdpSocketParams};
+use meshperf_protocol::params::UdpSocketParams;
 use meshperf_protocol::peer::{UdpBound, UdpSetup};
 use meshperf_protocol::summary::UdpSocketReport;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -142,6 +141,19 @@ impl Clock {
 pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Result<UdpSocket> {
     let a = SocketAddr::new(ip, port);
     let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    options(&s, ip, o)?;
+    s.bind(&a.into())?;
+    if shared {
+        // Only after the bind: a port someone else holds (with
+        // SO_REUSEADDR or not) is refused rather than shared, and the
+        // `twin` can still join this socket.
+        s.set_reuse_address(true)?;
+    }
+    Ok(s.into())
+}
+
+/// Buffers and TOS as `o` asks, on a socket for `ip`.
+fn options(s: &Socket, ip: IpAddr, o: &UdpSocketParams) -> io::Result<()> {
     if let Some(n) = o.sndbuf {
         s.set_send_buffer_size(n as usize)?;
     }
@@ -159,72 +171,7 @@ pub fn open(ip: IpAddr, port: u16, o: &UdpSocketParams, shared: bool) -> io::Res
             s.set_tos_v4(t as u32)?;
         }
     }
-    s.bind(&a.into())?;
-    if shared {
-        // Only after the bind: a port someone else holds (with
-        // SO_REUSEADDR or not) is refused rather than shared, and the
-        // `twin` can still join this socket.
-        s.set_reuse_address(true)?;
-    }
-    Ok(s.into())
-}
-
-/// The agent's UDP rate cap (`--max-udp-rate`, bits per second of payload)
-/// on the datagrams a request/response test sends, both ends: a token
-/// bucket refilled at the cap and holding at most 64 KiB, so replies (which
-/// a plan may make far larger than their requests) never leave faster than
-/// the operator allowed, whatever the plan asked. A paced udp_stream keeps
-/// its own floor on the gap between datagrams (`udp_stream::floor_gap_ns`).
-pub struct RateCap {
-    bytes_per_s: f64,
-    tokens: f64,
-    last: Instant,
-    /// How long sends waited for the cap in all.
-    pub waited: Duration,
-}
-
-const RATE_CAP_BURST: f64 = 65536.0;
-
-impl RateCap {
-    /// The cap of `limits`, if the operator set one.
-    pub fn new(limits: &Limits) -> Option<RateCap> {
-        let bits = limits.max_udp_bits_per_second?;
-        Some(RateCap {
-            bytes_per_s: bits / 8.0,
-            tokens: RATE_CAP_BURST,
-            last: Instant::now(),
-            waited: Duration::ZERO,
-        })
-    }
-
-    fn refill(&mut self) {
-        let now = Instant::now();
-        let gained = now.duration_since(self.last).as_secs_f64() * self.bytes_per_s;
-        self.tokens = (self.tokens + gained).min(RATE_CAP_BURST);
-        self.last = now;
-    }
-
-    /// Waits until `bytes` more may leave, and takes them.
-    pub fn take(&mut self, bytes: usize) {
-        self.refill();
-        let need = bytes as f64 - self.tokens;
-        if need > 0.0 {
-            let wait = Duration::from_secs_f64(need / self.bytes_per_s);
-            // What the send really waited: a sleep on a busy host ends
-            // late, and the tokens that lateness earns shorten the next
-            // wait, so a sum of the asked waits would come out short.
-            let t0 = Instant::now();
-            std::thread::sleep(wait);
-            self.waited += t0.elapsed();
-            self.refill();
-        }
-        self.tokens -= bytes as f64;
-    }
-}
-
-/// Microseconds a [`RateCap`] made sends wait (0 without a cap).
-pub fn capped_us(cap: &Option<RateCap>) -> f64 {
-    cap.as_ref().map_or(0.0, |c| c.waited.as_secs_f64() * 1e6)
+    Ok(())
 }
 
 /// A second, non-blocking socket on `sock`'s address (opened `shared`).
@@ -237,6 +184,20 @@ pub fn twin(sock: &UdpSocket) -> io::Result<UdpSocket> {
     s.set_reuse_address(true)?;
     s.set_nonblocking(true)?;
     s.bind(&a.into())?;
+    Ok(s.into())
+}
+
+/// A socket of a further flow on `sock`'s address (opened `shared`), with
+/// the options `o` and connected to `peer`: the kernel gives it that
+/// peer's datagrams (the better match), `sock` the rest. Blocking, as the
+/// flow's receiver reads it with a timeout.
+pub fn twin_for(sock: &UdpSocket, peer: SocketAddr, o: &UdpSocketParams) -> io::Result<UdpSocket> {
+    let a = sock.local_addr()?;
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    options(&s, a.ip(), o)?;
+    s.bind(&a.into())?;
+    s.connect(&peer.into())?;
     Ok(s.into())
 }
 
@@ -347,6 +308,19 @@ pub fn serve_bind(
     peer_ip: IpAddr,
     foreign: &mut u64,
 ) -> Result<(u64, SocketAddr), TestError> {
+    serve_bind_also(ctx, line, sock, peer_ip, foreign, &[])
+}
+
+/// [`serve_bind`] of a further flow on the same socket: the late hellos
+/// of the flows bound before it (tokens `bound`) are theirs, not foreign.
+pub fn serve_bind_also(
+    ctx: &TestCtx,
+    line: &mut Line,
+    sock: &UdpSocket,
+    peer_ip: IpAddr,
+    foreign: &mut u64,
+    bound: &[u64],
+) -> Result<(u64, SocketAddr), TestError> {
     let token = random_token();
     let port = sock.local_addr().map_err(io_err)?.port();
     line.send(&UdpSetup::new(port, token)).map_err(gone)?;
@@ -361,6 +335,7 @@ pub fn serve_bind(
                     line.send(&UdpBound { bound: from }).map_err(gone)?;
                     return Ok((token, from));
                 }
+                Some(h) if h.kind == HELLO && bound.contains(&h.token) => {}
                 _ => *foreign += 1,
             },
             Err(e) if is_timeout(&e) => {}

@@ -35,9 +35,9 @@ use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::Instant;
 
 pub use dgram::{
-    applied, capped_us, drain, enable_timestamps, gone, grow_rcvbuf, io_err, is_timeout, open,
-    serve_sockets, twin, Clock, Hdr, Line, RateCap, DATA, END, HELLO, REPLY, REQUEST,
-    UDP_HEADER_LEN,
+    applied, drain, enable_timestamps, gone, grow_rcvbuf, io_err, is_timeout, open,
+    serve_bind_also, serve_sockets, twin, twin_for, Clock, Hdr, Line, DATA, END, HELLO, REPLY,
+    REQUEST, UDP_HEADER_LEN,
 };
 pub use dgram::{client_bind, serve_bind};
 
@@ -164,6 +164,18 @@ pub trait UdpTest: Sized + Send + 'static {
     fn check_kernel(&self, _serving: bool) -> Result<(), Refusal> {
         Ok(())
     }
+    /// Refuses, before any traffic, a placement of this side's data
+    /// threads the agent cannot give (udp_stream's `threads`, `cpus`,
+    /// `server_cpus`).
+    fn check_side(&self, _serving: bool) -> Result<(), Refusal> {
+        Ok(())
+    }
+    /// While the side runs, keeps its other threads and the control loop
+    /// off the CPUs its data threads are pinned to
+    /// ([`super::placement::Aside`]; `None`: nothing pinned).
+    fn aside(&self, _serving: bool) -> Option<super::placement::Aside> {
+        None
+    }
     /// What the serving side reports.
     type ServeSummary: Serialize;
     /// What the driving side reports.
@@ -181,6 +193,7 @@ pub fn prepare<T: UdpTest>(
 ) -> Result<(u16, [u8; 16], super::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     p.check_kernel(true)?;
+    p.check_side(true)?;
     let (listener, sock) = serve_sockets(env, p.sock(), T::SHARED_PORT)?;
     let ip = sock
         .local_addr()
@@ -191,6 +204,9 @@ pub fn prepare<T: UdpTest>(
         None => None,
     };
     serving_job(listener, sock, move |ctx, listener, sock, key| {
+        // Pinned data threads: this thread (and the probe loops it
+        // starts) and the control loop keep off their CPUs.
+        let _aside = p.aside(true);
         let mut f = serve_flow(ctx, listener, key, T::KIND, sock, p.lines())?;
         if let (Some(pp), Some(ps)) = (p.probe(), probe_sock) {
             let max = beside::max_probes(&pp, p.duration_s(), ctx);
@@ -238,7 +254,9 @@ pub fn start<T: UdpTest>(
     let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     bind::check_client(p.sock().client_bind, p.sock().server_bind, &peer_addr)?;
     p.check_kernel(false)?;
+    p.check_side(false)?;
     Ok(Box::new(move |ctx| {
+        let _aside = p.aside(false);
         let r = drive_flow(&ctx, &peer_addr, T::KIND, p.sock(), p.lines()).and_then(|mut f| {
             if let Some(pp) = p.probe() {
                 let max = beside::max_probes(&pp, p.duration_s(), &ctx);

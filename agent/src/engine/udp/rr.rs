@@ -87,7 +87,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     let (mut received, mut replied, mut bad) = (0u64, 0u64, 0u64);
     // Requests past the prepared count, left unanswered.
     let mut beyond = 0u64;
-    let mut cap = udp::RateCap::new(&ctx.limits);
+    let mut cap = crate::engine::pace::RateCap::new(&ctx.limits);
     let mut note = None;
     let mut checked = Instant::now();
     // Look at the control line now rather than at the next 20 ms check.
@@ -193,7 +193,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         complete: note.is_none(),
         note,
         peer: f.peer.to_string(),
-        rate_capped_us: udp::capped_us(&cap),
+        rate_capped_us: crate::engine::pace::capped_us(&cap),
         beyond_count: beyond,
         socket: udp::applied(&f.sock, &p.sock),
     })
@@ -201,6 +201,106 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
 
 /// Driving side: `count` requests (or as many as `duration_s` allows), one
 /// at a time, each with its own timeout.
+/// A progress event: `sent` requests and `answered` replies so far.
+fn progress(ctx: &TestCtx, p: &UdpRrParams, start: Instant, sent: u64, answered: u64) {
+    let bytes = sent * p.req_bytes + answered * p.resp_bytes;
+    let done = match p.duration_s {
+        Some(d) => start.elapsed().as_secs_f64() / d,
+        None => sent as f64 / p.count as f64,
+    };
+    udp::progress(ctx, start, bytes, done);
+}
+
+/// Waits until request `due` may leave (`wait_us`); false when it would
+/// leave at or past the end of a time-bounded run.
+fn turn(ctx: &TestCtx, due: Instant, until: Option<Instant>) -> Result<bool, TestError> {
+    if until.is_some_and(|u| due >= u) {
+        return Ok(false);
+    }
+    // Long waits in slices, so a cancel is seen within 20 ms.
+    while due.saturating_duration_since(Instant::now()) > Duration::from_millis(20) {
+        if ctx.cancelled() {
+            return Err(TestError::cancelled());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    crate::engine::pace::sleep_until(due);
+    Ok(true)
+}
+
+/// Waits for the reply to request `seq` sent at `t0`: `Ok(true)` when it
+/// came in time (its round trip recorded), `Ok(false)` at its timeout,
+/// `Err(note)` when the socket failed; mismatched datagrams count as `bad`.
+fn reply(
+    ctx: &TestCtx,
+    p: &UdpRrParams,
+    f: &Flow,
+    buf: &mut [u8],
+    (seq, t0): (u64, Instant),
+    rtt: &mut Vec<u64>,
+    bad: &mut u64,
+) -> Result<Result<bool, String>, TestError> {
+    let timeout = Duration::from_millis(p.timeout_ms);
+    loop {
+        match f.sock.recv(buf) {
+            Ok(n) => {
+                let t1 = Instant::now();
+                let late = t1 - t0 >= timeout;
+                match Hdr::read(&buf[..n]) {
+                    Some(h)
+                        if h.is(REPLY, f.token)
+                            && h.seq == seq
+                            && n as u64 == p.resp_bytes
+                            && !late =>
+                    {
+                        rtt.push((t1 - t0).as_nanos() as u64);
+                        return Ok(Ok(true));
+                    }
+                    // Mismatched, or this request's reply past its timeout.
+                    _ => *bad += 1,
+                }
+                if late {
+                    return Ok(Ok(false));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                if ctx.cancelled() {
+                    return Err(TestError::cancelled());
+                }
+                if t0.elapsed() >= timeout {
+                    return Ok(Ok(false));
+                }
+            }
+            Err(e) => return Ok(Err(format!("the peer's UDP port stopped answering ({e})"))),
+        }
+    }
+}
+
+/// The end of the requests: `done` on the line (with an `E` datagram as a
+/// hint on the UDP path, which the responder is reading: it then reads the
+/// line at once; if the datagram is lost it finds the line within 20 ms
+/// anyway), and the responder's counts.
+fn end(f: &mut Flow, sent: u64, clock: &Clock) -> Result<UdpRrServerCounts, TestError> {
+    f.line
+        .send(&RequesterLine::Done { sent })
+        .map_err(udp::gone)?;
+    let mut end = [0u8; udp::UDP_HEADER_LEN as usize];
+    Hdr {
+        kind: END,
+        token: f.token,
+        seq: sent,
+        t_ns: clock.ns(Instant::now()),
+    }
+    .write(&mut end);
+    let _ = f.sock.send(&end);
+    match f
+        .line
+        .expect(Duration::from_secs(5), "no end line from the peer")?
+    {
+        ResponderLine::Done { server } => Ok(server),
+    }
+}
+
 fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, TestError> {
     let timeout = Duration::from_millis(p.timeout_ms);
     // No receive timeout (see `watchdog`): the watchdog interrupts the wait
@@ -234,22 +334,17 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     let mut note: Option<String> = None;
     let mut tick = Instant::now();
     let interval = Duration::from_millis(p.interval_ms);
-    let mut cap = udp::RateCap::new(&ctx.limits);
+    let mut cap = crate::engine::pace::RateCap::new(&ctx.limits);
     let wait_ns = p.wait_us.saturating_mul(1000);
     for seq in 0..p.count {
-        if wait_ns > 0 {
-            let due = clock.start + Duration::from_nanos(wait_ns.saturating_mul(seq));
-            if until.is_some_and(|u| due >= u) {
-                break;
-            }
-            // Long waits in slices, so a cancel is seen within 20 ms.
-            while due.saturating_duration_since(Instant::now()) > Duration::from_millis(20) {
-                if ctx.cancelled() {
-                    return Err(TestError::cancelled());
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            crate::engine::rr_loop::pace(due);
+        if wait_ns > 0
+            && !turn(
+                ctx,
+                clock.start + Duration::from_nanos(wait_ns.saturating_mul(seq)),
+                until,
+            )?
+        {
+            break;
         }
         // Before the send time is taken: the cap's wait is not round trip.
         if let Some(c) = cap.as_mut() {
@@ -272,40 +367,11 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
             break;
         }
         sent += 1;
-        let answered = loop {
-            match f.sock.recv(&mut buf) {
-                Ok(n) => {
-                    let t1 = Instant::now();
-                    let late = t1 - t0 >= timeout;
-                    match Hdr::read(&buf[..n]) {
-                        Some(h)
-                            if h.is(REPLY, f.token)
-                                && h.seq == seq
-                                && n as u64 == p.resp_bytes
-                                && !late =>
-                        {
-                            rtt.push((t1 - t0).as_nanos() as u64);
-                            break true;
-                        }
-                        // Mismatched, or this request's reply past its timeout.
-                        _ => bad += 1,
-                    }
-                    if late {
-                        break false;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    if ctx.cancelled() {
-                        return Err(TestError::cancelled());
-                    }
-                    if t0.elapsed() >= timeout {
-                        break false;
-                    }
-                }
-                Err(e) => {
-                    note = Some(format!("the peer's UDP port stopped answering ({e})"));
-                    break false;
-                }
+        let answered = match reply(ctx, p, &f, &mut buf, (seq, t0), &mut rtt, &mut bad)? {
+            Ok(answered) => answered,
+            Err(n) => {
+                note = Some(n);
+                false
             }
         };
         waiting.store(0, Ordering::Relaxed);
@@ -330,41 +396,12 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
             if ctx.cancelled() {
                 return Err(TestError::cancelled());
             }
-            let bytes = sent * p.req_bytes + rtt.len() as u64 * p.resp_bytes;
-            let done = match p.duration_s {
-                Some(d) => clock.start.elapsed().as_secs_f64() / d,
-                None => sent as f64 / p.count as f64,
-            };
-            udp::progress(ctx, clock.start, bytes, done);
+            progress(ctx, p, clock.start, sent, rtt.len() as u64);
         }
     }
     let seconds = clock.start.elapsed().as_secs_f64();
-    let server = match f.line.send(&RequesterLine::Done { sent }) {
-        Ok(()) => {
-            // A hint on the UDP path, which the responder is reading: it
-            // then reads the line at once. If the datagram is lost it finds
-            // the line within 20 ms anyway.
-            let mut end = [0u8; udp::UDP_HEADER_LEN as usize];
-            Hdr {
-                kind: END,
-                token: f.token,
-                seq: sent,
-                t_ns: clock.ns(Instant::now()),
-            }
-            .write(&mut end);
-            let _ = f.sock.send(&end);
-            Ok(())
-        }
-        Err(e) => Err(e),
-    };
-    let server = match server {
-        Ok(()) => f
-            .line
-            .expect(Duration::from_secs(5), "no end line from the peer"),
-        Err(e) => Err(udp::gone(e)),
-    };
-    let server = match server {
-        Ok(ResponderLine::Done { server }) => Some(server),
+    let server = match end(&mut f, sent, &clock) {
+        Ok(server) => Some(server),
         // An altered end line fails the test; a peer gone leaves a partial one.
         Err(e) if e.code == ErrorCode::Protocol => return Err(e),
         Err(e) => {
@@ -409,7 +446,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
         peer: f.peer.to_string(),
         complete: note.is_none(),
         note,
-        rate_capped_us: udp::capped_us(&cap),
+        rate_capped_us: crate::engine::pace::capped_us(&cap),
         line,
         socket: applied,
     })

@@ -1,0 +1,233 @@
+//! A side's flows over worker threads: the legs go to the threads of a
+//! [`Placement`] in turn (each pinned to its CPU when the placement lists
+//! CPUs), and each thread steps its legs until every one has its figures.
+//! A thread with one leg lets it block (a sender sleeps to its next
+//! datagram, a receiver in the kernel until one comes), as a single flow
+//! always ran; a thread with several never blocks on one: its receivers'
+//! sockets are in its own mio `Poll`, which it sleeps on until one is
+//! readable, a sender's datagram is nearly due, or 10 ms pass (the
+//! receivers' checks of their control lines).
+//!
+//! Set-up order keeps two agents with different thread counts from
+//! waiting on each other: every thread first says `zero` for all its
+//! senders, then answers `zero` for its receivers, then waits for its
+//! senders' `zeroed`.
+
+use super::recv::Receiver;
+use super::send::{Sender, Urgent};
+use super::{Ended, Leg, Step};
+use crate::engine::pace;
+use crate::engine::placement::{self, Placement};
+use crate::engine::{cpu, TestCtx, TestError};
+use meshperf_protocol::msg::ErrorCode;
+use meshperf_protocol::params::UdpStreamParams;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A leg as a thread steps it (boxed: a sender's state is twice a
+/// receiver's).
+enum Task<'a> {
+    Send(Box<Sender<'a>>),
+    Recv(Box<Receiver<'a>>),
+}
+
+/// Runs `legs` on the worker threads of `place` and reports this side's
+/// progress (bytes sent) while they run; every leg's end, or the first
+/// error (the other threads then stop too).
+pub fn run(
+    ctx: &TestCtx,
+    p: &UdpStreamParams,
+    legs: Vec<Leg>,
+    place: &Placement,
+) -> Result<Vec<Ended>, TestError> {
+    let n = legs.len();
+    let workers = place.workers.clamp(1, n.max(1));
+    let sends = legs.iter().filter(|l| l.send).count() as u64;
+    let live: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let mut groups: Vec<Vec<(Leg, &AtomicU64)>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, (leg, l)) in legs.into_iter().zip(&live).enumerate() {
+        groups[i % workers].push((leg, l));
+    }
+    let (stop, finished) = (AtomicBool::new(false), AtomicU64::new(0));
+    // The first error in time is the side's (the other threads then stop,
+    // or fail waiting for what the failed one never said).
+    let first: Mutex<Option<TestError>> = Mutex::new(None);
+    // The side's CPU figures count the workers too.
+    let meter = cpu::current();
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .into_iter()
+            .enumerate()
+            .map(|(w, g)| {
+                let (stop, finished, first) = (&stop, &finished, &first);
+                let meter = meter.as_deref();
+                let cpu = place.cpu_of(w);
+                let thread = std::thread::Builder::new().name(format!("udp-w{w}"));
+                thread.spawn_scoped(scope, move || {
+                    let _cpu = cpu::Worker::count(meter);
+                    let r = match cpu.map(placement::pin) {
+                        Some(Err(e)) => Err(TestError::new(
+                            ErrorCode::Io,
+                            format!("cannot run on CPU {}: {e}", cpu.unwrap_or(0)),
+                        )),
+                        _ => worker(ctx, p, g, stop),
+                    };
+                    if let Err(e) = &r {
+                        let mut f = first.lock().unwrap_or_else(|e| e.into_inner());
+                        if f.is_none() {
+                            *f = Some(e.clone());
+                        }
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    finished.fetch_add(1, Ordering::Release);
+                    r
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| TestError::new(ErrorCode::Internal, format!("worker thread: {e}")))?;
+        let mut tick = Instant::now();
+        while finished.load(Ordering::Acquire) < workers as u64 {
+            std::thread::sleep(Duration::from_millis(20));
+            if sends > 0 && tick.elapsed() >= Duration::from_millis(100) {
+                tick = Instant::now();
+                let bytes: u64 = live.iter().map(|b| b.load(Ordering::Relaxed)).sum();
+                let elapsed = start.elapsed().as_secs_f64();
+                let all = sends * p.count * p.pkt_bytes;
+                let expected = p.duration_s.is_none().then_some((bytes, all));
+                let fraction = crate::engine::done_fraction(expected, elapsed, p.duration_s);
+                ctx.progress(elapsed, bytes, fraction);
+            }
+        }
+        let mut ended = Vec::with_capacity(n);
+        for h in handles {
+            match h.join() {
+                Ok(Ok(v)) => ended.extend(v),
+                Ok(Err(_)) => {}
+                Err(_) => {
+                    return Err(TestError::new(ErrorCode::Internal, "a flow panicked"));
+                }
+            }
+        }
+        let first = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match first {
+            Some(_) if ctx.cancelled() => Err(TestError::cancelled()),
+            Some(e) => Err(e),
+            None => Ok(ended),
+        }
+    })
+}
+
+/// One thread's legs, from set-up to their ends.
+fn worker<'a>(
+    ctx: &'a TestCtx,
+    p: &'a UdpStreamParams,
+    group: Vec<(Leg, &'a AtomicU64)>,
+    stop: &AtomicBool,
+) -> Result<Vec<Ended>, TestError> {
+    let solo = group.len() == 1;
+    let (sends, recvs): (Vec<_>, Vec<_>) = group.into_iter().partition(|(l, _)| l.send);
+    let mut senders = Vec::with_capacity(sends.len());
+    for (leg, live) in sends {
+        let mut s = Sender::open(ctx, p, leg, live)?;
+        if !solo {
+            s.shared();
+        }
+        senders.push(s);
+    }
+    let mut tasks: Vec<Option<Task>> = Vec::new();
+    for (leg, _) in recvs {
+        tasks.push(Some(Task::Recv(Box::new(Receiver::open(ctx, p, leg)?))));
+    }
+    for mut s in senders {
+        s.zeroed()?;
+        tasks.push(Some(Task::Send(Box::new(s))));
+    }
+    let urgent = tasks
+        .iter()
+        .any(|t| matches!(t, Some(Task::Send(s)) if s.paced()))
+        .then(Urgent::raise);
+    let nice = urgent.as_ref().and_then(|u| u.raised);
+    let mut poll = (!solo).then(Poll::new).transpose().map_err(io)?;
+    if let Some(poll) = &poll {
+        for (i, t) in tasks.iter().enumerate() {
+            if let Some(Task::Recv(r)) = t {
+                let fd = r.fd();
+                let mut src = SourceFd(&fd);
+                poll.registry()
+                    .register(&mut src, Token(i), Interest::READABLE)
+                    .map_err(io)?;
+            }
+        }
+    }
+    let mut events = Events::with_capacity(16);
+    let mut out = Vec::with_capacity(tasks.len());
+    loop {
+        if ctx.cancelled() || stop.load(Ordering::Relaxed) {
+            return Err(TestError::cancelled());
+        }
+        let (mut busy, mut wake) = (false, None::<Instant>);
+        for slot in tasks.iter_mut() {
+            let step = match slot {
+                Some(Task::Send(s)) => s.step(solo)?,
+                Some(Task::Recv(r)) => r.step(solo)?,
+                None => continue,
+            };
+            match step {
+                Step::Busy => busy = true,
+                Step::Idle => {}
+                Step::Wait(at) => wake = Some(wake.map_or(at, |w| w.min(at))),
+                Step::Ended => match slot {
+                    Some(Task::Send(s)) => {
+                        s.report(nice)?;
+                        busy = true;
+                    }
+                    _ => {
+                        let Some(Task::Recv(r)) = slot.take() else {
+                            unreachable!()
+                        };
+                        if let Some(poll) = &poll {
+                            let _ = poll.registry().deregister(&mut SourceFd(&r.fd()));
+                        }
+                        out.push((*r).finish()?);
+                    }
+                },
+                Step::Done => {
+                    let Some(Task::Send(s)) = slot.take() else {
+                        unreachable!()
+                    };
+                    out.push((*s).finish()?);
+                }
+            }
+        }
+        if tasks.iter().all(Option::is_none) {
+            break;
+        }
+        if solo || busy {
+            continue;
+        }
+        let most = Duration::from_millis(10);
+        let timeout = wake.map_or(most, |at| pace::poll_timeout(at, most));
+        if timeout.is_zero() {
+            // A datagram is nearly due: spin to it.
+            std::hint::spin_loop();
+            continue;
+        }
+        match &mut poll {
+            Some(poll) => match poll.poll(&mut events, Some(timeout)) {
+                Err(e) if e.kind() != std::io::ErrorKind::Interrupted => return Err(io(e)),
+                _ => {}
+            },
+            None => std::thread::sleep(timeout),
+        }
+    }
+    drop(urgent);
+    Ok(out)
+}
+
+fn io(e: std::io::Error) -> TestError {
+    TestError::new(ErrorCode::Io, format!("poll: {e}"))
+}
