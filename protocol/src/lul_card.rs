@@ -400,9 +400,15 @@ pub fn card(s: &LulSummary) -> Card {
 /// The card of a summary given as JSON (the page's call, through wasm);
 /// an error when it is not a `latency_under_load` driving side's summary.
 pub fn card_json(summary_json: &str) -> Result<String, String> {
+    // Through a `Value` both ways, as result.rs and plans.rs read and the
+    // wasm facade writes: the codec module then holds one deserialiser and
+    // one serialiser per type (docs/performance.md, the codec's size).
     let s: LulSummary = serde_json::from_str(summary_json)
+        .and_then(serde_json::from_value)
         .map_err(|e| format!("not a latency_under_load summary: {e}"))?;
-    serde_json::to_string(&card(&s)).map_err(|e| e.to_string())
+    serde_json::to_value(card(&s))
+        .map(|v| v.to_string())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

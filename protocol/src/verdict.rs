@@ -243,9 +243,15 @@ pub fn lul(s: &LulSummary) -> Verdict {
 
 /// The verdict of a summary given as JSON (the page's matrix, through wasm).
 pub fn lul_json(summary_json: &str) -> Result<String, String> {
+    // Through a `Value` both ways, as result.rs and plans.rs read and the
+    // wasm facade writes: the codec module then holds one deserialiser and
+    // one serialiser per type (docs/performance.md, the codec's size).
     let s: LulSummary = serde_json::from_str(summary_json)
+        .and_then(serde_json::from_value)
         .map_err(|e| format!("not a latency_under_load summary: {e}"))?;
-    serde_json::to_string(&lul(&s)).map_err(|e| e.to_string())
+    serde_json::to_value(lul(&s))
+        .map(|v| v.to_string())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -9,13 +9,10 @@
 //! and `check_times` serve native callers and tests, and every binding is
 //! code each page load pays for.
 
-use js_sys::{Float64Array, Object, Reflect, Uint32Array};
+use js_sys::{Float64Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use meshperf_stats::error::{check_finite, StatsError};
-use meshperf_stats::fit::{self, Confidence, LineFit};
-use meshperf_stats::hist::{self, Histogram, Upper};
-use meshperf_stats::series::{self, MinMax};
+use meshperf_stats::error::StatsError;
 use meshperf_stats::stats::Summary;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -67,17 +64,6 @@ fn summary_obj(s: &Summary) -> Object {
     o
 }
 
-fn histogram_obj(h: &Histogram) -> Object {
-    let o = Object::new();
-    set(&o, "low", h.low.into());
-    set(&o, "bin_width", h.bin_width.into());
-    set(&o, "high", h.high().into());
-    set(&o, "counts", Uint32Array::from(&h.counts[..]).into());
-    set(&o, "underflow", (h.underflow as f64).into());
-    set(&o, "overflow", (h.overflow as f64).into());
-    o
-}
-
 fn columns(cols: &[(&str, &[f64])]) -> Object {
     let o = Object::new();
     for (k, v) in cols {
@@ -86,264 +72,295 @@ fn columns(cols: &[(&str, &[f64])]) -> Object {
     o
 }
 
-fn minmax_obj(m: &MinMax) -> Object {
-    columns(&[("x", &m.x), ("min", &m.min), ("max", &m.max)])
-}
+/// The statistics half (feature `stats`, scripts/build.sh's `meshperf_stats`
+/// build): the web app's first load. The codec build leaves it out: the page
+/// loads the codec beside it, never instead.
+#[cfg(feature = "stats")]
+mod stats {
+    use js_sys::Uint32Array;
+    use meshperf_stats::error::check_finite;
+    use meshperf_stats::fit::{self, Confidence, LineFit};
+    use meshperf_stats::hist::{self, Histogram, Upper};
+    use meshperf_stats::series::{self, MinMax};
 
-fn upper(high: Option<f64>) -> Upper {
-    high.map_or(Upper::Auto, Upper::High)
-}
+    use super::*;
 
-/// Crate version of the statistics core, e.g. "0.1.0".
-#[wasm_bindgen]
-pub fn version() -> String {
-    meshperf_stats::VERSION.to_string()
-}
-
-/// Bits per second per interval from bytes per `interval_ms` interval, the
-/// last one scaled to the time it covered when the side's `seconds` is given
-/// (`series::rate_series`); a Float64Array.
-#[wasm_bindgen]
-pub fn rate_series(
-    bytes: &[f64],
-    interval_ms: f64,
-    seconds: Option<f64>,
-) -> Result<Vec<f64>, JsError> {
-    series::rate_series(bytes, interval_ms, seconds).map_err(js_err)
-}
-
-/// Latency under load's TCP load against time, one direction (`up`) from
-/// the receiving side's `interval_bytes` series (`meshperf_stats::lul_load`):
-/// the series' `streams` numbers and lengths `lens`, their values one after
-/// another in `bytes`; `n` streams per direction; `phase_s` (4: how long
-/// idle, download, upload and both ran), `gap_s`, `recv_s` (4: the
-/// receiver's time to each phase's last byte, NaN unknown). Returns
-/// Float64Arrays `t_s`, `bps`, `phase`, `last`, each phase's streams summed
-/// and its intervals at their own time.
-#[allow(clippy::too_many_arguments)]
-#[wasm_bindgen(unchecked_return_type = "LulRates")]
-pub fn lul_rates(
-    streams: &[u16],
-    lens: &[u32],
-    bytes: &[f64],
-    n: u16,
-    up: bool,
-    phase_s: &[f64],
-    gap_s: f64,
-    recv_s: &[f64],
-    interval_ms: f64,
-) -> Result<Object, JsError> {
-    let four = |v: &[f64], what: &str| -> Result<[f64; 4], JsError> {
-        v.try_into().map_err(|_| {
-            JsError::new(&format!(
-                "{what}: 4 values (one per phase), got {}",
-                v.len()
-            ))
-        })
-    };
-    if streams.len() != lens.len() || lens.iter().map(|&l| l as usize).sum::<usize>() != bytes.len()
-    {
-        return Err(JsError::new(
-            "lul_rates: streams, lens and bytes do not match",
-        ));
-    }
-    let mut at = 0;
-    let list: Vec<(u16, &[f64])> = streams
-        .iter()
-        .zip(lens)
-        .map(|(&s, &l)| {
-            let v = &bytes[at..at + l as usize];
-            at += l as usize;
-            (s, v)
-        })
-        .collect();
-    let r = meshperf_stats::lul_load::phase_rates(
-        &list,
-        n,
-        up,
-        &four(phase_s, "phase_s")?,
-        gap_s,
-        &four(recv_s, "recv_s")?,
-        interval_ms,
-    )
-    .map_err(js_err)?;
-    let f = |v: &[u8]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-    Ok(columns(&[
-        ("t_s", &r.t_s),
-        ("bps", &r.bps),
-        ("phase", &f(&r.phase)),
-        ("last", &f(&r.last)),
-    ]))
-}
-
-/// When each latency_under_load load stream's phase started, s since the
-/// test's start (NaN outside the `4n` streams): its intervals count from
-/// there (stats/src/lul_load.rs `stream_starts`).
-#[wasm_bindgen]
-pub fn lul_stream_starts(
-    streams: &[u16],
-    n: u16,
-    phase_s: &[f64],
-    gap_s: f64,
-) -> Result<Vec<f64>, JsError> {
-    let phase_s: [f64; 4] = phase_s.try_into().map_err(|_| {
-        JsError::new(&format!(
-            "phase_s: 4 values (one per phase), got {}",
-            phase_s.len()
-        ))
-    })?;
-    Ok(meshperf_stats::lul_load::stream_starts(
-        streams, n, &phase_s, gap_s,
-    ))
-}
-
-/// Least-squares line y = intercept + slope * x: {n, slope, intercept, r2}.
-/// Throws on length mismatch, fewer than 2 points, or all x equal.
-#[wasm_bindgen(unchecked_return_type = "LineFitResult")]
-pub fn linfit(x: &[f64], y: &[f64]) -> Result<Object, JsError> {
-    let LineFit {
-        n,
-        slope,
-        intercept,
-        r2,
-    } = fit::linfit(x, y).map_err(js_err)?;
-    let o = Object::new();
-    set(&o, "n", (n as f64).into());
-    set(&o, "slope", slope.into());
-    set(&o, "intercept", intercept.into());
-    set(&o, "r2", r2.into());
-    Ok(o)
-}
-
-/// Mean of repetitions with a Student-t 95% interval:
-/// {n, mean, sd (n-1), half_width, low, high}. Throws with fewer than 2 values.
-#[wasm_bindgen(unchecked_return_type = "ConfidenceResult")]
-pub fn confidence(values: &[f64]) -> Result<Object, JsError> {
-    let Confidence {
-        n,
-        mean,
-        sd,
-        half_width,
-        low,
-        high,
-    } = fit::confidence(values).map_err(js_err)?;
-    let o = Object::new();
-    for (k, v) in [
-        ("n", n as f64),
-        ("mean", mean),
-        ("sd", sd),
-        ("half_width", half_width),
-        ("low", low),
-        ("high", high),
-    ] {
-        set(&o, k, v.into());
-    }
-    Ok(o)
-}
-
-/// Samples kept in wasm memory across calls (one per plotted stream), so a
-/// large set is copied in once and then summarised, binned and plotted
-/// repeatedly. Call `free()` when done.
-#[wasm_bindgen]
-#[derive(Default)]
-pub struct SampleSet {
-    values: Vec<f64>,
-    /// Cached result of `summary()` until the next change.
-    summary: Option<Summary>,
-}
-
-#[wasm_bindgen]
-impl SampleSet {
-    /// An empty set.
-    #[wasm_bindgen(constructor)]
-    pub fn new() -> SampleSet {
-        SampleSet::default()
-    }
-
-    /// Append a batch (Float64Array). Throws, adding nothing, if any value is
-    /// NaN or infinite.
-    pub fn push(&mut self, values: &[f64]) -> Result<(), JsError> {
-        check_finite(values).map_err(js_err)?;
-        self.values.extend_from_slice(values);
-        self.summary = None;
-        Ok(())
-    }
-
-    /// Number of samples held.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// True when no samples are held.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
-    /// Summary object (same keys as the free `summary`); throws when empty.
-    #[wasm_bindgen(unchecked_return_type = "Summary")]
-    pub fn summary(&mut self) -> Result<Object, JsError> {
-        if self.summary.is_none() {
-            self.summary = Some(Summary::new(&self.values).map_err(js_err)?);
-        }
-        Ok(summary_obj(self.summary.as_ref().expect("just set")))
-    }
-
-    /// Histogram (same arguments and result as the free `histogram`).
-    #[wasm_bindgen(unchecked_return_type = "HistogramResult")]
-    pub fn histogram(
-        &self,
-        bin_width: f64,
-        low: f64,
-        high: Option<f64>,
-    ) -> Result<Object, JsError> {
-        Histogram::new(&self.values, bin_width, low, upper(high))
-            .map(|h| histogram_obj(&h))
-            .map_err(js_err)
-    }
-
-    /// Histogram with `bins` bins (same result as the free `histogram_bins`).
-    #[wasm_bindgen(unchecked_return_type = "HistogramResult")]
-    pub fn histogram_bins(&self, bin_width: f64, low: f64, bins: u32) -> Result<Object, JsError> {
-        Histogram::new(&self.values, bin_width, low, Upper::Bins(bins as usize))
-            .map(|h| histogram_obj(&h))
-            .map_err(js_err)
-    }
-
-    /// Bins that cover the data, for a histogram nobody has set up yet:
-    /// {low, bin_width, bins} (`meshperf_stats::hist::default_bins`).
-    #[wasm_bindgen(unchecked_return_type = "BinsResult")]
-    pub fn default_bins(&self) -> Result<Object, JsError> {
-        let b = hist::default_bins(&self.values).map_err(js_err)?;
+    fn histogram_obj(h: &Histogram) -> Object {
         let o = Object::new();
-        set(&o, "low", b.low.into());
-        set(&o, "bin_width", b.width.into());
-        set(&o, "bins", (b.bins as f64).into());
+        set(&o, "low", h.low.into());
+        set(&o, "bin_width", h.bin_width.into());
+        set(&o, "high", h.high().into());
+        set(&o, "counts", Uint32Array::from(&h.counts[..]).into());
+        set(&o, "underflow", (h.underflow as f64).into());
+        set(&o, "overflow", (h.overflow as f64).into());
+        o
+    }
+
+    fn minmax_obj(m: &MinMax) -> Object {
+        columns(&[("x", &m.x), ("min", &m.min), ("max", &m.max)])
+    }
+
+    fn upper(high: Option<f64>) -> Upper {
+        high.map_or(Upper::Auto, Upper::High)
+    }
+
+    /// Crate version of the statistics core, e.g. "0.1.0".
+    #[wasm_bindgen]
+    pub fn version() -> String {
+        meshperf_stats::VERSION.to_string()
+    }
+
+    /// Bits per second per interval from bytes per `interval_ms` interval, the
+    /// last one scaled to the time it covered when the side's `seconds` is given
+    /// (`series::rate_series`); a Float64Array.
+    #[wasm_bindgen]
+    pub fn rate_series(
+        bytes: &[f64],
+        interval_ms: f64,
+        seconds: Option<f64>,
+    ) -> Result<Vec<f64>, JsError> {
+        series::rate_series(bytes, interval_ms, seconds).map_err(js_err)
+    }
+
+    /// Latency under load's TCP load against time, one direction (`up`) from
+    /// the receiving side's `interval_bytes` series (`meshperf_stats::lul_load`):
+    /// the series' `streams` numbers and lengths `lens`, their values one after
+    /// another in `bytes`; `n` streams per direction; `phase_s` (4: how long
+    /// idle, download, upload and both ran), `gap_s`, `recv_s` (4: the
+    /// receiver's time to each phase's last byte, NaN unknown). Returns
+    /// Float64Arrays `t_s`, `bps`, `phase`, `last`, each phase's streams summed
+    /// and its intervals at their own time.
+    #[allow(clippy::too_many_arguments)]
+    #[wasm_bindgen(unchecked_return_type = "LulRates")]
+    pub fn lul_rates(
+        streams: &[u16],
+        lens: &[u32],
+        bytes: &[f64],
+        n: u16,
+        up: bool,
+        phase_s: &[f64],
+        gap_s: f64,
+        recv_s: &[f64],
+        interval_ms: f64,
+    ) -> Result<Object, JsError> {
+        let four = |v: &[f64], what: &str| -> Result<[f64; 4], JsError> {
+            v.try_into().map_err(|_| {
+                JsError::new(&format!(
+                    "{what}: 4 values (one per phase), got {}",
+                    v.len()
+                ))
+            })
+        };
+        if streams.len() != lens.len()
+            || lens.iter().map(|&l| l as usize).sum::<usize>() != bytes.len()
+        {
+            return Err(JsError::new(
+                "lul_rates: streams, lens and bytes do not match",
+            ));
+        }
+        let mut at = 0;
+        let list: Vec<(u16, &[f64])> = streams
+            .iter()
+            .zip(lens)
+            .map(|(&s, &l)| {
+                let v = &bytes[at..at + l as usize];
+                at += l as usize;
+                (s, v)
+            })
+            .collect();
+        let r = meshperf_stats::lul_load::phase_rates(
+            &list,
+            n,
+            up,
+            &four(phase_s, "phase_s")?,
+            gap_s,
+            &four(recv_s, "recv_s")?,
+            interval_ms,
+        )
+        .map_err(js_err)?;
+        let f = |v: &[u8]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+        Ok(columns(&[
+            ("t_s", &r.t_s),
+            ("bps", &r.bps),
+            ("phase", &f(&r.phase)),
+            ("last", &f(&r.last)),
+        ]))
+    }
+
+    /// When each latency_under_load load stream's phase started, s since the
+    /// test's start (NaN outside the `4n` streams): its intervals count from
+    /// there (stats/src/lul_load.rs `stream_starts`).
+    #[wasm_bindgen]
+    pub fn lul_stream_starts(
+        streams: &[u16],
+        n: u16,
+        phase_s: &[f64],
+        gap_s: f64,
+    ) -> Result<Vec<f64>, JsError> {
+        let phase_s: [f64; 4] = phase_s.try_into().map_err(|_| {
+            JsError::new(&format!(
+                "phase_s: 4 values (one per phase), got {}",
+                phase_s.len()
+            ))
+        })?;
+        Ok(meshperf_stats::lul_load::stream_starts(
+            streams, n, &phase_s, gap_s,
+        ))
+    }
+
+    /// Least-squares line y = intercept + slope * x: {n, slope, intercept, r2}.
+    /// Throws on length mismatch, fewer than 2 points, or all x equal.
+    #[wasm_bindgen(unchecked_return_type = "LineFitResult")]
+    pub fn linfit(x: &[f64], y: &[f64]) -> Result<Object, JsError> {
+        let LineFit {
+            n,
+            slope,
+            intercept,
+            r2,
+        } = fit::linfit(x, y).map_err(js_err)?;
+        let o = Object::new();
+        set(&o, "n", (n as f64).into());
+        set(&o, "slope", slope.into());
+        set(&o, "intercept", intercept.into());
+        set(&o, "r2", r2.into());
         Ok(o)
     }
 
-    /// CDF, at most `max_points` (2..=65534) points: {x, fraction}.
-    #[wasm_bindgen(unchecked_return_type = "CdfResult")]
-    pub fn cdf(&self, max_points: usize) -> Result<Object, JsError> {
-        let (x, f) = hist::cdf_unsorted(&self.values, max_points).map_err(js_err)?;
-        Ok(columns(&[("x", &x), ("fraction", &f)]))
+    /// Mean of repetitions with a Student-t 95% interval:
+    /// {n, mean, sd (n-1), half_width, low, high}. Throws with fewer than 2 values.
+    #[wasm_bindgen(unchecked_return_type = "ConfidenceResult")]
+    pub fn confidence(values: &[f64]) -> Result<Object, JsError> {
+        let Confidence {
+            n,
+            mean,
+            sd,
+            half_width,
+            low,
+            high,
+        } = fit::confidence(values).map_err(js_err)?;
+        let o = Object::new();
+        for (k, v) in [
+            ("n", n as f64),
+            ("mean", mean),
+            ("sd", sd),
+            ("half_width", half_width),
+            ("low", low),
+            ("high", high),
+        ] {
+            set(&o, k, v.into());
+        }
+        Ok(o)
     }
 
-    /// Min/max decimation of the samples in push order: {x, min, max}.
-    #[wasm_bindgen(unchecked_return_type = "MinMaxResult")]
-    pub fn decimate(&self, max_points: usize) -> Result<Object, JsError> {
-        series::decimate_minmax(None, &self.values, max_points)
-            .map(|m| minmax_obj(&m))
-            .map_err(js_err)
+    /// Samples kept in wasm memory across calls (one per plotted stream), so a
+    /// large set is copied in once and then summarised, binned and plotted
+    /// repeatedly. Call `free()` when done.
+    #[wasm_bindgen]
+    #[derive(Default)]
+    pub struct SampleSet {
+        values: Vec<f64>,
+        /// Cached result of `summary()` until the next change.
+        summary: Option<Summary>,
     }
 
-    /// Drop all samples (keeps the allocation for reuse).
-    pub fn clear(&mut self) {
-        self.values.clear();
-        self.summary = None;
+    #[wasm_bindgen]
+    impl SampleSet {
+        /// An empty set.
+        #[wasm_bindgen(constructor)]
+        pub fn new() -> SampleSet {
+            SampleSet::default()
+        }
+
+        /// Append a batch (Float64Array). Throws, adding nothing, if any value is
+        /// NaN or infinite.
+        pub fn push(&mut self, values: &[f64]) -> Result<(), JsError> {
+            check_finite(values).map_err(js_err)?;
+            self.values.extend_from_slice(values);
+            self.summary = None;
+            Ok(())
+        }
+
+        /// Number of samples held.
+        pub fn len(&self) -> usize {
+            self.values.len()
+        }
+
+        /// True when no samples are held.
+        pub fn is_empty(&self) -> bool {
+            self.values.is_empty()
+        }
+
+        /// Summary object (same keys as the free `summary`); throws when empty.
+        #[wasm_bindgen(unchecked_return_type = "Summary")]
+        pub fn summary(&mut self) -> Result<Object, JsError> {
+            if self.summary.is_none() {
+                self.summary = Some(Summary::new(&self.values).map_err(js_err)?);
+            }
+            Ok(summary_obj(self.summary.as_ref().expect("just set")))
+        }
+
+        /// Histogram (same arguments and result as the free `histogram`).
+        #[wasm_bindgen(unchecked_return_type = "HistogramResult")]
+        pub fn histogram(
+            &self,
+            bin_width: f64,
+            low: f64,
+            high: Option<f64>,
+        ) -> Result<Object, JsError> {
+            Histogram::new(&self.values, bin_width, low, upper(high))
+                .map(|h| histogram_obj(&h))
+                .map_err(js_err)
+        }
+
+        /// Histogram with `bins` bins (same result as the free `histogram_bins`).
+        #[wasm_bindgen(unchecked_return_type = "HistogramResult")]
+        pub fn histogram_bins(
+            &self,
+            bin_width: f64,
+            low: f64,
+            bins: u32,
+        ) -> Result<Object, JsError> {
+            Histogram::new(&self.values, bin_width, low, Upper::Bins(bins as usize))
+                .map(|h| histogram_obj(&h))
+                .map_err(js_err)
+        }
+
+        /// Bins that cover the data, for a histogram nobody has set up yet:
+        /// {low, bin_width, bins} (`meshperf_stats::hist::default_bins`).
+        #[wasm_bindgen(unchecked_return_type = "BinsResult")]
+        pub fn default_bins(&self) -> Result<Object, JsError> {
+            let b = hist::default_bins(&self.values).map_err(js_err)?;
+            let o = Object::new();
+            set(&o, "low", b.low.into());
+            set(&o, "bin_width", b.width.into());
+            set(&o, "bins", (b.bins as f64).into());
+            Ok(o)
+        }
+
+        /// CDF, at most `max_points` (2..=65534) points: {x, fraction}.
+        #[wasm_bindgen(unchecked_return_type = "CdfResult")]
+        pub fn cdf(&self, max_points: usize) -> Result<Object, JsError> {
+            let (x, f) = hist::cdf_unsorted(&self.values, max_points).map_err(js_err)?;
+            Ok(columns(&[("x", &x), ("fraction", &f)]))
+        }
+
+        /// Min/max decimation of the samples in push order: {x, min, max}.
+        #[wasm_bindgen(unchecked_return_type = "MinMaxResult")]
+        pub fn decimate(&self, max_points: usize) -> Result<Object, JsError> {
+            series::decimate_minmax(None, &self.values, max_points)
+                .map(|m| minmax_obj(&m))
+                .map_err(js_err)
+        }
+
+        /// Drop all samples (keeps the allocation for reuse).
+        pub fn clear(&mut self) {
+            self.values.clear();
+            self.summary = None;
+        }
     }
 }
 
-/// The codec half (feature `codec`, on by default; scripts/build.sh's
+/// The codec half (feature `codec`; scripts/build.sh's
 /// `meshperf_codec` build): permalinks, plan expansion, presets, the step
 /// driver. The statistics-only build (`meshperf_stats`) leaves it out, and
 /// with it serde_json, the protocol's serde types and zlib.
@@ -397,6 +414,7 @@ mod codec {
     #[wasm_bindgen]
     pub fn check_steps(steps_json: &str, agents_json: &str) -> Result<(), JsError> {
         let steps: Vec<meshperf_protocol::plan::Step> = serde_json::from_str(steps_json)
+            .and_then(serde_json::from_value)
             .map_err(|e| JsError::new(&format!("not a list of plan steps: {e}")))?;
         let agents = agent_refs(agents_json)?;
         for s in &steps {

@@ -13,6 +13,11 @@ globalThis.$state = Object.assign((v) => v, { raw: (v) => v });
 const { atPhase, streamsOf } = await import('../src/lib/lul/phase.svelte.ts');
 
 m.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_codec_bg.wasm', import.meta.url)) });
+// The page has the statistics module beside the codec (web/src/lib/wasm.ts
+// loadCodec): the codec build leaves the statistics out.
+const stats = await import('../src/lib/wasm-pkg/meshperf_stats.js');
+stats.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_stats_bg.wasm', import.meta.url)) });
+const both = { ...stats, ...m };
 
 const series = (kind, values, role = 'client', stream = 0) => ({ role, kind, stream, values: Float64Array.from(values) });
 
@@ -96,7 +101,7 @@ test('each phase\'s load stays at its own time: never added across phases', () =
     // which also counted what it sent on 0 and 1.
     samples: [iv('server', 0, 20), iv('server', 1, 5), iv('client', 0, 20), iv('client', 1, 5), iv('client', 2, 40), iv('client', 3, 10)],
   };
-  const qs = quantities(s, m);
+  const qs = quantities(s, both);
   const q = (id) => Array.from(qs.find((x) => x.id === id).values, (v) => Math.round(v * 1e6) / 1e6);
   // Each phase's last interval is left out, as for a stream test; in the
   // unit the largest reads best in (40 Mbit/s, not 0.04 Gbit/s).
@@ -105,7 +110,7 @@ test('each phase\'s load stays at its own time: never added across phases', () =
   assert.deepEqual(['tput-down', 'tput-up'].map((id) => [qs.find((x) => x.id === id).unit, qs.find((x) => x.id === id).div]), [['Mbit/s', 1e6], ['Mbit/s', 1e6]]);
   assert.ok(!qs.some((x) => x.id.startsWith('tput-client')), 'no sum of sent and received streams');
   // On the test's time axis: download from 1.25 s, upload from 2 s, both from 2.75 s.
-  const [x, down, up, sum] = lulThroughput(s, m);
+  const [x, down, up, sum] = lulThroughput(s, both);
   const r = (v) => (v == null ? v : Math.round(v * 1e6) / 1e6);
   assert.deepEqual(x.slice(0, 5).map(r), [1.35, 1.45, 1.55, 1.65, 1.75]);
   assert.deepEqual([down[0], up[0], down[5]], [40, null, null]);
@@ -117,7 +122,7 @@ test('each phase\'s load stays at its own time: never added across phases', () =
 
   // The step's CSV: every series' column as before, then when each stream's
   // intervals ended on the test's axis (its phase's start + 0.1 s a row).
-  const rows = stepCsv(s, m).trim().split('\n').map((l) => l.split(';'));
+  const rows = stepCsv(s, both).trim().split('\n').map((l) => l.split(';'));
   const head = rows[0];
   const raw = ['n', 'server_interval_bytes_0', 'server_interval_bytes_1', 'client_interval_bytes_0', 'client_interval_bytes_1', 'client_interval_bytes_2', 'client_interval_bytes_3'];
   assert.deepEqual(head.slice(0, raw.length), raw);

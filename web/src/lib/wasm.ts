@@ -2,9 +2,9 @@
 // with wasm-bindgen `--target web` into ./wasm-pkg/, git-ignored): one crate,
 // two builds. `meshperf_stats` holds the statistics (all a result view
 // needs); it is loaded on first use, after the first paint. `meshperf_codec`
-// (the whole crate: + permalink codec, plan expansion, presets) is three
-// times larger and loaded only by `loadCodec()`: opening a `#r=` link, Share,
-// a plan with sweeps or repetitions, the preset picker. Every statistic,
+// (permalink codec, plan expansion, presets, the step driver; without the
+// statistics, which it always has beside it) is larger and loaded only by
+// `loadCodec()`: opening a `#r=` link, Share, running a plan, the preset picker. Every statistic,
 // histogram, fit, plan expansion and permalink comes from them; nothing here
 // recomputes them. The codec functions are optional on `Stats`: present once
 // the codec module has loaded (`loadStats()` and `statsNow()` then return
