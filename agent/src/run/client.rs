@@ -263,6 +263,13 @@ impl Ctl {
                 let (h, v) = frame::decode(&b).map_err(|e| io(&self.addr, e))?;
                 Ok(Some(Incoming::Frame(h, v)))
             }
+            // The agent's reason for closing (a limit it enforces, e.g. a
+            // result too large to queue) is the line to print, not the
+            // "closed normally" of the read after it.
+            Ok(Message::Close(Some(f))) if !f.reason.is_empty() => Err(io(
+                &self.addr,
+                format!("closed the connection: {}", crate::log::one_line(&f.reason)),
+            )),
             Ok(_) => Ok(None),
             Err(tungstenite::Error::Io(e))
                 if matches!(

@@ -312,7 +312,8 @@ impl SendBatch {
         }
         loop {
             // SAFETY: hdrs describe valid buffers owned by self.
-            let rc = unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), msgs as u32, self.flags) };
+            let rc =
+                unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), msgs as u32, self.flags as _) };
             if rc >= 0 {
                 if rc > 0 {
                     self.calls += 1;
