@@ -33,7 +33,6 @@ use client::{AgentUrl, Ctl, CtlError};
 use meshperf_protocol::driver::{check_step, AgentRef};
 use meshperf_protocol::matrix::{self, Metric, Pair};
 use meshperf_protocol::plan::Plan;
-use meshperf_protocol::presets;
 use meshperf_protocol::result::RunResult;
 use std::io::Write;
 use std::process::ExitCode;
@@ -188,24 +187,6 @@ fn load_plan(a: &RunArgs) -> Result<Plan, String> {
         plan.expand().map_err(|e| e.to_string())?;
     }
     Ok(plan)
-}
-
-/// The plan of `--preset NAME` or `--plan FILE`, if either was given.
-pub(crate) fn base_plan(preset: Option<&str>, plan: Option<&str>) -> Result<Option<Plan>, String> {
-    Ok(if let Some(name) = preset {
-        Some(presets::preset(name).ok_or_else(|| {
-            format!(
-                "unknown preset {name:?}; known: {}",
-                presets::names().join(", ")
-            )
-        })?)
-    } else if let Some(path) = plan {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
-        Some(Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))?)
-    } else {
-        None
-    })
 }
 
 /// A usage error's line on stderr and exit status 2.

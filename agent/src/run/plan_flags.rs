@@ -1,8 +1,9 @@
 //! The plan flags `meshperf run` and `meshperf monitor` share (`--plan`,
 //! `--preset`, `--kind`, `--set`), declared once and flattened into both.
 
-use super::{base_plan, inline};
+use super::inline;
 use meshperf_protocol::plan::Plan;
+use meshperf_protocol::presets;
 
 #[derive(clap::Args, Debug, Default)]
 pub struct PlanFlags {
@@ -36,4 +37,22 @@ impl PlanFlags {
         let base = base_plan(self.preset.as_deref(), self.plan.as_deref())?;
         inline::build(base, self.kind.as_deref(), &self.set, sweep, repeat)
     }
+}
+
+/// The plan of `--preset NAME` or `--plan FILE`, if either was given.
+pub fn base_plan(preset: Option<&str>, plan: Option<&str>) -> Result<Option<Plan>, String> {
+    Ok(if let Some(name) = preset {
+        Some(presets::preset(name).ok_or_else(|| {
+            format!(
+                "unknown preset {name:?}; known: {}",
+                presets::names().join(", ")
+            )
+        })?)
+    } else if let Some(path) = plan {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read plan {path}: {e}"))?;
+        Some(Plan::from_json(&text).map_err(|e| format!("plan {path}: {e}"))?)
+    } else {
+        None
+    })
 }
