@@ -173,15 +173,21 @@ fn started(a: &mut Ctl, b: &mut Ctl, test_id: u32, p: &Value) {
     assert_eq!(start["type"], "started", "{start}");
 }
 
-#[test]
-fn cancel_stops_every_worker_and_the_agent_serves_on() {
-    let threads = allowed().len().min(2);
-    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
-    let (mut ca, mut cb) = (a.connect(), b.connect());
-    let idle = [a.threads(), b.threads()];
-    let p = json!({"duration_s": 30, "streams": 8, "threads": threads, "direction": "both"});
-    started(&mut ca, &mut cb, 11, &p);
-    // Running: each agent holds its side's thread and its workers.
+/// A running multi-threaded test `test_id` between `a` (serving) and `b`
+/// (driving), cancelled once each side holds its thread and its `threads`
+/// workers and has run `settle_ms`: both sides end with an error within 2 s
+/// and every worker is gone within 3 s after (thread counts back to `idle`).
+#[allow(clippy::too_many_arguments)]
+fn cancel_running(
+    a: &AgentProc,
+    b: &AgentProc,
+    ca: &mut Ctl,
+    cb: &mut Ctl,
+    test_id: u32,
+    threads: usize,
+    idle: [u64; 2],
+    settle_ms: u64,
+) {
     let t0 = Instant::now();
     while a.threads() < idle[0] + 1 + threads as u64 || b.threads() < idle[1] + 1 + threads as u64 {
         assert!(
@@ -190,11 +196,11 @@ fn cancel_stops_every_worker_and_the_agent_serves_on() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(settle_ms));
     let t0 = Instant::now();
-    let r = cb.request(json!({"type": "cancel", "test_id": 11}));
+    let r = cb.request(json!({"type": "cancel", "test_id": test_id}));
     assert_eq!(r["type"], "cancelled", "{r}");
-    let (end_b, end_a) = (cb.wait_end(11), ca.wait_end(11));
+    let (end_b, end_a) = (cb.wait_end(test_id), ca.wait_end(test_id));
     assert!(
         t0.elapsed() < Duration::from_secs(2),
         "took {:?}",
@@ -202,7 +208,6 @@ fn cancel_stops_every_worker_and_the_agent_serves_on() {
     );
     assert_eq!(end_b["type"], "error", "{end_b}");
     assert_eq!(end_a["type"], "error", "{end_a}");
-    // Every worker is gone.
     while a.threads() > idle[0] || b.threads() > idle[1] {
         assert!(
             t0.elapsed() < Duration::from_secs(3),
@@ -212,6 +217,17 @@ fn cancel_stops_every_worker_and_the_agent_serves_on() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn cancel_stops_every_worker_and_the_agent_serves_on() {
+    let threads = allowed().len().min(2);
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let idle = [a.threads(), b.threads()];
+    let p = json!({"duration_s": 30, "streams": 8, "threads": threads, "direction": "both"});
+    started(&mut ca, &mut cb, 11, &p);
+    cancel_running(&a, &b, &mut ca, &mut cb, 11, threads, idle, 300);
     let p = json!({"msg_bytes": 4096, "count": 100, "streams": 4, "threads": threads});
     let (cl, sv) = run_pair(&mut cb, &mut ca, 12, "tcp_stream", p);
     exact(&cl, 4, 409600);
@@ -500,37 +516,9 @@ fn cancelling_a_multi_flow_udp_stream_closes_every_socket() {
         "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
     );
     assert_eq!(start["type"], "started", "{start}");
-    let t0 = Instant::now();
-    while a.threads() < idle[0] + 1 + threads as u64 || b.threads() < idle[1] + 1 + threads as u64 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the workers never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(400));
-    let t0 = Instant::now();
-    let r = cb.request(json!({"type": "cancel", "test_id": 60}));
-    assert_eq!(r["type"], "cancelled", "{r}");
-    let (end_b, end_a) = (cb.wait_end(60), ca.wait_end(60));
-    assert!(
-        t0.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        t0.elapsed()
-    );
-    assert_eq!(end_b["type"], "error", "{end_b}");
-    assert_eq!(end_a["type"], "error", "{end_a}");
+    cancel_running(&a, &b, &mut ca, &mut cb, 60, threads, idle, 400);
     assert_eq!(crate::util::fds_back_to(&a, fa), fa, "serving agent");
     assert_eq!(crate::util::fds_back_to(&b, fb), fb, "driving agent");
-    while a.threads() > idle[0] || b.threads() > idle[1] {
-        assert!(
-            t0.elapsed() < Duration::from_secs(3),
-            "threads left: {:?} {:?}",
-            tasks(a.child.id()),
-            tasks(b.child.id())
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
     let p = json!({"pkt_bytes": 500, "count": 200, "streams": 4, "threads": threads,
         "wait_us": 100});
     let (cl, sv) = run_pair(&mut cb, &mut ca, 61, "udp_stream", p);
