@@ -21,12 +21,15 @@
 //!   [`flows`]: many concurrent connections (`flows` of `tcp_rr` and
 //!   `tcp_crr`) over worker threads.
 //! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
+//! * [`backlog`]: how far a session's sample frames may run ahead of its
+//!   controller (an ended side's samples wait for it).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
 //!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
 //! * [`zerocopy`]: MSG_ZEROCOPY sends and their completions (`tcp_stream` `zerocopy`).
 //! * [`cpu`]: the CPU time of a side's threads and the host's, the `cpu`
 //!   key [`TestCtx::report`] adds to every summary.
 
+pub mod backlog;
 pub mod bind;
 pub mod buf;
 pub mod bulk;
@@ -98,6 +101,8 @@ pub struct Sink {
     pub serial: u64,
     pub tx: Sender<Outbound>,
     pub waker: Arc<mio::Waker>,
+    /// The session's sample frames not yet in its WebSocket.
+    pub backlog: Arc<backlog::Backlog>,
 }
 
 impl Sink {
@@ -137,7 +142,9 @@ impl Sink {
         let _ = self.waker.wake();
     }
 
-    /// Queues sample frames for `values`, split into frames of at most 65536 values.
+    /// Queues sample frames for `values`, split into frames of at most
+    /// 65536 values: the samples of an ended side, which go out as the
+    /// controller takes them (see [`backlog`]).
     pub fn samples(
         &self,
         kind: SampleKind,
@@ -147,11 +154,12 @@ impl Sink {
         stream: u16,
         values: &[u64],
     ) {
-        self.samples_from(kind, role, test_id, step, stream, 0, values);
+        self.frames(kind, role, test_id, step, stream, 0, values, true);
     }
 
     /// Like [`Sink::samples`] for a batch whose first value has sequence
-    /// number `first_seq` (samples sent in batches while a test runs).
+    /// number `first_seq` (samples sent in batches while a test runs: they
+    /// never wait for the controller, the test's loop must not stall).
     #[allow(clippy::too_many_arguments)]
     pub fn samples_from(
         &self,
@@ -162,6 +170,21 @@ impl Sink {
         stream: u16,
         first_seq: u32,
         values: &[u64],
+    ) {
+        self.frames(kind, role, test_id, step, stream, first_seq, values, false);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn frames(
+        &self,
+        kind: SampleKind,
+        role: Role,
+        test_id: u32,
+        step: u32,
+        stream: u16,
+        first_seq: u32,
+        values: &[u64],
+        wait: bool,
     ) {
         const CHUNK: usize = 65536;
         for (i, chunk) in values.chunks(CHUNK).enumerate() {
@@ -176,12 +199,14 @@ impl Sink {
             };
             let mut bytes = Vec::new();
             frame::encode(&h, chunk, &mut bytes);
+            self.backlog.take(bytes.len(), wait);
             let _ = self.tx.send(Outbound::Binary {
                 sid: self.sid,
                 bytes,
             });
+            // Each frame at once: the next may wait for this one to go.
+            let _ = self.waker.wake();
         }
-        let _ = self.waker.wake();
     }
 }
 

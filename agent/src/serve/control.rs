@@ -7,6 +7,7 @@ use super::auth;
 use super::metrics::{AuthFailure, Counters};
 use super::quiet::Unauthed;
 use super::replay::Replay;
+use crate::engine::backlog::Backlog;
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::log::log;
 use meshperf_protocol::msg::{AgentInfo, ErrorCode, Event, PeerAddr, Request, Role};
@@ -45,8 +46,12 @@ pub struct Session {
     authed: bool,
     /// Messages waiting for the WebSocket, each with the bytes it counts in
     /// `out_bytes` (a message tungstenite hands back as its write buffer is
-    /// full comes back as a frame, whose length includes its header).
-    out: VecDeque<(Message, usize)>,
+    /// full comes back as a frame, whose length includes its header) and
+    /// those it counts in `backlog` (a sample frame's, else 0).
+    out: VecDeque<(Message, usize, usize)>,
+    /// Sample frames engines handed to this session and it has not yet
+    /// put into the WebSocket (see [`Backlog`]).
+    backlog: Arc<Backlog>,
     /// The bytes of the messages in `out`.
     out_bytes: usize,
     /// When a queued message last went into the WebSocket (the controller
@@ -81,6 +86,7 @@ impl Session {
             authed: false,
             out: VecDeque::new(),
             out_bytes: 0,
+            backlog: Backlog::new(),
             moved: Instant::now(),
             closing: false,
             held: None,
@@ -110,7 +116,9 @@ impl Session {
         }
         self.out_bytes += m.len();
         let len = m.len();
-        self.out.push_back((m, len));
+        // Binary frames to a controller are engines' sample frames.
+        let credit = if m.is_binary() { len } else { 0 };
+        self.out.push_back((m, len, credit));
     }
 
     /// Whether the controller presented the right token.
@@ -175,6 +183,8 @@ pub struct Agent {
     /// Sessions that closed before authenticating, on the record once a
     /// second (a churn of upgrades must not churn the record).
     unauthed: Unauthed,
+    /// Each live session's sample backlog, for its tests' sinks.
+    backlogs: HashMap<u64, Arc<Backlog>>,
 }
 
 /// Name lookups (`resolve`) an agent runs at once; more are refused.
@@ -209,6 +219,7 @@ impl Agent {
             lookups: Default::default(),
             counters: Arc::new(Counters::new()),
             unauthed: Unauthed::new(Instant::now()),
+            backlogs: HashMap::new(),
         }
     }
 
@@ -224,6 +235,7 @@ impl Agent {
         // On the record when it authenticates; until then only counted.
         self.counters.session_opened();
         self.live.insert(s.sid);
+        self.backlogs.insert(s.sid, s.backlog.clone());
         s.send(&Event::Hello {
             protocol: self.info.protocol,
         });
@@ -392,6 +404,8 @@ impl Agent {
     pub fn closed(&mut self, s: &Session) {
         self.pending.remove(&s.sid);
         self.live.remove(&s.sid);
+        self.backlogs.remove(&s.sid);
+        s.backlog.close();
         if let Some(ip) = s.ip {
             self.failures.gone(ip, s.sid);
         }
@@ -421,6 +435,8 @@ impl Agent {
         for h in self.tests.values() {
             h.cancel.store(true, Ordering::Relaxed);
         }
+        // No engine waits for a controller past here.
+        self.backlogs.values().for_each(|b| b.close());
         for (_, mut h) in self.tests.drain() {
             if let Some(t) = h.thread.take() {
                 let _ = t.join();
@@ -689,6 +705,11 @@ impl Agent {
                 serial: self.next_serial,
                 tx: self.tx.clone(),
                 waker: self.waker.clone(),
+                backlog: self.backlogs.get(&sid).cloned().unwrap_or_else(|| {
+                    let gone = Backlog::new();
+                    gone.close();
+                    gone
+                }),
             },
         }
     }
@@ -788,10 +809,11 @@ impl Agent {
 /// Moves queued messages into the WebSocket until its write buffer is full;
 /// false when the connection failed.
 fn write_queued(s: &mut Session) -> bool {
-    while let Some((m, len)) = s.out.pop_front() {
+    while let Some((m, len, credit)) = s.out.pop_front() {
         match s.ws.write(m) {
             Ok(()) => {
                 s.out_bytes -= len;
+                s.backlog.release(credit);
                 s.moved = Instant::now();
             }
             Err(WsError::WriteBufferFull(m)) => {
@@ -801,12 +823,13 @@ fn write_queued(s: &mut Session) -> bool {
                 // waited on a full buffer, and a reading controller was
                 // closed as holding 2^64 bytes unread: the 1000G udp_stream
                 // test beside others, "disconnected during the test").
-                s.out.push_front((*m, len));
+                s.out.push_front((*m, len, credit));
                 break;
             }
             Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // tungstenite took the message into its buffer.
                 s.out_bytes -= len;
+                s.backlog.release(credit);
                 s.moved = Instant::now();
                 break;
             }

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
+use tungstenite::Message;
 
 fn sample_count(c: &Ctl, kind: SampleKind, test_id: u32) -> usize {
     let frames = c.samples(kind);
@@ -1174,4 +1175,84 @@ fn gso_and_gro_move_every_datagram_with_exact_counts() {
             }
         }
     }
+}
+
+/// A side that ends with more samples than a session may queue (128 MiB:
+/// 24 bytes a datagram with both ends on one session) hands them over as
+/// the controller takes them: a controller that reads nothing for 3 s as
+/// the samples begin (less than the agent's 5 s stall rule) still gets
+/// every one. Before, all of them went into the queue at once and the
+/// agent closed a reading controller ("does not read its replies"; 8
+/// udp_stream flows flat out, or one with `gso=on` on 2 CPUs).
+#[test]
+fn an_ended_sides_samples_wait_for_a_slow_controller_and_all_arrive() {
+    let a = AgentProc::start_logged(&[]);
+    let mut c = a.connect();
+    let (id, n) = (41u32, 7_000_000u64);
+    let params =
+        json!({"count": n, "pkt_bytes": 32, "wait_us": 0, "gso": "on", "rcvbuf": 16 << 20});
+    let prep = c.request(
+        json!({"type": "prepare", "test_id": id, "step": 0, "kind": "udp_stream", "params": params}),
+    );
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let start = c.request(json!({
+        "type": "start", "test_id": id, "step": 0, "kind": "udp_stream", "params": params,
+        "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}
+    }));
+    assert_eq!(start["type"], "started", "{start}");
+    let mut counts: std::collections::HashMap<SampleKind, usize> = Default::default();
+    let (mut ends, mut paused) = (Vec::new(), false);
+    while ends.len() < 2 {
+        match c.ws.read().expect("the agent keeps the session") {
+            Message::Binary(b) => {
+                let (h, v) = meshperf_protocol::frame::decode(&b).expect("valid frame");
+                *counts.entry(h.kind).or_default() += v.len();
+                if !paused {
+                    paused = true;
+                    std::thread::sleep(Duration::from_secs(3));
+                }
+            }
+            Message::Text(t) => {
+                let m: Value = serde_json::from_str(t.as_str()).unwrap();
+                if m["test_id"] == json!(id) && (m["type"] == "result" || m["type"] == "error") {
+                    ends.push(m);
+                }
+            }
+            _ => {}
+        }
+    }
+    let side = |role: &str| {
+        ends.iter()
+            .find(|e| e["role"] == role)
+            .unwrap_or_else(|| panic!("no {role} result: {ends:?}"))
+    };
+    let (client, server) = (side("client"), side("server"));
+    let sent = client["summary"]["sent"].as_u64().unwrap() as usize;
+    let got = server["summary"]["received"].as_u64().unwrap() as usize;
+    assert_eq!(sent, n as usize, "{client}");
+    assert!(got > 0 && got <= sent, "{server}");
+    assert_eq!(
+        counts.get(&SampleKind::SendTimeNs),
+        Some(&sent),
+        "{counts:?}"
+    );
+    // Every datagram that arrived has its sequence and arrival time (a
+    // duplicate would add one; loopback makes none).
+    assert!(counts[&SampleKind::Sequence] >= got, "{counts:?} {server}");
+    assert_eq!(
+        counts[&SampleKind::Sequence],
+        counts[&SampleKind::ArrivalNs]
+    );
+    let total: usize = counts.values().sum();
+    assert!(
+        total * 8 > 128 << 20,
+        "{total} samples: too few to test the bound"
+    );
+    assert!(
+        !a.log()
+            .iter()
+            .any(|l| l.contains("does not read its replies")),
+        "{:?}",
+        a.log()
+    );
 }

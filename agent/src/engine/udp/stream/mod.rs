@@ -30,6 +30,7 @@ use crate::engine::seedfmt::g6;
 use crate::engine::udp::batch;
 use crate::engine::udp::{self, Flow, Line, UdpTest};
 use crate::engine::{Refusal, TestCtx, TestError};
+use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{
     Direction, Kind, Limits, ParamError, ProbeParams, UdpGso, UdpSocketParams, UdpStreamParams,
@@ -77,7 +78,10 @@ pub enum Step {
     Done,
 }
 
-/// A leg's end: its figures, and the two halves they came from.
+/// A leg's end: its figures, the two halves they came from, and its
+/// samples (handed over once every leg of the side has ended: a leg that
+/// ends first must not hold up the others' receiving while the controller
+/// takes its samples).
 pub struct Ended {
     leg: Leg,
     figures: UdpStreamFigures,
@@ -85,6 +89,7 @@ pub struct Ended {
     rcv: Option<UdpStreamReceive>,
     note: Option<String>,
     timeouts: u64,
+    samples: Vec<(SampleKind, Vec<u64>)>,
 }
 
 /// Legs of a side: a flow per stream, and with `both` its reverse.
@@ -171,6 +176,12 @@ fn run_flow(
     let socket = udp::applied(&legs[0].sock, &p.sock);
     let mut ended = worker::run(ctx, &share, legs, &place)?;
     ended.sort_by_key(|e| e.leg.stream);
+    for e in &mut ended {
+        for (kind, v) in std::mem::take(&mut e.samples) {
+            ctx.sink
+                .samples(kind, ctx.role, ctx.test_id, ctx.step, e.leg.stream, &v);
+        }
+    }
     let n = p.streams as usize;
     let rev = ended.split_off(n);
     let figures = combine(p, &ended);

@@ -285,14 +285,6 @@ impl<'a> Receiver<'a> {
             recv_calls: Some(self.batch.calls),
             recv_messages: Some(self.batch.messages),
         };
-        let ctx = self.ctx;
-        for (kind, v) in [
-            (SampleKind::Sequence, &g.seq),
-            (SampleKind::ArrivalNs, &g.arr),
-        ] {
-            ctx.sink
-                .samples(kind, ctx.role, ctx.test_id, ctx.step, self.leg.stream, v);
-        }
         let timeouts = u64::from(snd.is_none());
         let note = self.note.take();
         let out = summary(p, snd.as_ref(), Some(&rcv), note.clone(), timeouts);
@@ -309,6 +301,10 @@ impl<'a> Receiver<'a> {
             rcv: Some(rcv),
             note,
             timeouts,
+            samples: vec![
+                (SampleKind::Sequence, g.seq),
+                (SampleKind::ArrivalNs, g.arr),
+            ],
         })
     }
 }

@@ -271,16 +271,6 @@ impl<'a> Sender<'a> {
             gso: Some(self.gso),
             send_calls: Some(self.batch.calls),
         };
-        let ctx = self.ctx;
-        ctx.sink.samples(
-            SampleKind::SendTimeNs,
-            ctx.role,
-            ctx.test_id,
-            ctx.step,
-            self.leg.stream,
-            &self.times,
-        );
-        self.times = Vec::new();
         let wait = Duration::from_millis(p.timeout_ms) + Duration::from_secs(5);
         let r = self.leg.line.send(&SenderLine::Stats { send: snd.clone() });
         self.sent = Some((snd, Instant::now() + wait));
@@ -339,6 +329,7 @@ impl<'a> Sender<'a> {
             rcv,
             note,
             timeouts,
+            samples: vec![(SampleKind::SendTimeNs, self.times)],
         })
     }
 }
