@@ -8,7 +8,7 @@
 // tool (taskset / iperf3 -A / netperf -T), so all tools see the same placement.
 import { ROUNDS, SECS, bin, children, cpuModel, cpus, fmt, only, results, sh, startAgent } from './lib.mjs';
 import { flows, tcpCrr, tcpRr, tcpScale, tcpStream, zerocopy } from './tcp.mjs';
-import { udp, udpRate } from './udp.mjs';
+import { udp, udpRate, udpScale } from './udp.mjs';
 import { footprint } from './footprint.mjs';
 import { wasmStats } from './wasm.mjs';
 import { samples } from './samples.mjs';
@@ -16,7 +16,7 @@ import { mesh } from './mesh.mjs';
 import { matrixPage } from './matrix_page.mjs';
 import { lul } from './lul.mjs';
 
-const sections = { tcp_stream: tcpStream, tcp_scale: tcpScale, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
+const sections = { tcp_stream: tcpStream, tcp_scale: tcpScale, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, udp_scale: udpScale, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }

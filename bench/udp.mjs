@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, bin, children, fmt, median, meshperf, pin, report, results, sh, sleep, tmp } from './lib.mjs';
+import { rotated, sockperfPct, sockperfPingPong, ROUNDS, SECS, bin, children, cpus, fmt, has, median, meshperf, pin, report, results, sh, sleep, startAgent, tmp } from './lib.mjs';
 
 export async function udp(agents) {
   console.log(`\n== UDP request/response, 64 B, loopback, ${ROUNDS} rounds alternating (RTT in us)`);
@@ -163,4 +163,74 @@ export async function udpRate(agents) {
   }
   ip.kill();
   sp.kill();
+}
+
+// Many UDP flows (issue 21 part 2): udp_stream with 8 flows flat out over
+// worker threads against its own 1 flow, iperf2 -u -P 8 (a thread per
+// stream) and iperf3 -u -P 8 (one thread before 3.16), 1400-byte datagrams,
+// where the machine has 8 CPUs or more: serving ends on CPUs 0..k-1,
+// driving ends on k..2k-1 (1 flow: CPU k and CPU 0). Gbit/s as each
+// receiver counted them (iperf2: its server's report; iperf3: packets less
+// those lost), with the loss.
+export async function udpScale() {
+  const k = Math.min(8, Math.floor(cpus / 2));
+  if (k < 4) {
+    console.log(`\n== UDP 8 flows: skipped, this machine has ${cpus} CPUs (the section needs 8 or more)`);
+    return;
+  }
+  const srv = `0-${k - 1}`, cli = `${k}-${2 * k - 1}`, len = 1400;
+  console.log(`\n== udp_stream 8 flows flat out against 1 flow, ${len} B, ${SECS} s, ${ROUNDS} rounds alternating; serving ends on CPUs ${srv}, driving ends on ${cli} (Gbit/s received)`);
+  const agents = [await startAgent(null), await startAgent(null)];
+  const withIperf2 = has('iperf'), withIperf3 = has('iperf3');
+  let report2 = '';
+  const servers = [];
+  if (withIperf2) {
+    const p = spawn('taskset', ['-c', srv, 'iperf', '-s', '-u', '-p', '5305', '-y', 'C'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    p.stdout.on('data', (d) => { report2 += d; });
+    servers.push(p);
+  }
+  if (withIperf3) servers.push(spawn('taskset', ['-c', srv, 'iperf3', '-s', '-p', '5306'], { stdio: 'ignore' }));
+  children.push(...servers);
+  await sleep(300);
+  const ours = (streams, gso) => {
+    const at = streams === 1 ? { cpus: String(k), server_cpus: '0' } : { cpus: cli, server_cpus: srv };
+    const s = udpStep(agents, { pkt_bytes: len, wait_us: 0, duration_s: SECS, streams, gso, ...at }).summary;
+    return { gbit: (s.received * len * 8) / s.recv_seconds / 1e9, loss: (100 * s.lost) / s.sent };
+  };
+  const iperf2 = async () => {
+    const from = report2.length;
+    sh('taskset', ['-c', cli, 'iperf', '-c', '127.0.0.1', '-u', '-p', '5305', '-t', String(SECS), '-l', String(len), '-b', '100G', '-P', '8', '-y', 'C']);
+    // The server reports each stream as it ends.
+    for (let i = 0; i < 20 && report2.slice(from).trim().split('\n').length < 8; i++) await sleep(100);
+    const lines = report2.slice(from).trim().split('\n').map((l) => l.split(',')).filter((f) => f.length >= 14 && f[5] !== '-1');
+    if (lines.length !== 8) throw new Error(`iperf -u -P 8: the server reported ${lines.length} streams: ${report2.slice(from)}`);
+    const total = lines.reduce((t, f) => t + Number(f[11]), 0), lost = lines.reduce((t, f) => t + Number(f[10]), 0);
+    return { gbit: lines.reduce((t, f) => t + Number(f[8]), 0) / 1e9, loss: (100 * lost) / total };
+  };
+  const iperf3 = () => {
+    const j = JSON.parse(sh('taskset', ['-c', cli, 'iperf3', '-c', '127.0.0.1', '-p', '5306', '-u', '-b', '0', '-l', String(len), '-t', String(SECS), '-P', '8', '-J']));
+    const rx = j.end.sum_received ?? j.end.sum;
+    const got = rx.packets - rx.lost_packets;
+    return { gbit: (got * len * 8) / rx.seconds / 1e9, loss: rx.lost_percent };
+  };
+  const one = [], off = [], on = [], p2 = [], p3 = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const steps = [
+      () => one.push(ours(1, 'off')),
+      () => off.push(ours(8, 'off')),
+      () => on.push(ours(8, 'on')),
+      ...(withIperf3 ? [() => p3.push(iperf3())] : []),
+    ];
+    rotated(r, steps);
+    if (withIperf2) p2.push(await iperf2());
+  }
+  for (const a of agents) process.kill(a.pid);
+  for (const p of servers) p.kill('SIGKILL');
+  const g = (xs) => xs.map((x) => x.gbit);
+  for (const [name, xs] of [['meshperf 1 flow', one], ['meshperf 8 flows, gso off', off], ['meshperf 8 flows, gso on', on], ['iperf2 -u -P 8', p2], ['iperf3 -u -P 8 -b 0', p3]]) {
+    if (xs.length) console.log(`  ${name.padEnd(26)} ${fmt(median(g(xs)), 3).padStart(9)} Gbit/s received, lost ${xs.map((x) => fmt(x.loss, 2)).join('/')} %`);
+  }
+  report('udp_stream 8 flows vs 1 flow (gso off)', g(off), g(one), 'Gbit/s', 'report');
+  if (withIperf2) report('udp_stream 8 flows vs iperf2 -u -P 8', g(off), g(p2), 'Gbit/s', 'report');
+  if (withIperf3) report('udp_stream 8 flows vs iperf3 -u -P 8', g(off), g(p3), 'Gbit/s', 'report');
 }
