@@ -75,6 +75,33 @@ pub fn addresses() -> Vec<(String, IpAddr)> {
     out
 }
 
+/// The interface `ip` belongs to, with the speed and MTU it reports
+/// (`/sys/class/net/NAME/{speed,mtu}`); all of 127/8 is `lo` (getifaddrs
+/// lists only 127.0.0.1). `None` for an address of no interface here.
+pub fn link(ip: IpAddr) -> Option<meshperf_protocol::summary::LinkSummary> {
+    let ip = ip.to_canonical();
+    let name = if ip.is_loopback() {
+        "lo".to_string()
+    } else {
+        addresses().into_iter().find(|(_, a)| *a == ip)?.0
+    };
+    // A name from getifaddrs: no path separators in it, but say so.
+    if name.contains('/') || name.starts_with('.') {
+        return None;
+    }
+    let read = |what: &str| {
+        std::fs::read_to_string(format!("/sys/class/net/{name}/{what}"))
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+    };
+    Some(meshperf_protocol::summary::LinkSummary {
+        // Loopback and virtual devices fail the read or say -1 (unknown).
+        speed_mbps: read("speed").filter(|&s| s > 0).map(|s| s as u64),
+        mtu: read("mtu").filter(|&m| m > 0).map(|m| m as u32),
+        interface: name,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -83,5 +110,16 @@ mod tests {
         assert!(super::cores() >= 1);
         assert!(super::kernel().contains("Linux"));
         assert!(super::addresses().iter().any(|(_, a)| a.is_loopback()));
+    }
+
+    #[test]
+    fn loopback_is_lo_with_its_mtu_and_no_speed() {
+        for ip in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            let l = super::link(ip.parse().unwrap()).unwrap();
+            assert_eq!((l.interface.as_str(), l.speed_mbps), ("lo", None), "{ip}");
+            let mtu = std::fs::read_to_string("/sys/class/net/lo/mtu").unwrap();
+            assert_eq!(l.mtu, mtu.trim().parse().ok(), "{ip}");
+        }
+        assert_eq!(super::link("192.0.2.77".parse().unwrap()), None);
     }
 }

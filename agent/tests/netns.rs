@@ -82,6 +82,17 @@ impl Agent {
 
 /// `server` prepares, `client` runs; returns the client's summary.
 fn run(client: &mut Agent, server: &mut Agent, id: u32, kind: &str, params: Value) -> Value {
+    run_both(client, server, id, kind, params).0
+}
+
+/// [`run`], returning both sides' summaries (client, server).
+fn run_both(
+    client: &mut Agent,
+    server: &mut Agent,
+    id: u32,
+    kind: &str,
+    params: Value,
+) -> (Value, Value) {
     let prep = server.request(
         json!({"type": "prepare", "test_id": id, "step": 0, "kind": kind, "params": params}),
     );
@@ -94,7 +105,7 @@ fn run(client: &mut Agent, server: &mut Agent, id: u32, kind: &str, params: Valu
     let (c, s) = (client.wait_end(id), server.wait_end(id));
     assert_eq!(c["type"], "result", "{c}");
     assert_eq!(s["type"], "result", "{s}");
-    c["summary"].clone()
+    (c["summary"].clone(), s["summary"].clone())
 }
 
 fn sh(args: &[&str]) -> String {
@@ -154,6 +165,36 @@ fn drop_counters() -> (u64, u64) {
         .expect("a DROP rule in FORWARD")
 }
 
+/// Each side names the veth its traffic left by (A's end of the A-R pair,
+/// B's of R-B), with the speed the kernel gives a veth (10 Gbit/s) and
+/// its MTU; the line set against the links says the 50 Mbit/s tbf left the
+/// link far from full (issue 26 part 1).
+fn links_are_the_veths(client: &Value, server: &Value, from_a: &str, to_b: &str) {
+    // The router holds the ...a1 and ...b1 ends; the agents the ...0 ends.
+    let end = |router_dev: &str| format!("{}0", &router_dev[..router_dev.len() - 1]);
+    for (side, dev) in [(client, end(from_a)), (server, end(to_b))] {
+        assert_eq!(
+            side["link"],
+            json!({"interface": dev, "speed_mbps": 10000, "mtu": 1500}),
+            "{side}"
+        );
+    }
+    let step: meshperf_protocol::result::StepResult = serde_json::from_value(json!({
+        "index": 0, "kind": "udp_stream", "summary": client,
+        "sides": {"client": client, "server": server}
+    }))
+    .unwrap();
+    let line = meshperf_protocol::link::line(&step).expect("a line for two veths");
+    println!("{line}");
+    assert!(
+        line.contains(&format!(
+            "of the 10.00 Gbit/s the 10 Gbit/s link at the driving agent ({}) can carry: the limit is elsewhere",
+            end(from_a)
+        )),
+        "{line}"
+    );
+}
+
 #[test]
 fn netns_ground_truth() {
     let a = std::env::var("MESHPERF_NETNS_A")
@@ -176,7 +217,7 @@ fn netns_ground_truth() {
         "latency", "200ms",
     ]);
     let pkt = 1400u64;
-    let s = run(
+    let (s, served) = run_both(
         &mut a,
         &mut b,
         1,
@@ -184,6 +225,7 @@ fn netns_ground_truth() {
         json!({"pkt_bytes": pkt, "count": 20000, "wait_us": 100}),
     );
     sh(&["tc", "qdisc", "del", "dev", &to_b, "root"]);
+    links_are_the_veths(&s, &served, &from_a, &to_b);
     // tbf counts whole Ethernet frames: payload + UDP 8 + IPv4 20 + Ethernet 14.
     // Between the first and the last packet it passes its rate times the
     // time, plus the bucket it starts with (64 KiB; deep enough that a late

@@ -3,6 +3,7 @@
 // the test stopped (not 100%); the banner that named it goes once the agent
 // is back.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { test, expect, AGENT_BIN } from '../agents';
 
 test('the result comes into view; an agent killed mid-test shows failed where it stopped; its banner goes once it is back', async ({ page, agents }) => {
@@ -21,6 +22,13 @@ test('the result comes into view; an agent killed mid-test shows failed where it
   await expect(title).toBeInViewport();
   expect((await title.boundingBox())!.y).toBeLessThan(768 / 3);
   await expect(page.getByTestId('progress')).toHaveJSProperty('value', 1);
+  // What it measured against the links (the line `meshperf run` prints):
+  // both agents on loopback, each side's interface in its summary.
+  await expect(page.getByTestId('link-line')).toHaveText("Over loopback at both agents: no link limits it; this is what the hosts' CPUs and kernels move.");
+  const mtu = readFileSync('/sys/class/net/lo/mtu', 'utf8').trim();
+  for (const role of ['client', 'server']) {
+    await expect(page.getByTestId(`summary-${role}`).locator('dt:text-is("link") + dd')).toHaveText(`lo, MTU ${mtu}`);
+  }
 
   // A longer test; B is killed about a third of the way in.
   await page.evaluate(() => window.scrollTo(0, 0));

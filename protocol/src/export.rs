@@ -31,10 +31,10 @@ pub fn scalars(summary: &Value, arrays: bool) -> Vec<(String, String)> {
     }
     let mut out = Vec::new();
     if let Some(o) = summary.as_object() {
-        // `cpu` is each side's, and named so (see `step_scalars`).
+        // `cpu` and `link` are each side's, and named so (see `step_scalars`).
         for (k, v) in o
             .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "line" | "cpu"))
+            .filter(|(k, _)| !matches!(k.as_str(), "line" | "cpu" | "link"))
         {
             walk(v, k.clone(), arrays, &mut out);
         }
@@ -43,17 +43,20 @@ pub fn scalars(summary: &Value, arrays: bool) -> Vec<(String, String)> {
 }
 
 /// A step's figures for its CSV row: its summary's [`scalars`], then
-/// each side's `cpu` as `cpu.client.*` and `cpu.server.*`.
+/// each side's `cpu` as `cpu.client.*` and `cpu.server.*`, then its
+/// `link` as `link.client.*` and `link.server.*`.
 fn step_scalars(s: &StepResult) -> Vec<(String, String)> {
     let mut out = scalars(&s.summary, true);
-    for (role, side) in [("client", &s.sides.client), ("server", &s.sides.server)] {
-        if let Some(cpu) = side.as_ref().and_then(|v| v.get("cpu")) {
-            let one = serde_json::json!({ role: cpu });
-            out.extend(
-                scalars(&one, true)
-                    .into_iter()
-                    .map(|(k, v)| (format!("cpu.{k}"), v)),
-            );
+    for key in ["cpu", "link"] {
+        for (role, side) in [("client", &s.sides.client), ("server", &s.sides.server)] {
+            if let Some(v) = side.as_ref().and_then(|v| v.get(key)) {
+                let one = serde_json::json!({ role: v });
+                out.extend(
+                    scalars(&one, true)
+                        .into_iter()
+                        .map(|(k, v)| (format!("{key}.{k}"), v)),
+                );
+            }
         }
     }
     out

@@ -23,6 +23,7 @@ pub mod export;
 pub mod frame;
 pub mod intervals;
 pub mod json_stream;
+pub mod link;
 pub mod lul_card;
 pub mod matrix;
 pub mod msg;

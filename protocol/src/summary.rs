@@ -19,6 +19,7 @@
 //! | `latency_under_load` driving side | [`LulSummary`] |
 //! | `latency_under_load` serving side | [`LulServerSummary`] |
 //! | every kind, both sides: the `cpu` key, added by the agent as it reports | [`CpuSummary`] |
+//! | every kind between two agents, both sides: the `link` key, added so | [`LinkSummary`] |
 //!
 //! `tcp_rr` and `udp_rr` keep separate structs because their keys come in
 //! different orders (and so do their CSV columns). Keys only one transport
@@ -28,8 +29,10 @@
 //! `skip_serializing_if`.
 
 mod cpu;
+mod link;
 mod lul;
 pub use cpu::CpuSummary;
+pub use link::{speed_text, LinkSummary};
 pub use lul::{
     AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulServerSummary,
     LulSummary, ProbeFlow, BESIDE_STREAM,

@@ -825,6 +825,15 @@ pub fn lul_verdict(summary_json: &str) -> Result<String, JsError> {
     meshperf_protocol::verdict::lul_json(summary_json).map_err(|e| JsError::new(&e))
 }
 
+/// What a throughput or request/response step measured against what its
+/// agents' links allow (protocol/src/link.rs, the line `meshperf run`
+/// prints): the step as JSON in, a JSON string or `null` out.
+#[cfg(feature = "codec")]
+#[wasm_bindgen]
+pub fn link_line(step_json: &str) -> Result<String, JsError> {
+    meshperf_protocol::link::line_json(step_json).map_err(|e| JsError::new(&e))
+}
+
 /// The latency lanes of the answered probes (`meshperf_stats::lul_lanes`):
 /// arguments as `lul_analyze`, plus the sequence numbers `seq`, the probes
 /// `sent` and `probe_ms`. Returns Float64Arrays `t_s`, `rtt_ms`, `up_ms`,

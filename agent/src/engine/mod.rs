@@ -280,6 +280,9 @@ pub struct TestCtx {
     pub limits: Limits,
     /// When this side must end at the latest (`--max-duration`).
     pub limit: Arc<Limit>,
+    /// The local address of the side's control line to its peer (set as
+    /// it connects): the interface [`TestCtx::report`] names as `link`.
+    pub local: Arc<std::sync::OnceLock<IpAddr>>,
 }
 
 /// How much of a test is done: `done` of `total` when a count bounds it
@@ -357,6 +360,13 @@ impl TestCtx {
                     o.insert(
                         "cpu".into(),
                         serde_json::to_value(c).expect("cpu serializes"),
+                    );
+                }
+                let link = self.local.get().and_then(|ip| crate::sysinfo::link(*ip));
+                if let (Some(o), Some(l)) = (summary.as_object_mut(), link) {
+                    o.insert(
+                        "link".into(),
+                        serde_json::to_value(l).expect("link serializes"),
                     );
                 }
                 self.sink.event(&Event::Result {

@@ -474,6 +474,7 @@ pub fn accept(
 ) -> Result<Connected, TestError> {
     let c = accept_peer(ctx, listener, key, kind, streams)?;
     ctx.limit.begin();
+    noted(ctx, &c);
     Ok(c)
 }
 
@@ -802,7 +803,15 @@ pub fn connect(
 ) -> Result<Connected, TestError> {
     let c = connect_peer(ctx, peer, kind, p, streams)?;
     ctx.limit.begin();
+    noted(ctx, &c);
     Ok(c)
+}
+
+/// The side's own address toward its peer, for its summary's `link`.
+fn noted(ctx: &TestCtx, c: &Connected) {
+    if let Ok(a) = c.control.stream().local_addr() {
+        let _ = ctx.local.set(a.ip());
+    }
 }
 
 fn connect_peer(

@@ -184,6 +184,9 @@ impl Output {
         for l in super::cpu_out::lines(s) {
             let _ = writeln!(out, "{l}");
         }
+        for l in super::cpu_out::link_lines(s) {
+            let _ = writeln!(out, "{l}");
+        }
         for l in super::rate_out::lines(s) {
             let _ = writeln!(out, "{l}");
         }

@@ -700,6 +700,7 @@ impl Agent {
                 self.limits.max_duration_s,
             ))),
             limits: self.limits.clone(),
+            local: Default::default(),
             sink: Sink {
                 sid,
                 serial: self.next_serial,

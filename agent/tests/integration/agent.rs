@@ -819,6 +819,25 @@ where
         .unwrap_or_else(|e| panic!("{what}: cpu is not a CpuSummary: {e}\n{cpu}"));
     let c = serde_json::to_value(c).unwrap();
     assert_eq!((shape(&c), &c), (shape(&cpu), &cpu), "{what}: cpu differs");
+    // And, between two agents, the interface it ran over (loopback here).
+    if let Some(link) = v.as_object_mut().and_then(|o| o.shift_remove("link")) {
+        let l: meshperf_protocol::summary::LinkSummary = serde_json::from_value(link.clone())
+            .unwrap_or_else(|e| panic!("{what}: link is not a LinkSummary: {e}\n{link}"));
+        assert_eq!(
+            (l.interface.as_str(), l.speed_mbps),
+            ("lo", None),
+            "{what}: {link}"
+        );
+        assert!(l.mtu.is_some(), "{what}: {link}");
+        let l = serde_json::to_value(l).unwrap();
+        assert_eq!(
+            (shape(&l), &l),
+            (shape(&link), &link),
+            "{what}: link differs"
+        );
+    } else {
+        assert!(what.contains("unix"), "{what}: no link in {v}");
+    }
     let v = &v;
     let typed: T = serde_json::from_value(v.clone())
         .unwrap_or_else(|e| panic!("{what}: not its typed summary: {e}\n{v}"));

@@ -80,6 +80,26 @@ pub(crate) fn check_stream_run(out: &str, file: &RunResult, csv: &str) {
             assert_eq!(num("percent"), c.percent, "{csv}");
             assert_eq!(num("threads"), c.threads as f64, "{csv}");
             assert_eq!(num("host_percent"), host, "{csv}");
+            // Its interface: loopback, with the MTU the kernel gives it.
+            let mtu = std::fs::read_to_string("/sys/class/net/lo/mtu").unwrap();
+            let link = |k: &str| {
+                let name = format!("link.{role}.{k}");
+                let at = rows[0].iter().position(|h| *h == name);
+                rows[i + 1][at.unwrap_or_else(|| panic!("no {name}: {csv}"))]
+            };
+            assert_eq!(
+                (link("interface"), link("mtu")),
+                ("lo", mtu.trim()),
+                "{csv}"
+            );
         }
+        let mtu = std::fs::read_to_string("/sys/class/net/lo/mtu").unwrap();
+        let mtu = mtu.trim();
+        let line = format!("link: client lo, MTU {mtu}; server lo, MTU {mtu}");
+        assert!(out.lines().any(|l| l == line), "no {line:?} in\n{out}");
+        assert!(
+            out.lines().any(|l| l == "Over loopback at both agents: no link limits it; this is what the hosts' CPUs and kernels move."),
+            "no loopback line in\n{out}"
+        );
     }
 }

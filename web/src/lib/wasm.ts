@@ -144,6 +144,8 @@ export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_
   lul_card: (summary: string) => string;
   /** A latency_under_load summary's verdict (protocol/src/verdict.rs, the sentence the CLI prints), JSON in and out. */
   lul_verdict: (summary: string) => string;
+  /** A step's line against its agents' links (protocol/src/link.rs, the line the CLI prints): step JSON in, a JSON string or null out. */
+  link_line: (step: string) => string;
   /** Probe-by-probe latency lanes (stats/src/lul_lanes.rs). */
   lul_lanes: (
     phase: Uint8Array, seq: Float64Array, t1: Float64Array, t2: Float64Array, t3: Float64Array, t4: Float64Array,
@@ -223,6 +225,7 @@ export function loadCodec(): Promise<Stats & Codec> {
       matrix_metrics: c.matrix_metrics as Codec['matrix_metrics'],
       lul_card: c.lul_card as Codec['lul_card'],
       lul_verdict: c.lul_verdict as Codec['lul_verdict'],
+      link_line: c.link_line as Codec['link_line'],
       lul_lanes: c.lul_lanes as Codec['lul_lanes'],
     };
     const both = { ...s, ...codec };
