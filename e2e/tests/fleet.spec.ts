@@ -1,0 +1,155 @@
+// The page reads a fleet (issue 25 part 5): a 1000-agent matrix file (the
+// format a monitor serves at /matrix.json; written by ../fleet.ts, 999 000
+// steps, about 120 MB) imported into the page a real agent serves, as
+// lul.spec.ts imports a matrix file. The file is read off the page's
+// thread; the heatmap is one canvas of 500 x 500 pixels (each pixel row = 2
+// agents, the worst shown): the slow node's pixel wears the top of the
+// scale, a failed pair the failure colour; search finds a host, worst first
+// puts the failing node on the top row, and the drill-down lists one node's
+// 999 pairs each way with the file's figures. The longest task while the
+// file opens is measured and printed; the <= 200 ms target is the bench's
+// (e2e/bench/fleet1000.bench.ts), this test checks what the page shows.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, expect, type Page } from '@playwright/test';
+import { startAgent, type Agent } from '../agents';
+import { FAIL, FAIL_PEERS, SLOW, host, median, recordLongTasks, worstFirst, writeFleet } from '../fleet';
+
+const N = 1000;
+
+let agent: Agent;
+let dir: string;
+let file: string;
+test.beforeAll(async () => {
+  agent = await startAgent('A');
+  dir = mkdtempSync(join(tmpdir(), 'meshperf-fleet-'));
+  file = join(dir, 'matrix.json');
+  writeFleet(file, N);
+});
+test.afterAll(async () => {
+  await agent?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The canvas's colour [r, g, b, a] at the middle of bucket (row, column), and the page's colour of a failed pair. */
+async function pixel(page: Page, row: number, col: number): Promise<number[]> {
+  return page.getByTestId('fleet-heatmap').evaluate(
+    (cv: HTMLCanvasElement, [r, c]) => {
+      const cell = Number(cv.dataset.cell);
+      const dpr = cv.width / cv.getBoundingClientRect().width;
+      const [x, y] = [Number(cv.dataset.left) + (c + 0.5) * cell, Number(cv.dataset.top) + (r + 0.5) * cell];
+      return [...cv.getContext('2d')!.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data];
+    },
+    [row, col],
+  );
+}
+const failColour = (page: Page) =>
+  page.evaluate(() => {
+    const c = document.createElement('canvas').getContext('2d', { willReadFrequently: true })!;
+    c.fillStyle = getComputedStyle(document.querySelector('[data-testid=fleet-heatmap]')!).getPropertyValue('--bad').trim();
+    c.fillRect(0, 0, 1, 1);
+    return [...c.getImageData(0, 0, 1, 1).data];
+  });
+
+test('a 1000-agent matrix file: canvas heatmap with 2 agents per pixel row, search, worst first, one node\'s pairs both ways', async ({ page }, testInfo) => {
+  test.setTimeout(180_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.addInitScript(recordLongTasks);
+  await page.goto(`${agent.origin}/`);
+  const t0 = await page.evaluate(() => performance.now());
+  const opened = Date.now();
+  await page.getByTestId('import').setInputFiles(file);
+  const heatmap = page.getByTestId('fleet-heatmap');
+  await expect(heatmap).toHaveAttribute('data-drawn', /^[1-9]/, { timeout: 120_000 });
+  const took = Date.now() - opened;
+  const long = (await page.evaluate(() => (window as unknown as { longTasks: { start: number; ms: number }[] }).longTasks)).filter((t) => t.start >= t0);
+  const worst = Math.max(0, ...long.map((t) => t.ms));
+  const line = `fleet of ${N} agents: the file opened in ${took} ms; ${long.length} long tasks, longest ${worst.toFixed(0)} ms`;
+  console.log(line);
+  await testInfo.attach('figures', { body: line, contentType: 'text/plain' });
+
+  // What the file holds, and the note on what a pixel is.
+  const fleet = page.getByTestId('fleet');
+  await expect(fleet).toHaveAttribute('data-n', String(N));
+  await expect(fleet).toHaveAttribute('data-k', '2');
+  await expect(heatmap).toHaveAttribute('data-buckets', '500');
+  await expect(page.getByTestId('fleet-note')).toHaveText(`${N} agents, ${N * (N - 1) - FAIL_PEERS.length} pairs measured, ${FAIL_PEERS.length} failed; each pixel row = 2 agents, worst shown`);
+  await expect(page.getByTestId('fleet-panel').locator('h2')).toContainText(`udp_rr, ${N} agents, ${N * (N - 1)} steps, from matrix.json`);
+  // No element per cell: the plot is one canvas.
+  expect(await fleet.locator('button, li').count()).toBeLessThan(50);
+
+  // The canvas: the slow node's row (737, with 736 in pixel row 368) against
+  // peers 48 and 49 (column 24) holds the largest figure (449 us): the top
+  // of the scale; node 421's failed pair with 100 the failure colour; an
+  // ordinary pixel neither.
+  const bad = await failColour(page);
+  expect(await pixel(page, SLOW >> 1, 49 >> 1)).toEqual([253, 231, 37, 255]);
+  expect(await pixel(page, FAIL >> 1, FAIL_PEERS[0] >> 1)).toEqual(bad);
+  const plain = await pixel(page, 3, 5);
+  expect(plain[3]).toBe(255);
+  expect(plain).not.toEqual(bad);
+  expect(plain.slice(0, 3)).not.toEqual([253, 231, 37]);
+  // Hovering a pixel names the worst of its four pairs.
+  await heatmap.scrollIntoViewIfNeeded();
+  const box = (await heatmap.boundingBox())!;
+  const cell = Number(await heatmap.getAttribute('data-cell'));
+  await page.mouse.move(box.x + 44 + (49 >> 1) * cell + cell / 2, box.y + 18 + (SLOW >> 1) * cell + cell / 2);
+  await expect(page.getByTestId('fleet-tip')).toHaveText(`worst of 4 pairs: J28 ${host(SLOW)} → X1 ${host(49)}: 449 us`);
+  await page.screenshot({ path: testInfo.outputPath('fleet-heatmap.png'), fullPage: true });
+
+  // Search by host: one hit, and it opens that node's pairs both ways.
+  await page.getByTestId('fleet-search').fill(host(SLOW));
+  await expect(page.getByTestId('fleet-hit')).toHaveCount(1);
+  await page.getByTestId('fleet-hit').click();
+  const node = page.getByTestId('fleet-node');
+  await expect(node).toHaveAttribute('data-agent', String(SLOW));
+  const out = node.getByTestId('fleet-out');
+  const inn = node.getByTestId('fleet-in');
+  await expect(out).toHaveAttribute('data-pairs', String(N - 1));
+  await expect(inn).toHaveAttribute('data-pairs', String(N - 1));
+  // Worst first: 449 us to (and from) peer 49, the first of the peers at 449.
+  for (const list of [out, inn]) {
+    const first = list.getByTestId('fleet-pair').first();
+    await expect(first).toHaveAttribute('data-peer', '49');
+    await expect(first).toHaveAttribute('data-value', '449');
+  }
+  // Every pair both ways, with the file's figures.
+  await node.getByTestId('fleet-all').click();
+  await expect(out.getByTestId('fleet-pair')).toHaveCount(N - 1);
+  const shown = await node.evaluate((el) =>
+    ['fleet-out', 'fleet-in'].map((id) =>
+      [...el.querySelectorAll(`[data-testid=${id}] [data-testid=fleet-pair]`)].map((li) => [Number((li as HTMLElement).dataset.peer), Number((li as HTMLElement).dataset.value)]),
+    ),
+  );
+  for (const [peer, v] of shown[0]) expect(v, `${SLOW} -> ${peer}`).toBe(median(SLOW, peer));
+  for (const [peer, v] of shown[1]) expect(v, `${peer} -> ${SLOW}`).toBe(median(peer, SLOW));
+  const values = shown[0].map(([, v]) => v);
+  expect(values).toEqual([...values].sort((a, b) => b - a));
+
+  // The failing node: its three failed pairs lead its row.
+  await page.getByTestId('fleet-search').fill(host(FAIL));
+  await page.getByTestId('fleet-hit').click();
+  await expect(node).toHaveAttribute('data-agent', String(FAIL));
+  const failedFirst = out.getByTestId('fleet-pair');
+  for (let i = 0; i < FAIL_PEERS.length; i++) {
+    await expect(failedFirst.nth(i)).toHaveAttribute('data-state', 'failed');
+    await expect(failedFirst.nth(i)).toHaveAttribute('data-peer', String(FAIL_PEERS[i]));
+  }
+  await expect(failedFirst.nth(FAIL_PEERS.length)).toHaveAttribute('data-state', 'done');
+
+  // Worst first: the rows begin with the nodes the figures say are worst
+  // (421 with its 3 failed pairs, then 100, 200, 300 with one each, then
+  // the 449 us pairs), and the top-left pixel is now 421 -> 100, failed.
+  expect(await pixel(page, 0, 0)).not.toEqual(bad);
+  await page.getByTestId('fleet-sort').selectOption('worst');
+  await expect(fleet).toHaveAttribute('data-sort', 'worst');
+  const want = worstFirst(N).slice(0, 10);
+  expect(want.slice(0, 4)).toEqual([FAIL, ...FAIL_PEERS]);
+  await expect(page.getByTestId('fleet-row')).toHaveCount(10);
+  expect(await page.getByTestId('fleet-row').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.agent)))).toEqual(want);
+  await expect.poll(() => pixel(page, 0, 0)).toEqual(bad);
+  await page.screenshot({ path: testInfo.outputPath('fleet-worst-first.png'), fullPage: true });
+  expect(errors).toEqual([]);
+});
