@@ -79,6 +79,8 @@ test('a bucket shows its worst cell: the largest delay or the smallest rate, a f
   // 5 agents, 2 per bucket: buckets {0,1} {2,3} {4}.
   const g = grid(5, { '0>1': 10, '1>0': 30, '0>2': 5, '1>3': 'x', '2>0': 7, '3>0': 9, '3>1': 8, '2>4': 50, '3>4': 2, '4>3': 1 });
   assert.deepEqual([g.state[0], g.state[1], g.state[6], g.state[8]], [SELF, DONE, SELF, FAILED]);
+  // The scale starts at zero; 9 pairs measured, 1 failed.
+  assert.deepEqual(F.extent(g), { lo: 0, hi: 50, done: 9, failed: 1 });
   const up = F.bucketed(g, [0, 1, 2, 3, 4], 2, true);
   assert.equal(up.b, 3);
   // (0..1 x 0..1): 10 and 30 beside the diagonal: 30.
