@@ -25,8 +25,8 @@ export function median(client: number, server: number): number | null {
   return 40 + ((31 * client + 17 * server) % 20);
 }
 
-/** Writes the n-agent udp_rr matrix to `file` (a step per ordered pair); returns its size in bytes. */
-export function writeFleet(file: string, n: number): number {
+/** Writes the n-agent udp_rr matrix to `file` (a step per ordered pair, each pair's figure from `fig`); returns its size in bytes. */
+export function writeFleet(file: string, n: number, fig: (client: number, server: number) => number | null = median): number {
   const fd = openSync(file, 'w');
   let bytes = 0;
   const put = (s: string) => (bytes += writeSync(fd, s));
@@ -39,7 +39,7 @@ export function writeFleet(file: string, n: number): number {
       const chunk: string[] = [];
       for (let client = 0; client < n; client++) {
         if (client === server) continue;
-        const m = median(client, server);
+        const m = fig(client, server);
         const pair = `"pair":{"server":${server},"client":${client}}`;
         chunk.push(
           m == null

@@ -184,3 +184,25 @@ test('a 1000-agent matrix file: canvas heatmap with 2 agents per pixel row, sear
   await expect(page.getByTestId('fleet-note')).toContainText('each pixel row = 2 agents, worst shown');
   expect(errors).toEqual([]);
 });
+
+test('a 70-agent matrix opened on the page is a fleet too; a pair of the drill-down opens its step', async ({ page }) => {
+  // 70 agents, 4830 steps (under a megabyte: read on the page as any file, kept in the runs).
+  const small = join(dir, 'matrix70.json');
+  writeFleet(small, 70, (c, s) => (c === 7 && s === 30 ? null : 40 + ((31 * c + 17 * s) % 20)));
+  await page.goto(`${agent.origin}/`);
+  await page.getByTestId('import').setInputFiles(small);
+  const fleet = page.getByTestId('matrix-view').getByTestId('fleet');
+  await expect(fleet).toHaveAttribute('data-n', '70');
+  await expect(fleet).toHaveAttribute('data-k', '1');
+  await expect(page.getByTestId('fleet-note')).toHaveText('70 agents, 4829 pairs measured, 1 failed; one pixel row per agent');
+  await expect(page.getByTestId('matrix-failed')).toHaveText('1 pair failed');
+  await expect(page.getByTestId('heatmap')).toHaveCount(0);
+  await page.getByTestId('fleet-search').fill('node-0007');
+  await page.getByTestId('fleet-hit').click();
+  const first = page.getByTestId('fleet-out').getByTestId('fleet-pair').first();
+  await expect(first).toHaveAttribute('data-state', 'failed');
+  await expect(first).toHaveAttribute('data-peer', '30');
+  // H drove, E1 served: the step's own error line.
+  await first.getByRole('button').click();
+  await expect(page.getByTestId('step-error')).toHaveText('H → E1: no answer within 1000 ms');
+});
