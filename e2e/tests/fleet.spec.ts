@@ -10,12 +10,16 @@
 // the rows in sight. The longest task while the
 // file opens is measured and printed; the <= 200 ms target is the bench's
 // (e2e/bench/fleet1000.bench.ts), this test checks what the page shows.
-import { mkdtempSync, rmSync } from 'node:fs';
+// A 70-agent file (read on the page) is a fleet inside the matrix view,
+// whose pairs open their steps; and a real `meshperf monitor`'s
+// /matrix.json over 65 real agents opens as a fleet with its figures.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test, expect, type Locator, type Page } from '@playwright/test';
-import { startAgent, type Agent } from '../agents';
+import { AGENT_BIN, startAgent, type Agent } from '../agents';
 import { FAIL, FAIL_PEERS, SLOW, host, median, recordLongTasks, worstFirst, writeFleet } from '../fleet';
 
 const N = 1000;
@@ -205,4 +209,66 @@ test('a 70-agent matrix opened on the page is a fleet too; a pair of the drill-d
   // H drove, E1 served: the step's own error line.
   await first.getByRole('button').click();
   await expect(page.getByTestId('step-error')).toHaveText('H → E1: no answer within 1000 ms');
+});
+
+test('a real monitor\'s /matrix.json of 65 agents opens as a fleet with the file\'s figures', async ({ page }) => {
+  test.setTimeout(150_000);
+  // 65 real agents (one beyond the small grid) and `meshperf monitor` over
+  // them: its first run (4160 udp_rr pairs of 5 requests, ~20 s here), then
+  // its /matrix.json (~19 MB, each step whole: read in the page's worker).
+  const agents = await Promise.all(Array.from({ length: 65 }, (_, i) => startAgent(`m${i}`)));
+  const mon = spawn(AGENT_BIN, ['monitor', ...agents.flatMap((a) => ['--agent', `${a.origin}/#token=${a.token}`]), '--kind', 'udp_rr', '--set', 'count=5', '--every', '10m', '--jitter', '0s', '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let said = '';
+  mon.stdout!.on('data', (c) => (said += c));
+  mon.stderr!.on('data', (c) => (said += c));
+  try {
+    await expect.poll(() => /metrics on (http:\/\/\S+)\/metrics/.exec(said)?.[1] ?? '', { timeout: 10_000 }).not.toBe('');
+    const base = /metrics on (http:\/\/\S+)\/metrics/.exec(said)![1];
+    let body = '';
+    await expect
+      .poll(
+        async () => {
+          const r = await fetch(`${base}/matrix.json`);
+          body = r.ok ? await r.text() : '';
+          return r.status;
+        },
+        { timeout: 100_000, intervals: [1000] },
+      )
+      .toBe(200);
+    const file = join(dir, 'monitor-matrix.json');
+    writeFileSync(file, body);
+    const json = JSON.parse(body) as { steps: { pair: { client: number; server: number }; error?: string; summary: { rtt_us?: { median: number } } | null }[] };
+    expect(json.steps).toHaveLength(65 * 64);
+    const med = new Map(json.steps.map((s) => [`${s.pair.client}>${s.pair.server}`, s.error ? null : s.summary!.rtt_us!.median]));
+    const measured = [...med.values()].filter((v) => v != null).length;
+
+    await page.goto(`${agent.origin}/`);
+    await page.getByTestId('import').setInputFiles(file);
+    const fleet = page.getByTestId('fleet-panel').getByTestId('fleet');
+    await expect(fleet).toHaveAttribute('data-n', '65', { timeout: 60_000 });
+    await expect(page.getByTestId('fleet-note')).toHaveText(`65 agents, ${measured} pairs measured${measured < 4160 ? `, ${4160 - measured} failed` : ''}; one pixel row per agent`);
+    // The largest median wears the top of the scale.
+    const [largest] = [...med].filter(([, v]) => v != null).sort((a, b) => b[1]! - a[1]!)[0];
+    const [top, topServer] = largest.split('>').map(Number);
+    await expect(page.getByTestId('fleet-heatmap')).toHaveAttribute('data-drawn', /^[1-9]/);
+    expect(await pixel(page, top, topServer)).toEqual([253, 231, 37, 255]);
+    // A click on agent 5's row opens its pairs: the monitor's figures, both ways.
+    const heatmap = page.getByTestId('fleet-heatmap');
+    await heatmap.scrollIntoViewIfNeeded();
+    const cell = Number(await heatmap.getAttribute('data-cell'));
+    await heatmap.click({ position: { x: 44 + 20 * cell + cell / 2, y: 18 + 5 * cell + cell / 2 } });
+    const node = page.getByTestId('fleet-node');
+    await expect(node).toHaveAttribute('data-agent', '5');
+    for (const [testid, drove] of [
+      ['fleet-out', true],
+      ['fleet-in', false],
+    ] as const) {
+      const list = await listed(node.getByTestId(testid));
+      expect(list).toHaveLength(64);
+      for (const [peer, v] of list) expect(v, `${testid} ${peer}`).toBe(med.get(drove ? `5>${peer}` : `${peer}>5`) ?? null);
+    }
+  } finally {
+    mon.kill('SIGTERM');
+    await Promise.all(agents.map((a) => a.stop()));
+  }
 });
