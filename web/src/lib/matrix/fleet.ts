@@ -118,7 +118,14 @@ export function bucketed(g: FleetGrid, order: ArrayLike<number>, k: number, hw: 
 }
 
 /** The figures' range (from zero, as the small heatmap's scale) and the measured and failed pairs. */
-export function extent(g: FleetGrid): { lo: number; hi: number; done: number; failed: number } {
+export interface Extent {
+  lo: number;
+  hi: number;
+  done: number;
+  failed: number;
+}
+
+export function extent(g: FleetGrid): Extent {
   let [lo, hi, done, failed] = [0, 0, 0, 0];
   const { state, value } = g;
   for (let i = 0; i < state.length; i++) {
@@ -266,6 +273,9 @@ export interface FleetData {
   value: Float64Array;
   state: Uint8Array;
   step: Int32Array;
+  /** Each agent's worst pair and the grid's extent, worked out in the worker (two passes over a million cells fewer on the page). */
+  worst: NodeWorst;
+  extent: Extent;
 }
 
 /** What the page asks fleet.worker.ts: read a file, or the cells of another figure of the file it read. */

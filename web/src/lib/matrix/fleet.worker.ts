@@ -5,7 +5,7 @@
 // keeps the parsed result here for another figure; anything else goes back
 // as its text, for the page's usual import (result.ts parseResult).
 
-import { FLEET_FROM, gridOf, type FleetAnswer, type FleetAsk } from './fleet';
+import { FLEET_FROM, extent, gridOf, higherIsWorse, nodeWorst, type FleetAnswer, type FleetAsk } from './fleet';
 import { defaultMetric, fleetFills, type FleetStep } from './fleetfigure';
 
 interface Doc {
@@ -25,6 +25,7 @@ function cells(metric: string, id: number) {
   const kind = String(doc?.plan?.kind ?? steps.find((s) => s.kind)?.kind ?? '');
   const m = metric || defaultMetric(kind);
   const g = gridOf(n, steps, (s) => fleetFills(s, m));
+  const worst = nodeWorst(g, higherIsWorse(m));
   const agents = doc?.agents ?? [];
   const text = (v: unknown) => (v == null ? '' : String(v));
   scope.postMessage(
@@ -40,9 +41,11 @@ function cells(metric: string, id: number) {
         value: g.value,
         state: g.state,
         step: g.step,
+        worst,
+        extent: extent(g),
       },
     },
-    [g.value.buffer, g.state.buffer, g.step.buffer],
+    [g.value.buffer, g.state.buffer, g.step.buffer, worst.value.buffer, worst.failed.buffer, worst.bad.buffer],
   );
 }
 
