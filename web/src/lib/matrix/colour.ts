@@ -10,8 +10,8 @@ const STOPS: [number, number, number][] = [
   [253, 231, 37],
 ];
 
-/** The colour of `t` in 0..1 (clamped) as [r, g, b]. */
-const rgb = (t: number) => rgbOf(STOPS, t);
+/** The colour of `t` in 0..1 (clamped) as [r, g, b] (a fleet's canvas writes pixels, not CSS colours). */
+export const rgb = (t: number): [number, number, number] => rgbOf(STOPS, t);
 
 export const colourAt = (t: number): string => `rgb(${rgb(t).join(' ')})`;
 
