@@ -14,6 +14,10 @@
 //! agent that cannot be reached or refuses the token fails its pairs; the
 //! others are measured. A run longer than `--every` delays the next one
 //! (never two at once), and says so on stderr.
+//!
+//! For a fleet (`run::sample`): `--peers K` measures each run's round of a
+//! rotation (K peers per agent) instead of every pair, `--shard I/N` only
+//! the pairs this monitor owns of N, and `--stale` bounds the pairs kept.
 
 pub mod http;
 pub mod metrics;
