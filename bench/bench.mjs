@@ -15,8 +15,9 @@ import { samples } from './samples.mjs';
 import { mesh } from './mesh.mjs';
 import { matrixPage } from './matrix_page.mjs';
 import { lul } from './lul.mjs';
+import { fleet } from './fleet.mjs';
 
-const sections = { tcp_stream: tcpStream, tcp_scale: tcpScale, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, udp_scale: udpScale, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul };
+const sections = { tcp_stream: tcpStream, tcp_scale: tcpScale, zerocopy, tcp_rr: tcpRr, tcp_crr: tcpCrr, flows, udp, udp_rate: udpRate, udp_scale: udpScale, footprint, samples, wasm_stats: wasmStats, mesh, matrix_page: matrixPage, lul, fleet };
 
 async function main() {
   try { sh(bin, ['--version']); } catch { throw new Error(`${bin} missing: run npm run build first`); }

@@ -89,6 +89,90 @@ pub fn pairs(n: usize, both_ways: bool) -> Vec<Pair> {
     }
 }
 
+/// Rounds of a sampled rotation for a mesh too large to measure whole:
+/// how many consecutive rounds of [`sampled`] measure every ordered pair of
+/// `n` agents when each measures `k` peers a round, ceil((n-1)/k) (1 when
+/// `k` covers every other agent: the full mesh).
+pub fn rotation_rounds(n: usize, k: usize) -> u64 {
+    if n < 2 || k == 0 {
+        return 1;
+    }
+    (n as u64 - 1).div_ceil(k as u64)
+}
+
+/// The ordered pairs of round `round` of the sampled rotation over `n`
+/// agents (positions 0..n in a stable order, e.g. sorted by address): each
+/// agent drives the test to `k` peers, those at offsets
+/// 1 + ((round*k + j) mod (n-1)), j < k, around the ring. Any
+/// [`rotation_rounds`] consecutive rounds measure every ordered pair (their
+/// offsets run through n-1 consecutive values); `k` >= n-1 is the full
+/// mesh every round. Rounds of pairs to run at once: [`pack`].
+pub fn sampled(n: usize, k: usize, round: u64) -> Vec<Pair> {
+    if n < 2 || k == 0 {
+        return Vec::new();
+    }
+    let others = n as u64 - 1;
+    let k = (k as u64).min(others);
+    let base = (round % others) * k;
+    let mut out = Vec::with_capacity(n * k as usize);
+    for client in 0..n {
+        for j in 0..k {
+            let offset = 1 + (base + j) % others;
+            let server = (client + offset as usize) % n;
+            out.push(Pair { server, client });
+        }
+    }
+    out
+}
+
+/// `pairs` packed into rounds with no agent twice in a round (first fit:
+/// each pair in the first round where both its agents are free), in their
+/// order within a round; `serial`: one pair per round. An agent in `d`
+/// pairs makes at most 2d-1 rounds.
+pub fn pack(pairs: &[Pair], serial: bool) -> Vec<Vec<Pair>> {
+    if serial {
+        return pairs.iter().map(|&p| vec![p]).collect();
+    }
+    let mut rounds: Vec<Vec<Pair>> = Vec::new();
+    // The rounds each agent is in, as a sorted list (short: its degree).
+    let mut used: std::collections::HashMap<usize, Vec<usize>> = Default::default();
+    for &p in pairs {
+        let a = used.get(&p.server).map_or(&[][..], Vec::as_slice);
+        let b = used.get(&p.client).map_or(&[][..], Vec::as_slice);
+        let r = (0..)
+            .find(|r| !a.contains(r) && !b.contains(r))
+            .expect("a free round");
+        if r == rounds.len() {
+            rounds.push(Vec::new());
+        }
+        rounds[r].push(p);
+        used.entry(p.server).or_default().push(r);
+        used.entry(p.client).or_default().push(r);
+    }
+    rounds
+}
+
+/// Which of `shards` monitors owns the ordered pair `src` -> `dst` (the
+/// agents' names, e.g. `HOST:PORT`): a stable hash (64-bit FNV-1a of
+/// `src`, a 0 byte, `dst`, through SplitMix64's finalizer) modulo the count, so that every replica of the
+/// same version computes the same split with no word between them, and
+/// the shards' pairs together are every pair exactly once.
+pub fn shard_of(src: &str, dst: &str, shards: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in src.bytes().chain([0]).chain(dst.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // FNV's low bits are the bytes' parity (the same both ways round):
+    // SplitMix64's finalizer spreads every bit over them.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h % u64::from(shards.max(1))) as u32
+}
+
 /// The agents of a matrix, checked before any traffic: two or more, none
 /// listed twice (the same address and port, or one agent process reached
 /// under two names: the same `instance`), and each runs `kind`. Agents not
@@ -234,6 +318,21 @@ impl Schedule {
             (false, true) => self::serial(n),
             (false, false) => rounds(n),
         };
+        Schedule {
+            pairs: planned.iter().map(Vec::len).sum(),
+            planned_rounds: planned.len(),
+            planned: planned.into(),
+            retry: Vec::new(),
+            running: Vec::new(),
+            serial,
+        }
+    }
+
+    /// The schedule of given rounds of pairs (each round with no agent
+    /// twice, e.g. [`pack`]'s or a subset of [`rounds`]'); empty rounds
+    /// are dropped.
+    pub fn of_rounds(planned: Vec<Vec<Pair>>, serial: bool) -> Schedule {
+        let planned: Vec<Vec<Pair>> = planned.into_iter().filter(|r| !r.is_empty()).collect();
         Schedule {
             pairs: planned.iter().map(Vec::len).sum(),
             planned_rounds: planned.len(),
@@ -559,6 +658,84 @@ mod tests {
             assert_eq!(serial(n).len(), n * (n - 1));
         }
         assert!(rounds(1).is_empty() && rounds(0).is_empty());
+    }
+
+    /// Any ceil((n-1)/k) consecutive rounds of the rotation measure every
+    /// ordered pair; each agent drives k tests and serves k a round; the
+    /// packed rounds have no agent twice and lose no pair.
+    #[test]
+    fn sampled_rotation_covers_every_ordered_pair_within_its_rounds() {
+        for n in 2..=13 {
+            for k in 1..=n + 1 {
+                let c = rotation_rounds(n, k);
+                assert_eq!(c, ((n - 1) as u64).div_ceil(k as u64), "n {n} k {k}");
+                for start in [0u64, 1, 5, 1_000_000_007] {
+                    let mut seen = HashSet::new();
+                    for r in start..start + c {
+                        let round = sampled(n, k, r);
+                        assert_eq!(round.len(), n * k.min(n - 1));
+                        for i in 0..n {
+                            assert_eq!(
+                                round.iter().filter(|p| p.client == i).count(),
+                                k.min(n - 1)
+                            );
+                            assert_eq!(
+                                round.iter().filter(|p| p.server == i).count(),
+                                k.min(n - 1)
+                            );
+                        }
+                        let packed = pack(&round, false);
+                        let mut again: Vec<Pair> = Vec::new();
+                        for rr in &packed {
+                            let mut busy = HashSet::new();
+                            for p in rr {
+                                assert!(busy.insert(p.server) && busy.insert(p.client), "{rr:?}");
+                            }
+                            again.extend(rr);
+                        }
+                        assert_eq!(again.len(), round.len());
+                        assert!(
+                            packed.len() < 4 * k.min(n - 1),
+                            "n {n} k {k}: {}",
+                            packed.len()
+                        );
+                        for p in round {
+                            assert_ne!(p.server, p.client);
+                            seen.insert(p);
+                        }
+                    }
+                    assert_eq!(seen.len(), n * (n - 1), "n {n} k {k} from round {start}");
+                }
+            }
+        }
+        assert!(sampled(1, 4, 0).is_empty() && sampled(5, 0, 0).is_empty());
+    }
+
+    /// Shards split the ordered pairs: each pair in exactly one, the
+    /// split stable (the same names give the same shard) and not lopsided.
+    #[test]
+    fn shards_split_every_ordered_pair_once() {
+        let names: Vec<String> = (0..40)
+            .map(|i| format!("10.0.{}.{}:7800", i / 7, i))
+            .collect();
+        let mut per = [0usize; 3];
+        for a in &names {
+            for b in names.iter().filter(|b| *b != a) {
+                let s = shard_of(a, b, 3);
+                assert!(s < 3);
+                assert_eq!(s, shard_of(a, b, 3));
+                per[s as usize] += 1;
+            }
+        }
+        assert_eq!(per.iter().sum::<usize>(), 40 * 39);
+        assert!(per.iter().all(|&c| c > 40 * 39 / 3 * 8 / 10), "{per:?}");
+        // a -> b and b -> a are pairs of their own.
+        assert!(
+            (1..40).any(|i| shard_of(&names[0], &names[i], 2) != shard_of(&names[i], &names[0], 2))
+        );
+        assert_eq!(shard_of("a", "b", 1), 0);
+        // Pinned (worked in Python): replicas of other builds must agree.
+        assert_eq!(shard_of("10.0.0.1:7800", "10.0.0.2:7800", 1_000_003), 84885);
     }
 
     #[test]

@@ -3,12 +3,14 @@ base files when kustomize is not there): the restricted Pod Security profile,
 probes on /healthz, the token from the Secret as a mounted file
 (--token-file), and the same data ports in the agent's --data-ports, the
 container and the Service; the agent's --metrics port annotated for
-Prometheus; the monitor (a Deployment of one) on the agents' headless
-Service by DNS, restricted too, its /metrics behind an annotated Service.
+Prometheus; the monitor (a Deployment of one, or with
+components/sharded-monitor a StatefulSet of shards, --shard=ordinal/N with
+N its replicas) on the agents' headless Service by DNS, restricted too, its
+/metrics behind an annotated Service.
 Schemas are kubernetes-validate's job (tests/deploy/validate.sh); this is
 the rest.
 
-    python check.py base|node FILE...   (YAML documents, several per file)
+    python check.py base|node|sharded FILE...   (YAML documents, several per file)
 """
 import sys
 
@@ -74,7 +76,7 @@ def main():
     want = lambda cond, what: cond or fail(f"{variant}: {what}")
     psc, csc = restricted(pod, c, want, "agent")
     added = sorted(csc.get("capabilities", {}).get("add", []))
-    if variant == "base":
+    if variant in ("base", "sharded"):
         want(psc.get("runAsNonRoot") is True and psc.get("runAsUser") == 65534, "runAsNonRoot, runAsUser 65534")
         want(added == [], f"no capabilities added, got {added}")
         want(not pod.get("hostNetwork"), "pod network")
@@ -107,10 +109,25 @@ def main():
     sel = svc["spec"]["selector"]
     want(sel.items() <= ds["spec"]["template"]["metadata"]["labels"].items(), "the Service selects the agent pods")
 
-    # The monitor: one, on the agents' Service by name, restricted.
-    dep, msvc = named.get(("Deployment", "meshperf-monitor")), named.get(("Service", "meshperf-monitor"))
-    want(dep and msvc, f"the Deployment and Service meshperf-monitor, got {sorted(named)}")
-    want(dep["spec"].get("replicas") == 1, "one monitor (two would run every test twice)")
+    # The monitor: one (a Deployment), or shards (a StatefulSet whose
+    # replicas are the N of --shard=ordinal/N), on the agents' Service by
+    # name, restricted.
+    msvc = named.get(("Service", "meshperf-monitor"))
+    if variant == "sharded":
+        dep = named.get(("StatefulSet", "meshperf-monitor"))
+        want(dep and ("Deployment", "meshperf-monitor") not in named,
+             f"the StatefulSet meshperf-monitor in place of the Deployment, got {sorted(named)}")
+        (m,) = dep["spec"]["template"]["spec"]["containers"]
+        n = dep["spec"].get("replicas")
+        want(arg(m, "shard") == [f"ordinal/{n}"], f"monitor: --shard=ordinal/{n} for {n} replicas, got {arg(m, 'shard')}")
+        gov = named.get(("Service", dep["spec"]["serviceName"]))
+        want(gov and gov["spec"].get("clusterIP") == "None", "the StatefulSet's serviceName is a headless Service")
+        want("prometheus.io/scrape" not in gov["metadata"].get("annotations", {}), "its pods scraped once, through meshperf-monitor")
+    else:
+        dep = named.get(("Deployment", "meshperf-monitor"))
+        want(dep and msvc, f"the Deployment and Service meshperf-monitor, got {sorted(named)}")
+        want(dep["spec"].get("replicas") == 1, "one monitor (two would run every test twice)")
+    want(msvc, "the Service meshperf-monitor")
     mpod = dep["spec"]["template"]["spec"]
     (m,) = mpod["containers"]
     mpsc, mcsc = restricted(mpod, m, want, "monitor")

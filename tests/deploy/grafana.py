@@ -1,5 +1,7 @@
 """deploy/grafana/*.json: each dashboard parses as JSON, has unique panel
-ids, a heatmap panel over meshperf_pair_rtt_seconds, and every metric its
+ids, a heatmap panel over meshperf_pair_rtt_seconds, a fleet's view (a
+panel over the per-node aggregates, meshperf_node_*, and the pairs of one
+node, $node, to drill into), and every metric its
 queries name is one `meshperf monitor` exports or an agent's own counter
 (`meshperf agent --metrics`): the names in agent/src/monitor/metrics.rs and
 agent/src/serve/metrics.rs, so a renamed metric breaks this check rather
@@ -28,6 +30,7 @@ for path in dashboards:
     if len(ids) != len(set(ids)) or None in ids:
         problems.append(f"{name}: panel ids missing or repeated: {ids}")
     heatmap = False
+    nodes = drill = False
     for p in panels:
         exprs = [t.get("expr", "") for t in p.get("targets", [])]
         if not exprs or not all(exprs):
@@ -38,8 +41,14 @@ for path in dashboards:
                     problems.append(f"{name}: panel {p.get('title')!r} queries {metric}, which neither meshperf monitor nor an agent's --metrics exports")
         if p.get("type") == "heatmap" and any("meshperf_pair_rtt_seconds" in e for e in exprs):
             heatmap = True
+        nodes |= any("meshperf_node_" in e for e in exprs)
+        drill |= any(re.search(r'meshperf_pair_\w+\{[^}]*src=~"\$node"', e) for e in exprs)
     if not heatmap:
         problems.append(f"{name}: no heatmap panel over meshperf_pair_rtt_seconds")
+    if not nodes:
+        problems.append(f"{name}: no panel over the per-node aggregates (meshperf_node_*): a fleet's dashboard reads those")
+    if not drill:
+        problems.append(f"{name}: no panel of one node's pairs (src=~\"$node\")")
 for line in problems:
     print(f"deploy: grafana: {line}", file=sys.stderr)
 if problems:

@@ -6,8 +6,8 @@
 # scripts/setup.sh --test installs, else kustomize or kubectl on PATH; with
 # none the test fails as not run); then tests/deploy/check.py on the built objects (restricted
 # profile, probes, Secret, ports); then the systemd unit (deploy/systemd/)
-# checked for what docs/deploy.md says it has; then the Grafana dashboard
-# (tests/deploy/grafana.py).
+# checked for what docs/deploy.md says it has; then the alerting rules
+# (promtool) and the Grafana dashboard (tests/deploy/grafana.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -56,6 +56,7 @@ done
 echo "deploy: built with ${kustomize[*]} and valid: default, overlays/node, components $(cd "$k/components" && echo *)"
 "$kv_dir/bin/python" tests/deploy/check.py base "$tmp/default.yaml"
 "$kv_dir/bin/python" tests/deploy/check.py node "$tmp/node.yaml"
+"$kv_dir/bin/python" tests/deploy/check.py sharded "$tmp/component-sharded-monitor.yaml"
 
 # The systemd unit: the deploy guide points to it; it must say what the guide says.
 unit=deploy/systemd/meshperf-agent.service
@@ -79,6 +80,12 @@ if command -v systemd-analyze >/dev/null; then
 else
   echo "deploy: systemd-analyze not installed: $unit checked for its keys only"
 fi
+# The alerting rules (sharded monitors that overlap): promtool's own check
+# and its unit tests (promtool comes with Debian's prometheus package).
+command -v promtool >/dev/null || fail "NOT RUN: no promtool (Debian's prometheus package; scripts/setup.sh --test installs it), so deploy/prometheus/meshperf-rules.yml was not checked"
+promtool check rules deploy/prometheus/meshperf-rules.yml >/dev/null || fail "promtool check rules deploy/prometheus/meshperf-rules.yml"
+promtool test rules tests/deploy/rules.test.yml >/dev/null || fail "promtool test rules tests/deploy/rules.test.yml: run it to see which alert"
+echo "deploy: deploy/prometheus/meshperf-rules.yml: promtool check and unit tests pass"
 # The Grafana dashboard: parses, has the pair heatmap, and queries only the
 # metrics meshperf monitor exports.
 python3 tests/deploy/grafana.py || fail "deploy/grafana: see above"

@@ -7,7 +7,13 @@
 //! `Arc<String>` ([`Snapshot`]): a scrape in the middle of a run reads the
 //! previous run's page, never half of each. The label set is bounded: only
 //! pairs of the agents of the last run are kept (an agent that vanished
-//! takes its pairs along), each labelled by the agents' `HOST:PORT`.
+//! takes its pairs along), each labelled by the agents' `HOST:PORT`, and
+//! of those only the pairs measured within `--stale` (a sampled mesh,
+//! `--peers`, measures a few each run). Per node, aggregates over the pairs
+//! kept (`meshperf_node_*`: pairs, pairs failing, the worst and the median
+//! peer's figure, the worst peer's name), as its row (`role="src"`, the
+//! node drives) and its column (`role="dst"`, it serves): a dashboard of a
+//! fleet reads those, N series each, and drills into one node's pairs.
 
 use meshperf_protocol::result::StepResult;
 use prometheus::{
@@ -47,6 +53,9 @@ pub struct PairStat {
     pub bps: Option<f64>,
     /// Unix time of the last run that measured it.
     pub last_success: Option<f64>,
+    /// Unix time of the last run that tried it, measured or failed: its
+    /// age is the time since.
+    pub last_measured: f64,
     /// Runs in which it failed, since the monitor started (or the pair appeared).
     pub failures: u64,
 }
@@ -69,6 +78,18 @@ pub struct State {
     pub resolve_errors: u64,
     pub last_run_seconds: Option<f64>,
     pub last_run_end: Option<f64>,
+    /// `--shard I/N` as (I, N).
+    pub shard: Option<(u32, u32)>,
+    /// Pairs not measured within this many seconds lose their series.
+    pub stale_seconds: f64,
+    /// Peers each agent measured in the last run (N-1: the full mesh).
+    pub peers: usize,
+    /// Runs of the rotation that measure every pair (1: the full mesh).
+    pub rotation: u64,
+    /// The next run's round of the rotation.
+    pub rotation_run: u64,
+    /// Ordered pairs of the last run's agents this monitor owns (its shard's).
+    pub owned: usize,
 }
 
 /// The figures of one step's summary: RTT quantiles (s), loss ratio, bits/s.
@@ -95,18 +116,27 @@ pub fn figures(s: &StepResult) -> (Option<[f64; 3]>, Option<f64>, Option<f64>) {
 
 impl State {
     /// Takes a run's results, `(src, dst, result)`, over `agents`: pairs of
-    /// agents no longer listed are dropped, the others keep their failure
-    /// counts and last success.
+    /// agents no longer listed are dropped, and pairs not measured since
+    /// `now - stale`; the others keep their failure counts and last
+    /// success (a pair that comes back after it was dropped starts afresh).
     pub fn record(
         &mut self,
         agents: Vec<AgentInfo>,
         results: &[(String, String, &StepResult)],
         now: f64,
+        stale: f64,
     ) {
-        let mut pairs = BTreeMap::new();
+        let listed: std::collections::HashSet<&str> =
+            agents.iter().map(|a| a.addr.as_str()).collect();
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.retain(|(s, d), p| {
+            listed.contains(s.as_str())
+                && listed.contains(d.as_str())
+                && p.last_measured >= now - stale
+        });
         for (src, dst, r) in results {
             let key = (src.clone(), dst.clone());
-            let old = self.pairs.remove(&key).unwrap_or_default();
+            let old = pairs.remove(&key).unwrap_or_default();
             let (rtt_s, loss, bps) = figures(r);
             let up = r.error.is_none();
             pairs.insert(
@@ -117,6 +147,7 @@ impl State {
                     loss,
                     bps,
                     last_success: if up { Some(now) } else { old.last_success },
+                    last_measured: now,
                     failures: old.failures + u64::from(!up),
                 },
             );
@@ -213,6 +244,43 @@ impl State {
             info.with_label_values(&[a.addr.as_str(), a.hostname.as_str()])
                 .set(1.0);
         }
+        let measured = gauge(
+            "meshperf_pair_last_measured_timestamp_seconds",
+            "Unix time of the last run that tried the pair, measured or failed (its age: time() minus this).",
+            &pair,
+        );
+        for ((s, d), p) in &self.pairs {
+            measured
+                .with_label_values(&[s.as_str(), d.as_str()])
+                .set(p.last_measured);
+        }
+        self.render_nodes(&gauge);
+        shard_info(&gauge, self.shard);
+        scalar(
+            "meshperf_monitor_pairs_owned",
+            "Ordered pairs of the last run's agents this monitor owns (its --shard's; all without).",
+            self.owned as f64,
+        );
+        scalar(
+            "meshperf_monitor_pairs",
+            "Pairs with series now: measured within the staleness window.",
+            self.pairs.len() as f64,
+        );
+        scalar(
+            "meshperf_monitor_peers",
+            "Peers each agent measured in the last run (--peers; N-1 for the full mesh).",
+            self.peers as f64,
+        );
+        scalar(
+            "meshperf_monitor_rotation_runs",
+            "Consecutive runs that measure every ordered pair (1 for the full mesh).",
+            self.rotation.max(1) as f64,
+        );
+        scalar(
+            "meshperf_monitor_stale_seconds",
+            "A pair not measured within this many seconds loses its series (--stale).",
+            self.stale_seconds,
+        );
         kind.with_label_values(&[self.kind.as_str()]).set(1.0);
         scalar(
             "meshperf_monitor_agents",
@@ -255,10 +323,127 @@ impl State {
         String::from_utf8(out).expect("the encoder writes UTF-8")
     }
 
+    /// The per-node aggregates over the pairs kept: each node as the
+    /// driving end (`src`, its row) and the serving end (`dst`, its
+    /// column).
+    fn render_nodes(&self, gauge: &dyn Fn(&str, &str, &[&str]) -> GaugeVec) {
+        let labels = ["agent", "role", "stat"];
+        let pairs = gauge(
+            "meshperf_node_pairs",
+            "Pairs of the node with series (measured within the staleness window), as src (it drives) or dst (it serves).",
+            &["agent", "role"],
+        );
+        let failing = gauge(
+            "meshperf_node_pairs_failing",
+            "Of those, pairs whose last test failed.",
+            &["agent", "role"],
+        );
+        let rtt = gauge(
+            "meshperf_node_rtt_seconds",
+            "Median RTT of the node's pairs: the worst (highest) and the median over its peers.",
+            &labels,
+        );
+        let loss = gauge(
+            "meshperf_node_loss_ratio",
+            "Loss ratio of the node's pairs: the worst (highest) and the median over its peers.",
+            &labels,
+        );
+        let bps = gauge(
+            "meshperf_node_throughput_bits_per_second",
+            "Throughput of the node's pairs: the worst (lowest) and the median over its peers.",
+            &labels,
+        );
+        let worst = gauge(
+            "meshperf_node_worst_peer_info",
+            "The node's worst peer: one whose last test failed, else the highest RTT, else the lowest throughput, else the highest loss.",
+            &["agent", "role", "peer"],
+        );
+        for (agent, role, of) in node_pairs(&self.pairs) {
+            let l = [agent, role];
+            pairs.with_label_values(&l).set(of.len() as f64);
+            let bad = of.iter().filter(|(_, p)| !p.up).count();
+            failing.with_label_values(&l).set(bad as f64);
+            let set = |g: &GaugeVec, v: &mut Vec<f64>, high_is_bad: bool| {
+                if v.is_empty() {
+                    return;
+                }
+                v.sort_by(f64::total_cmp);
+                let w = if high_is_bad { v[v.len() - 1] } else { v[0] };
+                g.with_label_values(&[agent, role, "worst"]).set(w);
+                g.with_label_values(&[agent, role, "median"]).set(median(v));
+            };
+            let mut rtts: Vec<f64> = of.iter().filter_map(|(_, p)| Some(p.rtt_s?[0])).collect();
+            let mut losses: Vec<f64> = of.iter().filter_map(|(_, p)| p.loss).collect();
+            let mut rates: Vec<f64> = of.iter().filter_map(|(_, p)| p.bps).collect();
+            let key = |p: &PairStat| -> (bool, f64) {
+                let figure = p
+                    .rtt_s
+                    .map(|q| q[0])
+                    .or(p.bps.map(|b| -b))
+                    .or(p.loss)
+                    .unwrap_or(f64::NEG_INFINITY);
+                (!p.up, figure)
+            };
+            let pick = of.iter().max_by(|a, b| {
+                let (x, y) = (key(a.1), key(b.1));
+                x.0.cmp(&y.0).then(x.1.total_cmp(&y.1))
+            });
+            if let Some((peer, _)) = pick {
+                worst.with_label_values(&[agent, role, peer]).set(1.0);
+            }
+            set(&rtt, &mut rtts, true);
+            set(&loss, &mut losses, true);
+            set(&bps, &mut rates, false);
+        }
+    }
+
     /// Renders the page and swaps it in whole.
     pub fn publish(&self, snap: &Snapshot) {
         snap.set(self.render());
     }
+}
+
+/// `meshperf_monitor_shard_info{shard, shards}`: which share of the pairs
+/// this monitor measures (0 of 1 without --shard). Two monitors with the
+/// same labels, or with different counts, overlap: the rules in
+/// deploy/prometheus/meshperf-rules.yml say so.
+fn shard_info(gauge: &dyn Fn(&str, &str, &[&str]) -> GaugeVec, shard: Option<(u32, u32)>) {
+    let (i, n) = shard.unwrap_or((0, 1));
+    gauge(
+        "meshperf_monitor_shard_info",
+        "This monitor's shard of the pairs (--shard I/N; 0 of 1 without): monitors of one set share shards and differ in shard.",
+        &["shard", "shards"],
+    )
+    .with_label_values(&[i.to_string().as_str(), n.to_string().as_str()])
+    .set(1.0);
+}
+
+/// The median of sorted, non-empty `v` (the mean of the middle two of an
+/// even count).
+fn median(v: &[f64]) -> f64 {
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// One node's pairs in one role: (node, role, [(peer, pair)]).
+type NodePairs<'a> = (&'a str, &'static str, Vec<(&'a str, &'a PairStat)>);
+
+/// Each node's pairs: `src` the pairs it drives, `dst` those it serves.
+fn node_pairs(pairs: &BTreeMap<(String, String), PairStat>) -> Vec<NodePairs<'_>> {
+    let mut by: BTreeMap<(&str, &'static str), Vec<(&str, &PairStat)>> = BTreeMap::new();
+    for ((s, d), p) in pairs {
+        by.entry((s.as_str(), "src"))
+            .or_default()
+            .push((d.as_str(), p));
+        by.entry((d.as_str(), "dst"))
+            .or_default()
+            .push((s.as_str(), p));
+    }
+    by.into_iter().map(|((a, r), v)| (a, r, v)).collect()
 }
 
 #[cfg(test)]
@@ -305,6 +490,7 @@ mod tests {
                 ("b:1".into(), "a:1".into(), &ok),
             ],
             100.0,
+            1e9,
         );
         st.record(
             vec![agent("a:1"), agent("b:1")],
@@ -313,6 +499,7 @@ mod tests {
                 ("b:1".into(), "a:1".into(), &ok),
             ],
             200.0,
+            1e9,
         );
         let ab = &st.pairs[&("a:1".into(), "b:1".into())];
         assert_eq!(
@@ -339,7 +526,7 @@ mod tests {
             "{page}"
         );
         // b vanishes: its pairs go.
-        st.record(vec![agent("a:1")], &[], 300.0);
+        st.record(vec![agent("a:1")], &[], 300.0, 1e9);
         assert!(st.pairs.is_empty());
         assert!(!st.render().contains("b:1"));
     }

@@ -14,13 +14,17 @@
 //! agent that cannot be reached or refuses the token fails its pairs; the
 //! others are measured. A run longer than `--every` delays the next one
 //! (never two at once), and says so on stderr.
+//!
+//! For a fleet (`run::sample`): `--peers K` measures each run's round of a
+//! rotation (K peers per agent) instead of every pair, `--shard I/N` only
+//! the pairs this monitor owns of N, and `--stale` bounds the pairs kept.
 
 pub mod http;
 pub mod metrics;
 
 use crate::run::client::{AgentUrl, Ctl, CtlError};
 use crate::run::{agent_refs, discover, inline, output, rounds};
-use meshperf_protocol::matrix::{self, Pair};
+use meshperf_protocol::matrix::Pair;
 use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::result::{RunResult, StepResult};
 use metrics::{AgentInfo, Snapshot, State};
@@ -80,6 +84,23 @@ pub struct MonitorArgs {
     /// of the run's first agent, http://HOST:PORT/).
     #[arg(long, value_name = "URL")]
     web: Option<String>,
+    /// For a fleet: each run, every agent measures K peers instead of every
+    /// other, rotating so that any ceil((N-1)/K) consecutive runs measure
+    /// every ordered pair (K of N-1 or more: the full mesh, said once).
+    #[arg(long, value_name = "K", value_parser = crate::run::sample::peers_arg)]
+    peers: Option<usize>,
+    /// This monitor's share of the pairs, shard I of N (0 to N-1), e.g.
+    /// 0/2; ordinal/N takes I from the host name's -NUMBER suffix (a
+    /// StatefulSet's pod). The N monitors of a set, each given the same N,
+    /// split the ordered pairs by a stable hash of their agents' names:
+    /// together every pair, each once; /metrics says the shard.
+    #[arg(long, value_name = "I/N", env = "MESHPERF_SHARD", value_parser = crate::run::sample::shard_arg)]
+    shard: Option<crate::run::sample::Shard>,
+    /// Per-pair series only for pairs measured within this window, e.g.
+    /// 15m (default: twice --every); the per-node aggregates cover the
+    /// same pairs.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    stale: Option<Duration>,
     /// Stop after this many runs (default: until SIGTERM or Ctrl-C).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     runs: Option<u64>,
@@ -140,14 +161,27 @@ fn record(
         })
         .collect();
     let ok = results.iter().filter(|(_, r)| r.error.is_none()).count();
-    state.record(agents, &view, unix_now());
+    let stale = state.stale_seconds;
+    state.record(agents, &view, unix_now(), stale);
     state.runs += 1;
     let mut said = vec![format!(
-        "run {}: {} agents, {ok} of {} pairs measured in {:.1} s",
+        "run {}: {} agents, {ok} of {} pairs measured in {:.1} s{}",
         state.runs,
         state.agents.len(),
         results.len(),
-        began.elapsed().as_secs_f64()
+        began.elapsed().as_secs_f64(),
+        match (state.rotation > 1, state.shard) {
+            (false, None) => String::new(),
+            (true, None) => format!(
+                " (--peers {}, rotation of {} runs)",
+                state.peers, state.rotation
+            ),
+            (false, Some((i, n))) => format!(" (shard {i}/{n}: {} pairs)", state.owned),
+            (true, Some((i, n))) => format!(
+                " (shard {i}/{n}: {} pairs; --peers {}, rotation of {} runs)",
+                state.owned, state.peers, state.rotation
+            ),
+        }
     )];
     if let [only] = &state.agents[..] {
         said.push(format!(
@@ -187,6 +221,15 @@ fn checked(a: &mut MonitorArgs) -> Result<(Plan, Step, Duration), String> {
     if jitter >= a.every {
         return Err("--jitter must be shorter than --every".into());
     }
+    let stale = a.stale.unwrap_or(a.every * 2);
+    if stale < a.every {
+        return Err(format!(
+            "--stale {} is shorter than --every {}: every pair's series would vanish between runs; give --every or more",
+            humantime::format_duration(stale),
+            humantime::format_duration(a.every)
+        ));
+    }
+    a.stale = Some(stale);
     if let Some(path) = &a.token_file {
         a.token = Some(crate::token_file::read(path, "meshperf monitor")?);
     }
@@ -218,6 +261,8 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
     let snap = Snapshot::default();
     let mut state = State {
         kind: plan.kind.name().to_string(),
+        shard: a.shard.map(|s| (s.index, s.count)),
+        stale_seconds: a.stale.unwrap_or(a.every * 2).as_secs_f64(),
         ..State::default()
     };
     state.publish(&snap);
@@ -246,6 +291,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
     let mut slot = Instant::now();
     let mut due = slot + random_below(jitter);
     let mut done = 0u64;
+    let mut said_full = false;
     loop {
         while Instant::now() < due && !stop.load(Ordering::Relaxed) {
             std::thread::sleep((due - Instant::now()).min(Duration::from_millis(100)));
@@ -257,13 +303,28 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
         // What is said of the run goes out after its page is published: a
         // reader of stderr then finds the page up to date.
         let mut said = Vec::new();
-        match run_once(&a, &plan, &step, &stop, &mut next_id, done == 0) {
+        let round = state.rotation_run;
+        match run_once(&a, &plan, &step, &stop, &mut next_id, done == 0, round) {
             Err(RunError::Usage(m)) => return usage(m),
             Err(RunError::Resolve(m)) => {
                 said.push(format!("{m}; no run this time"));
                 state.resolve_errors += 1;
             }
-            Ok(measured) => said.extend(record(&mut state, measured, &last_matrix, began)),
+            Ok((measured, sampled)) => {
+                let n = measured.0.len();
+                if let Some(k) = a
+                    .peers
+                    .filter(|_| !said_full && n >= 2 && sampled.rotation == 1)
+                {
+                    said_full = true;
+                    said.push(crate::run::peers_line(k, n, round, 1));
+                }
+                state.peers = sampled.peers;
+                state.rotation = sampled.rotation;
+                state.owned = sampled.owned;
+                state.rotation_run += 1;
+                said.extend(record(&mut state, measured, &last_matrix, began));
+            }
         }
         done += 1;
         let took = began.elapsed();
@@ -370,7 +431,8 @@ fn run_once(
     stop: &AtomicBool,
     next_id: &mut u32,
     first: bool,
-) -> Result<RunOutcome, RunError> {
+    round: u64,
+) -> Result<(RunOutcome, crate::run::sample::Sampled), RunError> {
     let mut urls: Vec<AgentUrl> = Vec::new();
     for arg in &a.agent {
         match discover::agents_within(arg, a.token.as_deref(), a.max_resolve as usize) {
@@ -384,9 +446,12 @@ fn run_once(
     let mut seen = std::collections::HashSet::new();
     urls.retain(|u| seen.insert(u.hostport()));
     let n = urls.len();
-    // Every ordered pair (its metrics are per ordered pair), pairs an
+    // Every ordered pair (its metrics are per ordered pair), or this run's
+    // round of the --peers rotation, of this --shard's pairs; pairs an
     // agent refuses as busy (another controller) tried again later.
-    let schedule = matrix::Schedule::new(n, a.serial, false);
+    let names: Vec<String> = urls.iter().map(AgentUrl::hostport).collect();
+    let (schedule, sampled) =
+        crate::run::sample::schedule(&names, a.peers, round, a.shard, a.serial);
     let least = least_run_time(step, schedule.planned_rounds());
     if least >= a.every.as_secs_f64() {
         let m = format!(
@@ -459,5 +524,5 @@ fn run_once(
         },
     );
     let last = latest(plan, hellos, &urls, a.web.as_deref(), &results);
-    Ok((infos, results, last))
+    Ok(((infos, results, last), sampled))
 }

@@ -26,6 +26,7 @@ pub mod pin;
 pub(crate) mod plan_flags;
 mod rate_out;
 pub(crate) mod rounds;
+pub(crate) mod sample;
 mod seed_out;
 mod seedtext;
 
@@ -67,6 +68,15 @@ pub struct RunArgs {
     /// With --matrix: one pair at a time (links that share a bottleneck).
     #[arg(long, requires = "matrix")]
     serial: bool,
+    /// With --matrix, for a fleet: each agent measures K peers instead of
+    /// every other, those of round --round of a rotation in which any
+    /// ceil((N-1)/K) consecutive rounds measure every ordered pair (K of
+    /// N-1 or more: the full mesh).
+    #[arg(long, value_name = "K", requires = "matrix", value_parser = sample::peers_arg)]
+    peers: Option<usize>,
+    /// With --peers: the round of the rotation to measure (0, 1, ...).
+    #[arg(long, value_name = "R", requires = "peers", default_value_t = 0)]
+    round: u64,
     /// With --matrix: the figure per cell: gbps, rtt_p50, rtt_p99,
     /// loss_pct, added_rtt, tps (default: the kind's: gbps for streams,
     /// rtt_p50 for request/response, loss_pct for udp_stream, tps
@@ -252,7 +262,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let refs = agent_refs(&urls, &ctls);
     let n = urls.len();
     let both_ways = a.matrix && matrix::both_ways(plan.kind, &steps[0].params);
-    let schedule = matrix::Schedule::new(n, a.serial, both_ways);
+    let names: Vec<String> = urls.iter().map(AgentUrl::hostport).collect();
+    let (sampled_schedule, sampled) = sample::schedule(
+        &names,
+        a.peers.filter(|_| a.matrix),
+        a.round,
+        None,
+        a.serial,
+    );
+    let schedule = if both_ways {
+        matrix::Schedule::new(n, a.serial, both_ways)
+    } else {
+        sampled_schedule
+    };
     let checked = match checked_pairs(&a, &plan, &steps, &refs, &ctls, both_ways) {
         Ok(x) => x,
         Err(code) => return Ok(code),
@@ -264,6 +286,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
     if a.matrix {
         announce_matrix(&a, &plan, &schedule, &refs, both_ways, total);
+        if let Some(k) = a.peers {
+            eprintln!("{}", peers_line(k, n, a.round, sampled.rotation));
+        }
     }
     let mut out = output::Output::new(a.quiet || a.matrix, hist, &plan, total);
     out.interval_s = a.interval;
@@ -351,6 +376,12 @@ fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
         return Err(usage_code(format!(
             "--matrix runs one step between every pair; this plan has {} (sweeps and repetitions are not supported with --matrix yet)",
             steps.len()
+        )));
+    }
+    if a.peers.is_some() && matrix::both_ways(plan.kind, &steps[0].params) {
+        return Err(usage_code(format!(
+            "--peers samples ordered pairs; a {} step measures both ways at once: leave --peers out (the full mesh)",
+            plan.kind.name()
         )));
     }
     let metric = match a.metric.as_deref() {
@@ -464,6 +495,8 @@ fn checked_pairs(
         if let Err(e) = matrix::check_agents(refs, plan.kind) {
             return Err(usage_code(format!("{e}; nothing was run")));
         }
+        // Every pair is checked, sampled or not: a limit found in a later
+        // round of the rotation is a usage error now, not a failed cell then.
         matrix::pairs(n, both_ways)
             .into_iter()
             .map(|p| (0, p))
@@ -495,6 +528,19 @@ fn checked_pairs(
         }
     }
     Ok(checked)
+}
+
+/// What `--peers K` does over `n` agents, said once: the round of the
+/// rotation and how many measure every pair, or that K is the full mesh.
+pub(crate) fn peers_line(k: usize, n: usize, round: u64, rotation: u64) -> String {
+    let others = n.saturating_sub(1);
+    if k >= others {
+        format!("--peers {k} with {n} agents: each measures all {others} others, the full mesh")
+    } else {
+        format!(
+            "--peers {k}: each of {n} agents measures {k} of its {others} peers, round {round} of a rotation that measures every ordered pair within {rotation} rounds"
+        )
+    }
 }
 
 /// The matrix's first lines on stderr: its size, rounds and binding limits.

@@ -12,6 +12,7 @@ mod cluster;
 mod cpu;
 mod crr;
 mod figures;
+mod fleet;
 mod limits;
 mod lul;
 mod mesh;

@@ -10,20 +10,26 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn url(a: &AgentProc) -> String {
+pub(crate) fn url(a: &AgentProc) -> String {
     format!("http://{}/#token={}", a.addr(), a.token)
 }
 
 /// A running `meshperf monitor` with its stderr collected line by line.
-struct Monitor {
+pub(crate) struct Monitor {
     child: Child,
     err: Arc<Mutex<Vec<String>>>,
-    metrics: String,
+    pub(crate) metrics: String,
 }
 
 impl Monitor {
-    fn start(args: &[&str]) -> Monitor {
+    pub(crate) fn start(args: &[&str]) -> Monitor {
+        Self::start_env(args, &[])
+    }
+
+    /// Like [`Monitor::start`] with extra environment variables.
+    pub(crate) fn start_env(args: &[&str], env: &[(&str, &str)]) -> Monitor {
         let mut child = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+            .envs(env.iter().copied())
             .arg("monitor")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
@@ -54,12 +60,12 @@ impl Monitor {
         m
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.err.lock().unwrap().join("\n")
     }
 
     /// The first stderr line containing `what`, waiting up to `secs`.
-    fn wait_line(&self, what: &str, secs: u64) -> String {
+    pub(crate) fn wait_line(&self, what: &str, secs: u64) -> String {
         let t = Instant::now();
         loop {
             if let Some(l) = self.err.lock().unwrap().iter().find(|l| l.contains(what)) {
@@ -75,7 +81,7 @@ impl Monitor {
     }
 
     /// `/metrics`, parsed: series (name and sorted labels) to value.
-    fn scrape(&self) -> Series {
+    pub(crate) fn scrape(&self) -> Series {
         let (head, body) = http_get(&self.metrics, "/metrics");
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         assert!(
@@ -95,18 +101,18 @@ impl Drop for Monitor {
 
 /// One series: its metric name and labels.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
-    name: String,
-    labels: Vec<(String, String)>,
+pub(crate) struct Key {
+    pub(crate) name: String,
+    pub(crate) labels: Vec<(String, String)>,
 }
 
 impl Key {
-    fn label(&self, k: &str) -> &str {
+    pub(crate) fn label(&self, k: &str) -> &str {
         &self.labels.iter().find(|(n, _)| n == k).unwrap().1
     }
 }
 
-type Series = HashMap<Key, f64>;
+pub(crate) type Series = HashMap<Key, f64>;
 
 /// The text exposition format: `# HELP`/`# TYPE` lines, then
 /// `name{k="v",...} value` (labels as the prometheus crate writes them:
@@ -141,7 +147,7 @@ fn parse(text: &str) -> Series {
     out
 }
 
-fn of<'a>(s: &'a Series, name: &str) -> Vec<(&'a Key, f64)> {
+pub(crate) fn of<'a>(s: &'a Series, name: &str) -> Vec<(&'a Key, f64)> {
     let mut v: Vec<_> = s
         .iter()
         .filter(|(k, _)| k.name == name)
@@ -151,24 +157,30 @@ fn of<'a>(s: &'a Series, name: &str) -> Vec<(&'a Key, f64)> {
     v
 }
 
-fn one(s: &Series, name: &str) -> f64 {
+pub(crate) fn one(s: &Series, name: &str) -> f64 {
     let v = of(s, name);
     assert_eq!(v.len(), 1, "{name}: {v:?}");
     v[0].1
 }
 
 /// What every page must hold, whenever it is read (scrapes land mid-run
-/// too): one `up` and one failure counter per pair, one info series per
-/// agent counted, and no run counted twice or lost.
+/// too): one `up`, one failure counter and one age per pair, as many as
+/// the page counts, one info series per agent counted, every ordered pair
+/// of a full mesh of one monitor, and no run counted twice or lost.
 fn consistent(s: &Series, runs_before: &mut f64) {
     let up = of(s, "meshperf_pair_up");
     let fails = of(s, "meshperf_pair_failures_total");
+    let ages = of(s, "meshperf_pair_last_measured_timestamp_seconds");
     let pairs = |v: &[(&Key, f64)]| -> Vec<(String, String)> {
         v.iter().map(|(k, _)| pair_of(k)).collect()
     };
     assert_eq!(pairs(&up), pairs(&fails), "a page with half a run");
+    assert_eq!(pairs(&up), pairs(&ages), "a page with half a run");
+    assert_eq!(one(s, "meshperf_monitor_pairs"), up.len() as f64);
     let agents = of(s, "meshperf_agent_info").len() as f64;
-    if agents > 0.0 {
+    let (shard, _) = of(s, "meshperf_monitor_shard_info")[0];
+    let whole = shard.label("shards") == "1" && one(s, "meshperf_monitor_rotation_runs") == 1.0;
+    if agents > 0.0 && whole {
         assert_eq!(one(s, "meshperf_monitor_agents"), agents);
         assert_eq!(
             up.len() as f64,
@@ -186,7 +198,7 @@ fn consistent(s: &Series, runs_before: &mut f64) {
 
 /// Waits until `/metrics` reports `runs` finished runs, checking every page
 /// read on the way (every 20 ms: most land during a run).
-fn scrape_after(m: &Monitor, runs: f64, secs: u64) -> Series {
+pub(crate) fn scrape_after(m: &Monitor, runs: f64, secs: u64) -> Series {
     let t = Instant::now();
     let mut seen = 0.0;
     loop {
@@ -204,7 +216,7 @@ fn scrape_after(m: &Monitor, runs: f64, secs: u64) -> Series {
     }
 }
 
-fn pair_of(k: &Key) -> (String, String) {
+pub(crate) fn pair_of(k: &Key) -> (String, String) {
     (k.label("src").to_string(), k.label("dst").to_string())
 }
 
