@@ -21,6 +21,7 @@
 //!   [`flows`]: many concurrent connections (`flows` of `tcp_rr` and
 //!   `tcp_crr`) over worker threads.
 //! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
+//! * [`path`]: `path` (the hops, path MTU and marks each way, over the UDP flow).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
 //!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
 //! * [`zerocopy`]: MSG_ZEROCOPY sends and their completions (`tcp_stream` `zerocopy`).
@@ -34,6 +35,7 @@ pub mod cpu;
 pub mod flows;
 pub mod lul;
 pub mod pace;
+pub mod path;
 pub mod payload;
 pub mod peer;
 pub mod placement;
@@ -412,6 +414,7 @@ pub const KINDS: &[Kind] = &[
     Kind::UdpRr,
     Kind::UdpStream,
     Kind::LatencyUnderLoad,
+    Kind::Path,
 ];
 
 /// Serving side: validates `params`, opens what the peer will connect to and
@@ -429,6 +432,7 @@ pub fn prepare(
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
         Kind::LatencyUnderLoad => lul::prepare(params, env),
+        Kind::Path => udp::prepare::<path::Path>(params, env),
     }
 }
 
@@ -442,6 +446,7 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
         Kind::LatencyUnderLoad => lul::start(params, peer, env),
+        Kind::Path => udp::start::<path::Path>(params, peer, env),
     }
 }
 
