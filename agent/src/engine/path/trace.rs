@@ -159,7 +159,7 @@ fn hop_of(hops: &[PathHop], addr: &str) -> Option<u8> {
 }
 
 /// The path MTU toward the peer: from the largest datagram the interface
-/// takes, down to each fragmentation-needed's MTU, until the peer confirms
+/// takes (`local`), down to each fragmentation-needed's MTU, until the peer confirms
 /// one; big datagrams vanishing with no ICMP (a black hole) are searched
 /// by halving between what reached it and what did not.
 fn mtu(
@@ -169,14 +169,11 @@ fn mtu(
     hops: &mut [PathHop],
     peer_hop: u8,
 ) -> io::Result<PathMtu> {
-    let mut m = PathMtu {
-        local: pr.route_mtu().unwrap_or(0),
-        ..PathMtu::default()
-    };
+    // From the largest datagram there is: the kernel refuses what the
+    // interface cannot send and says its MTU (the route's MTU, `IP_MTU`,
+    // may already hold what an earlier trace learnt of the path).
+    let mut m = PathMtu::default();
     let mut size = pr.max_datagram();
-    if m.local > 0 {
-        size = size.min(m.local);
-    }
     // Known to reach the peer (the trace's probes did), and the smallest
     // size known not to, with whether silence (no ICMP) said so.
     let mut good = small(pr);
@@ -197,9 +194,7 @@ fn mtu(
                 tries = 0;
             }
             Answer::TooBig { mtu } => {
-                if m.local == 0 || mtu < m.local {
-                    m.local = mtu;
-                }
+                m.local = mtu;
                 reported = Some(mtu);
             }
             Answer::Icmp {
@@ -244,6 +239,10 @@ fn mtu(
         }
     }
     m.bytes = Some(good);
+    if m.local == 0 {
+        // The interface took the largest datagram there is.
+        m.local = pr.route_mtu().unwrap_or(size).min(pr.max_datagram());
+    }
     if let Some((_, true)) = bad {
         m.black_hole_above = Some(good);
         m.black_hole_after = black_hole_after(pr, wait, b, hops, peer_hop, good + 1)?;
