@@ -180,6 +180,8 @@ if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)
 PY
+grep -v '^http' "$dir/path.json.txt"   # what meshperf said, for the log
+
 # A black hole: R3 stops sending fragmentation-needed, so datagrams over
 # 1400 bytes vanish past it with no ICMP. meshperf must still find 1400 by
 # halving, and name the black hole after hop 1 (R3: the last hop that
