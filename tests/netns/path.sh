@@ -16,6 +16,7 @@
 #   back every mark is kept;
 # - R1 drops the ICMP it sends (iptables OUTPUT): a silent hop each way
 #   (hop 3 forth, hop 1 back), the trace going on past it;
+# - a trace shorter than the path ends with max hops reached;
 # - then R3 stops sending fragmentation-needed: a black hole forth.
 # The routers answer from the interface the probe came in on
 # (icmp_errors_use_inbound_ifaddr, as traceroute users expect) with no ICMP
@@ -182,6 +183,27 @@ if errors:
 PY
 grep -v '^http' "$dir/path.json.txt"   # what meshperf said, for the log
 
+# Fewer hops than the path: max hops reached is a result (no MTU, no marks:
+# the peer never answered), not an error.
+out=$dir/short.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=2 --set probes=2 --set wait_ms=200 --json "$out" >"$out.txt" 2>&1 \
+  || { cat "$out.txt" >&2; fail "meshperf run exited $? with max_hops=2"; }
+python3 - "$out" "$out.txt" "$n" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
+text, n = open(sys.argv[2]).read(), sys.argv[3]
+f, b = s["forth"], s["back"]
+hops = lambda d: [h.get("addr", "silent") for h in d["hops"]]
+ok = (f["end"] == "max_hops" and b["end"] == "max_hops" and hops(f) == [f"{n}.4.1", f"{n}.3.1"]
+      and hops(b) == ["silent", f"{n}.2.2"] and "peer_hop" not in f and "mtu" not in f
+      and f["marks"] == [] and not s["asymmetric"]
+      and "max hops reached (2) before the peer" in text)
+if not ok:
+    print(f"max_hops=2: forth {f}, back {b}", file=sys.stderr)
+    sys.exit(1)
+PY
+
 # A black hole: R3 stops sending fragmentation-needed, so datagrams over
 # 1400 bytes vanish past it with no ICMP. meshperf must still find 1400 by
 # halving, and name the black hole after hop 1 (R3: the last hop that
@@ -202,4 +224,4 @@ if not ok:
     print(f"black hole: forth {m}, back {s['back']['mtu']}", file=sys.stderr)
     sys.exit(1)
 PY
-echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; the black hole named)"
+echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; max hops reached; the black hole named)"
