@@ -88,14 +88,22 @@ fn a_trace_over_ipv6_loopback_uses_the_hop_limit_and_traffic_class() {
         AgentProc::start(&["--listen", "[::1]:0"]),
     );
     let (mut ca, mut cb) = (a.connect(), b.connect());
-    let p = json!({"max_hops": 2, "probes": 2, "wait_ms": 200, "dscp": "46", "mtu": false});
+    let p = json!({"max_hops": 2, "probes": 2, "wait_ms": 200, "dscp": "46"});
     let (cl, _) = run_pair_at(&mut cb, &mut ca, 1, "path", p, "::1");
     assert_eq!(cl["type"], "result", "{cl}");
+    // No 65535 cap here: an IPv6 datagram's payload length does not count
+    // its 40-byte header, so loopback's whole MTU (65536) fits.
+    let lo: u64 = std::fs::read_to_string("/sys/class/net/lo/mtu")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     for dir in ["forth", "back"] {
         let d = &cl["summary"][dir];
         assert_eq!(d["to"], "::1", "{d}");
         assert_eq!(d["peer_hop"], 1, "{d}");
-        assert!(d["mtu"].is_null(), "mtu off: {d}");
+        assert_eq!(d["mtu"]["bytes"], lo, "{d}");
+        assert_eq!(d["mtu"]["local"], lo, "{d}");
         let m = d["marks"].as_array().unwrap();
         assert_eq!(m.len(), 4, "{d}");
         assert!(m.iter().all(|x| x["verdict"] == "kept"), "{d}");
@@ -150,6 +158,19 @@ fn bad_path_params_are_refused_before_traffic_and_the_agent_keeps_serving() {
     assert_eq!(cl["type"], "result", "{cl}");
     assert_eq!(sv["type"], "result", "{sv}");
     assert_eq!(cl["summary"]["forth"]["peer_hop"], 1, "{cl}");
+}
+
+#[test]
+fn an_agent_tracing_to_itself_finds_itself_at_hop_1() {
+    let a = AgentProc::start(&[]);
+    let mut ca = a.connect();
+    let mut cb = a.connect();
+    let p = json!({"max_hops": 3, "probes": 1, "wait_ms": 200, "dscp": "0", "ecn": false});
+    let (cl, sv) = run_pair(&mut cb, &mut ca, 1, "path", p);
+    assert_eq!(cl["type"], "result", "{cl}");
+    assert_eq!(sv["type"], "result", "{sv}");
+    check_loopback(&cl["summary"]["forth"], 1, 1, lo_mtu(), "forth");
+    check_loopback(&cl["summary"]["back"], 1, 1, lo_mtu(), "back");
 }
 
 #[test]
