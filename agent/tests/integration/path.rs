@@ -209,3 +209,32 @@ fn meshperf_run_prints_both_directions_the_mtu_and_the_marks_and_keeps_them_in_t
     assert_eq!(s["forth"]["peer_hop"], 1, "{s}");
     assert_eq!(s["back"]["marks"].as_array().unwrap().len(), 4, "{s}");
 }
+
+#[test]
+fn the_agents_udp_rate_cap_paces_the_probes() {
+    // B drives under --max-udp-rate 20k (2 500 bytes/s, a 64 KiB burst):
+    // its trace (3 x 92 bytes), the loopback MTU probe (65535) and 8 marks
+    // x 3 (92 each) are 68 019 bytes, 2 483 past the burst, so its trace
+    // cannot end sooner than 0.99 s after it starts, however fast the
+    // machine (uncapped it takes milliseconds); a load only adds to it.
+    let a = AgentProc::start(&[]);
+    let b = AgentProc::start(&["--max-udp-rate", "20k"]);
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let p = json!({"max_hops": 2, "probes": 3, "wait_ms": 500, "dscp": "0,46"});
+    let t0 = std::time::Instant::now();
+    let (cl, _) = run_pair(&mut cb, &mut ca, 1, "path", p);
+    let took = t0.elapsed();
+    assert_eq!(cl["type"], "result", "{cl}");
+    let s = &cl["summary"];
+    assert!(took.as_secs_f64() >= 0.99, "{took:?}: {s}");
+    assert!(s["back"]["rate_capped_us"].is_null(), "A has no cap: {s}");
+    assert_eq!(s["forth"]["marks"].as_array().unwrap().len(), 8, "{s}");
+    assert!(
+        s["forth"]["marks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["verdict"] == "kept"),
+        "{s}"
+    );
+}

@@ -56,6 +56,15 @@ pub struct PathDirection {
     /// One entry per mark sent (DSCP x ECN).
     #[serde(default)]
     pub marks: Vec<MarkResult>,
+    /// How long the tracing agent's sends (its probes, and its echoes of
+    /// the other's where they came first) waited for its `--max-udp-rate`
+    /// up to the end of this trace, us (0: none, left out).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rate_capped_us: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One hop: its TTL, who answered and how.

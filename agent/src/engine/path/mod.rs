@@ -14,6 +14,7 @@
 mod probe;
 mod trace;
 
+use super::pace::RateCap;
 use super::udp::{self, Flow, UdpTest};
 use super::{TestCtx, TestError};
 use meshperf_protocol::params::{Kind, Limits, ParamError, PathParams, UdpSocketParams};
@@ -51,14 +52,15 @@ impl UdpTest for Path {
     type ServeSummary = PathServerSummary;
     type DriveSummary = PathSummary;
     fn serve(&self, ctx: &TestCtx, f: Flow) -> Result<PathServerSummary, TestError> {
-        let (mut pr, mut line, from, to) = prober(f)?;
+        let (mut pr, mut line, from, to) = prober(ctx, f)?;
         // Echo the driving agent's probes until it hands the turn over.
         match echo_until(ctx, &mut pr, &mut line)? {
             PathLine::Back => {}
             other => return Err(super::peer::unexpected("back", &other)),
         }
-        let back =
+        let mut back =
             trace::direction(&mut pr, &self.p, from, to, &budget(ctx)).map_err(udp::io_err)?;
+        back.rate_capped_us = pr.capped_us();
         line.send(&PathLine::Traced {
             back: Box::new(back.clone()),
         })
@@ -66,9 +68,10 @@ impl UdpTest for Path {
         Ok(PathServerSummary { back })
     }
     fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<PathSummary, TestError> {
-        let (mut pr, mut line, from, to) = prober(f)?;
-        let forth =
+        let (mut pr, mut line, from, to) = prober(ctx, f)?;
+        let mut forth =
             trace::direction(&mut pr, &self.p, from, to, &budget(ctx)).map_err(udp::io_err)?;
+        forth.rate_capped_us = pr.capped_us();
         if ctx.cancelled() {
             return Err(TestError::cancelled());
         }
@@ -100,11 +103,12 @@ fn summary(forth: PathDirection, back: PathDirection) -> PathSummary {
 
 /// The flow's socket set up for probing (connected to the peer), its
 /// control line, and the two addresses.
-fn prober(f: Flow) -> Result<(Prober, udp::Line, String, String), TestError> {
+fn prober(ctx: &TestCtx, f: Flow) -> Result<(Prober, udp::Line, String, String), TestError> {
     f.sock.connect(f.peer).map_err(udp::io_err)?;
     let from = f.sock.local_addr().map_err(udp::io_err)?.ip().to_string();
     let to = f.peer.ip().to_string();
-    let pr = Prober::new(f.sock, f.token).map_err(udp::io_err)?;
+    let mut pr = Prober::new(f.sock, f.token).map_err(udp::io_err)?;
+    pr.cap = RateCap::new(&ctx.limits);
     Ok((pr, f.line, from, to))
 }
 

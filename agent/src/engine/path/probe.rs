@@ -12,6 +12,7 @@
 //! little-endian). Echoes are small whatever the probe's size, so a path
 //! MTU search one way never depends on the other way's MTU.
 
+use crate::engine::pace::RateCap;
 use crate::engine::udp::Hdr;
 use std::io;
 use std::mem::{size_of, MaybeUninit};
@@ -79,6 +80,9 @@ pub struct Prober {
     buf: Vec<u8>,
     /// Datagrams sent in all.
     pub sent: u64,
+    /// The agent's `--max-udp-rate` over every datagram this side sends
+    /// (probes and echoes), if its operator set one.
+    pub cap: Option<RateCap>,
 }
 
 fn setopt(fd: RawFd, level: i32, name: i32, v: i32) -> io::Result<()> {
@@ -154,6 +158,7 @@ impl Prober {
             tos: -2,
             buf: vec![0; 65536],
             sent: 0,
+            cap: None,
         };
         p.set_ttl(None)?;
         p.set_tos(0)?;
@@ -245,6 +250,7 @@ impl Prober {
         }
         .write(&mut out);
         self.sent += 1;
+        self.take(out.len());
         if let Err(e) = self.sock.send(&out) {
             if e.raw_os_error() == Some(libc::EMSGSIZE) {
                 let mtu = self
@@ -338,6 +344,7 @@ impl Prober {
         Hdr { kind: ECHO, ..h }.write(&mut out);
         out[28] = tos.unwrap_or(0);
         out[29..33].copy_from_slice(&(n as u32 + self.headers()).to_le_bytes());
+        self.take(out.len());
         let r = self.sock.send(&out);
         self.set_ttl(u8::try_from(ttl).ok())?;
         if let Ok(t) = u8::try_from(ptos) {
@@ -348,6 +355,20 @@ impl Prober {
             Err(e) if is_soft(&e) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Waits until `payload` more bytes (and their headers) may leave
+    /// under the agent's UDP rate cap.
+    fn take(&mut self, payload: usize) {
+        let h = self.headers() as usize;
+        if let Some(c) = &mut self.cap {
+            c.take(payload + h);
+        }
+    }
+
+    /// How long sends waited for the rate cap, us.
+    pub fn capped_us(&self) -> u64 {
+        self.cap.as_ref().map_or(0, |c| c.waited.as_micros() as u64)
     }
 
     /// One datagram with the TOS it arrived with; `None` once none is left.
