@@ -79,6 +79,26 @@ fn a_trace_over_loopback_finds_the_peer_at_hop_1_keeps_the_marks_and_the_mtu_of_
     assert_eq!(s["rtt_us"]["n"], 3, "{s}");
     // The serving agent's own summary is the direction it traced.
     assert_eq!(sv["summary"]["back"], s["back"], "{sv}");
+    // Each side's progress: the driving agent's direction is the first
+    // half of the test, the serving agent's the second.
+    let fractions = |c: &crate::util::Ctl| -> Vec<f64> {
+        c.events
+            .iter()
+            .filter(|e| e["type"] == "progress" && e["test_id"] == 1)
+            .map(|e| e["fraction"].as_f64().unwrap())
+            .collect()
+    };
+    let (fb, fa) = (fractions(&cb), fractions(&ca));
+    assert!(
+        !fb.is_empty() && fb.iter().all(|&f| f > 0.0 && f <= 0.5),
+        "{fb:?}"
+    );
+    assert_eq!(fb.last(), Some(&0.5), "{fb:?}");
+    assert!(
+        !fa.is_empty() && fa.iter().all(|&f| f > 0.5 && f <= 1.0),
+        "{fa:?}"
+    );
+    assert_eq!(fa.last(), Some(&1.0), "{fa:?}");
 }
 
 #[test]

@@ -58,8 +58,9 @@ impl UdpTest for Path {
             PathLine::Back => {}
             other => return Err(super::peer::unexpected("back", &other)),
         }
-        let mut back =
-            trace::direction(&mut pr, &self.p, from, to, &budget(ctx)).map_err(udp::io_err)?;
+        let step = progress(ctx, 1.0);
+        let mut back = trace::direction(&mut pr, &self.p, from, to, &budget(ctx, &step))
+            .map_err(udp::io_err)?;
         back.rate_capped_us = pr.capped_us();
         line.send(&PathLine::Traced {
             back: Box::new(back.clone()),
@@ -69,8 +70,9 @@ impl UdpTest for Path {
     }
     fn drive(&self, ctx: &TestCtx, f: Flow) -> Result<PathSummary, TestError> {
         let (mut pr, mut line, from, to) = prober(ctx, f)?;
-        let mut forth =
-            trace::direction(&mut pr, &self.p, from, to, &budget(ctx)).map_err(udp::io_err)?;
+        let step = progress(ctx, 0.0);
+        let mut forth = trace::direction(&mut pr, &self.p, from, to, &budget(ctx, &step))
+            .map_err(udp::io_err)?;
         forth.rate_capped_us = pr.capped_us();
         if ctx.cancelled() {
             return Err(TestError::cancelled());
@@ -114,12 +116,21 @@ fn prober(ctx: &TestCtx, f: Flow) -> Result<(Prober, udp::Line, String, String),
 
 /// Each direction may take under half the agent's duration limit, so both
 /// end within it.
-fn budget(ctx: &TestCtx) -> Budget<'_> {
+/// `progress` turns the direction's share done into a progress event.
+fn budget<'a>(ctx: &'a TestCtx, progress: &'a dyn Fn(f64)) -> Budget<'a> {
     let half = Duration::from_secs_f64(ctx.limits.max_duration_s * 0.45);
     Budget {
         deadline: Instant::now() + half,
         cancel: &ctx.cancel,
+        progress,
     }
+}
+
+/// Progress events of a side whose direction is `half` of the test (the
+/// driving agent's the first, the serving agent's the second).
+fn progress(ctx: &TestCtx, half: f64) -> impl Fn(f64) + '_ {
+    let start = Instant::now();
+    move |f| ctx.progress(start.elapsed().as_secs_f64(), 0, (half + f) / 2.0)
 }
 
 /// Echoes the peer's probes until its next control line comes.

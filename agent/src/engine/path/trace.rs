@@ -20,6 +20,8 @@ pub const SILENT_RUN: u8 = 5;
 pub struct Budget<'a> {
     pub deadline: Instant,
     pub cancel: &'a AtomicBool,
+    /// Told the share of this direction done (0 to 1) as it goes.
+    pub progress: &'a dyn Fn(f64),
 }
 
 impl Budget<'_> {
@@ -50,8 +52,10 @@ pub fn direction(
     let Some(peer_hop) = d.peer_hop else {
         return Ok(d);
     };
+    (b.progress)(0.6);
     if p.mtu && !b.out() {
         d.mtu = Some(mtu(pr, wait, b, &mut d.hops, peer_hop)?);
+        (b.progress)(0.8);
     }
     for tos in p.marks() {
         if b.out() {
@@ -59,6 +63,7 @@ pub fn direction(
         }
         let m = mark(pr, p, wait, b, &d.hops, peer_hop, tos)?;
         d.marks.push(m);
+        (b.progress)(0.8 + 0.2 * d.marks.len() as f64 / p.marks().len() as f64);
     }
     if b.out() && d.end == "peer" && Instant::now() >= b.deadline {
         d.end = "time_limit".into();
@@ -125,6 +130,7 @@ fn trace(
         hop.silent = hop.answered == 0;
         let (peer, silent) = (hop.peer, hop.silent);
         d.hops.push(hop);
+        (b.progress)(0.6 * f64::from(ttl) / p.max_hops as f64);
         if peer {
             d.end = "peer".into();
             d.peer_hop = Some(ttl);
