@@ -9,7 +9,7 @@
 #                              .tools/kustomize-VERSION, as root
 #                              NetfilterQueue (PyPI) in .tools/nfq, and as
 #                              root the netns tests' Debian packages (dnsmasq,
-#                              umoci, buildah, prometheus) and Rust's x86_64-unknown-linux-musl target,
+#                              umoci, buildah, prometheus, tracepath) and Rust's x86_64-unknown-linux-musl target,
 #                              and for tests/platforms/ gcc-aarch64-linux-gnu, qemu-user-static,
 #                              lintian, groff and Rust's aarch64-unknown-linux-musl target,
 #                              and for the fuzz targets a nightly toolchain
@@ -134,6 +134,8 @@ if [ $want_test -eq 1 ]; then
         command -v iptables >/dev/null || missing+=(iptables)
         # A real DNS server for the discovery test (tests/netns/dns.sh).
         command -v dnsmasq >/dev/null || missing+=(dnsmasq-base)
+        # tracepath, which tests/netns/path.sh compares the path kind with.
+        command -v tracepath >/dev/null || missing+=(iputils-tracepath)
         # The OCI image test (tests/netns/image.sh): umoci builds and unpacks
         # it; buildah builds deploy/Containerfile to compare (no daemon).
         command -v umoci >/dev/null || missing+=(umoci)

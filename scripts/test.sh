@@ -152,6 +152,10 @@ if [ "$(id -u)" -eq 0 ]; then
     # Latency under load: a tbf queue in one direction and iptables probe
     # loss, against meshperf's added RTT, one-way delays and loss counts.
     counted netns-lul 300 "$ROOT/tests/netns/lul.sh"
+    # Where in the path: three routers and an asymmetric way back, MTU 1400
+    # on one link, a DSCP rewrite, a router sending no ICMP and a black
+    # hole; meshperf's hops, MTU and marks each way, against tracepath's.
+    counted netns-path 120 "$ROOT/tests/netns/path.sh"
     # The mesh: five hosts on a bridge, one under tbf at 50 Mbit/s, one
     # pair behind a 5 ms delay line; tcp_stream and tcp_rr matrices must
     # pinpoint exactly those paths, and an agent killed mid-matrix only its

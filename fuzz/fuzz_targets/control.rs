@@ -12,7 +12,8 @@ mod fixed_keys;
 use libfuzzer_sys::fuzz_target;
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::params::{
-    CrrParams, Kind, Limits, LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
+    CrrParams, Kind, Limits, LulParams, PathParams, RrParams, StreamParams, UdpRrParams,
+    UdpStreamParams,
     MIN_PACED_MESSAGES, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
 };
 use serde::de::DeserializeOwned;
@@ -123,6 +124,11 @@ fn check_params(kind: Kind, params: &Value, l: &Limits) {
                 "{p:?}"
             );
             assert!(p.streams <= l.max_streams, "{p:?}");
+        }),
+        Kind::Path => PathParams::parse(params, l).map(|p| {
+            assert!((1..=64).contains(&p.first_ttl) && p.first_ttl <= p.max_hops, "{p:?}");
+            assert!(p.max_hops <= 64 && p.dscp.iter().all(|&d| d <= 63), "{p:?}");
+            assert!(2 * p.datagrams_each_way() <= l.max_count, "{p:?}");
         }),
     };
     assert_eq!(typed.is_ok(), accepted);

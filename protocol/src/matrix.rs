@@ -450,7 +450,7 @@ impl Metric {
     pub fn default_for(kind: Kind) -> Metric {
         match kind {
             Kind::TcpStream | Kind::UnixStream => Metric::Gbps,
-            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => Metric::RttP50,
+            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::Path => Metric::RttP50,
             Kind::LatencyUnderLoad => Metric::AddedRtt,
             Kind::UdpStream => Metric::LossPct,
             Kind::TcpCrr => Metric::Tps,
@@ -603,6 +603,19 @@ pub fn headline(kind: Kind, summary: &Value) -> Option<(&'static str, f64, &'sta
         )),
         Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => {
             Some(("median RTT", Metric::RttP50.of_summary(summary)?, "us"))
+        }
+        // The driving side's summary holds both ways; the serving side's
+        // only its own (back).
+        Kind::Path => {
+            let dir = if summary["forth"].is_object() {
+                "forth"
+            } else {
+                "back"
+            };
+            let hops = summary[dir]["peer_hop"]
+                .as_f64()
+                .or_else(|| summary[dir]["hops"].as_array().map(|h| h.len() as f64))?;
+            Some(("hops to the peer", hops, "hops"))
         }
         Kind::TcpCrr => Some((
             "connection rate",

@@ -198,6 +198,20 @@ pub enum UdpRrResponderLine {
     Done { server: UdpRrServerCounts },
 }
 
+/// `path`: lines between the two agents. The driving agent traces first
+/// while the serving agent echoes its probes; `back` hands the turn over,
+/// and the serving agent's `traced` (its direction) ends the test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum PathLine {
+    /// Driving agent: my trace is done, trace back now.
+    Back,
+    /// Serving agent: my trace back, done.
+    Traced {
+        back: Box<crate::summary::PathDirection>,
+    },
+}
+
 /// `latency_under_load`: lines from the driving agent to the serving agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

@@ -183,9 +183,12 @@ pub fn primary_role(kind: Kind, params: &Map<String, Value>) -> Role {
                 _ => Role::Server,
             }
         }
-        Kind::TcpRr | Kind::TcpCrr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => {
-            Role::Client
-        }
+        Kind::TcpRr
+        | Kind::TcpCrr
+        | Kind::UdpRr
+        | Kind::UnixRr
+        | Kind::LatencyUnderLoad
+        | Kind::Path => Role::Client,
     }
 }
 

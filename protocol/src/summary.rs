@@ -18,6 +18,8 @@
 //! | `udp_stream` (both sides) | [`UdpStreamSummary`] |
 //! | `latency_under_load` driving side | [`LulSummary`] |
 //! | `latency_under_load` serving side | [`LulServerSummary`] |
+//! | `path` driving side (both directions) | [`PathSummary`] |
+//! | `path` serving side (its direction) | [`PathServerSummary`] |
 //! | every kind, both sides: the `cpu` key, added by the agent as it reports | [`CpuSummary`] |
 //! | every kind between two agents, both sides: the `link` key, added so | [`LinkSummary`] |
 //!
@@ -31,12 +33,14 @@
 mod cpu;
 mod link;
 mod lul;
+mod path;
 pub use cpu::CpuSummary;
 pub use link::{speed_text, LinkSummary};
 pub use lul::{
     AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulServerSummary,
     LulSummary, ProbeFlow, BESIDE_STREAM,
 };
+pub use path::{MarkResult, PathDirection, PathHop, PathMtu, PathServerSummary, PathSummary};
 
 use crate::params::Direction;
 use crate::plan::Transport;

@@ -21,6 +21,7 @@
 //!   [`flows`]: many concurrent connections (`flows` of `tcp_rr` and
 //!   `tcp_crr`) over worker threads.
 //! * [`lul`]: `latency_under_load` (TCP load in phases, UDP probes throughout).
+//! * [`path`]: `path` (the hops, path MTU and marks each way, over the UDP flow).
 //! * [`backlog`]: how far a session's sample frames may run ahead of its
 //!   controller (an ended side's samples wait for it).
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
@@ -37,6 +38,7 @@ pub mod cpu;
 pub mod flows;
 pub mod lul;
 pub mod pace;
+pub mod path;
 pub mod payload;
 pub mod peer;
 pub mod placement;
@@ -447,6 +449,7 @@ pub const KINDS: &[Kind] = &[
     Kind::UdpRr,
     Kind::UdpStream,
     Kind::LatencyUnderLoad,
+    Kind::Path,
 ];
 
 /// Serving side: validates `params`, opens what the peer will connect to and
@@ -464,6 +467,7 @@ pub fn prepare(
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
         Kind::LatencyUnderLoad => lul::prepare(params, env),
+        Kind::Path => udp::prepare::<path::Path>(params, env),
     }
 }
 
@@ -477,6 +481,7 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
         Kind::LatencyUnderLoad => lul::start(params, peer, env),
+        Kind::Path => udp::start::<path::Path>(params, peer, env),
     }
 }
 

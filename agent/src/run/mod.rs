@@ -22,6 +22,7 @@ pub(crate) mod json_stream;
 mod lul_out;
 mod matrix_out;
 pub(crate) mod output;
+mod path_out;
 pub mod pin;
 pub(crate) mod plan_flags;
 mod rate_out;

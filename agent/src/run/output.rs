@@ -190,6 +190,11 @@ impl Output {
         for l in super::rate_out::lines(s) {
             let _ = writeln!(out, "{l}");
         }
+        if s.kind == Kind::Path {
+            if let Some(t) = super::path_out::text(&s.summary) {
+                let _ = out.write_all(t.as_bytes());
+            }
+        }
         if s.kind == Kind::LatencyUnderLoad {
             if let Some(t) = super::lul_out::table(&s.summary) {
                 let _ = out.write_all(t.as_bytes());
@@ -504,6 +509,12 @@ pub fn totals(r: &RunResult) -> Option<String> {
             sum_in(&ok, "probes_up", "lost"),
             sum_in(&ok, "probes_down", "lost")
         ),
+        Kind::Path => format!(
+            "{} traces to the peer each way",
+            ok.iter()
+                .filter(|s| s.summary["forth"]["end"] == "peer")
+                .count()
+        ),
     };
     let failed = r.steps.len() - ok.len();
     Some(format!(
@@ -571,7 +582,7 @@ fn hist_values(s: &StepResult) -> Option<(&'static str, Vec<f64>)> {
                     .collect(),
             ))
         }
-        Kind::TcpStream | Kind::UnixStream => None,
+        Kind::TcpStream | Kind::UnixStream | Kind::Path => None,
     }
 }
 

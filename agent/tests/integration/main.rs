@@ -17,6 +17,7 @@ mod limits;
 mod lul;
 mod mesh;
 mod monitor;
+mod path;
 mod rate;
 mod run;
 mod runctl;

@@ -18,6 +18,8 @@ mod tcp;
 pub use tcp::TcpSocketParams;
 mod lul;
 pub use lul::{Clocks, LulParams, LulPhase, ProbeParams, GAP_PHASE, PROBE_MAX_LEN, PROBE_MIN_LEN};
+mod path;
+pub use path::{PathParams, DEFAULT_DSCP, MTU_PROBES_MAX};
 mod pace;
 pub use pace::MIN_PACED_MESSAGES;
 mod rate;
@@ -43,6 +45,7 @@ pub enum Kind {
     UnixStream,
     UnixRr,
     LatencyUnderLoad,
+    Path,
 }
 
 impl Kind {
@@ -57,6 +60,7 @@ impl Kind {
             Kind::UnixStream => "unix_stream",
             Kind::UnixRr => "unix_rr",
             Kind::LatencyUnderLoad => "latency_under_load",
+            Kind::Path => "path",
         }
     }
 
@@ -76,11 +80,12 @@ impl Kind {
             Kind::UdpStream => UdpStreamParams::parse(params, limits).map(drop),
             Kind::UdpRr => UdpRrParams::parse(params, limits).map(drop),
             Kind::LatencyUnderLoad => LulParams::parse(params, limits).map(drop),
+            Kind::Path => PathParams::parse(params, limits).map(drop),
         }
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::TcpStream,
         Kind::TcpRr,
         Kind::TcpCrr,
@@ -89,6 +94,7 @@ impl Kind {
         Kind::UnixStream,
         Kind::UnixRr,
         Kind::LatencyUnderLoad,
+        Kind::Path,
     ];
 
     /// The kind whose [`Kind::name`] is `name` (what serde reads), for

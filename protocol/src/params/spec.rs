@@ -323,6 +323,7 @@ impl Kind {
             Kind::UdpStream => UDP_STREAM,
             Kind::UdpRr => UDP_RR,
             Kind::LatencyUnderLoad => LUL,
+            Kind::Path => PATH,
         }
     }
 
@@ -337,6 +338,7 @@ impl Kind {
             Kind::UnixStream => "Unix socket stream",
             Kind::UnixRr => "Unix socket request/response",
             Kind::LatencyUnderLoad => "Latency under load (bufferbloat)",
+            Kind::Path => "Path: hops each way, path MTU, DSCP/ECN kept",
         }
     }
 }
@@ -1136,6 +1138,95 @@ static LUL: &[ParamSpec] = {
     ]
 };
 
+pub mod path {
+    use super::*;
+
+    /// A TTL / hop limit: 1 to 64 (no path meshperf measures is longer).
+    const TTL: ParamSpec = ParamSpec {
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(64)),
+        ..P
+    };
+    pub const FIRST_TTL: ParamSpec = ParamSpec {
+        name: "first_ttl",
+        label: "first TTL / hop limit probed",
+        default: DefaultValue::Num(1),
+        advanced: true,
+        ..TTL
+    };
+    pub const MAX_HOPS: ParamSpec = ParamSpec {
+        name: "max_hops",
+        label: "most hops (TTL / hop limit) probed",
+        default: DefaultValue::Num(30),
+        initial: Some("30"),
+        ..TTL
+    };
+    pub const PROBES: ParamSpec = ParamSpec {
+        name: "probes",
+        label: "probes per hop",
+        default: DefaultValue::Num(3),
+        initial: Some("3"),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(10)),
+        ..P
+    };
+    pub const WAIT_MS: ParamSpec = ParamSpec {
+        name: "wait_ms",
+        label: "wait for each probe's answer (ms)",
+        default: DefaultValue::Num(500),
+        min: Some(Min::AtLeast(10)),
+        max: Some(Max::At(5000)),
+        ..P
+    };
+    pub const MTU: ParamSpec = ParamSpec {
+        name: "mtu",
+        ty: ParamType::Bool,
+        label: "probe the path MTU each way",
+        default: DefaultValue::Bool(true),
+        ..P
+    };
+    pub const DSCP: ParamSpec = ParamSpec {
+        name: "dscp",
+        ty: ParamType::Text,
+        label: "DSCP values to check (0-63, commas; empty: none)",
+        default: DefaultValue::Derived("0,8,10,18,26,34,46 (CS0, CS1, AF11, AF21, AF31, AF41, EF)"),
+        ..P
+    };
+    pub const ECN: ParamSpec = ParamSpec {
+        name: "ecn",
+        ty: ParamType::Bool,
+        label: "each DSCP value with each ECN codepoint",
+        default: DefaultValue::Bool(true),
+        advanced: true,
+        ..P
+    };
+    pub const MARKS_COUNT: ParamSpec = ParamSpec {
+        name: "marks_count",
+        label: "datagrams per mark",
+        default: DefaultValue::Num(3),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(100)),
+        advanced: true,
+        ..P
+    };
+}
+
+static PATH: &[ParamSpec] = {
+    use path::*;
+    &[
+        MAX_HOPS,
+        PROBES,
+        WAIT_MS,
+        FIRST_TTL,
+        MTU,
+        DSCP,
+        ECN,
+        MARKS_COUNT,
+        CLIENT_BIND,
+        SERVER_BIND,
+    ]
+};
+
 #[cfg(test)]
 thread_local! {
     /// The names the last `Reader::finish` on this thread had been asked for.
@@ -1146,7 +1237,7 @@ thread_local! {
 #[cfg(test)]
 mod tests {
     use super::super::{
-        CrrParams, LulParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
+        CrrParams, LulParams, PathParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
     };
     use super::*;
     use serde_json::{json, Value};
@@ -1165,6 +1256,7 @@ mod tests {
             Kind::UdpStream => to_json(UdpStreamParams::parse(&v, &l)?),
             Kind::UdpRr => to_json(UdpRrParams::parse(&v, &l)?),
             Kind::LatencyUnderLoad => to_json(LulParams::parse(&v, &l)?),
+            Kind::Path => to_json(PathParams::parse(&v, &l)?),
         })
     }
 

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# `path` against a known network (root only): two agents A (serving) and B
+# (driving) joined by a chain of three routers, R1 - R2 - R3, with a fourth,
+# R4, on the way back only:
+#
+#   A 10.N.1.2 - R1 - R2 ==1400== R3 - B 10.N.4.2      forth, B to A: R3 R2 R1 A
+#                      \          /                    back,  A to B: R1 R2 R4 R3 B
+#                       `-- R4 --'
+#
+# - an asymmetric route: R2 sends what is for B through R4 (one more hop
+#   back than forth);
+# - MTU 1400 on the middle link R2 - R3, which only forth crosses: the path
+#   MTU is 1400 forth (R3, hop 1, lowers it) and 1500 back;
+# - R2 rewrites DSCP 46 (EF) to 10 (AF11) on UDP coming in from R3 (iptables
+#   mangle PREROUTING): forth marks EF arrive as AF11, changed at hop 2 (R2),
+#   back every mark is kept;
+# - R1 drops the ICMP it sends (iptables OUTPUT): a silent hop each way
+#   (hop 3 forth, hop 1 back), the trace going on past it;
+# - a trace shorter than the path ends with max hops reached;
+# - then R3 stops sending fragmentation-needed: a black hole forth.
+# The routers answer from the interface the probe came in on
+# (icmp_errors_use_inbound_ifaddr, as traceroute users expect) with no ICMP
+# rate limit (Linux's default of one a second per host after a burst of 6
+# would make the answers depend on timing).
+#
+# meshperf must name the hops each way in order, the MTU each way and the
+# hop lowering it, the rewritten DSCP and the hop rewriting it, and the
+# silent hop as silent; `tracepath -n` over the same path (B to A) must find
+# the same hops and the same path MTU.
+#
+# Names are unique per run; everything is removed on exit, whether the checks
+# pass or not; every run is bounded by `timeout`. Exit 0 on success or when
+# skipped.
+set -euo pipefail
+
+name="path"
+if [ "$(id -u)" != 0 ]; then
+  echo "$name: skipped (needs root to create network namespaces; CI runs it as root)"
+  exit 0
+fi
+for tool in ip iptables python3 tracepath; do
+  command -v "$tool" >/dev/null || { echo "$name: FAILED: $tool is not installed (tracepath: Debian's iputils-tracepath; scripts/setup.sh --test installs it)" >&2; exit 1; }
+done
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
+[ -x "$bin" ] || { echo "$name: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
+id=mpp$$
+A=${id}a B=${id}b R1=${id}r1 R2=${id}r2 R3=${id}r3 R4=${id}r4
+net=$((16 + $$ % 200))
+n=10.$net
+dir=/tmp/$id
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for ns in "$A" "$B" "$R1" "$R2" "$R3" "$R4"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$dir"
+fail() { echo "$name: FAILED: $*" >&2; exit 1; }
+
+for ns in "$A" "$B" "$R1" "$R2" "$R3" "$R4"; do
+  ip netns add "$ns"; ip -n "$ns" link set lo up
+done
+link() { # ns1 addr1 ns2 addr2 subnet-number [mtu]: a veth pair between them
+  local i1="${id}l$5x" i2="${id}l$5y"
+  ip link add "$i1" type veth peer name "$i2"
+  ip link set "$i1" netns "$1"; ip link set "$i2" netns "$3"
+  ip -n "$1" addr add "$n.$5.$2/24" dev "$i1"; ip -n "$3" addr add "$n.$5.$4/24" dev "$i2"
+  if [ -n "${6:-}" ]; then ip -n "$1" link set "$i1" mtu "$6"; ip -n "$3" link set "$i2" mtu "$6"; fi
+  ip -n "$1" link set "$i1" up; ip -n "$3" link set "$i2" up
+}
+link "$A" 2 "$R1" 1 1
+link "$R1" 1 "$R2" 2 2
+link "$R2" 1 "$R3" 2 3 1400
+link "$R3" 1 "$B" 2 4
+link "$R2" 1 "$R4" 2 5
+link "$R4" 1 "$R3" 2 6
+ip -n "$A" route add default via "$n.1.1"
+ip -n "$B" route add default via "$n.4.1"
+ip -n "$R1" route add default via "$n.2.2"
+ip -n "$R2" route add "$n.1.0/24" via "$n.2.1"
+ip -n "$R2" route add "$n.4.0/24" via "$n.5.2"   # back to B: through R4
+ip -n "$R2" route add "$n.6.0/24" via "$n.5.2"
+ip -n "$R3" route add default via "$n.3.1"      # forth to A: straight to R2
+ip -n "$R4" route add "$n.4.0/24" via "$n.6.2"
+ip -n "$R4" route add default via "$n.5.1"
+for r in "$R1" "$R2" "$R3" "$R4"; do
+  ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.icmp_ratelimit=0 \
+    net.ipv4.icmp_errors_use_inbound_ifaddr=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+done
+# R2: EF to AF11 on UDP coming in from R3 (forth only).
+ip netns exec "$R2" iptables -t mangle -A PREROUTING -i "${id}l3x" -p udp -m dscp --dscp 46 -j DSCP --set-dscp 10
+# R1: sends no ICMP at all.
+ip netns exec "$R1" iptables -A OUTPUT -p icmp -j DROP
+
+start_agent() { # namespace, address, variable for its URL
+  local out="$dir/$1.out" found
+  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 120 "$bin" agent --listen "$2:0" >"$out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    found=$(grep -o ' ready: http://[^ ]*/' "$out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$3" '%s' "${found# ready: }#token=$token"; return; fi
+    sleep 0.1
+  done
+  cat "$out" >&2; fail "the agent in $1 did not start"
+}
+start_agent "$A" "$n.1.2" url_a
+start_agent "$B" "$n.4.2" url_b
+
+# tracepath first (B to A): the path's own answer, before meshperf's probes.
+ip netns exec "$B" timeout 30 tracepath -n -m 8 "$n.1.2" >"$dir/tracepath.txt" 2>&1 || true
+
+out=$dir/path.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=8 --set probes=2 --set wait_ms=200 --set dscp=0,46 --set marks_count=2 \
+  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $?"; }
+
+python3 - "$out" "$out.txt" "$dir/tracepath.txt" "$n" <<'PY' || { cat "$out.txt" "$dir/tracepath.txt" >&2; fail "see above"; }
+import json, re, sys
+result, text, tp, n = sys.argv[1], open(sys.argv[2]).read(), open(sys.argv[3]).read(), sys.argv[4]
+s = json.load(open(result))["steps"][0]["summary"]
+errors = []
+def check(ok, what):
+    if not ok:
+        errors.append(what)
+def hops(d):
+    return [(h["addr"] if not h["silent"] else "silent") for h in d["hops"]]
+f, b = s["forth"], s["back"]
+want_f = [f"{n}.4.1", f"{n}.3.1", "silent", f"{n}.1.2"]
+want_b = ["silent", f"{n}.2.2", f"{n}.5.2", f"{n}.6.2", f"{n}.4.2"]
+check(hops(f) == want_f, f"forth hops {hops(f)}, want {want_f}")
+check(hops(b) == want_b, f"back hops {hops(b)}, want {want_b}")
+check(f["end"] == "peer" and f["peer_hop"] == 4, f"forth end {f['end']} at {f.get('peer_hop')}")
+check(b["end"] == "peer" and b["peer_hop"] == 5, f"back end {b['end']} at {b.get('peer_hop')}")
+check(s["asymmetric"] is True, "not marked asymmetric")
+for d, ttl in ((f, 3), (b, 1)):
+    h = d["hops"][ttl - 1]
+    check(h["silent"] and h["answered"] == 0 and h["sent"] == 2 and not h["peer"], f"hop {ttl} of {d['from']}: {h}")
+fm, bm = f["mtu"], b["mtu"]
+check(fm["bytes"] == 1400 and fm["local"] == 1500, f"forth MTU {fm}")
+check(fm.get("lowered_at") == 1 and fm.get("lowered_by") == f"{n}.4.1", f"forth MTU lowered at {fm}")
+check(f["hops"][0].get("mtu") == 1400, f"hop 1's MTU {f['hops'][0]}")
+check("black_hole_above" not in fm, f"forth black hole {fm}")
+check(bm["bytes"] == 1500 and "lowered_by" not in bm, f"back MTU {bm}")
+for m in f["marks"]:
+    if m["dscp"] == 46:
+        check(m["verdict"] == "rewritten" and m["got_dscp"] == 10 and m["got_ecn"] == m["ecn"], f"forth EF mark {m}")
+        check(m.get("changed_at") == 2 and m.get("changed_by") == f"{n}.3.1", f"forth EF changed at {m}")
+    else:
+        check(m["verdict"] == "kept", f"forth mark {m}")
+check(len(f["marks"]) == 8 and len(b["marks"]) == 8, "8 marks each way")
+check(all(m["verdict"] == "kept" for m in b["marks"]), f"back marks {b['marks']}")
+# The text says the same.
+check(re.search(rf"^forth {n}\.4\.2 -> {n}\.1\.2: peer at hop 4$", text, re.M), "forth line")
+check(re.search(rf"^back  {n}\.1\.2 -> {n}\.4\.2: peer at hop 5$", text, re.M), "back line")
+check("ASYMMETRIC: 4 hops forth, 5 back" in text, "asymmetry line")
+check(f"path MTU forth: 1400 bytes (interface 1500), lowered at hop 1 ({n}.4.1)" in text, "MTU line")
+check(re.search(rf"DSCP 46 ECN 0 -> DSCP 10 ECN 0: rewritten \(2/2 arrived\), changed at hop 2 \({n}\.3\.1\)", text), "mark line")
+# tracepath over the same path: the same hops (its "no reply" is our silent
+# hop) and the same path MTU.
+tp_hops = {}
+for line in tp.splitlines():
+    m = re.match(r"\s*(\d+):\s+(\S+)", line)
+    # Not its own host (1?:), nor an answer to a big probe (pmtu N: the hop
+    # lowering the MTU answers whatever the TTL).
+    if m and not line.lstrip().startswith(m.group(1) + "?") and "pmtu" not in line:
+        tp_hops.setdefault(int(m.group(1)), m.group(2) if m.group(2) != "no" else "silent")
+want_tp = {i + 1: a for i, a in enumerate(want_f)}
+check(tp_hops == want_tp, f"tracepath hops {tp_hops}, want {want_tp}")
+pm = re.search(r"Resume: pmtu (\d+) hops (\d+) back (\d+)", tp)
+check(pm and int(pm.group(1)) == fm["bytes"], f"tracepath's pmtu {pm and pm.group(1)} vs meshperf's {fm['bytes']}")
+# tracepath's "back" is the hops its last answer came back over (from its
+# TTL): meshperf's back trace is the same route, traced.
+check(pm and (int(pm.group(2)), int(pm.group(3))) == (f["peer_hop"], b["peer_hop"]),
+      f"tracepath's hops/back {pm and pm.groups()[1:]} vs meshperf's {f['peer_hop']}/{b['peer_hop']}")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+PY
+grep -v '^http' "$dir/path.json.txt"   # what meshperf said, for the log
+
+# Fewer hops than the path: max hops reached is a result (no MTU, no marks:
+# the peer never answered), not an error.
+out=$dir/short.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=2 --set probes=2 --set wait_ms=200 --json "$out" >"$out.txt" 2>&1 \
+  || { cat "$out.txt" >&2; fail "meshperf run exited $? with max_hops=2"; }
+python3 - "$out" "$out.txt" "$n" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
+text, n = open(sys.argv[2]).read(), sys.argv[3]
+f, b = s["forth"], s["back"]
+hops = lambda d: [h.get("addr", "silent") for h in d["hops"]]
+ok = (f["end"] == "max_hops" and b["end"] == "max_hops" and hops(f) == [f"{n}.4.1", f"{n}.3.1"]
+      and hops(b) == ["silent", f"{n}.2.2"] and "peer_hop" not in f and "mtu" not in f
+      and f["marks"] == [] and not s["asymmetric"]
+      and "max hops reached (2) before the peer" in text)
+if not ok:
+    print(f"max_hops=2: forth {f}, back {b}", file=sys.stderr)
+    sys.exit(1)
+PY
+
+# A black hole: R3 stops sending fragmentation-needed, so datagrams over
+# 1400 bytes vanish past it with no ICMP. meshperf must still find 1400 by
+# halving, and name the black hole after hop 1 (R3: the last hop that
+# answers at full size; its TTL check comes before its MTU check).
+ip netns exec "$R3" iptables -A OUTPUT -p icmp --icmp-type fragmentation-needed -j DROP
+out=$dir/hole.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=8 --set probes=1 --set wait_ms=200 --set dscp=0 --set ecn=false --set marks_count=1 \
+  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $?"; }
+python3 - "$out" "$out.txt" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
+m, text = s["forth"]["mtu"], open(sys.argv[2]).read()
+ok = (m["bytes"] == 1400 and m.get("black_hole_above") == 1400 and m.get("black_hole_after") == 1
+      and "lowered_by" not in m and "black_hole_above" not in s["back"]["mtu"]
+      and "BLACK HOLE: datagrams above 1400 bytes vanish with no ICMP after hop 1" in text)
+if not ok:
+    print(f"black hole: forth {m}, back {s['back']['mtu']}", file=sys.stderr)
+    sys.exit(1)
+PY
+echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; max hops reached; the black hole named)"
