@@ -318,14 +318,7 @@ impl Schedule {
             (false, true) => self::serial(n),
             (false, false) => rounds(n),
         };
-        Schedule {
-            pairs: planned.iter().map(Vec::len).sum(),
-            planned_rounds: planned.len(),
-            planned: planned.into(),
-            retry: Vec::new(),
-            running: Vec::new(),
-            serial,
-        }
+        Schedule::of_rounds(planned, serial)
     }
 
     /// The schedule of given rounds of pairs (each round with no agent

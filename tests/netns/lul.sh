@@ -28,17 +28,8 @@
 set -euo pipefail
 
 name="latency under load"
-if [ "$(id -u)" != 0 ]; then
-  echo "$name: skipped (needs root to create network namespaces; CI runs it as root)"
-  exit 0
-fi
-for tool in ip tc iptables node; do
-  command -v "$tool" >/dev/null || { echo "$name: FAILED: $tool is not installed" >&2; exit 1; }
-done
-
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
-[ -x "$bin" ] || { echo "$name: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
+. "$(dirname "$0")/agents.sh"
+netns_begin ip tc iptables node
 id=mpl$$
 A=${id}a B=${id}b R=${id}r
 net=$((16 + $$ % 200))
@@ -55,7 +46,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$dir"
-fail() { echo "$name: FAILED: $*" >&2; exit 1; }
 
 # A - R - B (topology.sh).
 . "$root/tests/netns/topology.sh"
@@ -64,19 +54,6 @@ for d in "$A:${id}a0" "$R:${id}a1" "$R:${id}b1" "$B:${id}b0"; do
   ip netns exec "${d%%:*}" ethtool -K "${d#*:}" tso off gso off gro off >/dev/null 2>&1 || true
 done
 
-start_agent() { # namespace, address, variable for its URL, extra flags
-  local out="$dir/$1.out" found
-  # shellcheck disable=SC2086
-  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 300 "$bin" agent --listen "$2:0" $4 >"$out" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    # The ready URL carries no token (it was given, so never printed).
-    found=$(grep -o ' ready: http://[^ ]*/' "$out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$3" '%s' "${found# ready: }#token=$token"; return; fi
-    sleep 0.1
-  done
-  cat "$out" >&2; fail "the agent in $1 did not start"
-}
 start_agent "$A" "$ipa" url_a "--data-ports $port-$port"
 start_agent "$B" "$ipb" url_b ""
 

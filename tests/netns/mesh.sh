@@ -68,17 +68,8 @@
 set -euo pipefail
 
 name="mesh"
-if [ "$(id -u)" != 0 ]; then
-  echo "$name: skipped (needs root to create network namespaces; CI runs it as root)"
-  exit 0
-fi
-fail() { echo "$name: FAILED: $*" >&2; exit 1; }
-for tool in ip tc iptables python3 chrt; do
-  command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test installs it as root)"
-done
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
-[ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
+. "$(dirname "$0")/agents.sh"
+netns_begin ip tc iptables python3 chrt
 nfq_python=${MESHPERF_NFQ_PYTHON:-$root/.tools/nfq/bin/python}
 "$nfq_python" -c 'import netfilterqueue' 2>/dev/null \
   || fail "$nfq_python cannot import netfilterqueue (scripts/setup.sh --test installs it as root into .tools/nfq)"

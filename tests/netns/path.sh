@@ -34,17 +34,8 @@
 set -euo pipefail
 
 name="path"
-if [ "$(id -u)" != 0 ]; then
-  echo "$name: skipped (needs root to create network namespaces; CI runs it as root)"
-  exit 0
-fi
-for tool in ip iptables python3 tracepath; do
-  command -v "$tool" >/dev/null || { echo "$name: FAILED: $tool is not installed (tracepath: Debian's iputils-tracepath; scripts/setup.sh --test installs it)" >&2; exit 1; }
-done
-
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/meshperf}"
-[ -x "$bin" ] || { echo "$name: FAILED: $bin is missing: run scripts/build.sh" >&2; exit 1; }
+. "$(dirname "$0")/agents.sh"
+netns_begin ip iptables python3 tracepath
 id=mpp$$
 A=${id}a B=${id}b R1=${id}r1 R2=${id}r2 R3=${id}r3 R4=${id}r4
 net=$((16 + $$ % 200))
@@ -60,7 +51,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$dir"
-fail() { echo "$name: FAILED: $*" >&2; exit 1; }
 
 for ns in "$A" "$B" "$R1" "$R2" "$R3" "$R4"; do
   ip netns add "$ns"; ip -n "$ns" link set lo up
@@ -97,19 +87,8 @@ ip netns exec "$R2" iptables -t mangle -A PREROUTING -i "${id}l3x" -p udp -m dsc
 # R1: sends no ICMP at all.
 ip netns exec "$R1" iptables -A OUTPUT -p icmp -j DROP
 
-start_agent() { # namespace, address, variable for its URL
-  local out="$dir/$1.out" found
-  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 120 "$bin" agent --listen "$2:0" >"$out" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    found=$(grep -o ' ready: http://[^ ]*/' "$out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$3" '%s' "${found# ready: }#token=$token"; return; fi
-    sleep 0.1
-  done
-  cat "$out" >&2; fail "the agent in $1 did not start"
-}
-start_agent "$A" "$n.1.2" url_a
-start_agent "$B" "$n.4.2" url_b
+start_agent "$A" "$n.1.2" url_a "" 120
+start_agent "$B" "$n.4.2" url_b "" 120
 
 # tracepath first (B to A): the path's own answer, before meshperf's probes.
 ip netns exec "$B" timeout 30 tracepath -n -m 8 "$n.1.2" >"$dir/tracepath.txt" 2>&1 || true

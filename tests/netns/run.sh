@@ -44,23 +44,12 @@ timeout 900 cargo test --profile test-release -q -p meshperf-agent --test netns 
 # A - R - B (topology.sh).
 . "$root/tests/netns/topology.sh"
 
-# Starts an agent in namespace $1 on address $2 and sets variable $3 to its
-# ready URL. Runs in this shell (not a $(...) subshell) so its pid reaches
-# `pids` and the cleanup stops it.
-start_agent() {
-  local out="/tmp/$id/$1.out" found
-  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 600 "${MESHPERF_BIN:-${CARGO_TARGET_DIR:-target}/release/meshperf}" agent --listen "$2:0" >"$out" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    # The ready URL carries no token (it was given, so never printed).
-    found=$(grep -o ' ready: http://[^ ]*/' "$out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$3" '%s' "${found# ready: }#token=$token"; return; fi
-    sleep 0.1
-  done
-  echo "netns harness: agent in $1 did not start:" >&2; cat "$out" >&2; exit 1
-}
-start_agent "$A" "$ipa" url_a
-start_agent "$B" "$ipb" url_b
+dir=/tmp/$id
+bin="${MESHPERF_BIN:-${CARGO_TARGET_DIR:-target}/release/meshperf}"
+fail() { echo "netns harness: $*" >&2; exit 1; }
+. "$root/tests/netns/agents.sh"
+start_agent "$A" "$ipa" url_a "" 600
+start_agent "$B" "$ipb" url_b "" 600
 echo "netns harness: agents $url_a and $url_b, router $R"
 
 MESHPERF_NETNS_A=$url_a MESHPERF_NETNS_B=$url_b \

@@ -270,15 +270,7 @@ fn monitor_serves_every_ordered_pair_and_a_killed_agent_fails_its_pairs() {
     assert_eq!(linked.steps.len(), 6);
     assert!(linked.steps.iter().all(|s| s.pair.is_some()));
     let addrs: Vec<String> = agents.iter().map(AgentProc::addr).collect();
-    let want: std::collections::BTreeSet<(String, String)> = addrs
-        .iter()
-        .flat_map(|a| {
-            addrs
-                .iter()
-                .filter(move |b| *b != a)
-                .map(move |b| (a.clone(), b.clone()))
-        })
-        .collect();
+    let want = every_pair(&agents);
     let pairs = |name: &str| -> std::collections::BTreeSet<(String, String)> {
         of(&s, name).into_iter().map(|(k, _)| pair_of(k)).collect()
     };
@@ -487,4 +479,18 @@ fn monitor_answers_scrapes_under_slow_clients() {
     let m = Monitor::start(&["--agent", &ua, "--agent", &ub, "--every", "1h"]);
     scrapes_survive_slow_clients(&m.metrics, "/metrics");
     scrapes_survive_slow_clients(&m.metrics, "/healthz");
+}
+
+/// Every ordered pair of `agents`' addresses (driving, serving).
+pub(crate) fn every_pair(agents: &[AgentProc]) -> std::collections::BTreeSet<(String, String)> {
+    let addrs: Vec<String> = agents.iter().map(AgentProc::addr).collect();
+    addrs
+        .iter()
+        .flat_map(|a| {
+            addrs
+                .iter()
+                .filter(move |b| *b != a)
+                .map(move |b| (a.clone(), b.clone()))
+        })
+        .collect()
 }

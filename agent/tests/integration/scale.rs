@@ -175,8 +175,10 @@ fn started(a: &mut Ctl, b: &mut Ctl, test_id: u32, p: &Value) {
 
 /// A running multi-threaded test `test_id` between `a` (serving) and `b`
 /// (driving), cancelled once each side holds its thread and its `threads`
-/// workers and has run `settle_ms`: both sides end with an error within 2 s
-/// and every worker is gone within 3 s after (thread counts back to `idle`).
+/// workers and has run `settle_ms`: both sides end within 2 s, the driving
+/// one with an error, and every worker is gone within 3 s after (thread
+/// counts back to `idle`). Returns the serving side's end, whose form is
+/// the kind's (see the callers).
 #[allow(clippy::too_many_arguments)]
 fn cancel_running(
     a: &AgentProc,
@@ -187,7 +189,7 @@ fn cancel_running(
     threads: usize,
     idle: [u64; 2],
     settle_ms: u64,
-) {
+) -> Value {
     let t0 = Instant::now();
     while a.threads() < idle[0] + 1 + threads as u64 || b.threads() < idle[1] + 1 + threads as u64 {
         assert!(
@@ -207,7 +209,6 @@ fn cancel_running(
         t0.elapsed()
     );
     assert_eq!(end_b["type"], "error", "{end_b}");
-    assert_eq!(end_a["type"], "error", "{end_a}");
     while a.threads() > idle[0] || b.threads() > idle[1] {
         assert!(
             t0.elapsed() < Duration::from_secs(3),
@@ -217,6 +218,7 @@ fn cancel_running(
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    end_a
 }
 
 #[test]
@@ -227,7 +229,8 @@ fn cancel_stops_every_worker_and_the_agent_serves_on() {
     let idle = [a.threads(), b.threads()];
     let p = json!({"duration_s": 30, "streams": 8, "threads": threads, "direction": "both"});
     started(&mut ca, &mut cb, 11, &p);
-    cancel_running(&a, &b, &mut ca, &mut cb, 11, threads, idle, 300);
+    let served = cancel_running(&a, &b, &mut ca, &mut cb, 11, threads, idle, 300);
+    assert_eq!(served["type"], "error", "{served}");
     let p = json!({"msg_bytes": 4096, "count": 100, "streams": 4, "threads": threads});
     let (cl, sv) = run_pair(&mut cb, &mut ca, 12, "tcp_stream", p);
     exact(&cl, 4, 409600);
@@ -516,7 +519,28 @@ fn cancelling_a_multi_flow_udp_stream_closes_every_socket() {
         "params": p, "peer": {"host": "127.0.0.1", "port": prep["port"], "key": prep["key"]}}),
     );
     assert_eq!(start["type"], "started", "{start}");
-    cancel_running(&a, &b, &mut ca, &mut cb, 60, threads, idle, 400);
+    let served = cancel_running(&a, &b, &mut ca, &mut cb, 60, threads, idle, 400);
+    // The serving side saw its peer go: an error where the test's control
+    // line failed first, else (udp_stream keeps what it measured, as for a
+    // sender that goes away mid-burst) its figures so far, marked
+    // incomplete, every flow with a note naming the peer's going.
+    if served["type"] != "error" {
+        let s = &served["summary"];
+        assert_eq!(s["complete"], false, "{served}");
+        for f in ["streams", "reverse_streams"] {
+            for flow in s[f].as_array().unwrap_or_else(|| panic!("{f}: {served}")) {
+                let note = flow["note"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no note: {flow}"));
+                assert!(
+                    ["went away", "closed", "refused"]
+                        .iter()
+                        .any(|w| note.contains(w)),
+                    "{note}"
+                );
+            }
+        }
+    }
     assert_eq!(crate::util::fds_back_to(&a, fa), fa, "serving agent");
     assert_eq!(crate::util::fds_back_to(&b, fb), fb, "driving agent");
     let p = json!({"pkt_bytes": 500, "count": 200, "streams": 4, "threads": threads,
