@@ -46,9 +46,9 @@ pub struct Session {
     authed: bool,
     /// Messages waiting for the WebSocket, each with the bytes it counts in
     /// `out_bytes` (a message tungstenite hands back as its write buffer is
-    /// full comes back as a frame, whose length includes its header) and
-    /// those it counts in `backlog` (a sample frame's, else 0).
-    out: VecDeque<(Message, usize, usize)>,
+    /// full comes back as a frame, whose length includes its header), and
+    /// whether it is an engine's sample frame (counted in `backlog`).
+    out: VecDeque<(Message, usize, bool)>,
     /// Sample frames engines handed to this session and it has not yet
     /// put into the WebSocket (see [`Backlog`]).
     backlog: Arc<Backlog>,
@@ -117,8 +117,8 @@ impl Session {
         self.out_bytes += m.len();
         let len = m.len();
         // Binary frames to a controller are engines' sample frames.
-        let credit = if m.is_binary() { len } else { 0 };
-        self.out.push_back((m, len, credit));
+        let sample = m.is_binary();
+        self.out.push_back((m, len, sample));
     }
 
     /// Whether the controller presented the right token.
@@ -810,11 +810,13 @@ impl Agent {
 /// Moves queued messages into the WebSocket until its write buffer is full;
 /// false when the connection failed.
 fn write_queued(s: &mut Session) -> bool {
-    while let Some((m, len, credit)) = s.out.pop_front() {
+    while let Some((m, len, sample)) = s.out.pop_front() {
         match s.ws.write(m) {
             Ok(()) => {
                 s.out_bytes -= len;
-                s.backlog.release(credit);
+                if sample {
+                    s.backlog.release(len);
+                }
                 s.moved = Instant::now();
             }
             Err(WsError::WriteBufferFull(m)) => {
@@ -824,13 +826,15 @@ fn write_queued(s: &mut Session) -> bool {
                 // waited on a full buffer, and a reading controller was
                 // closed as holding 2^64 bytes unread: the 1000G udp_stream
                 // test beside others, "disconnected during the test").
-                s.out.push_front((*m, len, credit));
+                s.out.push_front((*m, len, sample));
                 break;
             }
             Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // tungstenite took the message into its buffer.
                 s.out_bytes -= len;
-                s.backlog.release(credit);
+                if sample {
+                    s.backlog.release(len);
+                }
                 s.moved = Instant::now();
                 break;
             }
