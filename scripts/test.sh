@@ -19,6 +19,7 @@ out="$ROOT/target/test-logs"
 mkdir -p "$out"
 passed=0
 failed=0
+failures=()   # the failed tests' names, repeated at the end (CI shows the tail)
 timings=()
 t_all=$SECONDS
 
@@ -27,6 +28,8 @@ summary() {
     trap - EXIT
     [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1   # a phase broke before counting
     log "timings: ${timings[*]:-none} total=$((SECONDS - t_all))s"
+    local name
+    for name in "${failures[@]}"; do log "FAILED: $name"; done
     echo "$passed passed, $failed failed"
     [ $failed -eq 0 ] || exit 1
     exit $rc
@@ -46,6 +49,14 @@ phase() {
     return $rc
 }
 
+# failed_names PHASE CMD...: each line CMD prints is a failed test of PHASE.
+failed_names() {
+    local line
+    while IFS= read -r line; do
+        [ -n "$line" ] && failures+=("$1: $line")
+    done < <("${@:2}" || true)
+}
+
 phase setup bash "$ROOT/scripts/setup.sh" --test
 phase build bash "$ROOT/scripts/build.sh"
 
@@ -54,7 +65,8 @@ rc=0
 phase web-unit npm run -s test:unit -w web || rc=$?
 read -r p f < <(awk '/^# pass [0-9]+$/ { p += $3 } /^# fail [0-9]+$/ { f += $3 } END { print p + 0, f + 0 }' "$out/web-unit.log")
 passed=$((passed + p)); failed=$((failed + f))
-if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not load, or crashed
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); failures+=("web-unit (did not load, or crashed)"); fi
+failed_names "web-unit" sed -n 's/^ *not ok [0-9]* - //p' "$out/web-unit.log"
 log "web unit: $p passed, $f failed"
 
 # counted NAME SECONDS SCRIPT [ARGS...]: one test, passed when SCRIPT exits 0.
@@ -62,7 +74,7 @@ counted() {
     if phase "$1" timeout "$2" bash "$3" "${@:4}"; then
         passed=$((passed + 1)); log "$1: 1 passed"
     else
-        failed=$((failed + 1)); log "$1: 1 failed"
+        failed=$((failed + 1)); failures+=("$1"); log "$1: 1 failed"
     fi
 }
 
@@ -101,7 +113,8 @@ phase cargo-test cargo test --workspace --profile test-release --no-fail-fast ||
 read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
                      END { print p + 0, f + 0 }' "$out/cargo-test.log")
 passed=$((passed + p)); failed=$((failed + f))
-if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi   # did not compile, or crashed
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); failures+=("cargo-test (did not compile, or crashed)"); fi
+failed_names cargo-test sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$out/cargo-test.log"
 log "cargo test: $p passed, $f failed"
 
 # Fuzzing (fuzz/, nightly and cargo-fuzz from setup.sh): every decoder of
@@ -120,10 +133,10 @@ if [ -x "$CARGO_FUZZ_BIN" ] && rustup run nightly rustc --version >/dev/null 2>&
             counted "fuzz-$t" 120 "$ROOT/scripts/fuzz.sh" check "$t"
         done
     else
-        failed=$((failed + 1)); log "fuzz-build: 1 failed"
+        failed=$((failed + 1)); failures+=("fuzz-build"); log "fuzz-build: 1 failed"
     fi
 else
-    failed=$((failed + 1))
+    failed=$((failed + 1)); failures+=("fuzz (not run)")
     log "fuzz: 1 failed: not run, no nightly toolchain or no cargo-fuzz at ${CARGO_FUZZ_BIN#"$ROOT/"} (scripts/setup.sh --test installs both; it needs rustup)"
 fi
 
@@ -136,11 +149,22 @@ if [ -f "$report" ]; then
     read -r p f < <(node -e '
         const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).stats;
         console.log(s.expected, s.unexpected + s.flaky)' "$report")
+    # Each spec that failed (or passed only on a retry): file, title, status.
+    failed_names e2e node -e '
+        const walk = (s, out) => {
+            for (const spec of s.specs || [])
+                for (const t of spec.tests || [])
+                    if (t.status === "unexpected" || t.status === "flaky") out.push(`${spec.file}: ${spec.title} (${t.status})`);
+            for (const c of s.suites || []) walk(c, out);
+            return out;
+        };
+        const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        for (const s of r.suites || []) for (const l of walk(s, [])) console.log(l);' "$report"
 else
     p=0; f=0
 fi
 passed=$((passed + p)); failed=$((failed + f))
-if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); failures+=("e2e (no report, or crashed)"); fi
 log "e2e: $p passed, $f failed"
 
 # Ground truth in network namespaces (root only; it says so and is not
