@@ -604,7 +604,13 @@ fn recv<S: DataStream>(
     loop {
         match s.sock.read(buf) {
             Ok(0) => {
-                s.out.last = Instant::now().saturating_duration_since(start);
+                // The data ended with its last byte, not with the end of
+                // file: the sender's close can come later (its thread
+                // descheduled between its last write and the close), and
+                // the last interval ends when the data did.
+                if s.out.bytes == 0 {
+                    s.out.last = Instant::now().saturating_duration_since(start);
+                }
                 return s.finish(None);
             }
             Ok(n) => {

@@ -25,7 +25,7 @@ use meshperf_protocol::peer::{LulDriverLine, LulServerLine};
 use meshperf_protocol::summary::{LulSummary, BESIDE_STREAM};
 use std::io;
 use std::net::{IpAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -183,7 +183,7 @@ impl Drop for Serving {
 pub struct Driving {
     pp: ProbeParams,
     stop: Arc<AtomicBool>,
-    phase: Arc<AtomicU8>,
+    phase: Arc<probe::Phases>,
     thread: Option<JoinHandle<io::Result<Requested>>>,
     base_ns: u64,
     peer_udp: String,
@@ -207,7 +207,7 @@ pub fn drive(
     let clock = ProbeClock::new();
     let base_ns = clock.base_ns;
     let stop = Arc::new(AtomicBool::new(false));
-    let phase = Arc::new(AtomicU8::new(LulPhase::Idle.code()));
+    let phase = Arc::new(probe::Phases::new(LulPhase::Idle.code()));
     let silent = Arc::new(AtomicBool::new(false));
     let (limits, pp2) = (ctx.limits.clone(), *pp);
     let (halt, tag) = (stop.clone(), phase.clone());
@@ -245,13 +245,13 @@ pub fn drive(
 impl Driving {
     /// The load starts now.
     pub fn load(&mut self, phase: LulPhase) {
-        self.phase.store(phase.code(), Ordering::Relaxed);
+        self.phase.set(phase.code());
         self.loaded = Some((phase, Instant::now(), None));
     }
 
     /// The load is over (probes from now on are between phases).
     pub fn unload(&mut self) {
-        self.phase.store(GAP_PHASE, Ordering::Relaxed);
+        self.phase.set(GAP_PHASE);
         if let Some((_, t, end)) = &mut self.loaded {
             end.get_or_insert(t.elapsed().as_secs_f64());
         }

@@ -39,7 +39,7 @@ use meshperf_protocol::summary::{LulServerPhase, LulServerSummary, LulSummary};
 use probe::LINE_WAIT;
 use serde_json::Value;
 use std::net::{TcpListener, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -227,7 +227,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
     };
     let ipv6 = up.peer_ip.is_ipv6();
     let clock = probe::ProbeClock::new();
-    let phase_now = AtomicU8::new(LulPhase::Idle.code());
+    let phase_now = probe::Phases::new(LulPhase::Idle.code());
     let stop = AtomicBool::new(false);
     let silent = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
@@ -253,7 +253,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
         let mut note = None;
         for (k, phase) in LulPhase::ALL.into_iter().enumerate() {
             let t0 = Instant::now();
-            phase_now.store(phase.code(), Ordering::Relaxed);
+            phase_now.set(phase.code());
             let mut down_bytes = (0, 0.0);
             if phase == LulPhase::Idle {
                 sleep_unless(ctx, p, start, Duration::from_secs_f64(p.idle_s), &halt);
@@ -279,7 +279,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
                 up: None,
             });
             if k + 1 < LulPhase::ALL.len() {
-                phase_now.store(GAP_PHASE, Ordering::Relaxed);
+                phase_now.set(GAP_PHASE);
                 sleep_unless(ctx, p, start, Duration::from_secs_f64(p.gap_s), &halt);
             }
         }

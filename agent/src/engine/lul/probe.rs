@@ -21,7 +21,7 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a side waits for the peer agent's next control line (an end
@@ -37,6 +37,44 @@ pub const CODES: usize = GAP_PHASE as usize + 1;
 const PHASE_AT: usize = 28;
 const T2_AT: usize = 32;
 const T3_AT: usize = 40;
+
+/// The phase the probes are tagged with, set by the thread that runs the
+/// load, and when each phase began, so that slots the prober missed (a
+/// wake-up over 100 ms late) are counted against the phase they fell in,
+/// not the one it woke up in.
+pub struct Phases {
+    now: AtomicU8,
+    began: Mutex<Vec<(Instant, u8)>>,
+}
+
+impl Phases {
+    pub fn new(code: u8) -> Phases {
+        Phases {
+            now: AtomicU8::new(code),
+            began: Mutex::new(vec![(Instant::now(), code)]),
+        }
+    }
+
+    /// From now on the phase is `code`.
+    pub fn set(&self, code: u8) {
+        let mut began = self.began.lock().unwrap_or_else(|e| e.into_inner());
+        began.push((Instant::now(), code));
+        self.now.store(code, Ordering::Relaxed);
+    }
+
+    /// The phase now (the probes' tag).
+    pub fn code(&self) -> u8 {
+        self.now.load(Ordering::Relaxed).min(GAP_PHASE)
+    }
+
+    /// The phase at `t`: the last one begun by then (the first for times
+    /// before it).
+    pub fn at(&self, t: Instant) -> u8 {
+        let began = self.began.lock().unwrap_or_else(|e| e.into_inner());
+        let i = began.partition_point(|&(at, _)| at <= t);
+        began[i.saturating_sub(1)].1.min(GAP_PHASE)
+    }
+}
 
 /// The system clock (CLOCK_REALTIME) in ns since 1970.
 fn realtime_ns() -> u64 {
@@ -275,7 +313,7 @@ pub fn request(
     max_probes: u64,
     limits: &Limits,
     clock: &ProbeClock,
-    phase: &AtomicU8,
+    phase: &Phases,
     stop: &AtomicBool,
     silent: &Arc<AtomicBool>,
 ) -> io::Result<Requested> {
@@ -307,7 +345,7 @@ pub fn request(
                 break;
             }
         } else if now >= next && seq < max_probes {
-            let code = phase.load(Ordering::Relaxed).min(GAP_PHASE);
+            let code = phase.code();
             if let Some(c) = cap.as_mut() {
                 c.take(probe.len());
             }
@@ -338,8 +376,12 @@ pub fn request(
             if now.saturating_duration_since(next) > Duration::from_millis(100) {
                 let slots = (now - start).as_secs_f64() / interval.as_secs_f64();
                 let resume = start + interval.mul_f64(slots.floor() + 1.0);
-                let missed = (resume - next).as_secs_f64() / interval.as_secs_f64();
-                skipped[code as usize] += missed.round() as u64;
+                // Each missed slot counts in the phase it fell in (a stall
+                // can span a phase's end).
+                while resume.saturating_duration_since(next) > interval / 2 {
+                    skipped[phase.at(next) as usize] += 1;
+                    next += interval;
+                }
                 next = resume;
             }
             if now - last_answer > quiet && seq > 1 {
@@ -396,4 +438,31 @@ pub fn request(
         seconds: start.elapsed().as_secs_f64(),
         kernel_stamps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A missed slot is the phase's it fell in: before the first change the
+    /// first phase, at and after a change the new one; codes past the gap
+    /// read as the gap.
+    #[test]
+    fn a_slot_belongs_to_the_phase_begun_by_its_time() {
+        let before = Instant::now();
+        let p = Phases::new(0);
+        std::thread::sleep(Duration::from_millis(2));
+        let t1 = Instant::now();
+        p.set(2);
+        let in_2 = Instant::now();
+        std::thread::sleep(Duration::from_millis(2));
+        let t2 = Instant::now();
+        p.set(GAP_PHASE + 3);
+        assert_eq!(p.at(before), 0);
+        assert_eq!(p.at(t1), 0);
+        assert_eq!(p.at(in_2), 2);
+        assert_eq!(p.at(t2), 2);
+        assert_eq!(p.at(Instant::now()), GAP_PHASE);
+        assert_eq!(p.code(), GAP_PHASE);
+    }
 }
