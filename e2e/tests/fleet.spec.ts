@@ -12,7 +12,8 @@
 // (e2e/bench/fleet1000.bench.ts), this test checks what the page shows.
 // A 70-agent file (read on the page) is a fleet inside the matrix view,
 // whose pairs open their steps; and a real `meshperf monitor`'s
-// /matrix.json over 65 real agents opens as a fleet with its figures.
+// /matrix.json over 65 real agents opens as a fleet with its figures, and
+// so does its compact form by URL, where the monitor's /matrix sends it.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -211,7 +212,7 @@ test('a 70-agent matrix opened on the page is a fleet too; a pair of the drill-d
   await expect(page.getByTestId('step-error')).toHaveText('H → E1: no answer within 1000 ms');
 });
 
-test('a real monitor\'s /matrix.json of 65 agents opens as a fleet with the file\'s figures', async ({ page }) => {
+test('a real monitor\'s /matrix.json of 65 agents opens as a fleet with the file\'s figures, and its compact form by URL from its /matrix', async ({ page }) => {
   test.setTimeout(150_000);
   // 65 real agents (one beyond the small grid) and `meshperf monitor` over
   // them: its first run (4160 udp_rr pairs of 5 requests, ~20 s here), then
@@ -266,6 +267,46 @@ test('a real monitor\'s /matrix.json of 65 agents opens as a fleet with the file
       const list = await listed(node.getByTestId(testid));
       expect(list).toHaveLength(64);
       for (const [peer, v] of list) expect(v, `${testid} ${peer}`).toBe(med.get(drove ? `5>${peer}` : `${peer}>5`) ?? null);
+    }
+
+    // The compact form (`?form=compact`, format meshperf-cells): a cell per
+    // pair with its figures (six digits), each agent with its endpoint.
+    const compact = (await (await fetch(`${base}/matrix.json?form=compact`)).json()) as { format: string; metrics: string[]; agents: { endpoint: string }[]; cells: (number | string)[][] };
+    expect(compact.format).toBe('meshperf-cells');
+    expect(compact.agents.map((a) => a.endpoint)).toEqual(agents.map((a) => new URL(a.origin).host));
+    expect(compact.cells).toHaveLength(65 * 64);
+    const p50 = compact.metrics.indexOf('rtt_p50');
+    const cells = new Map(compact.cells.map((c) => [`${c[0]}>${c[1]}`, typeof c[3] === 'string' ? null : (c[3 + p50] as number)]));
+    for (const [k, v] of med) {
+      if (v == null) expect(cells.get(k), k).toBeNull();
+      else expect(cells.get(k), k).toBeCloseTo(v, 4 - Math.floor(Math.log10(v)));
+    }
+    const sizes = `the monitor's /matrix.json of 65 agents: ${body.length} bytes whole, ${JSON.stringify(compact).length} compact`;
+    console.log(sizes);
+    // Its /matrix sends a browser to the first agent's page with
+    // #matrix=<the compact form's URL>: that page (another origin) reads it
+    // as the monitor's CORS header allows, and shows the same fleet.
+    await page.goto(`${base}/matrix`);
+    expect(new URL(page.url()).origin).toBe(agents[0].origin);
+    expect(decodeURIComponent(new URL(page.url()).hash)).toBe(`#matrix=${base}/matrix.json?form=compact`);
+    const byUrl = page.getByTestId('fleet-panel').getByTestId('fleet');
+    await expect(byUrl).toHaveAttribute('data-n', '65', { timeout: 60_000 });
+    await expect(page.getByTestId('fleet-panel').locator('h2')).toContainText(`udp_rr, 65 agents, ${65 * 64} steps, from ${base}/matrix.json?form=compact`);
+    await expect(page.getByTestId('fleet-note')).toHaveText(`65 agents, ${measured} pairs measured${measured < 4160 ? `, ${4160 - measured} failed` : ''}; one pixel row per agent`);
+    await expect(page.getByTestId('fleet-heatmap')).toHaveAttribute('data-drawn', /^[1-9]/);
+    expect(await pixel(page, top, topServer)).toEqual([253, 231, 37, 255]);
+    // Search by endpoint, and agent 9's pairs both ways: the compact figures.
+    await page.getByTestId('fleet-search').fill(compact.agents[9].endpoint);
+    await expect(page.getByTestId('fleet-hit')).toHaveCount(1);
+    await page.getByTestId('fleet-hit').click();
+    await expect(page.getByTestId('fleet-node')).toHaveAttribute('data-agent', '9');
+    for (const [testid, drove] of [
+      ['fleet-out', true],
+      ['fleet-in', false],
+    ] as const) {
+      const list = await listed(page.getByTestId('fleet-node').getByTestId(testid));
+      expect(list).toHaveLength(64);
+      for (const [peer, v] of list) expect(v, `${testid} ${peer}`).toBe(cells.get(drove ? `9>${peer}` : `${peer}>9`) ?? null);
     }
   } finally {
     mon.kill('SIGTERM');

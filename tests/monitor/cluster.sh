@@ -5,15 +5,18 @@
 # unpacked with umoci; its rootfs read-only, chrooted, user 65534, PID 1,
 # the image's own arguments plus --metrics), joined by a bridge in a fifth
 # (the hub) that runs a DNS server (dnsmasq: mesh.test has the four
-# addresses, as a Kubernetes headless Service lists its pods), `meshperf
-# monitor --agent dns:mesh.test --token-file` (the token as a mounted Secret
-# gives it) with a 2-second tcp_stream per pair every 25 s, and Debian's
-# Prometheus scraping the monitor and the four agents' own counters. Host
-# 4's egress is shaped with tc tbf to 50 Mbit/s. After two runs, PromQL
-# through Prometheus's HTTP API must return one throughput series per
-# ordered pair (12), and the three lowest (bottomk) must be exactly the pairs
-# host 4 sends on, each well under the others; each agent's counters must
-# show the tests it served and no failed authentication. Everything is
+# addresses, as a Kubernetes headless Service lists its pods), two
+# sharded monitors as the sharded-monitor component runs them (`meshperf
+# monitor --agent dns:mesh.test --token-file --shard 0/2` and `1/2`, the
+# token as a mounted Secret gives it) with a 2-second tcp_stream per pair
+# every 25 s, and Debian's Prometheus scraping both and the four agents'
+# own counters. Host 4's egress is shaped with tc tbf to 50 Mbit/s. After
+# a run of each, PromQL through Prometheus's HTTP API must return one
+# throughput series per ordered pair (12) over both shards, each pair from
+# one shard only, each shard saying its share; the three lowest (bottomk)
+# must be exactly the pairs host 4 sends on, each well under the others;
+# each agent's counters must show the tests it served and no failed
+# authentication. Everything is
 # removed on exit, whether the checks pass or not. Exit 0 on success or when
 # skipped.
 set -euo pipefail
@@ -85,11 +88,14 @@ done
 [ "$(ip netns exec "$hub" getent ahostsv4 mesh.test | awk '{print $1}' | sort -u | wc -l)" = 4 ] \
   || { cat "$dir/dnsmasq.log" >&2; fail "mesh.test does not resolve to 4 addresses in the hub"; }
 
-# 12 pairs in 6 rounds of 2 s (plus set-up): about 15 s a run.
-ip netns exec "$hub" timeout 200 "$bin" monitor --agent dns:mesh.test --token-file "$dir/token" \
-  --kind tcp_stream --set duration_s=2 --every 25s --jitter 1s --listen 127.0.0.1:9464 \
-  >"$dir/monitor.out" 2>"$dir/monitor.err" &
-pids+=($!)
+# 12 pairs split between two shards, each in rounds of 2 s (an agent busy
+# with the other shard's test is tried again 2 s later): about 15 s a run.
+for shard in 0 1; do
+  ip netns exec "$hub" timeout 200 "$bin" monitor --agent dns:mesh.test --token-file "$dir/token" \
+    --kind tcp_stream --set duration_s=2 --every 25s --jitter 1s --shard $shard/2 --listen 127.0.0.1:946$((4 - shard)) \
+    >"$dir/monitor$shard.out" 2>>"$dir/monitor.err" &
+  pids+=($!)
+done
 cat >"$dir/prometheus.yml" <<YAML
 global:
   scrape_interval: 2s
@@ -97,7 +103,7 @@ global:
 scrape_configs:
   - job_name: meshperf
     static_configs:
-      - targets: ['127.0.0.1:9464']
+      - targets: ['127.0.0.1:9464', '127.0.0.1:9463']
   - job_name: meshperf-agents
     static_configs:
       - targets: ['$net.1:9465', '$net.2:9465', '$net.3:9465', '$net.4:9465']
@@ -114,10 +120,17 @@ from promql import query as promql, wait_runs
 net = sys.argv[1]
 def query(q):
     return promql(9090, q)
-runs, tput = wait_runs(9090, 2, 'meshperf_pair_throughput_bits_per_second{job="meshperf"}', lambda r: len(r) == 12, 120)
+# One run of each shard is every pair once (a second run, of one monitor,
+# made this test 20 s longer with two shards busy-retrying each other).
+runs, tput = wait_runs(9090, 1, 'meshperf_pair_throughput_bits_per_second{job="meshperf"}', lambda r: len(r) == 12, 120, monitors=2)
 hosts = {f"{net}.{i}:7800" for i in range(1, 5)}
 pairs = {(s["metric"]["src"], s["metric"]["dst"]): float(s["value"][1]) for s in tput}
-assert set(pairs) == {(a, b) for a in hosts for b in hosts if a != b}, sorted(pairs)
+# Every ordered pair, each from one shard: 12 series, 12 pairs.
+assert len(tput) == 12 and set(pairs) == {(a, b) for a in hosts for b in hosts if a != b}, sorted(pairs)
+by_shard = {s["metric"]["instance"]: s["metric"]["shard"] for s in query('meshperf_monitor_shard_info{job="meshperf",shards="2"}')}
+assert sorted(by_shard.values()) == ["0", "1"], by_shard
+owned = {s["metric"]["instance"]: float(s["value"][1]) for s in query('meshperf_monitor_pairs_owned{job="meshperf"}')}
+assert sum(owned.values()) == 12 and all(owned.values()), owned
 info = query('meshperf_agent_info{job="meshperf"}')
 assert {s["metric"]["agent"] for s in info} == hosts, info
 shaped = f"{net}.4:7800"
@@ -131,15 +144,22 @@ assert worst_shaped * 4 < best_other, f"shaped {worst_shaped / 1e6:.1f} vs other
 up = query('sum(meshperf_pair_up{job="meshperf"})')
 assert float(up[0]["value"][1]) == 12, up
 # The agents' own counters, scraped from each: each served its 3 pairs of
-# run 1 at least (run 2's may not be scraped yet), and no wrong token.
+# run 1 at least (a later run's may not be scraped yet), and no wrong token. In
+# all, at most 12 sides a run (the runs done and one under way), plus one
+# for each busy refusal: a side started for one shard's test whose peer
+# was busy with the other's is cancelled and counted.
 served = {s["metric"]["instance"]: float(s["value"][1]) for s in
           query('sum by (instance) (meshperf_agent_tests_total{job="meshperf-agents",role="serve",kind="tcp_stream"})')}
-assert set(served) == {f"{net}.{i}:9465" for i in range(1, 5)} and all(3 <= v <= 6 for v in served.values()), served
+busy = sum(float(s["value"][1]) for s in query('meshperf_agent_refusals_total{job="meshperf-agents",reason="busy"}'))
+most = max(float(s["value"][1]) for s in query('meshperf_monitor_runs_total{job="meshperf"}'))
+assert set(served) == {f"{net}.{i}:9465" for i in range(1, 5)} and all(v >= 3 for v in served.values()), served
+assert sum(served.values()) <= 12 * (most + 1) + busy, (served, busy, most)
 fails = query('sum(meshperf_agent_auth_failures_total{job="meshperf-agents"})')
 assert float(fails[0]["value"][1]) == 0, fails
-print(f"monitor cluster: ok (dns:mesh.test: 4 agents from the OCI image, 12 pairs through Prometheus after {runs:.0f} runs; "
+print(f"monitor cluster: ok (dns:mesh.test: 4 agents from the OCI image, 12 pairs through Prometheus from two shards "
+      f"owning {sorted(int(v) for v in owned.values())} after {runs:.0f} run{'s' if runs != 1 else ''} each; "
       f"host 4's pairs {min(v for (s, _), v in pairs.items() if s == shaped) / 1e6:.1f} to {worst_shaped / 1e6:.1f} Mbit/s "
-      f"under tbf 50mbit, the others from {best_other / 1e9:.2f} Gbit/s; tests served per agent {sorted(served.values())})")
+      f"under tbf 50mbit, the others from {best_other / 1e9:.2f} Gbit/s; tests served per agent {sorted(served.values())}, {busy:.0f} busy refusals between the shards)")
 PY
 
 # Nothing outlives the test: each agent (its unshare process's child) is

@@ -1,7 +1,7 @@
 """PromQL through Prometheus's HTTP API (/api/v1/query), for the monitor
 tests: `query` returns a query's result vector; `wait_runs` waits until
-Prometheus has scraped `runs` finished monitor runs and `want` returns true
-for the answer to `series`, which it returns."""
+Prometheus has scraped `runs` finished runs of each monitor and `want`
+returns true for the answer to `series`, which it returns."""
 import json
 import sys
 import time
@@ -17,15 +17,17 @@ def query(port, q):
     return doc["data"]["result"]
 
 
-def wait_runs(port, runs, series, want, secs):
+def wait_runs(port, runs, series, want, secs, monitors=1):
+    """`runs` by each of `monitors` monitors (shards: the fewest counts)."""
     deadline = time.time() + secs
     while True:
         try:
             done = query(port, 'meshperf_monitor_runs_total{job="meshperf"}')
-            if done and float(done[0]["value"][1]) >= runs:
+            least = min((float(d["value"][1]) for d in done), default=0)
+            if len(done) == monitors and least >= runs:
                 result = query(port, series)
                 if want(result):
-                    return float(done[0]["value"][1]), result
+                    return least, result
         except OSError:
             pass  # Prometheus still starting
         if time.time() > deadline:

@@ -147,3 +147,37 @@ test('one agent\'s pairs both ways, worst first; a pixel maps to its bucket and 
   assert.deepEqual(F.worstIn(g, [0, 1, 2, 3], 2, 0, 1, true), { row: 1, col: 2, cells: 4 });
   assert.equal(F.worstIn(grid(2, {}), [0, 1], 1, 0, 0, true), null);
 });
+
+test('a monitor\'s compact matrix: its cells as the grid, each figure from its column, failed cells, bad cells left out, a newer version refused', () => {
+  const doc = {
+    format: 'meshperf-cells',
+    version: 1,
+    kind: 'udp_rr',
+    metrics: ['rtt_p50', 'rtt_p99'],
+    agents: [{ hostname: 'a', endpoint: '10.0.0.1:7800' }, { hostname: 'b', endpoint: '10.0.0.2:7800' }, { hostname: 'c', endpoint: '10.0.0.3:7800' }],
+    cells: [
+      [0, 1, 0.5, 23.5, 126.25],
+      [1, 0, 2, 'no answer within 500 ms'],
+      [2, 0, 1, 40, null],
+      [2, 2, 0, 1, 1],
+      [7, 0, 0, 1, 1],
+    ],
+  };
+  assert.ok(F.isCells(doc));
+  assert.ok(!F.isCells({ format: 'meshperf-result', version: 1 }));
+  assert.throws(() => F.isCells({ ...doc, version: 2 }), /version 2: written by a newer meshperf/);
+  assert.ok(F.looksLikeCells(' {\n  "format": "meshperf-cells", "version": 1'));
+  assert.ok(!F.looksLikeCells('{"format":"meshperf-result"'));
+  assert.equal(F.cellsMetric(doc, 'rtt_p50'), 'rtt_p50');
+  assert.equal(F.cellsMetric(doc, 'gbps'), 'rtt_p50');
+  const g = F.cellsGrid(doc, 'rtt_p99');
+  assert.equal(g.n, 3);
+  assert.deepEqual([...g.state], [SELF, DONE, NONE, FAILED, SELF, NONE, DONE, NONE, SELF]);
+  assert.deepEqual([...g.value].map((v) => (Number.isNaN(v) ? null : v)), [null, 126.25, null, null, null, null, null, null, null]);
+  assert.deepEqual([...g.step], [-1, 0, -1, 1, -1, -1, 2, -1, -1]);
+  assert.equal(F.cellsGrid(doc, 'rtt_p50').value[6], 40);
+  // A figure the file lacks: measured cells without a value.
+  const none = F.cellsGrid(doc, 'gbps');
+  assert.equal(none.state[1], DONE);
+  assert.ok(Number.isNaN(none.value[1]));
+});

@@ -1,19 +1,89 @@
 //! The monitor's HTTP endpoint: `GET /metrics` (the latest snapshot),
-//! `GET /healthz`, and `/matrix`, `/matrix.json`: the routes. Connections,
-//! caps, deadlines and `Host` are the agent's endpoint's ([`endpoint`]).
+//! `GET /healthz`, and `/matrix`, `/matrix.json` (`?form=compact`): the
+//! routes. Connections, caps, deadlines and `Host` are the agent's
+//! endpoint's ([`endpoint`]).
+//!
+//! Cross-origin reads (CORS): everything here is read-only figures, served
+//! to anyone who can reach the port; what a CORS header adds is that a
+//! page from another origin, in a browser that can reach the monitor (on
+//! the cluster's network, through a port-forward), may read them too. So
+//! `/matrix.json` names the page's origin in `Access-Control-Allow-Origin`
+//! only for the pages that show a matrix: the agents' own pages (the
+//! origins of the last run's agents and of `--web`), a page on this
+//! machine's loopback (a port-forward), and each `--allow-origin`
+//! (`*`: any). Another site the browser visits reads nothing. No
+//! credentials are allowed (there are none), GET and HEAD only: no
+//! preflight.
 
 use super::metrics::CONTENT_TYPE;
-use crate::serve::endpoint::{self, method_refused, ok, Limits, Request};
+use crate::serve::endpoint::{self, method_refused, ok, ok_with, Limits, Request};
 use crate::serve::http::simple;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
+/// Where `/matrix` sends a browser.
+pub enum Link {
+    /// The web app's address with the whole result in the fragment (as
+    /// `meshperf run` prints it).
+    Permalink(String),
+    /// A fleet's matrix (more than a link carries): the web app's address
+    /// (`page`), which opens this monitor's `/matrix.json?form=compact` by
+    /// URL (`#matrix=URL`).
+    Fleet { page: String },
+}
+
 /// The latest matrix a monitor measured: its result file (as `meshperf run
-/// --json` writes it) and the web app's address with the whole result in
-/// the fragment (as `meshperf run` prints it).
+/// --json` writes it), where `/matrix` goes, the compact form of the pairs
+/// kept (`compact`), and the origins whose pages may read them.
 pub struct Latest {
     pub json: String,
-    pub link: String,
+    pub link: Link,
+    pub compact: String,
+    /// Lower case, without a trailing slash; `*` allows any.
+    pub origins: Vec<String>,
+}
+
+/// `origin` (`scheme://host[:port]`) is a page on this machine's loopback.
+fn loopback(origin: &str) -> bool {
+    let Some((_, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => rest.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The CORS header line for a page from `origin`, if it may read `l`.
+fn cors(origin: Option<&str>, l: &Latest) -> String {
+    let Some(origin) = origin else {
+        return String::new();
+    };
+    let o = origin.trim_end_matches('/').to_ascii_lowercase();
+    if l.origins.iter().any(|x| x == "*") {
+        return "Access-Control-Allow-Origin: *\r\n".into();
+    }
+    if loopback(&o) || l.origins.contains(&o) {
+        // The origin itself (never a pattern), and caches told it varies.
+        return format!("Access-Control-Allow-Origin: {origin}\r\nVary: Origin\r\n");
+    }
+    "Vary: Origin\r\n".into()
+}
+
+/// `s` percent-encoded for a URL's fragment value.
+fn encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// Where the monitor keeps its [`Latest`] (none before its first run).
@@ -33,27 +103,31 @@ pub fn spawn<P>(
 ) where
     P: Fn() -> Arc<String> + Send + Sync + 'static,
 {
+    let own = listener.local_addr().ok();
     endpoint::spawn(
         listener,
         who,
         names,
         Limits::default(),
-        move |r: &Request| respond(r.method, r.path, who, &page, latest.as_ref()),
+        move |r: &Request| respond(r, own, who, &page, latest.as_ref()),
     );
 }
 
 /// The answer to one request.
 fn respond(
-    method: &str,
-    path: &str,
+    r: &Request,
+    own: Option<SocketAddr>,
     who: &str,
     page: &dyn Fn() -> Arc<String>,
     latest: Option<&LatestMatrix>,
 ) -> Vec<u8> {
+    let (method, path) = (r.method, r.path);
     if let Some(refused) = method_refused(method) {
         return refused;
     }
-    match path.split('?').next() {
+    let (route, query) = path.split_once('?').unwrap_or((path, ""));
+    let compact = query.split('&').any(|kv| kv == "form=compact");
+    match Some(route) {
         Some("/healthz") => simple(200, "OK", "ok\n"),
         Some("/metrics") => ok(method, CONTENT_TYPE, &page()),
         Some(p @ ("/matrix" | "/matrix.json")) if latest.is_some() => {
@@ -64,15 +138,34 @@ fn respond(
                     "Not Found",
                     "no run has ended yet: /matrix answers after the first\n",
                 ),
-                (Some(l), "/matrix.json") => ok(method, "application/json", &l.json),
-                (Some(l), _) => format!(
-                    "HTTP/1.1 303 See Other\r\nLocation: {}\r\nContent-Type: text/plain\r\n\
-                     Content-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{}\n",
-                    l.link,
-                    l.link.len() + 1,
-                    l.link
-                )
-                .into_bytes(),
+                (Some(l), "/matrix.json") => ok_with(
+                    method,
+                    "application/json",
+                    &cors(r.origin, &l),
+                    if compact { &l.compact } else { &l.json },
+                ),
+                (Some(l), _) => {
+                    let link = match &l.link {
+                        Link::Permalink(link) => link.clone(),
+                        Link::Fleet { page } => {
+                            let host = r
+                                .host
+                                .map(str::to_string)
+                                .or_else(|| own.map(|a| a.to_string()))
+                                .unwrap_or_default();
+                            format!(
+                                "{page}#matrix={}",
+                                encoded(&format!("http://{host}/matrix.json?form=compact"))
+                            )
+                        }
+                    };
+                    format!(
+                        "HTTP/1.1 303 See Other\r\nLocation: {link}\r\nContent-Type: text/plain\r\n\
+                         Content-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{link}\n",
+                        link.len() + 1,
+                    )
+                    .into_bytes()
+                }
             }
         }
         _ => simple(
@@ -87,5 +180,52 @@ fn respond(
                 }
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn latest(origins: &[&str]) -> Latest {
+        Latest {
+            json: String::new(),
+            link: Link::Fleet {
+                page: String::new(),
+            },
+            compact: String::new(),
+            origins: origins.iter().map(|o| o.to_string()).collect(),
+        }
+    }
+
+    /// The origins a page may read from: an agent's (listed), loopback
+    /// ones (a port-forward), none else; `*` any; never a header without
+    /// an `Origin`.
+    #[test]
+    fn cors_names_only_the_pages_that_show_a_matrix() {
+        let l = latest(&["http://10.0.0.7:7800", "https://page.example"]);
+        let allowed = |o: &str| cors(Some(o), &l).contains("Access-Control-Allow-Origin");
+        assert!(allowed("http://10.0.0.7:7800"));
+        assert!(allowed("https://page.example"));
+        assert!(allowed("http://localhost:7800"));
+        assert!(allowed("http://127.0.0.1:9"));
+        assert!(allowed("http://[::1]:7800"));
+        assert!(!allowed("http://10.0.0.8:7800"));
+        assert!(!allowed("http://localhost.evil.example"));
+        assert!(!allowed("null"));
+        assert_eq!(cors(None, &l), "");
+        assert_eq!(
+            cors(Some("http://10.0.0.7:7800"), &l),
+            "Access-Control-Allow-Origin: http://10.0.0.7:7800\r\nVary: Origin\r\n"
+        );
+        let any = latest(&["*"]);
+        assert_eq!(
+            cors(Some("https://x.example"), &any),
+            "Access-Control-Allow-Origin: *\r\n"
+        );
+        assert_eq!(
+            encoded("http://h:1/matrix.json?form=compact"),
+            "http%3A%2F%2Fh%3A1%2Fmatrix.json%3Fform%3Dcompact"
+        );
     }
 }

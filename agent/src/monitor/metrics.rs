@@ -15,6 +15,7 @@
 //! node drives) and its column (`role="dst"`, it serves): a dashboard of a
 //! fleet reads those, N series each, and drills into one node's pairs.
 
+use meshperf_protocol::matrix::Metric;
 use meshperf_protocol::result::StepResult;
 use prometheus::{
     Encoder, Gauge, GaugeVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
@@ -58,6 +59,72 @@ pub struct PairStat {
     pub last_measured: f64,
     /// Runs in which it failed, since the monitor started (or the pair appeared).
     pub failures: u64,
+    /// Its last test's cells, for `/matrix.json?form=compact`.
+    pub cells: Cells,
+}
+
+/// The cells a pair's last test fills (`Metric::cells`): its own (row =
+/// the driving agent) and, for a kind measured both ways, the reverse; each
+/// with every [`Metric::ALL`] figure (NaN where none), or why it failed.
+#[derive(Debug, Clone, Default)]
+pub struct Cells {
+    pub own: [f64; METRICS],
+    pub back: Option<Box<[f64; METRICS]>>,
+    pub error: Option<String>,
+}
+
+/// The figures a cell carries: every [`Metric`].
+pub const METRICS: usize = Metric::ALL.len();
+
+impl Cells {
+    pub fn of(r: &StepResult) -> Cells {
+        let mut own = [f64::NAN; METRICS];
+        let mut back: Option<Box<[f64; METRICS]>> = None;
+        for (i, m) in Metric::ALL.into_iter().enumerate() {
+            let cells = m.cells(r);
+            if let Some((_, _, v)) = cells.first() {
+                own[i] = v.unwrap_or(f64::NAN);
+            }
+            if let Some((_, _, v)) = cells.get(1) {
+                back.get_or_insert_with(|| Box::new([f64::NAN; METRICS]))[i] =
+                    v.unwrap_or(f64::NAN);
+            }
+        }
+        // One line of it is enough for a cell (an agent's error can be long).
+        let error = r.error.as_ref().map(|e| {
+            let line = e.lines().next().unwrap_or("");
+            line.chars().take(ERROR_CHARS).collect()
+        });
+        Cells { own, back, error }
+    }
+}
+
+/// The longest error a compact cell carries, in characters.
+const ERROR_CHARS: usize = 200;
+
+/// What the monitor keeps of one pair's test: its figures, not the test
+/// (a test's summaries and samples are tens of KB in memory: a thousand
+/// agents' pairs of a run held whole took most of the monitor's memory).
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub up: bool,
+    pub rtt_s: Option<[f64; 3]>,
+    pub loss: Option<f64>,
+    pub bps: Option<f64>,
+    pub cells: Cells,
+}
+
+impl Measured {
+    pub fn of(r: &StepResult) -> Measured {
+        let (rtt_s, loss, bps) = figures(r);
+        Measured {
+            up: r.error.is_none(),
+            rtt_s,
+            loss,
+            bps,
+            cells: Cells::of(r),
+        }
+    }
 }
 
 /// One agent of the last run: its `HOST:PORT` and the hostname it told.
@@ -122,7 +189,7 @@ impl State {
     pub fn record(
         &mut self,
         agents: Vec<AgentInfo>,
-        results: &[(String, String, &StepResult)],
+        results: Vec<(String, String, Measured)>,
         now: f64,
         stale: f64,
     ) {
@@ -134,21 +201,21 @@ impl State {
                 && listed.contains(d.as_str())
                 && p.last_measured >= now - stale
         });
-        for (src, dst, r) in results {
-            let key = (src.clone(), dst.clone());
+        for (src, dst, m) in results {
+            let key = (src, dst);
             let old = pairs.remove(&key).unwrap_or_default();
-            let (rtt_s, loss, bps) = figures(r);
-            let up = r.error.is_none();
+            let up = m.up;
             pairs.insert(
                 key,
                 PairStat {
                     up,
-                    rtt_s,
-                    loss,
-                    bps,
+                    rtt_s: m.rtt_s,
+                    loss: m.loss,
+                    bps: m.bps,
                     last_success: if up { Some(now) } else { old.last_success },
                     last_measured: now,
                     failures: old.failures + u64::from(!up),
+                    cells: m.cells,
                 },
             );
         }
@@ -485,18 +552,18 @@ mod tests {
         let mut st = State::default();
         st.record(
             vec![agent("a:1"), agent("b:1")],
-            &[
-                ("a:1".into(), "b:1".into(), &ok),
-                ("b:1".into(), "a:1".into(), &ok),
+            vec![
+                ("a:1".into(), "b:1".into(), Measured::of(&ok)),
+                ("b:1".into(), "a:1".into(), Measured::of(&ok)),
             ],
             100.0,
             1e9,
         );
         st.record(
             vec![agent("a:1"), agent("b:1")],
-            &[
-                ("a:1".into(), "b:1".into(), &bad),
-                ("b:1".into(), "a:1".into(), &ok),
+            vec![
+                ("a:1".into(), "b:1".into(), Measured::of(&bad)),
+                ("b:1".into(), "a:1".into(), Measured::of(&ok)),
             ],
             200.0,
             1e9,
@@ -526,7 +593,7 @@ mod tests {
             "{page}"
         );
         // b vanishes: its pairs go.
-        st.record(vec![agent("a:1")], &[], 300.0, 1e9);
+        st.record(vec![agent("a:1")], vec![], 300.0, 1e9);
         assert!(st.pairs.is_empty());
         assert!(!st.render().contains("b:1"));
     }

@@ -19,6 +19,7 @@
 //! rotation (K peers per agent) instead of every pair, `--shard I/N` only
 //! the pairs this monitor owns of N, and `--stale` bounds the pairs kept.
 
+pub mod compact;
 pub mod http;
 pub mod metrics;
 
@@ -27,7 +28,7 @@ use crate::run::{agent_refs, discover, inline, output, rounds};
 use meshperf_protocol::matrix::Pair;
 use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::result::{RunResult, StepResult};
-use metrics::{AgentInfo, Snapshot, State};
+use metrics::{AgentInfo, Measured, Snapshot, State};
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,6 +76,11 @@ pub struct MonitorArgs {
     /// loopback or any, localhost need none.
     #[arg(long = "allow-host", value_name = "NAME")]
     allow_host: Vec<String>,
+    /// The origin of a page that may read /matrix.json from a browser
+    /// (CORS), e.g. https://meshperf.example.net (repeatable; * for any):
+    /// the last run's agents, --web and pages on loopback need none.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = origin_arg)]
+    allow_origin: Vec<String>,
     #[command(flatten)]
     plan: crate::run::plan_flags::PlanFlags,
     /// One pair at a time (links that share a bottleneck).
@@ -105,6 +111,28 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     runs: Option<u64>,
 }
+
+fn origin_arg(s: &str) -> Result<String, String> {
+    let o = s.trim_end_matches('/').to_ascii_lowercase();
+    let well_formed = o == "*"
+        || o.split_once("://").is_some_and(|(scheme, rest)| {
+            matches!(scheme, "http" | "https") && !rest.is_empty() && !rest.contains('/')
+        });
+    if well_formed {
+        Ok(o)
+    } else {
+        Err(format!(
+            "{s:?} is not an origin: give scheme://host[:port] as the browser shows it, e.g. https://meshperf.example.net, or *"
+        ))
+    }
+}
+
+/// From this many agents the page shows a matrix as a fleet (web/src/lib/
+/// matrix/fleet.ts `FLEET_FROM`), and `/matrix` opens the compact form by
+/// URL: a link carries at most some hundred pairs, and building one for
+/// thousands (four encodings of the whole run, each a copy of every step,
+/// before it says "too large") took most of the monitor's memory.
+const FLEET_FROM: usize = 65;
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e} (e.g. 30s, 5m)"))
@@ -143,32 +171,50 @@ fn load_plan(a: &MonitorArgs) -> Result<Plan, String> {
 /// of it.
 fn record(
     state: &mut State,
-    (agents, results, last): RunOutcome,
+    run: Collected,
+    a: &MonitorArgs,
+    plan: &Plan,
     last_matrix: &http::LatestMatrix,
     began: Instant,
 ) -> Vec<String> {
-    if let Ok(mut l) = last_matrix.lock() {
-        *l = Some(Arc::new(last));
-    }
-    let view: Vec<(String, String, &StepResult)> = results
-        .iter()
-        .map(|(p, r)| {
+    let (agents, total, ok) = (run.agents, run.figures.len(), run.ok);
+    let view: Vec<(String, String, Measured)> = run
+        .figures
+        .into_iter()
+        .map(|(p, m)| {
             (
                 agents[p.client].addr.clone(),
                 agents[p.server].addr.clone(),
-                r,
+                m,
             )
         })
         .collect();
-    let ok = results.iter().filter(|(_, r)| r.error.is_none()).count();
     let stale = state.stale_seconds;
-    state.record(agents, &view, unix_now(), stale);
+    let now = unix_now();
+    state.record(agents, view, now, stale);
     state.runs += 1;
+    let plan_json = serde_json::to_string(plan).unwrap_or_else(|_| "null".into());
+    let mut origins: Vec<String> = a.allow_origin.clone();
+    for u in &run.urls {
+        let scheme = if u.tls() { "https" } else { "http" };
+        origins.push(format!("{scheme}://{}", u.hostport()).to_ascii_lowercase());
+    }
+    if let Some(w) = &run.page {
+        origins.extend(page_origin(w));
+    }
+    let latest = http::Latest {
+        json: run.json,
+        link: run.link,
+        compact: compact::render(state, &plan_json, now),
+        origins,
+    };
+    if let Ok(mut l) = last_matrix.lock() {
+        *l = Some(Arc::new(latest));
+    }
     let mut said = vec![format!(
-        "run {}: {} agents, {ok} of {} pairs measured in {:.1} s{}",
+        "run {}: {} agents, {ok} of {total} pairs measured in {:.1} s{}",
         state.runs,
         state.agents.len(),
-        results.len(),
         began.elapsed().as_secs_f64(),
         match (state.rotation > 1, state.shard) {
             (false, None) => String::new(),
@@ -190,6 +236,13 @@ fn record(
         ));
     }
     said
+}
+
+/// The origin (`scheme://host[:port]`, lower case) of page address `url`.
+fn page_origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split(['/', '#', '?']).next()?;
+    (!host.is_empty()).then(|| format!("{scheme}://{host}").to_ascii_lowercase())
 }
 
 /// The least a run over `n` agents takes: its rounds times the step's
@@ -311,7 +364,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
                 state.resolve_errors += 1;
             }
             Ok((measured, sampled)) => {
-                let n = measured.0.len();
+                let n = measured.agents.len();
                 if let Some(k) = a
                     .peers
                     .filter(|_| !said_full && n >= 2 && sampled.rotation == 1)
@@ -323,7 +376,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
                 state.rotation = sampled.rotation;
                 state.owned = sampled.owned;
                 state.rotation_run += 1;
-                said.extend(record(&mut state, measured, &last_matrix, began));
+                said.extend(record(&mut state, measured, &a, &plan, &last_matrix, began));
             }
         }
         done += 1;
@@ -385,29 +438,49 @@ enum RunError {
     Resolve(String),
 }
 
-/// One run: the agents (address, hostname) and each pair's result.
-/// The agents of a run, each pair's result, and the run as a result file
-/// with the page link that opens it (for /matrix).
-type RunOutcome = (Vec<AgentInfo>, Vec<(Pair, StepResult)>, http::Latest);
+/// One run as the monitor keeps it: its agents, each pair's figures (not
+/// its test: see [`Measured`]), the run's result file as text, and where
+/// `/matrix` goes.
+struct Collected {
+    agents: Vec<AgentInfo>,
+    urls: Vec<AgentUrl>,
+    figures: Vec<(Pair, Measured)>,
+    /// Pairs measured (not failed).
+    ok: usize,
+    json: String,
+    link: http::Link,
+    /// The web app's address (`--web`, else the first agent's page).
+    page: Option<String>,
+}
 
-/// The run as `meshperf run --matrix --json` writes it, and the link to the
-/// page that shows it (`web`, else the first agent's page).
+/// The run's result file, as `meshperf run --matrix --json` writes it
+/// (each agent's `hello` with its `endpoint`, HOST:PORT, as the page
+/// writes a matrix), from `steps`: each step already as JSON, joined by
+/// commas (a step is serialized as it ends and dropped: a run of thousands
+/// of pairs is never held whole); and the link to the page carrying it
+/// (`kept`, the steps themselves, for a run under [`FLEET_FROM`] agents)
+/// or, for a fleet, the page that opens `/matrix.json?form=compact`.
 fn latest(
     plan: &Plan,
-    hellos: Vec<serde_json::Value>,
+    mut hellos: Vec<serde_json::Value>,
     urls: &[AgentUrl],
     web: Option<&str>,
-    results: &[(Pair, StepResult)],
-) -> http::Latest {
+    steps: &str,
+    kept: Vec<StepResult>,
+) -> (String, http::Link, String) {
+    for (h, u) in hellos.iter_mut().zip(urls) {
+        if let Some(o) = h.as_object_mut() {
+            o.insert("endpoint".into(), u.hostport().into());
+        }
+    }
     let mut doc = RunResult::new(plan.clone(), hellos, unix_now());
-    doc.steps = results
-        .iter()
-        .enumerate()
-        .map(|(i, (_, r))| StepResult {
-            index: i,
-            ..r.clone()
-        })
-        .collect();
+    let head = serde_json::to_string(&doc).unwrap_or_default();
+    // `steps` is the last field written (samples_replaced, after it, is
+    // never set here): the steps go in its place.
+    let json = match head.strip_suffix("[]}") {
+        Some(h) => format!("{h}[{steps}]}}\n"),
+        None => format!("{head}\n"),
+    };
     let base = web.map(str::to_string).unwrap_or_else(|| {
         urls.first().map_or_else(String::new, |u| {
             let scheme = if u.tls() { "https" } else { "http" };
@@ -415,13 +488,15 @@ fn latest(
         })
     });
     let base = base.split('#').next().unwrap_or("").to_string();
+    if urls.len() >= FLEET_FROM {
+        return (json, http::Link::Fleet { page: base.clone() }, base);
+    }
+    doc.steps = kept;
     let link = match meshperf_protocol::permalink::encode_reporting(&doc) {
         Ok((link, _)) => format!("{base}#r={link}"),
         Err(e) => format!("{base}#no-link: {e}"),
     };
-    let mut json = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    json.push('\n');
-    http::Latest { json, link }
+    (json, http::Link::Permalink(link), base)
 }
 
 fn run_once(
@@ -432,7 +507,7 @@ fn run_once(
     next_id: &mut u32,
     first: bool,
     round: u64,
-) -> Result<(RunOutcome, crate::run::sample::Sampled), RunError> {
+) -> Result<(Collected, crate::run::sample::Sampled), RunError> {
     let mut urls: Vec<AgentUrl> = Vec::new();
     for arg in &a.agent {
         match discover::agents_within(arg, a.token.as_deref(), a.max_resolve as usize) {
@@ -468,7 +543,7 @@ fn run_once(
     let mut ctls = Vec::with_capacity(n);
     let mut gone = Vec::with_capacity(n);
     for u in &urls {
-        match Ctl::connect(u) {
+        match Ctl::connect_reading(u, crate::run::client::LEAN_READ_CHUNK) {
             Ok(c) => {
                 ctls.push(Some(c));
                 gone.push(None);
@@ -503,7 +578,10 @@ fn run_once(
     let mut agents = rounds::Agents { ctls, refs, gone };
     let total = schedule.pairs();
     let mut out = output::Output::new(true, None, plan, total);
-    let mut results = Vec::with_capacity(total);
+    let mut figures = Vec::with_capacity(total);
+    let mut steps = String::new();
+    let mut kept = Vec::new();
+    let mut ok = 0;
     rounds::run_matrix(
         &mut agents,
         step,
@@ -512,17 +590,40 @@ fn run_once(
         stop,
         &mut out,
         "meshperf monitor",
-        |r, agents, _| {
+        |mut r, agents, _| {
             let pair = r.pair.expect("a matrix's results carry their pair");
             if let Some(e) = &r.error {
                 eprintln!(
                     "meshperf monitor: {} -> {}: {e}",
                     agents.refs[pair.client].label, agents.refs[pair.server].label
                 );
+            } else {
+                ok += 1;
             }
-            results.push((pair, r));
+            r.index = figures.len();
+            figures.push((pair, Measured::of(&r)));
+            if !steps.is_empty() {
+                steps.push(',');
+            }
+            steps.push_str(&serde_json::to_string(&r).unwrap_or_else(|_| "null".into()));
+            if n < FLEET_FROM {
+                kept.push(r);
+            }
         },
     );
-    let last = latest(plan, hellos, &urls, a.web.as_deref(), &results);
-    Ok(((infos, results, last), sampled))
+    drop(agents);
+    let (json, link, page) = latest(plan, hellos, &urls, a.web.as_deref(), &steps, kept);
+    drop(steps);
+    Ok((
+        Collected {
+            agents: infos,
+            urls,
+            figures,
+            ok,
+            json,
+            link,
+            page: Some(page),
+        },
+        sampled,
+    ))
 }

@@ -105,6 +105,12 @@ pub enum Incoming {
     Frame(FrameHeader, Vec<u64>),
 }
 
+/// Bytes a controller's connection reads at most per call: tungstenite's
+/// default read buffer.
+pub const READ_CHUNK: usize = 128 * 1024;
+/// The same for a monitor's connections (see [`Ctl::connect_reading`]).
+pub const LEAN_READ_CHUNK: usize = 16 * 1024;
+
 /// An authenticated connection to one agent.
 pub struct Ctl {
     ws: WebSocket<CtlStream>,
@@ -122,6 +128,16 @@ impl Ctl {
     /// Connects, reads `hello` (the protocol version), authenticates; `hello`
     /// then holds what `auth_ok` told about the agent (its `info`).
     pub fn connect(addr: &AgentUrl) -> Result<Ctl, CtlError> {
+        Ctl::connect_reading(addr, READ_CHUNK)
+    }
+
+    /// [`Ctl::connect`] reading at most `chunk` bytes a call: the read
+    /// buffer each connection holds from its first message on (a larger
+    /// message still comes whole; the buffer grows for it). `meshperf run`
+    /// reads [`READ_CHUNK`] (tungstenite's default: sample frames in few
+    /// calls); a monitor, holding a connection to each of a fleet's agents
+    /// at once, [`LEAN_READ_CHUNK`] (1000 agents: 16 MB of buffers, not 131).
+    pub fn connect_reading(addr: &AgentUrl, chunk: usize) -> Result<Ctl, CtlError> {
         let sa = (addr.host.as_str(), addr.port)
             .to_socket_addrs()
             .map_err(|e| io(addr, format!("cannot resolve: {e}")))?
@@ -154,7 +170,9 @@ impl Ctl {
                 )
             }
         };
-        let (ws, _) = tungstenite::client(url.as_str(), stream).map_err(|e| {
+        let config = tungstenite::protocol::WebSocketConfig::default().read_buffer_size(chunk);
+        let (ws, _) = tungstenite::client::client_with_config(url.as_str(), stream, Some(config))
+            .map_err(|e| {
             // The agent says in the body why it refused (e.g. that it
             // speaks TLS only): that is the line worth showing.
             let why = match &e {

@@ -58,6 +58,11 @@ impl Default for Limits {
 pub struct Request<'a> {
     pub method: &'a str,
     pub path: &'a str,
+    /// The `Host` it was sent to (already allowed), if given.
+    pub host: Option<&'a str>,
+    /// The `Origin` of the page that sent it (a browser's cross-origin
+    /// fetch), if given.
+    pub origin: Option<&'a str>,
 }
 
 /// One connection the endpoint holds.
@@ -233,6 +238,11 @@ fn serve(
                     .filter(|h| h.name.eq_ignore_ascii_case("host"))
                     .map(|h| h.value)
                     .collect();
+                let origin = req
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("origin"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok());
                 let out = match hosts[..] {
                     [] => None,
                     [h] => host_refused(&String::from_utf8_lossy(h), who, names),
@@ -242,6 +252,8 @@ fn serve(
                     answer(&Request {
                         method: req.method.unwrap_or(""),
                         path: req.path.unwrap_or(""),
+                        host: hosts.first().and_then(|h| std::str::from_utf8(h).ok()),
+                        origin,
                     })
                 });
                 return conn.write_all(&out);
@@ -267,9 +279,14 @@ fn host_refused(host: &str, who: &str, names: &[String]) -> Option<Vec<u8>> {
 
 /// A 200 answer with `body` (the head alone for HEAD).
 pub fn ok(method: &str, content_type: &str, body: &str) -> Vec<u8> {
+    ok_with(method, content_type, "", body)
+}
+
+/// [`ok`] with more header lines (`extra`: each ending in CRLF).
+pub fn ok_with(method: &str, content_type: &str, extra: &str, body: &str) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+         Cache-Control: no-store\r\n{extra}Connection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();

@@ -17,11 +17,14 @@ include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 /// Headers of every served asset. The page loads only its own scripts,
 /// styles and WebAssembly (`'wasm-unsafe-eval'` lets it compile the wasm
 /// modules, nothing lets it eval JavaScript), talks to agents over `ws:`/`wss:`
-/// anywhere (the agents it pairs are on other hosts), and may not be framed
-/// (clickjacking) or leak its URL, whose fragment holds tokens, in a Referer.
+/// anywhere (the agents it pairs are on other hosts) and reads a monitor's
+/// matrix over `http:`/`https:` (`#matrix=URL`; that adds no reach: a
+/// WebSocket could go anywhere already, and the monitor's CORS header
+/// decides what the page may read), and may not be framed (clickjacking) or
+/// leak its URL, whose fragment holds tokens, in a Referer.
 const SECURITY_HEADERS: &str = "Content-Security-Policy: default-src 'none'; \
      script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
-     connect-src 'self' ws: wss:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n\
+     connect-src 'self' ws: wss: http: https:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n\
      X-Frame-Options: DENY\r\nReferrer-Policy: no-referrer\r\nX-Content-Type-Options: nosniff\r\n";
 
 /// Finds the asset for a request path (`/` is `/index.html`; the query is ignored).

@@ -7,7 +7,7 @@
 
 use crate::monitor::{every_pair, of, one, pair_of, scrape_after, url, Key, Monitor, Series};
 use crate::run::{run, text};
-use crate::util::AgentProc;
+use crate::util::{http_get, AgentProc};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
@@ -158,6 +158,99 @@ fn aggregates_agree(s: &Series) {
     );
 }
 
+/// `/matrix.json?form=compact` beside `/metrics` of the same run (read
+/// again until both are): a cell per pair with series, every ordered pair
+/// of `agents` (the whole rotation, not the last run's 14), each with the
+/// median and p99 RTT of `meshperf_pair_rtt_seconds` (to the form's six
+/// digits) and its age (since `meshperf_pair_last_measured_timestamp_seconds`);
+/// each agent with its `endpoint`.
+/// The whole run's file names the endpoints too. CORS: a page on loopback
+/// or from `--allow-origin` may read it, another site may not.
+fn compact_agrees(m: &Monitor, agents: &[AgentProc]) {
+    use crate::util::http_get_from;
+    let (s, doc) = (0..20)
+        .find_map(|_| {
+            let s = m.scrape();
+            let (_, body) = http_get(&m.metrics, "/matrix.json?form=compact");
+            let doc: serde_json::Value = serde_json::from_str(&body).expect("compact JSON");
+            (doc["monitor"]["runs"].as_f64() == Some(one(&s, "meshperf_monitor_runs_total")))
+                .then_some((s, doc))
+        })
+        .expect("/metrics and the compact form of one run");
+    assert_eq!(doc["format"], "meshperf-cells");
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["kind"], "udp_rr");
+    assert_eq!(doc["metrics"], serde_json::json!(["rtt_p50", "rtt_p99"]));
+    assert_eq!(doc["monitor"]["rotation"], 3);
+    let ends: Vec<&str> = doc["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["endpoint"].as_str().unwrap())
+        .collect();
+    let addrs: Vec<String> = agents.iter().map(AgentProc::addr).collect();
+    assert_eq!(ends, addrs);
+    let rtt = |src: &str, dst: &str, q: &str| {
+        value(
+            &s,
+            "meshperf_pair_rtt_seconds",
+            &[("src", src), ("dst", dst), ("quantile", q)],
+        )
+        .unwrap()
+            * 1e6
+    };
+    let mut seen = Pairs::new();
+    for c in doc["cells"].as_array().unwrap() {
+        let (r, col) = (
+            c[0].as_u64().unwrap() as usize,
+            c[1].as_u64().unwrap() as usize,
+        );
+        let (src, dst) = (ends[r], ends[col]);
+        assert!(seen.insert((src.to_string(), dst.to_string())), "{c} twice");
+        let measured = value(
+            &s,
+            "meshperf_pair_last_measured_timestamp_seconds",
+            &[("src", src), ("dst", dst)],
+        )
+        .unwrap();
+        let age = doc["created_unix"].as_f64().unwrap() - measured;
+        assert!(
+            (c[2].as_f64().unwrap() - age).abs() <= 0.051,
+            "age {age}: {c}"
+        );
+        for (i, q) in [(3, "0.5"), (4, "0.99")] {
+            let want = rtt(src, dst, q);
+            let got = c[i].as_f64().unwrap_or_else(|| panic!("{c}"));
+            assert!((got - want).abs() <= want * 1e-5, "{c}: {q} {want}");
+        }
+    }
+    assert_eq!(seen, every_pair(agents));
+    let (_, body) = http_get(&m.metrics, "/matrix.json");
+    let full: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let named: Vec<&str> = full["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["endpoint"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, addrs);
+    for (origin, allowed) in [
+        (None, None),
+        (Some("http://localhost:5173"), Some("http://localhost:5173")),
+        (Some("http://127.0.0.1:7800"), Some("http://127.0.0.1:7800")),
+        (Some("https://page.example"), Some("https://page.example")),
+        (Some("https://elsewhere.example"), None),
+    ] {
+        for path in ["/matrix.json", "/matrix.json?form=compact"] {
+            let (head, _) = http_get_from(&m.metrics, path, origin);
+            let got = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Access-Control-Allow-Origin: "));
+            assert_eq!(got, allowed, "{origin:?} {path}:\n{head}");
+        }
+    }
+}
+
 /// Seven agents, `--peers 2`: a rotation of ceil(6/2) = 3 runs. After four
 /// runs the page (--stale 1h keeps every pair) holds every ordered pair,
 /// last measured by the last three runs, 14 each, every agent driving 2
@@ -170,6 +263,7 @@ fn a_sampled_monitor_measures_every_pair_within_its_rotation_and_ages_them_out()
     let urls: Vec<String> = agents.iter().map(url).collect();
     let mut args = agent_args(&urls);
     args.extend(["--peers", "2", "--every", "1s", "--stale", "1h"]);
+    args.extend(["--allow-origin", "https://page.example/"]);
     let m = Monitor::start(&args);
     let s = scrape_after(&m, 4.0, 60);
     assert_eq!(one(&s, "meshperf_monitor_rotation_runs"), 3.0);
@@ -189,6 +283,7 @@ fn a_sampled_monitor_measures_every_pair_within_its_rotation_and_ages_them_out()
     aggregates_agree(&s);
     m.wait_line("run 2: 7 agents, 14 of 14 pairs measured", 5);
     assert!(m.stderr().contains("(--peers 2, rotation of 3 runs)"));
+    compact_agrees(&m, &agents);
     drop(m);
 
     let mut args = agent_args(&urls);

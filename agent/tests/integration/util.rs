@@ -468,12 +468,18 @@ pub fn unseal(key_hex: &str, from_driver: bool, seq: u64, line: &str) -> Value {
 /// A plain HTTP/1.1 GET of `path` from `hostport`: the response head and
 /// body (the server closes the connection after one answer).
 pub fn http_get(hostport: &str, path: &str) -> (String, String) {
+    http_get_from(hostport, path, None)
+}
+
+/// [`http_get`] as a page from `origin` fetches it (its `Origin` header).
+pub fn http_get_from(hostport: &str, path: &str, origin: Option<&str>) -> (String, String) {
     use std::io::{Read, Write};
     let mut s = TcpStream::connect(hostport).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {hostport}\r\n{origin}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut raw = String::new();

@@ -266,8 +266,10 @@ export interface FleetData {
   kind: string;
   /** The figure the cells hold (protocol/src/matrix.rs `Metric` names). */
   metric: string;
-  /** The result's step count. */
+  /** The result's step count (a compact matrix's cells). */
   steps: number;
+  /** A monitor's compact matrix (cells, no steps to open). */
+  compact?: boolean;
   hosts: string[];
   endpoints: string[];
   value: Float64Array;
@@ -278,7 +280,60 @@ export interface FleetData {
   extent: Extent;
 }
 
-/** What the page asks fleet.worker.ts: read a file, or the cells of another figure of the file it read. */
-export type FleetAsk = { id: number; file: File } | { id: number; metric: string };
+/**
+ * A monitor's compact matrix (`/matrix.json?form=compact`, format
+ * `meshperf-cells`, agent/src/monitor/compact.rs, docs/formats.md): the
+ * pairs it keeps as cells, each `[row, column, age in s, figures...]` in
+ * the order of `metrics`, or `[row, column, age, "why it failed"]`.
+ */
+export const CELLS_FORMAT = 'meshperf-cells';
+export interface CellsDoc {
+  format: string;
+  version: number;
+  created_unix?: number;
+  kind?: string;
+  metrics?: string[];
+  agents?: ({ hostname?: unknown; endpoint?: unknown } | null)[];
+  cells?: unknown[][];
+}
+
+/** Whether `v` is a compact matrix; throws on a version this page does not read. */
+export function isCells(v: unknown): v is CellsDoc {
+  const d = v as CellsDoc | null;
+  if (d?.format !== CELLS_FORMAT) return false;
+  if (!(Number(d.version) <= 1)) throw new Error(`a ${CELLS_FORMAT} file of version ${d.version}: written by a newer meshperf than this page`);
+  return true;
+}
+
+/** Whether a file's opening reads as a compact matrix (its format is its first field). */
+export const looksLikeCells = (head: string): boolean => new RegExp(`^\\s*\\{\\s*"format"\\s*:\\s*"${CELLS_FORMAT}"`).test(head);
+
+/** The figure a compact matrix shows first: the kind's own when it has it, else its first. */
+export function cellsMetric(d: CellsDoc, wanted: string): string {
+  const ms = d.metrics ?? [];
+  return ms.includes(wanted) || !ms.length ? wanted : ms[0];
+}
+
+/** The grid of figure `metric` from a compact matrix (a cell's `step` is its place in `cells`). */
+export function cellsGrid(d: CellsDoc, metric: string): FleetGrid {
+  const n = d.agents?.length ?? 0;
+  const col = (d.metrics ?? []).indexOf(metric);
+  const g: FleetGrid = { n, value: new Float64Array(n * n).fill(NaN), state: new Uint8Array(n * n), step: new Int32Array(n * n).fill(-1) };
+  for (let i = 0; i < n; i++) g.state[i * n + i] = SELF;
+  (d.cells ?? []).forEach((c, i) => {
+    const [r, k] = [Number(c?.[0]), Number(c?.[1])];
+    if (!Number.isInteger(r) || !Number.isInteger(k) || r < 0 || k < 0 || r >= n || k >= n || r === k) return;
+    const at = r * n + k;
+    const failed = typeof c[3] === 'string';
+    g.state[at] = failed ? FAILED : DONE;
+    g.step[at] = i;
+    const v = failed || col < 0 ? null : c[3 + col];
+    g.value[at] = typeof v === 'number' ? v : NaN;
+  });
+  return g;
+}
+
+/** What the page asks fleet.worker.ts: read a file or a URL (a monitor's matrix), or the cells of another figure of what it read. */
+export type FleetAsk = { id: number; file: File } | { id: number; url: string } | { id: number; metric: string };
 /** Its answer: a fleet, the text of a file that is not one (the page's usual import), or why it failed. */
 export type FleetAnswer = { id: number } & ({ fleet: FleetData } | { text: string } | { error: string });

@@ -3,9 +3,12 @@
 // page): parses it, and if it is a fleet's matrix (FLEET_FROM agents or
 // more) answers with its cells as typed arrays (moved, not copied) and
 // keeps the parsed result here for another figure; anything else goes back
-// as its text, for the page's usual import (result.ts parseResult).
+// as its text, for the page's usual import (result.ts parseResult). A
+// monitor's compact matrix (`/matrix.json?form=compact`: cells, not steps)
+// is a fleet at any size; a URL (`#matrix=`, a monitor's /matrix.json, read
+// across origins as its CORS header allows) is fetched here the same way.
 
-import { FLEET_FROM, extent, gridOf, higherIsWorse, nodeWorst, type FleetAnswer, type FleetAsk } from './fleet';
+import { CELLS_FORMAT, FLEET_FROM, cellsGrid, cellsMetric, extent, gridOf, higherIsWorse, isCells, nodeWorst, type CellsDoc, type FleetAnswer, type FleetAsk } from './fleet';
 import { defaultMetric, fleetFills, type FleetStep } from './fleetfigure';
 
 interface Doc {
@@ -18,15 +21,16 @@ interface Doc {
 
 const scope = self as unknown as { onmessage: (e: MessageEvent<FleetAsk>) => void; postMessage: (m: FleetAnswer, transfer?: Transferable[]) => void };
 let doc: Doc | null = null;
+let compact: CellsDoc | null = null;
 let n = 0;
 
 function cells(metric: string, id: number) {
   const steps = doc?.steps ?? [];
-  const kind = String(doc?.plan?.kind ?? steps.find((s) => s.kind)?.kind ?? '');
-  const m = metric || defaultMetric(kind);
-  const g = gridOf(n, steps, (s) => fleetFills(s, m));
+  const kind = String(compact ? compact.kind ?? '' : doc?.plan?.kind ?? steps.find((s) => s.kind)?.kind ?? '');
+  const m = compact ? cellsMetric(compact, metric || defaultMetric(kind)) : metric || defaultMetric(kind);
+  const g = compact ? cellsGrid(compact, m) : gridOf(n, steps, (s) => fleetFills(s, m));
   const worst = nodeWorst(g, higherIsWorse(m));
-  const agents = doc?.agents ?? [];
+  const agents = (compact ? compact.agents : doc?.agents) ?? [];
   const text = (v: unknown) => (v == null ? '' : String(v));
   scope.postMessage(
     {
@@ -35,7 +39,8 @@ function cells(metric: string, id: number) {
         n,
         kind,
         metric: m,
-        steps: steps.length,
+        steps: compact ? compact.cells?.length ?? 0 : steps.length,
+        compact: compact != null,
         hosts: Array.from({ length: n }, (_, i) => text(agents[i]?.hostname)),
         endpoints: Array.from({ length: n }, (_, i) => text(agents[i]?.endpoint)),
         value: g.value,
@@ -53,7 +58,18 @@ scope.onmessage = async ({ data }) => {
   const { id } = data;
   try {
     if ('metric' in data) return cells(data.metric, id);
-    const text = await data.file.text();
+    let text: string;
+    if ('url' in data) {
+      let r: Response;
+      try {
+        r = await fetch(data.url, { cache: 'no-store' });
+      } catch (e) {
+        // A refused cross-origin read looks like any failed fetch here.
+        throw new Error(`${data.url}: could not be read (${(e as Error).message}): is the monitor reachable from this browser, and does its --allow-origin include this page's origin?`);
+      }
+      if (!r.ok) throw new Error(`${data.url}: ${r.status} ${r.statusText} ${(await r.text()).trim().slice(0, 200)}`);
+      text = await r.text();
+    } else text = await data.file.text();
     let v: Doc;
     try {
       v = JSON.parse(text);
@@ -61,6 +77,12 @@ scope.onmessage = async ({ data }) => {
       // parseResult words the error as the page always has.
       return scope.postMessage({ id, text });
     }
+    if (isCells(v)) {
+      [doc, compact, n] = [null, v as CellsDoc, (v as CellsDoc).agents?.length ?? 0];
+      if (!Array.isArray(compact.cells) || !Array.isArray(compact.agents)) throw new Error(`a ${CELLS_FORMAT} file without its agents or cells`);
+      return cells('', id);
+    }
+    compact = null;
     const steps = Array.isArray(v?.steps) ? v.steps : [];
     const size = steps.reduce((m, s) => (s?.pair ? Math.max(m, s.pair.server + 1, s.pair.client + 1) : m), Array.isArray(v?.agents) ? v.agents.length : 0);
     if (v?.format !== 'meshperf-result' || Number(v.version) > 1 || !v.plan || size < FLEET_FROM || !steps.some((s) => s?.pair)) {

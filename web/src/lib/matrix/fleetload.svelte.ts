@@ -22,7 +22,7 @@ let worker: Worker | null = null;
 let next = 0;
 const waiting = new Map<number, (a: FleetAnswer) => void>();
 
-function ask(msg: { file: File } | { metric: string }): Promise<FleetAnswer> {
+function ask(msg: { file: File } | { url: string } | { metric: string }): Promise<FleetAnswer> {
   worker ??= new Worker(new URL('./fleet.worker.ts', import.meta.url), { type: 'module' });
   worker.onmessage = (e: MessageEvent<FleetAnswer>) => {
     waiting.get(e.data.id)?.(e.data);
@@ -50,6 +50,24 @@ export async function readLarge(file: File): Promise<string | null> {
     if ('error' in a) throw new Error(a.error);
     if ('text' in a) return a.text;
     Object.assign(fleet, { data: a.fleet, name: file.name, error: '' });
+    return null;
+  } finally {
+    fleet.busy = false;
+  }
+}
+
+/**
+ * Reads the matrix at `url` (`#matrix=URL`: a monitor's /matrix.json, either
+ * form, which its /matrix sends a browser to for a fleet) in the worker: a
+ * fleet is shown as one (null); another result comes back as its text.
+ */
+export async function readUrl(url: string): Promise<string | null> {
+  fleet.busy = true;
+  try {
+    const a = await ask({ url });
+    if ('error' in a) throw new Error(a.error);
+    if ('text' in a) return a.text;
+    Object.assign(fleet, { data: a.fleet, name: url, error: '' });
     return null;
   } finally {
     fleet.busy = false;
