@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// The loopback MTU as the kernel gives it to a route (`IP_MTU` is capped
 /// at the largest IP datagram, 65535).
-fn lo_mtu() -> u64 {
+pub(crate) fn lo_mtu() -> u64 {
     let m: u64 = std::fs::read_to_string("/sys/class/net/lo/mtu")
         .unwrap()
         .trim()
