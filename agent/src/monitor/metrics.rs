@@ -694,7 +694,7 @@ mod tests {
                     "peer_hop": via.len() + 1, "mtu": {"bytes": mtu, "local": 1500, "probes": 4}},
                 "back": {"from": "10.9.0.2", "to": "10.1.0.1", "hops": [hop(1, Some("10.1.0.1"), true)],
                     "end": "peer", "peer_hop": 1, "mtu": {"bytes": 1500, "local": 1500, "probes": 1}},
-                "asymmetric": via.len() != 0,
+                "asymmetric": !via.is_empty(),
                 "rtt_us": {"median": 300.0, "p90": 400.0, "p99": 500.0}
             }),
             None,
