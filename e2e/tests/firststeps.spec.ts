@@ -194,6 +194,35 @@ test('the matrix starts with the pair\'s agents, keeps them over a reload, and s
   // The key names each agent by the address the page reached it at.
   await expect(page.getByTestId('matrix-view')).toContainText(`A = ${agents.a.host}:${agents.a.port}`);
   await expect(page.getByTestId('matrix-view')).toContainText(`B = ${agents.b.host}:${agents.b.port}`);
+
+  // A path matrix (issue 24): cells by hops to the peer and by marks
+  // changed; a cell opens its pair's two directions side by side, hop by
+  // hop, and the marks each way (loopback: the peer at hop 1 both ways).
+  await page.getByTestId('matrix-kind').selectOption('path');
+  await page.getByTestId('max-hops').fill('3');
+  await page.getByTestId('wait-ms').fill('200');
+  await page.getByTestId('dscp').fill('46');
+  await page.getByTestId('matrix-run').click();
+  await expect(page.getByTestId('matrix-status')).toHaveAttribute('data-phase', 'done', { timeout: 45_000 });
+  await page.getByTestId('matrix-metric').selectOption('hops');
+  await expect(cell).toHaveText('1');
+  expect(await cell.getAttribute('aria-label')).toMatch(/: 1 hops$/);
+  await page.getByTestId('matrix-metric').selectOption('marks_changed');
+  await expect(cell).toHaveText('0');
+  await cell.click();
+  const view = page.getByTestId('path-view');
+  await expect(view.getByTestId('path-end')).toHaveText([/^forth: B .*→ A.*: peer at hop 1; path MTU \d+ bytes/, /^back: A .*→ B.*: peer at hop 1; path MTU \d+ bytes/]);
+  const hop = view.getByTestId('path-hop');
+  await expect(hop).toHaveCount(1);
+  await expect(hop.getByTestId('path-who')).toHaveText([/^127\.0\.0\.1 \(peer\)$/, /^127\.0\.0\.1 \(peer\)$/]);
+  await expect(hop.getByTestId('path-box')).toHaveCount(2);
+  await expect(hop).toHaveAttribute('data-differs', 'no');
+  await expect(hop).toContainText('0/3');
+  await expect(view.getByTestId('path-same')).toBeVisible();
+  // DSCP 46 with each ECN codepoint, kept both ways.
+  await expect(view.getByTestId('path-mark')).toHaveCount(4);
+  await expect(view.locator('[data-testid=path-mark][data-differs=yes]')).toHaveCount(0);
+  await view.screenshot({ path: shot('path-view') });
 });
 
 test('two streams: one bar per stream on an axis of streams, legends show the last point until hovered', async ({ page, agents }) => {

@@ -426,17 +426,29 @@ pub enum Metric {
     AddedRtt,
     /// Transactions (fresh connections) per second (`tcp_crr`).
     Tps,
+    /// Hops to the peer agent (`path`: the row agent's trace; none when
+    /// the trace did not reach the peer).
+    Hops,
+    /// The path MTU, bytes (`path`: the largest datagram that reached the
+    /// peer with DF set, the row agent's way).
+    PathMtu,
+    /// Marks (DSCP x ECN sent) that arrived changed: rewritten, zeroed,
+    /// CE-marked, ECN bleached or changed, not lost ones (`path`).
+    MarksChanged,
 }
 
 impl Metric {
     /// Every metric, in the order a chooser lists them.
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 9] = [
         Metric::Gbps,
         Metric::RttP50,
         Metric::RttP99,
         Metric::LossPct,
         Metric::AddedRtt,
         Metric::Tps,
+        Metric::Hops,
+        Metric::PathMtu,
+        Metric::MarksChanged,
     ];
 
     /// The figure a kind's matrix shows unless asked for another.
@@ -458,6 +470,9 @@ impl Metric {
             Metric::LossPct => "loss_pct",
             Metric::AddedRtt => "added_rtt",
             Metric::Tps => "tps",
+            Metric::Hops => "hops",
+            Metric::PathMtu => "path_mtu",
+            Metric::MarksChanged => "marks_changed",
         }
     }
 
@@ -475,6 +490,9 @@ impl Metric {
             Metric::LossPct => "loss, % of datagrams sent",
             Metric::AddedRtt => "median RTT added under load, us",
             Metric::Tps => "connection rate, transactions/s",
+            Metric::Hops => "hops to the peer, hops",
+            Metric::PathMtu => "path MTU, bytes",
+            Metric::MarksChanged => "DSCP/ECN marks changed on the way, marks",
         }
     }
 
@@ -508,6 +526,16 @@ impl Metric {
             }
             Metric::AddedRtt => None,
             Metric::Tps => num(&s["transactions_per_second"]),
+            Metric::Hops => num(&path_way(s)?["peer_hop"]),
+            Metric::PathMtu => num(&path_way(s)?["mtu"]["bytes"]),
+            Metric::MarksChanged => {
+                let marks = path_way(s)?["marks"].as_array().filter(|m| !m.is_empty())?;
+                let changed = marks
+                    .iter()
+                    .filter(|m| !matches!(m["verdict"].as_str(), Some("kept" | "lost")))
+                    .count();
+                Some(changed as f64)
+            }
         }
     }
 
@@ -539,7 +567,7 @@ impl Metric {
                 (sent > 0.0).then(|| f["lost"].as_f64().unwrap_or(0.0) / sent * 100.0)
             }
             Metric::AddedRtt => loaded?["added_rtt_us"]["median"].as_f64(),
-            Metric::Tps => None,
+            Metric::Tps | Metric::Hops | Metric::PathMtu | Metric::MarksChanged => None,
         }
     }
 
@@ -582,6 +610,14 @@ impl Metric {
     }
 }
 
+/// A `path` summary's own direction: the driving side's holds both ways
+/// (`forth` is its own trace, the row's), the serving side's only `back`.
+fn path_way(s: &Value) -> Option<&Value> {
+    [&s["forth"], &s["back"]]
+        .into_iter()
+        .find(|d| d.is_object())
+}
+
 /// The one figure a side's summary is known by (the agent's record of a
 /// test, the mean over repetitions): name, value, unit.
 pub fn headline(kind: Kind, summary: &Value) -> Option<(&'static str, f64, &'static str)> {
@@ -600,14 +636,10 @@ pub fn headline(kind: Kind, summary: &Value) -> Option<(&'static str, f64, &'sta
         // The driving side's summary holds both ways; the serving side's
         // only its own (back).
         Kind::Path => {
-            let dir = if summary["forth"].is_object() {
-                "forth"
-            } else {
-                "back"
-            };
-            let hops = summary[dir]["peer_hop"]
+            let way = path_way(summary)?;
+            let hops = way["peer_hop"]
                 .as_f64()
-                .or_else(|| summary[dir]["hops"].as_array().map(|h| h.len() as f64))?;
+                .or_else(|| way["hops"].as_array().map(|h| h.len() as f64))?;
             Some(("hops to the peer", hops, "hops"))
         }
         Kind::TcpCrr => Some((
@@ -918,5 +950,50 @@ mod tests {
             Some(("connection rate", 12000.5, "transactions/s"))
         );
         assert_eq!(Metric::from_name("rtt_p99"), Some(Metric::RttP99));
+    }
+
+    /// A path step's cell reads the driving agent's trace (forth): hops
+    /// to the peer, the path MTU, the marks that arrived changed (lost
+    /// ones are not changed); none where the trace did not reach the
+    /// peer, the MTU was not searched or no marks were sent.
+    #[test]
+    fn path_cells_read_hops_mtu_and_changed_marks_of_the_row_agents_trace() {
+        use serde_json::json;
+        let mark = |v: &str| json!({"dscp": 46, "ecn": 0, "sent": 4, "received": 4, "verdict": v});
+        let summary = json!({
+            "forth": {"from": "a", "to": "b", "hops": [], "end": "peer", "peer_hop": 4,
+                "mtu": {"bytes": 1400, "local": 1500, "probes": 9},
+                "marks": [mark("kept"), mark("rewritten"), mark("ce_marked"), mark("lost")]},
+            "back": {"from": "b", "to": "a", "hops": [], "end": "peer", "peer_hop": 5,
+                "mtu": {"bytes": 1500, "local": 1500, "probes": 2}, "marks": [mark("kept")]},
+            "asymmetric": true,
+            "rtt_us": {"median": 210.0}
+        });
+        let mut s: StepResult = serde_json::from_value(json!({
+            "index": 0, "kind": "path", "params": {}, "point": [], "repeat": 0,
+            "transport": "tcp", "summary": summary, "sides": {}, "samples": [],
+            "pair": {"server": 1, "client": 0}
+        }))
+        .unwrap();
+        assert_eq!(Metric::Hops.cells(&s), [(0, 1, Some(4.0))]);
+        assert_eq!(Metric::PathMtu.cells(&s), [(0, 1, Some(1400.0))]);
+        assert_eq!(Metric::MarksChanged.cells(&s), [(0, 1, Some(2.0))]);
+        assert_eq!(Metric::RttP50.cells(&s), [(0, 1, Some(210.0))]);
+        // The serving side's summary: its own way, back.
+        let back = json!({"back": s.summary["back"].clone()});
+        assert_eq!(Metric::Hops.of_summary(&back), Some(5.0));
+        assert_eq!(Metric::MarksChanged.of_summary(&back), Some(0.0));
+        s.summary["forth"]["end"] = json!("silence");
+        s.summary["forth"]["peer_hop"] = Value::Null;
+        s.summary["forth"]["mtu"] = Value::Null;
+        s.summary["forth"]["marks"] = json!([]);
+        for m in [Metric::Hops, Metric::PathMtu, Metric::MarksChanged] {
+            assert_eq!(m.cells(&s), [(0, 1, None)], "{m:?}");
+            assert_eq!(Metric::from_name(m.name()), Some(m));
+        }
+        // Other kinds have none of them.
+        let r = json!({"rtt_us": {"median": 40.0}, "sent": 10, "lost": 0});
+        assert_eq!(Metric::Hops.of_summary(&r), None);
+        assert_eq!(Metric::MarksChanged.of_summary(&r), None);
     }
 }

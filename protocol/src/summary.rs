@@ -40,7 +40,9 @@ pub use lul::{
     AddedLatency, ClockBasis, LulClock, LulPhaseSummary, LulServerPhase, LulServerSummary,
     LulSummary, ProbeFlow, BESIDE_STREAM,
 };
-pub use path::{MarkResult, PathDirection, PathHop, PathMtu, PathServerSummary, PathSummary};
+pub use path::{
+    route_changed, MarkResult, PathDirection, PathHop, PathMtu, PathServerSummary, PathSummary,
+};
 
 use crate::params::Direction;
 use crate::plan::Transport;

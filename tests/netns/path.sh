@@ -17,6 +17,8 @@
 # - R1 drops the ICMP it sends (iptables OUTPUT): a silent hop each way
 #   (hop 3 forth, hop 1 back), the trace going on past it;
 # - a trace shorter than the path ends with max hops reached;
+# - a matrix of path (the cells by hops: 5 where A drives, 4 where B does),
+#   and a monitor that finds the way back changed when R2 is made to skip R4;
 # - then R3 stops sending fragmentation-needed: a black hole forth.
 # The routers answer from the interface the probe came in on
 # (icmp_errors_use_inbound_ifaddr, as traceroute users expect) with no ICMP
@@ -183,6 +185,81 @@ if not ok:
     sys.exit(1)
 PY
 
+# A matrix of path (issue 24 part 4): every ordered pair, the cells by hops
+# to the peer: A drives the 5 hops back, B the 4 forth; the file's cells by
+# path MTU (1400 where B drives) and by marks changed (EF with each ECN
+# codepoint, rewritten where B drives).
+out=$dir/matrix.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --matrix --kind path \
+  --metric hops --set max_hops=8 --set probes=1 --set wait_ms=200 --set dscp=46 --set marks_count=1 \
+  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run --matrix exited $?"; }
+python3 - "$out" "$out.txt" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import json, re, sys
+steps, text = json.load(open(sys.argv[1]))["steps"], open(sys.argv[2]).read()
+errors = []
+rows = [l.split() for l in text.splitlines() if re.match(r"^ {3}[AB] ", l)]
+if rows != [["A", "-", "5"], ["B", "4", "-"]]:
+    errors.append(f"hops table {rows}")
+if "matrix: path hops to the peer, hops; rows drive, columns serve" not in text:
+    errors.append("no matrix heading")
+for s in steps:
+    f, client = s["summary"]["forth"], s["pair"]["client"]
+    changed = sum(m["verdict"] not in ("kept", "lost") for m in f["marks"])
+    want = (1500, 0) if client == 0 else (1400, 4)
+    if (f["mtu"]["bytes"], changed) != want:
+        errors.append(f"agent {client} driving: MTU {f['mtu']}, {changed} marks changed, want {want}")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+PY
+
+# The monitor (issue 24 part 4): hops and path MTU each way per pair, and a
+# route change counted: after its first run R2 sends what is for B straight
+# to R3 (no R4 on the way back: 4 hops, and through the 1400 link), so the
+# second run finds the A-to-B route changed, in each pair's direction that
+# goes that way, once. The change is made between runs (--every 4s, no
+# jitter, runs of about a second), never under a trace.
+ip netns exec "$R2" timeout 60 "$bin" monitor --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=8 --set probes=1 --set wait_ms=200 --set dscp=0 --set ecn=false --set marks_count=1 \
+  --every 4s --jitter 0s \
+  --listen 127.0.0.1:0 >"$dir/monitor.out" 2>&1 &
+pids+=($!)
+seen() { # seen TEXT SECONDS: waits for TEXT in the monitor's output
+  for _ in $(seq $(($2 * 10))); do grep -q "$1" "$dir/monitor.out" && return; sleep 0.1; done
+  cat "$dir/monitor.out" >&2; fail "the monitor did not say '$1' within $2 s"
+}
+seen "run 1: 2 agents, 2 of 2 pairs measured" 20
+ip -n "$R2" route replace "$n.4.0/24" via "$n.3.2"
+seen "run 2: 2 agents, 2 of 2 pairs measured" 20
+metrics=$(grep -o 'metrics on http://[^ ]*' "$dir/monitor.out" | head -1)
+ip netns exec "$R2" python3 - "${metrics#metrics on }" "$url_a" "$url_b" <<'PY' || { cat "$dir/monitor.out" >&2; fail "see above"; }
+import re, sys, urllib.request
+page = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+a, b = (re.match(r"https?://([^/]+)/", u).group(1) for u in sys.argv[2:4])
+def val(name, src, dst, direction):
+    m = re.search(rf'^{name}{{direction="{direction}",dst="{dst}",src="{src}"}} (\S+)$', page, re.M)
+    return m and float(m.group(1))
+errors = []
+# (src, dst, direction): hops, MTU, changes. A to B is 4 hops now, through 1400.
+want = {(a, b, "forth"): (4, 1400, 1), (a, b, "back"): (4, 1400, 0),
+        (b, a, "forth"): (4, 1400, 0), (b, a, "back"): (4, 1400, 1)}
+for (src, dst, d), w in want.items():
+    got = tuple(val(f"meshperf_pair_path_{k}", src, dst, d) for k in ("hops", "mtu_bytes", "changes_total"))
+    if got != w:
+        errors.append(f"{src} -> {dst} {d}: hops, MTU, changes {got}, want {w}")
+for agent in (a, b):
+    for role in ("src", "dst"):
+        m = re.search(rf'^meshperf_node_pairs_path_changed{{agent="{agent}",role="{role}"}} (\S+)$', page, re.M)
+        if not m or float(m.group(1)) != 1:
+            errors.append(f"{agent} {role}: pairs whose route changed {m and m.group(1)}, want 1")
+if errors:
+    print("\n".join(errors) + "\n" + "\n".join(l for l in page.splitlines() if "path" in l), file=sys.stderr)
+    sys.exit(1)
+PY
+kill "${pids[-1]}" 2>/dev/null || true
+ip -n "$R2" route replace "$n.4.0/24" via "$n.5.2"
+ip -n "$A" route flush cache   # A learnt 1400 to B over R3: forget it
+
 # A black hole: R3 stops sending fragmentation-needed, so datagrams over
 # 1400 bytes vanish past it with no ICMP. meshperf must still find 1400 by
 # halving, and name the black hole after hop 1 (R3: the last hop that
@@ -203,4 +280,4 @@ if not ok:
     print(f"black hole: forth {m}, back {s['back']['mtu']}", file=sys.stderr)
     sys.exit(1)
 PY
-echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; max hops reached; the black hole named)"
+echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named)"

@@ -687,7 +687,7 @@ mod codec {
             .map_or_else(|_| "[]".into(), |v| v.to_string()))
     }
 
-    /// The headline figure `metric_name` (gbps, rtt_p50, rtt_p99, loss_pct, added_rtt, tps)
+    /// The headline figure `metric_name` (gbps, rtt_p50, rtt_p99, loss_pct, added_rtt, tps, hops, path_mtu, marks_changed)
     /// of one step result (JSON; `samples` may be empty): undefined when the
     /// step failed or has no such figure. Throws on an unknown metric or a
     /// step that is not a step result.

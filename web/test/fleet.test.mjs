@@ -15,7 +15,9 @@ const F = await import('../src/lib/matrix/fleet.ts');
 const { DONE, FAILED, NONE, SELF } = F;
 
 const METRICS = JSON.parse(codec.matrix_metrics()).map((m) => m.name);
-const KINDS = ['tcp_stream', 'tcp_rr', 'tcp_crr', 'udp_stream', 'udp_rr', 'unix_stream', 'unix_rr', 'latency_under_load'];
+const KINDS = ['tcp_stream', 'tcp_rr', 'tcp_crr', 'udp_stream', 'udp_rr', 'unix_stream', 'unix_rr', 'latency_under_load', 'path'];
+const mark = (verdict) => ({ dscp: 46, ecn: 2, sent: 4, received: verdict === 'lost' ? 0 : 4, verdict });
+const way = (peer_hop, bytes, marks) => ({ from: 'a', to: 'b', hops: [], end: peer_hop ? 'peer' : 'silence', peer_hop, mtu: bytes ? { bytes, local: 1500, probes: 3 } : undefined, marks });
 
 /** A step as the page holds it (every field the codec's StepResult needs). */
 const step = (kind, pair, summary, extra = {}) => ({ index: 0, kind, params: {}, point: [], repeat: 0, transport: 'tcp', summary, sides: {}, samples: [], ...extra, pair });
@@ -45,6 +47,14 @@ const STEPS = [
     probes_down: { sent: 200 },
   }),
   step('latency_under_load', { client: 2, server: 0 }, { phases: [{ phase: 'idle', rtt_us: { median: 31 } }] }, { error: 'cancelled' }),
+  step('path', { client: 0, server: 1 }, {
+    forth: way(4, 1400, [mark('kept'), mark('rewritten'), mark('ce_marked'), mark('lost')]),
+    back: way(5, 1500, [mark('kept')]),
+    asymmetric: true,
+    rtt_us: { median: 210, p99: 400 },
+  }),
+  step('path', { client: 1, server: 0 }, { forth: way(null, null, []), back: way(1, 9000, []), asymmetric: false }),
+  step('path', { client: 2, server: 1 }, { forth: way(2, 1500, [mark('kept')]), back: way(2, 1500, []) }, { error: 'agent C left' }),
 ];
 
 test('the figures read here are the codec\'s, for every kind, figure and a failed, empty or both-ways step', () => {

@@ -14,9 +14,17 @@
 //! peer's figure, the worst peer's name), as its row (`role="src"`, the
 //! node drives) and its column (`role="dst"`, it serves): a dashboard of a
 //! fleet reads those, N series each, and drills into one node's pairs.
+//!
+//! A `path` monitor adds each pair's hop count and path MTU each way
+//! (`direction` forth, src's trace to dst, and back) and counts the runs
+//! whose list of responding hops changed since the run before
+//! ([`route_changed`]): a route flap shows as an increase. The routes are
+//! kept over failed runs and go with the pair when it goes stale.
 
 use meshperf_protocol::matrix::Metric;
+use meshperf_protocol::params::Kind;
 use meshperf_protocol::result::StepResult;
+use meshperf_protocol::summary::{route_changed, PathDirection};
 use prometheus::{
     Encoder, Gauge, GaugeVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
 };
@@ -61,6 +69,9 @@ pub struct PairStat {
     pub failures: u64,
     /// Its last test's cells, for `/matrix.json?form=compact`.
     pub cells: Cells,
+    /// `path`: the routes and their changes (none for other kinds, and
+    /// until the pair's first trace).
+    pub path: Option<PathStat>,
 }
 
 /// The cells a pair's last test fills (`Metric::cells`): its own (row =
@@ -112,6 +123,9 @@ pub struct Measured {
     pub loss: Option<f64>,
     pub bps: Option<f64>,
     pub cells: Cells,
+    /// A `path` test's two traces (forth, back; none: it failed); none
+    /// for other kinds.
+    pub path: Option<Option<Box<[PathDirection; 2]>>>,
 }
 
 impl Measured {
@@ -123,7 +137,68 @@ impl Measured {
             loss,
             bps,
             cells: Cells::of(r),
+            path: (r.kind == Kind::Path).then(|| traced(r)),
         }
+    }
+}
+
+/// A path test's traces each way, from the driving side's summary.
+fn traced(r: &StepResult) -> Option<Box<[PathDirection; 2]>> {
+    if r.error.is_some() {
+        return None;
+    }
+    let way = |k: &str| serde_json::from_value::<PathDirection>(r.summary[k].clone()).ok();
+    Some(Box::new([way("forth")?, way("back")?]))
+}
+
+/// A `path` pair's figures each way (`[forth, back]`: forth is `src`'s
+/// trace to `dst`, back `dst`'s to `src`), its last routes and how often
+/// they changed.
+#[derive(Debug, Clone, Default)]
+pub struct PathStat {
+    /// Hops to the peer in the last run (none: failed, or the trace did
+    /// not reach the peer).
+    pub hops: [Option<f64>; 2],
+    /// The path MTU of the last run, bytes.
+    pub mtu: [Option<f64>; 2],
+    /// The last routes traced ([`meshperf_protocol::summary::PathDirection::route`]), kept over
+    /// failed runs: the next trace is compared with them.
+    pub route: [Option<Vec<Vec<String>>>; 2],
+    /// Runs whose route differed from the one before ([`route_changed`]).
+    pub changes: [u64; 2],
+    /// The last run's trace changed either way.
+    pub changed: bool,
+}
+
+/// The two directions' names, as the `direction` label says them.
+pub const DIRECTIONS: [&str; 2] = ["forth", "back"];
+
+impl PathStat {
+    /// The pair's path stat after a run that traced `ways` (the driving
+    /// side's forth and back; none: the run failed).
+    pub fn next(old: Option<PathStat>, ways: Option<&[PathDirection; 2]>) -> Option<PathStat> {
+        let Some(ways) = ways else {
+            // A failed run: no figures; the routes and counts stay.
+            return old.map(|o| PathStat {
+                hops: [None; 2],
+                mtu: [None; 2],
+                changed: false,
+                ..o
+            });
+        };
+        let mut st = old.unwrap_or_default();
+        st.changed = false;
+        for (i, d) in ways.iter().enumerate() {
+            st.hops[i] = d.peer_hop.map(f64::from);
+            st.mtu[i] = d.mtu.as_ref().and_then(|m| m.bytes).map(f64::from);
+            let now = d.route();
+            if st.route[i].as_ref().is_some_and(|r| route_changed(r, &now)) {
+                st.changes[i] += 1;
+                st.changed = true;
+            }
+            st.route[i] = Some(now);
+        }
+        Some(st)
     }
 }
 
@@ -205,6 +280,10 @@ impl State {
             let key = (src, dst);
             let old = pairs.remove(&key).unwrap_or_default();
             let up = m.up;
+            let path = match m.path {
+                Some(ways) => PathStat::next(old.path, ways.as_deref()),
+                None => None,
+            };
             pairs.insert(
                 key,
                 PairStat {
@@ -216,6 +295,7 @@ impl State {
                     last_measured: now,
                     failures: old.failures + u64::from(!up),
                     cells: m.cells,
+                    path,
                 },
             );
         }
@@ -321,6 +401,7 @@ impl State {
                 .with_label_values(&[s.as_str(), d.as_str()])
                 .set(p.last_measured);
         }
+        self.render_paths(&gauge, &counter);
         self.render_nodes(&gauge);
         shard_info(&gauge, self.shard);
         scalar(
@@ -390,6 +471,47 @@ impl State {
         String::from_utf8(out).expect("the encoder writes UTF-8")
     }
 
+    /// `path`'s pair series: hops and path MTU each way, and the route
+    /// changes each way since the pair appeared.
+    fn render_paths(
+        &self,
+        gauge: &dyn Fn(&str, &str, &[&str]) -> GaugeVec,
+        counter: &dyn Fn(&str, &str, &[&str]) -> IntCounterVec,
+    ) {
+        if !self.pairs.values().any(|p| p.path.is_some()) {
+            return;
+        }
+        let labels = ["src", "dst", "direction"];
+        let hops = gauge(
+            "meshperf_pair_path_hops",
+            "Hops to the peer agent in the last run (path): direction forth is src's trace to dst, back dst's to src.",
+            &labels,
+        );
+        let mtu = gauge(
+            "meshperf_pair_path_mtu_bytes",
+            "Path MTU of the last run, bytes: the largest datagram that reached the peer with DF set (path; forth src to dst, back dst to src).",
+            &labels,
+        );
+        let changes = counter(
+            "meshperf_pair_path_changes_total",
+            "Runs whose list of responding hops differed from the run before (path; forth src's trace, back dst's): another hop count, or a hop answering from another address.",
+            &labels,
+        );
+        for ((s, d), p) in &self.pairs {
+            let Some(ps) = &p.path else { continue };
+            for (i, dir) in DIRECTIONS.into_iter().enumerate() {
+                let l = [s.as_str(), d.as_str(), dir];
+                if let Some(v) = ps.hops[i] {
+                    hops.with_label_values(&l).set(v);
+                }
+                if let Some(v) = ps.mtu[i] {
+                    mtu.with_label_values(&l).set(v);
+                }
+                changes.with_label_values(&l).inc_by(ps.changes[i]);
+            }
+        }
+    }
+
     /// The per-node aggregates over the pairs kept: each node as the
     /// driving end (`src`, its row) and the serving end (`dst`, its
     /// column).
@@ -425,6 +547,26 @@ impl State {
             "The node's worst peer: one whose last test failed, else the highest RTT, else the lowest throughput, else the highest loss.",
             &["agent", "role", "peer"],
         );
+        let paths = self.pairs.values().any(|p| p.path.is_some());
+        let path_gauges = paths.then(|| {
+            (
+                gauge(
+                    "meshperf_node_path_hops",
+                    "Hops to the peer over the node's pairs (path, each pair's src-to-dst trace): the worst (most) and the median over its peers.",
+                    &labels,
+                ),
+                gauge(
+                    "meshperf_node_path_mtu_bytes",
+                    "Path MTU over the node's pairs (path, src to dst), bytes: the worst (lowest) and the median over its peers.",
+                    &labels,
+                ),
+                gauge(
+                    "meshperf_node_pairs_path_changed",
+                    "Of the node's pairs, those whose last run found the route changed either way (path).",
+                    &["agent", "role"],
+                ),
+            )
+        });
         for (agent, role, of) in node_pairs(&self.pairs) {
             let l = [agent, role];
             pairs.with_label_values(&l).set(of.len() as f64);
@@ -461,6 +603,15 @@ impl State {
             set(&rtt, &mut rtts, true);
             set(&loss, &mut losses, true);
             set(&bps, &mut rates, false);
+            if let Some((hops, mtu, changed)) = &path_gauges {
+                let ways: Vec<&PathStat> = of.iter().filter_map(|(_, p)| p.path.as_ref()).collect();
+                let mut h: Vec<f64> = ways.iter().filter_map(|p| p.hops[0]).collect();
+                let mut m: Vec<f64> = ways.iter().filter_map(|p| p.mtu[0]).collect();
+                set(hops, &mut h, true);
+                set(mtu, &mut m, false);
+                let n = ways.iter().filter(|p| p.changed).count();
+                changed.with_label_values(&l).set(n as f64);
+            }
         }
     }
 
@@ -596,5 +747,148 @@ mod tests {
         st.record(vec![agent("a:1")], vec![], 300.0, 1e9);
         assert!(st.pairs.is_empty());
         assert!(!st.render().contains("b:1"));
+    }
+
+    /// A path summary: `forth` through routers `via` to the peer, `back`
+    /// straight (hop 1), MTU `mtu` forth.
+    fn path_step(via: &[Option<&str>], mtu: u32) -> StepResult {
+        let hop = |ttl: usize, addr: Option<&str>, peer: bool| {
+            let answered = if addr.is_some() { 3 } else { 0 };
+            json!({"ttl": ttl, "addr": addr, "sent": 3, "answered": answered,
+                "rtt_us": [], "silent": addr.is_none(), "peer": peer})
+        };
+        let mut hops: Vec<_> = via
+            .iter()
+            .enumerate()
+            .map(|(i, a)| hop(i + 1, *a, false))
+            .collect();
+        hops.push(hop(via.len() + 1, Some("10.9.0.2"), true));
+        let mut s = step(
+            json!({
+                "forth": {"from": "10.1.0.1", "to": "10.9.0.2", "hops": hops, "end": "peer",
+                    "peer_hop": via.len() + 1, "mtu": {"bytes": mtu, "local": 1500, "probes": 4}},
+                "back": {"from": "10.9.0.2", "to": "10.1.0.1", "hops": [hop(1, Some("10.1.0.1"), true)],
+                    "end": "peer", "peer_hop": 1, "mtu": {"bytes": 1500, "local": 1500, "probes": 1}},
+                "asymmetric": !via.is_empty(),
+                "rtt_us": {"median": 300.0, "p90": 400.0, "p99": 500.0}
+            }),
+            None,
+        );
+        s.kind = Kind::Path;
+        s
+    }
+
+    /// Path changes counted per pair and direction: the first trace is
+    /// no change, the same route again none, another router at hop 2 one,
+    /// a silent hop none, a failed run none (and the route before it is
+    /// what the next is compared with), one hop more another; hops and
+    /// MTU each way, and the node aggregates over the pairs kept.
+    #[test]
+    fn path_changes_count_per_pair_and_direction_with_hops_and_mtu_each_way() {
+        let agent = |a: &str| AgentInfo {
+            addr: a.into(),
+            hostname: "h".into(),
+        };
+        let agents = || vec![agent("a:1"), agent("b:1"), agent("c:1")];
+        let mut st = State::default();
+        let first = path_step(&[Some("10.1.0.254"), Some("10.2.0.254")], 1400);
+        let same = path_step(&[Some("10.1.0.254"), Some("10.2.0.254")], 1400);
+        let moved = path_step(&[Some("10.1.0.254"), Some("10.3.0.254")], 1500);
+        let quiet = path_step(&[Some("10.1.0.254"), None], 1500);
+        let mut failed = step(json!(null), Some("agent b:1 is not connected"));
+        failed.kind = Kind::Path;
+        let longer = path_step(
+            &[Some("10.1.0.254"), Some("10.3.0.254"), Some("10.4.0.254")],
+            1500,
+        );
+        let straight = path_step(&[], 1500);
+        let key = ("a:1".to_string(), "b:1".to_string());
+        let mut t = 0.0;
+        let mut run = |st: &mut State, r: &StepResult| {
+            t += 10.0;
+            st.record(
+                agents(),
+                vec![
+                    ("a:1".into(), "b:1".into(), Measured::of(r)),
+                    ("a:1".into(), "c:1".into(), Measured::of(&straight)),
+                ],
+                t,
+                1e9,
+            );
+            let p = st.pairs[&key].path.clone().expect("a path pair's stat");
+            (p.changes, p.changed, p.hops, p.mtu)
+        };
+        assert_eq!(
+            run(&mut st, &first),
+            (
+                [0, 0],
+                false,
+                [Some(3.0), Some(1.0)],
+                [Some(1400.0), Some(1500.0)]
+            )
+        );
+        assert_eq!(run(&mut st, &same).0, [0, 0]);
+        let r = run(&mut st, &moved);
+        assert_eq!((r.0, r.1), ([1, 0], true));
+        let page = st.render();
+        for want in [
+            "meshperf_pair_path_changes_total{direction=\"forth\",dst=\"b:1\",src=\"a:1\"} 1",
+            "meshperf_pair_path_changes_total{direction=\"back\",dst=\"b:1\",src=\"a:1\"} 0",
+            "meshperf_pair_path_changes_total{direction=\"forth\",dst=\"c:1\",src=\"a:1\"} 0",
+            "meshperf_pair_path_hops{direction=\"forth\",dst=\"b:1\",src=\"a:1\"} 3",
+            "meshperf_pair_path_hops{direction=\"back\",dst=\"b:1\",src=\"a:1\"} 1",
+            "meshperf_pair_path_mtu_bytes{direction=\"forth\",dst=\"b:1\",src=\"a:1\"} 1500",
+            "# TYPE meshperf_pair_path_changes_total counter",
+            // a drives 2 pairs: 3 and 1 hops, 1 of them changed this run.
+            "meshperf_node_path_hops{agent=\"a:1\",role=\"src\",stat=\"worst\"} 3",
+            "meshperf_node_path_hops{agent=\"a:1\",role=\"src\",stat=\"median\"} 2",
+            "meshperf_node_path_mtu_bytes{agent=\"a:1\",role=\"src\",stat=\"worst\"} 1500",
+            "meshperf_node_pairs_path_changed{agent=\"a:1\",role=\"src\"} 1",
+            "meshperf_node_pairs_path_changed{agent=\"b:1\",role=\"dst\"} 1",
+            "meshperf_node_pairs_path_changed{agent=\"c:1\",role=\"dst\"} 0",
+        ] {
+            assert!(page.contains(want), "{want} in\n{page}");
+        }
+        // Silent this time: not a change; a failed run: none, no figures.
+        assert_eq!(run(&mut st, &quiet).0, [1, 0]);
+        assert_eq!(
+            run(&mut st, &failed),
+            ([1, 0], false, [None, None], [None, None])
+        );
+        let page = st.render();
+        assert!(
+            !page.contains("meshperf_pair_path_hops{direction=\"forth\",dst=\"b:1\""),
+            "{page}"
+        );
+        assert!(page.contains(
+            "meshperf_pair_path_changes_total{direction=\"forth\",dst=\"b:1\",src=\"a:1\"} 1"
+        ));
+        // Compared with the route before the failure: one hop more.
+        let r = run(&mut st, &longer);
+        assert_eq!((r.0, r.1), ([2, 0], true));
+        // The pair goes stale and comes back: it starts afresh.
+        st.record(agents(), vec![], 1e6, 10.0);
+        assert!(st.pairs.is_empty());
+        assert!(!st.render().contains("meshperf_pair_path"));
+        st.record(
+            agents(),
+            vec![("a:1".into(), "b:1".into(), Measured::of(&first))],
+            1e6 + 1.0,
+            10.0,
+        );
+        assert_eq!(st.pairs[&key].path.as_ref().unwrap().changes, [0, 0]);
+        // Other kinds have no path series.
+        let mut rr = State::default();
+        let ok = step(
+            json!({"count": 10, "rtt_us": {"median": 1.0, "p90": 2.0, "p99": 3.0}}),
+            None,
+        );
+        rr.record(
+            agents(),
+            vec![("a:1".into(), "b:1".into(), Measured::of(&ok))],
+            1.0,
+            1e9,
+        );
+        assert!(!rr.render().contains("path"));
     }
 }

@@ -17,7 +17,7 @@ fn figure(metric: Metric, v: f64) -> String {
         Metric::RttP50 | Metric::RttP99 => format!("{v:.1}"),
         Metric::LossPct => format!("{v:.2}"),
         Metric::AddedRtt => format!("{v:.1}"),
-        Metric::Tps => format!("{v:.0}"),
+        Metric::Tps | Metric::Hops | Metric::PathMtu | Metric::MarksChanged => format!("{v:.0}"),
     }
 }
 

@@ -79,9 +79,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "R", requires = "peers", default_value_t = 0)]
     round: u64,
     /// With --matrix: the figure per cell: gbps, rtt_p50, rtt_p99,
-    /// loss_pct, added_rtt, tps (default: the kind's: gbps for streams,
-    /// rtt_p50 for request/response, loss_pct for udp_stream, tps
-    /// (transactions per second) for tcp_crr).
+    /// loss_pct, added_rtt, tps, hops, path_mtu, marks_changed (default:
+    /// the kind's: gbps for streams, rtt_p50 for request/response and
+    /// path, loss_pct for udp_stream, tps (transactions per second) for
+    /// tcp_crr; hops to the peer, the path MTU and the DSCP/ECN marks
+    /// changed on the way are path's).
     #[arg(long, value_name = "NAME", requires = "matrix")]
     metric: Option<String>,
     #[command(flatten)]

@@ -494,3 +494,93 @@ pub(crate) fn every_pair(agents: &[AgentProc]) -> std::collections::BTreeSet<(St
         })
         .collect()
 }
+
+/// A path monitor over three loopback agents, two runs: every ordered
+/// pair's hops (1: the peer) and path MTU (lo's) each way, its route
+/// changes each way counted (none: loopback's route cannot change; the
+/// counting itself is monitor::metrics' unit test), the per-node
+/// aggregates over the same pairs, and the RTT of the probes.
+#[test]
+fn monitor_path_exports_hops_and_mtu_each_way_and_counts_route_changes() {
+    let agents: Vec<AgentProc> = (0..3).map(|_| AgentProc::start(&[])).collect();
+    let urls: Vec<String> = agents.iter().map(url).collect();
+    let mut args: Vec<&str> = urls.iter().flat_map(|u| ["--agent", u.as_str()]).collect();
+    args.extend([
+        "--kind",
+        "path",
+        "--set",
+        "max_hops=3",
+        "--set",
+        "wait_ms=200",
+        "--set",
+        "dscp=46",
+        "--every",
+        "3s",
+    ]);
+    let m = Monitor::start(&args);
+    let s = scrape_after(&m, 2.0, 60);
+    m.wait_line("run 2: 3 agents, 6 of 6 pairs measured", 5);
+    let want = every_pair(&agents);
+    let mtu = crate::path::lo_mtu() as f64;
+    for (name, value) in [
+        ("meshperf_pair_path_hops", 1.0),
+        ("meshperf_pair_path_mtu_bytes", mtu),
+        ("meshperf_pair_path_changes_total", 0.0),
+    ] {
+        let series = of(&s, name);
+        assert_eq!(
+            series.len(),
+            12,
+            "{name}: 6 pairs, 2 directions: {series:?}"
+        );
+        let mut ways = std::collections::BTreeSet::new();
+        for (k, v) in series {
+            assert_eq!(v, value, "{name} {k:?}");
+            ways.insert((pair_of(k), k.label("direction").to_string()));
+        }
+        let both: std::collections::BTreeSet<_> = want
+            .iter()
+            .flat_map(|p| ["forth", "back"].map(|d| (p.clone(), d.to_string())))
+            .collect();
+        assert_eq!(ways, both, "{name}");
+    }
+    assert_eq!(of(&s, "meshperf_pair_rtt_seconds").len(), 18);
+    let kind = of(&s, "meshperf_monitor_info");
+    assert_eq!(kind[0].0.label("kind"), "path");
+    // Per node, as src and dst: the worst and the median peer, and no
+    // pair whose route changed.
+    for a in &agents {
+        for role in ["src", "dst"] {
+            let node = |name: &str| -> Vec<(String, f64)> {
+                of(&s, name)
+                    .into_iter()
+                    .filter(|(k, _)| k.label("agent") == a.addr() && k.label("role") == role)
+                    .map(|(k, v)| {
+                        let stat = k.labels.iter().find(|(n, _)| n == "stat");
+                        (stat.map_or(String::new(), |s| s.1.clone()), v)
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                node("meshperf_node_path_hops"),
+                [("median".to_string(), 1.0), ("worst".to_string(), 1.0)]
+            );
+            assert_eq!(
+                node("meshperf_node_path_mtu_bytes"),
+                [("median".to_string(), mtu), ("worst".to_string(), mtu)]
+            );
+            assert_eq!(
+                node("meshperf_node_pairs_path_changed"),
+                [(String::new(), 0.0)]
+            );
+        }
+    }
+    // The latest matrix holds the path steps, both ways each.
+    let (_, body) = http_get(&m.metrics, "/matrix.json");
+    let doc = meshperf_protocol::result::load(&body).unwrap();
+    assert_eq!(doc.steps.len(), 6);
+    for st in &doc.steps {
+        assert_eq!(st.summary["forth"]["peer_hop"], 1, "{}", st.summary);
+        assert_eq!(st.summary["back"]["peer_hop"], 1, "{}", st.summary);
+    }
+}

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// The loopback MTU as the kernel gives it to a route (`IP_MTU` is capped
 /// at the largest IP datagram, 65535).
-fn lo_mtu() -> u64 {
+pub(crate) fn lo_mtu() -> u64 {
     let m: u64 = std::fs::read_to_string("/sys/class/net/lo/mtu")
         .unwrap()
         .trim()
@@ -257,4 +257,68 @@ fn the_agents_udp_rate_cap_paces_the_probes() {
             .all(|m| m["verdict"] == "kept"),
         "{s}"
     );
+}
+
+/// `meshperf run --matrix --kind path --metric hops`: both ordered pairs
+/// run, each the peer at hop 1, the table of hops to the peer; the other
+/// path figures read from the same file (lo's MTU, no mark changed).
+#[test]
+fn a_path_matrix_prints_hops_to_the_peer_and_its_file_has_the_mtu_and_marks() {
+    use meshperf_protocol::matrix::Metric;
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let json = crate::run::tmp("path-matrix.json");
+    let (ua, ub) = (
+        format!("http://{}/#token={}", a.addr(), a.token),
+        format!("http://{}/#token={}", b.addr(), b.token),
+    );
+    let o = crate::run::run(&[
+        "--agent",
+        &ua,
+        "--agent",
+        &ub,
+        "--matrix",
+        "--kind",
+        "path",
+        "--metric",
+        "hops",
+        "--set",
+        "max_hops=3",
+        "--set",
+        "wait_ms=200",
+        "--set",
+        "dscp=46",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = crate::run::text(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        crate::run::text(&o.stderr)
+    );
+    assert!(
+        out.contains("matrix: path hops to the peer, hops; rows drive, columns serve"),
+        "{out}"
+    );
+    assert!(out.contains("(hops to the peer, hops)"), "{out}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with("   A ") || l.starts_with("   B "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows, [["A", "-", "1"], ["B", "1", "-"]], "{out}");
+    let r = meshperf_protocol::result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r.steps.len(), 2);
+    for s in &r.steps {
+        let p = s.pair.unwrap();
+        assert_eq!(
+            Metric::PathMtu.cells(s),
+            [(p.client, p.server, Some(lo_mtu() as f64))]
+        );
+        assert_eq!(
+            Metric::MarksChanged.cells(s),
+            [(p.client, p.server, Some(0.0))]
+        );
+    }
 }

@@ -67,6 +67,37 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+impl PathDirection {
+    /// The route as the trace saw it: per hop in TTL order, the addresses
+    /// that answered (empty for a silent hop), the peer's hop last when it
+    /// answered. What [`route_changed`] compares between runs.
+    pub fn route(&self) -> Vec<Vec<String>> {
+        self.hops
+            .iter()
+            .map(|h| {
+                let mut who: Vec<String> = h.addr.iter().chain(&h.also).cloned().collect();
+                who.sort();
+                who.dedup();
+                who
+            })
+            .collect()
+    }
+}
+
+/// Whether the list of responding hops changed from `before` to `now`
+/// (both [`PathDirection::route`]): a different hop count, or a hop that
+/// answered both times from addresses with none in common. A hop silent in
+/// either run (ICMP rate-limited, lost) says nothing either way, and a hop
+/// load-balanced over several routers has changed only when none of this
+/// run's responders answered before.
+pub fn route_changed(before: &[Vec<String>], now: &[Vec<String>]) -> bool {
+    before.len() != now.len()
+        || before
+            .iter()
+            .zip(now)
+            .any(|(b, n)| !b.is_empty() && !n.is_empty() && !b.iter().any(|a| n.contains(a)))
+}
+
 /// One hop: its TTL, who answered and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct PathHop {
@@ -171,7 +202,80 @@ impl MarkResult {
 
 #[cfg(test)]
 mod tests {
-    use super::MarkResult;
+    use super::{route_changed, MarkResult, PathDirection, PathHop};
+
+    fn hop(ttl: u8, addr: Option<&str>, also: &[&str]) -> PathHop {
+        PathHop {
+            ttl,
+            addr: addr.map(str::to_string),
+            also: also.iter().map(|a| a.to_string()).collect(),
+            silent: addr.is_none(),
+            ..PathHop::default()
+        }
+    }
+
+    fn route(hops: &[(Option<&str>, &[&str])]) -> Vec<Vec<String>> {
+        let d = PathDirection {
+            hops: hops
+                .iter()
+                .enumerate()
+                .map(|(i, (a, also))| hop(i as u8 + 1, *a, also))
+                .collect(),
+            ..PathDirection::default()
+        };
+        d.route()
+    }
+
+    #[test]
+    fn a_route_changes_with_its_hop_count_or_a_hop_answering_from_elsewhere() {
+        let r = route(&[
+            (Some("10.0.1.1"), &[]),
+            (Some("10.0.2.1"), &[]),
+            (Some("10.0.9.2"), &[]),
+        ]);
+        assert!(!route_changed(&r, &r.clone()));
+        // Another router at hop 2.
+        let moved = route(&[
+            (Some("10.0.1.1"), &[]),
+            (Some("10.0.3.1"), &[]),
+            (Some("10.0.9.2"), &[]),
+        ]);
+        assert!(route_changed(&r, &moved) && route_changed(&moved, &r));
+        // One hop more (a longer way round), or the trace ends earlier.
+        let longer = route(&[
+            (Some("10.0.1.1"), &[]),
+            (Some("10.0.2.1"), &[]),
+            (Some("10.0.4.1"), &[]),
+            (Some("10.0.9.2"), &[]),
+        ]);
+        assert!(route_changed(&r, &longer));
+        assert!(route_changed(&r, &r[..2]));
+        // A hop silent this time (ICMP rate-limited): not a change.
+        let quiet = route(&[
+            (Some("10.0.1.1"), &[]),
+            (None, &[]),
+            (Some("10.0.9.2"), &[]),
+        ]);
+        assert_eq!(quiet[1], Vec::<String>::new());
+        assert!(!route_changed(&r, &quiet) && !route_changed(&quiet, &r));
+        // Load balancing: the other responder this time, one in common.
+        let lb = route(&[
+            (Some("10.0.1.1"), &[]),
+            (Some("10.0.3.1"), &["10.0.2.1"]),
+            (Some("10.0.9.2"), &[]),
+        ]);
+        assert_eq!(lb[1], ["10.0.2.1", "10.0.3.1"]);
+        assert!(!route_changed(&r, &lb));
+        assert!(route_changed(
+            &moved,
+            &route(&[
+                (Some("10.0.1.1"), &[]),
+                (Some("10.0.2.1"), &["10.0.5.1"]),
+                (Some("10.0.9.2"), &[])
+            ])
+        ));
+        assert!(!route_changed(&[], &[]));
+    }
 
     #[test]
     fn verdicts_name_what_happened_to_the_mark() {

@@ -53,8 +53,8 @@ export function gridOf<S extends GridStep>(n: number, steps: S[], fills: (s: S) 
   return g;
 }
 
-/** Whether a larger figure is the worse one: round-trip times and loss; for throughput and transactions the smaller is. */
-export const higherIsWorse = (metric: string): boolean => metric !== 'gbps' && metric !== 'tps';
+/** Whether a larger figure is the worse one: round-trip times, loss, hops and marks changed; for throughput, transactions and the path MTU the smaller is. */
+export const higherIsWorse = (metric: string): boolean => metric !== 'gbps' && metric !== 'tps' && metric !== 'path_mtu';
 
 /** How bad a cell is, larger = worse: a failed pair above every figure, no figure below every one. */
 export function badness(state: number, value: number, hw: boolean): number {

@@ -68,10 +68,22 @@ function ofLul(metric: string, s: any, up: boolean): number | null {
   }
 }
 
+/** A `path` summary's own direction (`path_way`): forth on the driving side, back on the serving side. */
+const pathWay = (s: any): any => [s?.forth, s?.back].find((d) => d != null && typeof d === 'object' && !Array.isArray(d));
+
 /** The figure from a summary (`of_summary`). */
 export function ofSummary(metric: string, s: any): number | null {
   if (Array.isArray(s?.phases)) return ofLul(metric, s, true);
   switch (metric) {
+    case 'hops':
+      return num(at(pathWay(s), 'peer_hop'));
+    case 'path_mtu':
+      return num(at(pathWay(s), 'mtu', 'bytes'));
+    case 'marks_changed': {
+      const marks = at(pathWay(s), 'marks');
+      if (!Array.isArray(marks) || !marks.length) return null;
+      return marks.filter((m) => m?.verdict !== 'kept' && m?.verdict !== 'lost').length;
+    }
     case 'gbps': {
       const b = num(at(s, 'bits_per_second')) ?? num(at(s, 'recv_bits_per_second'));
       return b == null ? null : b / 1e9;
