@@ -123,9 +123,28 @@ pub struct Measured {
     pub loss: Option<f64>,
     pub bps: Option<f64>,
     pub cells: Cells,
-    /// A `path` test's two traces (forth, back; none: it failed); none
-    /// for other kinds.
-    pub path: Option<Option<Box<[PathDirection; 2]>>>,
+    /// A `path` test's two ways (forth, back; none: it failed); none for
+    /// other kinds.
+    pub path: Option<Option<[Way; 2]>>,
+}
+
+/// What the monitor keeps of one way of a path test: its figures and its
+/// route (to compare with the next run's), not the probes.
+#[derive(Debug, Clone)]
+pub struct Way {
+    pub hops: Option<f64>,
+    pub mtu: Option<f64>,
+    pub route: Vec<Vec<String>>,
+}
+
+impl Way {
+    fn of(d: &PathDirection) -> Way {
+        Way {
+            hops: d.peer_hop.map(f64::from),
+            mtu: d.mtu.as_ref().and_then(|m| m.bytes).map(f64::from),
+            route: d.route(),
+        }
+    }
 }
 
 impl Measured {
@@ -142,13 +161,17 @@ impl Measured {
     }
 }
 
-/// A path test's traces each way, from the driving side's summary.
-fn traced(r: &StepResult) -> Option<Box<[PathDirection; 2]>> {
+/// A path test's two ways, from the driving side's summary.
+fn traced(r: &StepResult) -> Option<[Way; 2]> {
     if r.error.is_some() {
         return None;
     }
-    let way = |k: &str| serde_json::from_value::<PathDirection>(r.summary[k].clone()).ok();
-    Some(Box::new([way("forth")?, way("back")?]))
+    let way = |k: &str| {
+        serde_json::from_value::<PathDirection>(r.summary[k].clone())
+            .ok()
+            .map(|d| Way::of(&d))
+    };
+    Some([way("forth")?, way("back")?])
 }
 
 /// A `path` pair's figures each way (`[forth, back]`: forth is `src`'s
@@ -176,7 +199,7 @@ pub const DIRECTIONS: [&str; 2] = ["forth", "back"];
 impl PathStat {
     /// The pair's path stat after a run that traced `ways` (the driving
     /// side's forth and back; none: the run failed).
-    pub fn next(old: Option<PathStat>, ways: Option<&[PathDirection; 2]>) -> Option<PathStat> {
+    pub fn next(old: Option<PathStat>, ways: Option<[Way; 2]>) -> Option<PathStat> {
         let Some(ways) = ways else {
             // A failed run: no figures; the routes and counts stay.
             return old.map(|o| PathStat {
@@ -188,15 +211,17 @@ impl PathStat {
         };
         let mut st = old.unwrap_or_default();
         st.changed = false;
-        for (i, d) in ways.iter().enumerate() {
-            st.hops[i] = d.peer_hop.map(f64::from);
-            st.mtu[i] = d.mtu.as_ref().and_then(|m| m.bytes).map(f64::from);
-            let now = d.route();
-            if st.route[i].as_ref().is_some_and(|r| route_changed(r, &now)) {
+        for (i, w) in ways.into_iter().enumerate() {
+            st.hops[i] = w.hops;
+            st.mtu[i] = w.mtu;
+            if st.route[i]
+                .as_ref()
+                .is_some_and(|r| route_changed(r, &w.route))
+            {
                 st.changes[i] += 1;
                 st.changed = true;
             }
-            st.route[i] = Some(now);
+            st.route[i] = Some(w.route);
         }
         Some(st)
     }
@@ -280,10 +305,7 @@ impl State {
             let key = (src, dst);
             let old = pairs.remove(&key).unwrap_or_default();
             let up = m.up;
-            let path = match m.path {
-                Some(ways) => PathStat::next(old.path, ways.as_deref()),
-                None => None,
-            };
+            let path = m.path.and_then(|ways| PathStat::next(old.path, ways));
             pairs.insert(
                 key,
                 PairStat {
