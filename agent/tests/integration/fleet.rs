@@ -350,12 +350,25 @@ fn two_shards_cover_every_pair_once_and_an_overlap_shows() {
         }
         let mut a0 = args.clone();
         a0.extend(["--shard", "0/2"]);
-        let m0 = Monitor::start(&a0);
-        let m1 = Monitor::start_env(&args, &[("MESHPERF_SHARD", "1/2")]);
         // The full mesh in one run, the sampled one in ceil(5/2) = 3.
         let runs = if sampled { 3.0 } else { 1.0 };
+        // One shard after the other: two monitors testing the same six
+        // agents back to back (--every 1s) keep refusing each other as
+        // busy, and a pair refused at each of its tries fails (the overlap
+        // below and tests/monitor/cluster.sh run shards at once).
+        let m0 = Monitor::start(&a0);
         let s0 = scrape_after(&m0, runs, 60);
+        m0.wait_line(
+            &format!(
+                "(shard 0/2: {} pairs",
+                pairs_of(&s0, "meshperf_pair_up").len()
+            ),
+            5,
+        );
+        drop(m0);
+        let m1 = Monitor::start_env(&args, &[("MESHPERF_SHARD", "1/2")]);
         let s1 = scrape_after(&m1, runs, 60);
+        drop(m1);
         let (p0, p1) = (
             pairs_of(&s0, "meshperf_pair_up"),
             pairs_of(&s1, "meshperf_pair_up"),
@@ -379,7 +392,6 @@ fn two_shards_cover_every_pair_once_and_an_overlap_shows() {
             }
             aggregates_agree(s);
         }
-        m0.wait_line(&format!("(shard 0/2: {} pairs", p0.len()), 5);
     }
 
     let mut args = agent_args(&urls);
