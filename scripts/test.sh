@@ -115,6 +115,13 @@ read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ 
 passed=$((passed + p)); failed=$((failed + f))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); failures+=("cargo-test (did not compile, or crashed)"); fi
 failed_names cargo-test sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$out/cargo-test.log"
+# ... and why: each panic's place and the two lines after it, cut to 400
+# characters (CI shows the log's tail; the failed test's own output is far
+# above it).
+failed_names cargo-test awk '
+    /^---- .* stdout ----$/ { name = $2; n = 0; next }
+    name != "" && /panicked at/ { why = $0; n = 2; next }
+    n > 0 { why = why " | " $0; if (--n == 0) { print name ": " substr(why, 1, 400); name = "" } }' "$out/cargo-test.log"
 log "cargo test: $p passed, $f failed"
 
 # Fuzzing (fuzz/, nightly and cargo-fuzz from setup.sh): every decoder of
