@@ -6,7 +6,8 @@
 # one shared token, and `meshperf run --agent dns:mesh.test --matrix` must
 # find all three and measure the six ordered pairs; fleet.test has 300 (an
 # answer over TCP), returned whole by an agent's `resolve` and refused with
-# its count by `meshperf run` and an agent under --max-resolve 100.
+# its count by `meshperf run` and an agent under --max-resolve 100; a
+# monitor over moving.test, whose answer changes between runs.
 # Everything is removed on
 # exit, whether the checks pass or not. Exit 0 on success or when skipped.
 set -euo pipefail
@@ -44,9 +45,13 @@ ip -n "$ns" link set "${ns}a" up
 ip -n "$ns" link set "${ns}b" up
 # `ip netns exec` bind-mounts this over /etc/resolv.conf inside the namespace.
 echo "nameserver 127.0.0.1" >"/etc/netns/$ns/resolv.conf"
+# moving.test: a name whose answer changes while a monitor runs (below); a
+# hosts file dnsmasq reads again on SIGHUP.
+printf '127.0.0.%s moving.test\n' 1 2 3 >"$dir/moving.hosts"
 ip netns exec "$ns" timeout 120 dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces \
-  --listen-address=127.0.0.1 --port=53 --local=/test/ --pid-file="$dir/dnsmasq.pid" \
+  --listen-address=127.0.0.1 --port=53 --local=/test/ \
   --host-record=mesh.test,127.0.0.1 --host-record=mesh.test,127.0.0.2 --host-record=mesh.test,127.0.0.3 \
+  --addn-hosts="$dir/moving.hosts" \
   $(for i in $(seq 300); do echo "--host-record=fleet.test,127.2.$((i / 256)).$((i % 256))"; done) \
   >"$dir/dnsmasq.log" 2>&1 &
 pids+=($!)
@@ -110,4 +115,67 @@ whole=$(resolve 127.0.0.1:7800 fleet.test)
 over=$(resolve 127.0.0.4:7800 fleet.test)
 node -e 'const m = JSON.parse(process.argv[1]); if (!(m.type === "error" && m.code === "not_found" && m.message.includes("fleet.test has 300 addresses, more than the 100"))) process.exit(1)' "$over" \
   || fail "the agent with --max-resolve 100 did not refuse fleet.test with its count: $over"
-echo "dns discovery: ok (dns:mesh.test found 3 agents, 6 pairs measured; fleet.test's 300 addresses all returned, refused with the count over --max-resolve)"
+
+# Agents that come and go: a monitor over dns:moving.test (every 2 s),
+# whose answer changes from 127.0.0.1-3 to 127.0.0.1, .2 and .4 between
+# runs, as a Service's pods are replaced. The monitor resolves the name
+# before every run (a change during a run counts from the next one): the
+# first run after the change takes the new agent's pairs in, and the gone
+# agent's 4 pairs go with it (the page keeps only pairs of the last run's
+# agents), so the page holds exactly the 6 pairs of the three agents the
+# name lists, all up, and those three agents.
+MESHPERF_TOKEN=$token ip netns exec "$ns" timeout 90 "$bin" monitor --agent dns:moving.test --every 2s --jitter 0s \
+  --kind udp_rr --set count=50 --listen 127.0.0.1:9464 >"$dir/monitor.out" 2>"$dir/monitor.err" &
+pids+=($!)
+moved=$(ip netns exec "$ns" timeout 80 python3 - "$dir" <<'PY'
+import re, subprocess, sys, time, urllib.request
+d = sys.argv[1]
+def page():
+    try:
+        text = urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=2).read().decode()
+    except OSError:
+        return None
+    series = {}
+    for line in text.splitlines():
+        m = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
+        if m:
+            labels = tuple(sorted(re.findall(r'(\w+)="([^"]*)"', m.group(2) or "")))
+            series[(m.group(1), labels)] = float(m.group(3))
+    return series
+def of(s, name):
+    return {dict(k[1]).get("src", dict(k[1]).get("agent")) + (">" + dict(k[1])["dst"] if "dst" in dict(k[1]) else ""): v
+            for k, v in s.items() if k[0] == name}
+def runs(s):
+    return s.get(("meshperf_monitor_runs_total", ()), 0)
+def wait(what, ok, secs):
+    t = time.time()
+    while time.time() - t < secs:
+        s = page()
+        if s is not None and ok(s):
+            return s
+        time.sleep(0.1)
+    sys.exit(f"{what} not within {secs} s; monitor stderr: {open(d + '/monitor.err').read()[-1500:]}")
+def pairs_of(hosts):
+    return {f"127.0.0.{a}:7800>127.0.0.{b}:7800" for a in hosts for b in hosts if a != b}
+before = pairs_of([1, 2, 3])
+s = wait("a first run over 127.0.0.1-3", lambda s: runs(s) >= 1, 30)
+if set(of(s, "meshperf_pair_up")) != before or set(of(s, "meshperf_pair_up").values()) != {1.0}:
+    sys.exit(f"first run: pairs {sorted(of(s, 'meshperf_pair_up').items())}, want the 6 of 127.0.0.1-3 up")
+open(d + "/moving.hosts", "w").write("".join(f"127.0.0.{i} moving.test\n" for i in (1, 2, 4)))
+subprocess.run(["pkill", "-HUP", "-f", f"addn-hosts={d}/moving.hosts"], check=True)
+changed = time.time()
+after = pairs_of([1, 2, 4])
+# The first run that began after the change.
+s = wait("a run over the new answer", lambda s: any("127.0.0.4:" in p for p in of(s, "meshperf_pair_up")), 20)
+up = of(s, "meshperf_pair_up")
+agents = set(of(s, "meshperf_agent_info"))
+if set(up) != after or set(up.values()) != {1.0}:
+    sys.exit(f"after the change: pairs {sorted(up.items())}, want the 6 of 127.0.0.1, .2 and .4 up")
+if agents != {f"127.0.0.{i}:7800" for i in (1, 2, 4)} or s.get(("meshperf_monitor_agents", ())) != 3:
+    sys.exit(f"after the change: agents {sorted(agents)}")
+print(f"the 6 pairs of 127.0.0.1, .2 and .4 up {time.time() - changed:.1f} s after the change, 127.0.0.3's gone")
+PY
+) || fail "the monitor over a changing dns: answer: $moved"
+echo "dns discovery: moving.test: $moved"
+
+echo "dns discovery: ok (dns:mesh.test found 3 agents, 6 pairs measured; fleet.test's 300 addresses all returned, refused with the count over --max-resolve; a monitor over a changing answer took the new agent in and dropped the gone one's pairs)"
