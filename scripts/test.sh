@@ -12,6 +12,9 @@ SCRIPT_NAME=test
 # profile, test-release: one build for all (scripts/lib.sh). The release
 # profile's fat-LTO build is the OCI image test's (scripts/release.sh).
 export MESHPERF_PROFILE="${MESHPERF_PROFILE:-test-release}"
+# The static and cross builds (arm64, the amd64 image): Cargo.toml's
+# test-cross profile, unoptimised, half test-release's compile.
+export MESHPERF_STATIC_PROFILE="${MESHPERF_STATIC_PROFILE:-test-cross}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export MESHPERF_BIN="$AGENT_BIN"
 
@@ -100,7 +103,7 @@ static_build() {
         amd64_musl_env
         targets+=(--target x86_64-unknown-linux-musl)
     fi
-    cargo build -q --profile test-release -p meshperf-agent "${targets[@]}"
+    cargo build -q --profile "$MESHPERF_STATIC_PROFILE" -p meshperf-agent "${targets[@]}"
 }
 phase static-build static_build || log "static-build failed: the tests that need a static binary say so"
 counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
@@ -194,8 +197,8 @@ if [ "$(id -u)" -eq 0 ]; then
     counted netns-mesh 180 "$ROOT/tests/netns/mesh.sh"
     # The OCI image: the static (musl) build, the image built and unpacked
     # with umoci, its agent (chrooted, uid 65534, PID 1) against the plain
-    # build's over a veth pair. The musl build (test-release profile, no fat
-    # LTO: about 100 s against 174) is most of its time.
+    # build's over a veth pair (amd64 and arm64, an image index). The musl
+    # builds are static-build's above (test-cross profile).
     counted netns-image 1200 "$ROOT/tests/netns/image.sh"
     # A real Prometheus (Debian's) scrapes `meshperf monitor` over three
     # agents; PromQL through its HTTP API finds the 6 ordered pairs.

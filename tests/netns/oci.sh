@@ -5,7 +5,7 @@
 #   oci_unpack DIR [ARCH...]
 #                     scripts/release.sh --no-web --arch ARCH... --out DIR/art
 #                     (amd64 by default; with two, the image is an index)
-#                     (in $MESHPERF_PROFILE, test-release under npm test)
+#                     (in $MESHPERF_STATIC_PROFILE, test-cross under npm test)
 #                     (the static binary and the image; cargo rebuilds the
 #                     musl binary only when a source changed, so the second
 #                     test of a run pays a few seconds), the first ARCH's
@@ -28,10 +28,10 @@ oci_unpack() {
   local dir=$1 t0=$SECONDS arch
   local archs=("${@:2}")
   [ ${#archs[@]} -gt 0 ] || archs=(amd64)
-  # The static binary in the test profile when npm test runs this (the
-  # release profile's fat LTO adds minutes and changes no code path; `npm
-  # run release` builds that one), in release when run alone.
-  MESHPERF_RELEASE_PROFILE=${MESHPERF_RELEASE_PROFILE:-${MESHPERF_PROFILE:-release}} \
+  # The static binary in npm test's profile for static builds (test-cross,
+  # unoptimised: the release profile's fat LTO adds minutes and changes no
+  # code path; `npm run release` builds that one), in release when run alone.
+  MESHPERF_RELEASE_PROFILE=${MESHPERF_RELEASE_PROFILE:-${MESHPERF_STATIC_PROFILE:-${MESHPERF_PROFILE:-release}}} \
     timeout 900 bash "$root/scripts/release.sh" --no-web $(for arch in "${archs[@]}"; do echo --arch "$arch"; done) --out "$dir/art" \
     || fail "scripts/release.sh failed"
   (cd "$dir/art" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match the artifacts"

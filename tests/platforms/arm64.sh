@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # An arm64 agent against an amd64 one (issue 23 part 1): the static
 # aarch64-unknown-linux-musl build (Debian's gcc-aarch64-linux-gnu links it,
-# scripts/lib.sh) in the test-release profile (no fat LTO, parallel codegen:
+# scripts/lib.sh) in npm test's test-cross profile (unoptimised, Cargo.toml:
 # the release profile's single-unit fat LTO would add minutes to npm test
 # for a binary that only has to run here), run under Debian's
 # qemu-aarch64-static on loopback, against $MESHPERF_BIN (amd64). `meshperf
@@ -14,6 +14,8 @@ set -euo pipefail
 SCRIPT_NAME=arm64
 # The profile npm test builds in (lib.sh would default to release).
 profile=${MESHPERF_PROFILE:-test-release}
+# The arm64 build's (npm test's test-cross: unoptimised, scripts/test.sh).
+static_profile=${MESHPERF_STATIC_PROFILE:-$profile}
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 fail() { echo "arm64: FAILED: $*" >&2; exit 1; }
 bin=${MESHPERF_BIN:-$ROOT/target/$profile/meshperf}
@@ -24,8 +26,8 @@ command -v qemu-aarch64-static >/dev/null || fail "qemu-aarch64-static is not in
 aarch64_musl_env
 
 t0=$SECONDS
-cargo build -q --profile "$profile" -p meshperf-agent --target aarch64-unknown-linux-musl || fail "the aarch64-unknown-linux-musl build failed"
-arm=${CARGO_TARGET_DIR:-$ROOT/target}/aarch64-unknown-linux-musl/$profile/meshperf
+cargo build -q --profile "$static_profile" -p meshperf-agent --target aarch64-unknown-linux-musl || fail "the aarch64-unknown-linux-musl build failed"
+arm=${CARGO_TARGET_DIR:-$ROOT/target}/aarch64-unknown-linux-musl/$static_profile/meshperf
 echo "arm64: $arm built in $((SECONDS - t0)) s ($(wc -c <"$arm") bytes)"
 readelf -hW "$arm" | grep -Eq 'Machine:\s+AArch64' || fail "$arm is not an AArch64 binary: $(readelf -hW "$arm" | grep Machine)"
 if readelf -lW "$arm" | grep -q INTERP || readelf -dW "$arm" | grep -q '(NEEDED)'; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package (issue 23 part 3), built by scripts/deb.sh as
 # scripts/release.sh builds it, from the static arm64 agent of
-# tests/platforms/arm64.sh (test-release profile: cargo only checks it is
+# tests/platforms/arm64.sh (test-cross profile: cargo only checks it is
 # built) and the man pages and completions of agent/examples/meshperf-docs.rs.
 # Checked: its file list; lintian finds no error and no warning; dpkg
 # installs it into a throwaway root (dpkg --root, maintainer scripts run
@@ -15,6 +15,8 @@ set -euo pipefail
 SCRIPT_NAME=deb
 # The profile npm test builds in (lib.sh would default to release).
 profile=${MESHPERF_PROFILE:-test-release}
+# The arm64 build's (npm test's test-cross: unoptimised, scripts/test.sh).
+static_profile=${MESHPERF_STATIC_PROFILE:-$profile}
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 fail() { echo "deb: FAILED: $*" >&2; exit 1; }
 target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -23,7 +25,7 @@ for tool in dpkg dpkg-deb lintian systemd-analyze qemu-aarch64-static; do
 done
 aarch64_musl_env
 t0=$SECONDS
-cargo build -q --profile "$profile" -p meshperf-agent --target aarch64-unknown-linux-musl || fail "the aarch64-unknown-linux-musl build failed"
+cargo build -q --profile "$static_profile" -p meshperf-agent --target aarch64-unknown-linux-musl || fail "the aarch64-unknown-linux-musl build failed"
 cargo build -q --profile "$profile" -p meshperf-agent --example meshperf-docs || fail "cannot build the example meshperf-docs"
 tmp=$(mktemp -d)
 pid=
@@ -35,7 +37,7 @@ trap cleanup EXIT INT TERM
 "$target_dir/$profile/examples/meshperf-docs" man "$tmp/docs/man"
 "$target_dir/$profile/examples/meshperf-docs" completions "$tmp/docs/completions"
 deb=$tmp/meshperf_arm64.deb
-bash "$ROOT/scripts/deb.sh" "$target_dir/aarch64-unknown-linux-musl/$profile/meshperf" arm64 "$tmp/docs" "$deb" || fail "scripts/deb.sh failed"
+bash "$ROOT/scripts/deb.sh" "$target_dir/aarch64-unknown-linux-musl/$static_profile/meshperf" arm64 "$tmp/docs" "$deb" || fail "scripts/deb.sh failed"
 
 # 1. What it holds.
 want='./lib/systemd/system/meshperf-agent.service
