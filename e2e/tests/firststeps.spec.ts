@@ -197,11 +197,16 @@ test('the matrix starts with the pair\'s agents, keeps them over a reload, and s
 
   // A path matrix (issue 24): cells by hops to the peer and by marks
   // changed; a cell opens its pair's two directions side by side, hop by
-  // hop, and the marks each way (loopback: the peer at hop 1 both ways).
+  // hop, with the hops' names, and the marks each way (loopback: the peer,
+  // localhost, at hop 1 both ways).
   await page.getByTestId('matrix-kind').selectOption('path');
   await page.getByTestId('max-hops').fill('3');
   await page.getByTestId('wait-ms').fill('200');
   await page.getByTestId('dscp').fill('46');
+  // Hop names (an advanced option): loopback's peer is localhost each way.
+  const names = page.getByTestId('names');
+  await page.locator('details', { has: names }).locator('summary').click();
+  await names.selectOption('true');
   await page.getByTestId('matrix-run').click();
   await expect(page.getByTestId('matrix-status')).toHaveAttribute('data-phase', 'done', { timeout: 45_000 });
   await page.getByTestId('matrix-metric').selectOption('hops');
@@ -214,7 +219,7 @@ test('the matrix starts with the pair\'s agents, keeps them over a reload, and s
   await expect(view.getByTestId('path-end')).toHaveText([/^forth: B .*→ A.*: peer at hop 1; path MTU \d+ bytes/, /^back: A .*→ B.*: peer at hop 1; path MTU \d+ bytes/]);
   const hop = view.getByTestId('path-hop');
   await expect(hop).toHaveCount(1);
-  await expect(hop.getByTestId('path-who')).toHaveText([/^127\.0\.0\.1 \(peer\)$/, /^127\.0\.0\.1 \(peer\)$/]);
+  await expect(hop.getByTestId('path-who')).toHaveText([/^localhost \(127\.0\.0\.1\) \(peer\)$/, /^localhost \(127\.0\.0\.1\) \(peer\)$/]);
   await expect(hop.getByTestId('path-box')).toHaveCount(2);
   await expect(hop).toHaveAttribute('data-differs', 'no');
   await expect(hop).toContainText('0/3');

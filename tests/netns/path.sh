@@ -16,6 +16,8 @@
 #   back every mark is kept;
 # - R1 drops the ICMP it sends (iptables OUTPUT): a silent hop each way
 #   (hop 3 forth, hop 1 back), the trace going on past it;
+# - hop names (`names=true`), each direction's from its tracing agent's
+#   resolver (a hosts file per namespace);
 # - a trace shorter than the path ends with max hops reached;
 # - a matrix of path (the cells by hops: 5 where A drives, 4 where B does),
 #   and a monitor that finds the way back changed when R2 is made to skip R4;
@@ -49,7 +51,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for ns in "$A" "$B" "$R1" "$R2" "$R3" "$R4"; do ip netns del "$ns" 2>/dev/null || true; done
-  rm -rf "$dir"
+  rm -rf "$dir" "/etc/netns/$A" "/etc/netns/$B"
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$dir"
@@ -88,6 +90,17 @@ done
 ip netns exec "$R2" iptables -t mangle -A PREROUTING -i "${id}l3x" -p udp -m dscp --dscp 46 -j DSCP --set-dscp 10
 # R1: sends no ICMP at all.
 ip netns exec "$R1" iptables -A OUTPUT -p icmp -j DROP
+
+# Hop names (`names`): each agent's own hosts file (`ip netns exec` mounts
+# /etc/netns/NS/hosts over /etc/hosts; getnameinfo reads it before any name
+# server), each naming the routers as seen from its side, so each
+# direction's names show whose resolver gave them. R1 (silent) is named
+# too: a silent hop has no address to name.
+mkdir -p "/etc/netns/$A" "/etc/netns/$B"
+printf '127.0.0.1 localhost\n%s\n' "$n.1.1 r1.seen-by-a.test" "$n.2.2 r2.seen-by-a.test" \
+  "$n.5.2 r4.seen-by-a.test" "$n.6.2 r3.seen-by-a.test" "$n.4.2 b.seen-by-a.test" >"/etc/netns/$A/hosts"
+printf '127.0.0.1 localhost\n%s\n' "$n.4.1 r3.seen-by-b.test" "$n.3.1 r2.seen-by-b.test" \
+  "$n.2.1 r1.seen-by-b.test" "$n.1.2 a.seen-by-b.test" >"/etc/netns/$B/hosts"
 
 start_agent "$A" "$n.1.2" url_a "" 120
 start_agent "$B" "$n.4.2" url_b "" 120
@@ -163,6 +176,36 @@ if errors:
     sys.exit(1)
 PY
 grep -v '^http' "$dir/path.json.txt"   # what meshperf said, for the log
+
+# The same path with names: B (driving) names the hops forth from its
+# hosts file, A the hops back from its own; the silent hop has none; the
+# text shows each name with its address. (The run above, without names,
+# has none: checked below.)
+out=$dir/names.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=8 --set probes=1 --set wait_ms=200 --set mtu=false --set dscp=0 --set ecn=false --set marks_count=1 --set names=true \
+  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $? with names=true"; }
+python3 - "$out" "$out.txt" "$n" "$dir/path.json" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
+text, n = open(sys.argv[2]).read(), sys.argv[3]
+names = lambda d: [h.get("name") for h in d["hops"]]
+want_f = ["r3.seen-by-b.test", "r2.seen-by-b.test", None, "a.seen-by-b.test"]
+want_b = [None, "r2.seen-by-a.test", "r4.seen-by-a.test", "r3.seen-by-a.test", "b.seen-by-a.test"]
+errors = []
+if names(s["forth"]) != want_f:
+    errors.append(f"forth names {names(s['forth'])}, want {want_f}")
+if names(s["back"]) != want_b:
+    errors.append(f"back names {names(s['back'])}, want {want_b}")
+if f"r3.seen-by-b.test ({n}.4.1)" not in text or f"b.seen-by-a.test ({n}.4.2) (peer)" not in text:
+    errors.append("the text does not show the names with their addresses")
+plain = json.load(open(sys.argv[4]))["steps"][0]["summary"]
+if any("name" in h for d in (plain["forth"], plain["back"]) for h in d["hops"]):
+    errors.append("names without names=true")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+PY
 
 # Fewer hops than the path: max hops reached is a result (no MTU, no marks:
 # the peer never answered), not an error.
@@ -280,4 +323,4 @@ if not ok:
     print(f"black hole: forth {m}, back {s['back']['mtu']}", file=sys.stderr)
     sys.exit(1)
 PY
-echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named)"
+echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; hop names from each side's resolver; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named)"

@@ -64,6 +64,18 @@ test('the hops of both directions side by side by TTL, the differing rows marked
   assert.equal(s.rttMax, 620);
 });
 
+test("a hop's name where the agent looked it up (names), its address beside; none for a silent hop", () => {
+  const named = structuredClone(SUMMARY);
+  named.forth.hops[0].name = 'r1.path.test';
+  named.forth.hops[2].name = 'not.shown.test'; // silent: no address, so no name either
+  const s = pathShow(stats, named);
+  assert.equal(s.rows[0].forth.name, 'r1.path.test');
+  assert.equal(s.rows[0].forth.who, '10.1.0.1');
+  assert.equal(s.rows[0].back.name, null);
+  assert.equal(s.rows[2].forth.name, null);
+  assert.equal(pathShow(stats, SUMMARY).rows[0].forth.name, null);
+});
+
 test("each hop's RTT box is the statistics module's five numbers of its answered probes", () => {
   const s = pathShow(stats, SUMMARY);
   // numpy's linear quartiles of 100, 200, 400: 150 and 300.

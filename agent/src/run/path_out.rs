@@ -5,11 +5,13 @@
 use meshperf_protocol::summary::{PathDirection, PathHop, PathSummary};
 use std::fmt::Write;
 
-/// A hop's cell: who answered (`*` silent), `(peer)`, its MTU and note.
+/// A hop's cell: who answered (its name first where looked up; `*`
+/// silent), `(peer)`, its MTU and note.
 fn who(h: &PathHop) -> String {
-    let mut s = match &h.addr {
-        Some(a) => a.clone(),
-        None => "* (silent)".into(),
+    let mut s = match (&h.addr, &h.name) {
+        (Some(a), Some(n)) => format!("{n} ({a})"),
+        (Some(a), None) => a.clone(),
+        (None, _) => "* (silent)".into(),
     };
     for a in &h.also {
         let _ = write!(s, " / {a}");

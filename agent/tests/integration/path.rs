@@ -101,6 +101,29 @@ fn a_trace_over_loopback_finds_the_peer_at_hop_1_keeps_the_marks_and_the_mtu_of_
     assert_eq!(fa.last(), Some(&1.0), "{fa:?}");
 }
 
+/// `names`: off by default (no hop carries a name); asked, each side names
+/// its own direction's hops through its resolver, and loopback's peer hop
+/// is localhost (the hosts file) each way.
+#[test]
+fn hop_names_are_looked_up_each_way_only_when_asked() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    for (id, names) in [(1, false), (2, true)] {
+        let p = json!({"max_hops": 2, "probes": 1, "wait_ms": 200, "mtu": false, "dscp": "", "names": names});
+        let (cl, _) = run_pair(&mut cb, &mut ca, id, "path", p);
+        assert_eq!(cl["type"], "result", "{cl}");
+        for dir in ["forth", "back"] {
+            let h = &cl["summary"][dir]["hops"][0];
+            assert_eq!(h["peer"], true, "{h}");
+            if names {
+                assert_eq!(h["name"], "localhost", "{dir}: {h}");
+            } else {
+                assert!(h.get("name").is_none(), "{dir}: {h}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_trace_over_ipv6_loopback_uses_the_hop_limit_and_traffic_class() {
     let (a, b) = (

@@ -37,6 +37,11 @@ pub struct PathParams {
     pub ecn: bool,
     /// Datagrams per mark.
     pub marks_count: u64,
+    /// Look up each answering hop's name (reverse DNS) on the agent that
+    /// traced it; off by default (the lookups leave the test's path, and a
+    /// slow resolver would hold the test up to its bound).
+    #[serde(default)]
+    pub names: bool,
     /// Local address of the driving agent's control and UDP sockets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_bind: Option<IpAddr>,
@@ -74,6 +79,7 @@ impl PathParams {
         };
         let ecn = r.flag(&ECN)?;
         let marks_count = r.int(&MARKS_COUNT)?;
+        let names = r.flag(&NAMES)?;
         let client_bind = bind_addr(&mut r, CLIENT_BIND.name)?;
         let server_bind = bind_addr(&mut r, SERVER_BIND.name)?;
         r.finish()?;
@@ -92,6 +98,7 @@ impl PathParams {
             dscp,
             ecn,
             marks_count,
+            names,
             client_bind,
             server_bind,
         };

@@ -1200,6 +1200,14 @@ pub mod path {
         advanced: true,
         ..P
     };
+    pub const NAMES: ParamSpec = ParamSpec {
+        name: "names",
+        ty: ParamType::Bool,
+        label: "look up each hop's name (reverse DNS, on the agent that traced it)",
+        default: DefaultValue::Bool(false),
+        advanced: true,
+        ..P
+    };
     pub const MARKS_COUNT: ParamSpec = ParamSpec {
         name: "marks_count",
         label: "datagrams per mark",
@@ -1222,6 +1230,7 @@ static PATH: &[ParamSpec] = {
         DSCP,
         ECN,
         MARKS_COUNT,
+        NAMES,
         CLIENT_BIND,
         SERVER_BIND,
     ]

@@ -105,6 +105,10 @@ pub struct PathHop {
     /// The address that answered (the first, if several did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addr: Option<String>,
+    /// The answering address's name (reverse DNS), when the test asked
+    /// for names (`names`) and the agent's resolver had one in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Other addresses that answered at this TTL (load balancing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<String>,

@@ -9,8 +9,10 @@
 //! limit, the ICMP answers read from the socket's error queue
 //! ([`probe`]); the path MTU with DF set; each mark (DSCP x ECN) sent for
 //! the peer to say what arrived. Silent hops are hops that do not answer,
-//! not loss of the path; `max_hops` reached is a result.
+//! not loss of the path; `max_hops` reached is a result. With `names`,
+//! each side names its direction's hops by reverse DNS ([`names`]).
 
+mod names;
 mod probe;
 mod trace;
 
@@ -62,6 +64,9 @@ impl UdpTest for Path {
         let mut back = trace::direction(&mut pr, &self.p, from, to, &budget(ctx, &step))
             .map_err(udp::io_err)?;
         back.rate_capped_us = pr.capped_us();
+        if self.p.names {
+            names::name_hops(&mut back.hops, names::WAIT);
+        }
         line.send(&PathLine::Traced {
             back: Box::new(back.clone()),
         })
@@ -74,6 +79,9 @@ impl UdpTest for Path {
         let mut forth = trace::direction(&mut pr, &self.p, from, to, &budget(ctx, &step))
             .map_err(udp::io_err)?;
         forth.rate_capped_us = pr.capped_us();
+        if self.p.names {
+            names::name_hops(&mut forth.hops, names::WAIT);
+        }
         if ctx.cancelled() {
             return Err(TestError::cancelled());
         }

@@ -22,6 +22,8 @@ export interface Box {
 export interface HopCell {
   /** Who answered (`*` when none did), and others at this TTL. */
   who: string;
+  /** The answering address's name, where the test asked for names and the agent found one. */
+  name: string | null;
   also: string[];
   peer: boolean;
   silent: boolean;
@@ -92,6 +94,7 @@ function cell(stats: Pick<Stats, 'SampleSet'>, h: Dir): HopCell {
   const sent = Number(h.sent ?? 0);
   return {
     who: typeof h.addr === 'string' ? h.addr : '*',
+    name: typeof h.name === 'string' && typeof h.addr === 'string' ? h.name : null,
     also: Array.isArray(h.also) ? h.also.map(String) : [],
     peer: !!h.peer,
     silent: !!h.silent,
