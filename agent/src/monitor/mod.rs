@@ -468,11 +468,7 @@ fn latest(
     steps: &str,
     kept: Vec<StepResult>,
 ) -> (String, http::Link, String) {
-    for (h, u) in hellos.iter_mut().zip(urls) {
-        if let Some(o) = h.as_object_mut() {
-            o.insert("endpoint".into(), u.hostport().into());
-        }
-    }
+    crate::run::with_endpoints(&mut hellos, urls);
     let mut doc = RunResult::new(plan.clone(), hellos, unix_now());
     let head = serde_json::to_string(&doc).unwrap_or_default();
     // `steps` is the last field written (samples_replaced, after it, is

@@ -227,6 +227,18 @@ struct Outcome {
     partial: Option<usize>,
 }
 
+/// A matrix's agents as the page writes them: each `hello` with the
+/// `endpoint` (HOST:PORT) it was reached at, by which two matrices' agents
+/// are matched (two agents on one host share every other field); an agent
+/// that could not be reached stays `null`.
+pub(crate) fn with_endpoints(hellos: &mut [serde_json::Value], urls: &[AgentUrl]) {
+    for (h, u) in hellos.iter_mut().zip(urls) {
+        if let Some(o) = h.as_object_mut() {
+            o.insert("endpoint".into(), u.hostport().into());
+        }
+    }
+}
+
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let Asked {
         plan,
@@ -248,16 +260,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let mut result = RunResult::new(
-        plan.clone(),
-        ctls.iter()
-            .map(|c| {
-                c.as_ref()
-                    .map_or(serde_json::Value::Null, |c| c.hello.clone())
-            })
-            .collect(),
-        created,
-    );
+    let mut hellos: Vec<serde_json::Value> = ctls
+        .iter()
+        .map(|c| {
+            c.as_ref()
+                .map_or(serde_json::Value::Null, |c| c.hello.clone())
+        })
+        .collect();
+    if a.matrix {
+        with_endpoints(&mut hellos, &urls);
+    }
+    let mut result = RunResult::new(plan.clone(), hellos, created);
     let doc_on_stdout = match doc_on_stdout(&a) {
         Ok(x) => x,
         Err(code) => return Ok(code),

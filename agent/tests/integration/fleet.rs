@@ -417,7 +417,8 @@ fn two_shards_cover_every_pair_once_and_an_overlap_shows() {
 
 /// `meshperf run --matrix --peers 2 --round R` over five agents: rounds 0
 /// and 1 measure 10 pairs each, every agent driving 2 and serving 2, and
-/// together every ordered pair (a rotation of 2), as stderr says.
+/// together every ordered pair (a rotation of 2), as stderr says; the file
+/// names each agent's endpoint.
 #[test]
 fn run_matrix_peers_measures_one_round_of_the_rotation() {
     let agents = fleet(2, 5);
@@ -438,6 +439,14 @@ fn run_matrix_peers_measures_one_round_of_the_rotation() {
             "{err}"
         );
         let r = meshperf_protocol::result::load(&text(&o.stdout)).unwrap();
+        // Each agent with the HOST:PORT it was reached at, as the page and
+        // the monitor write a matrix.
+        let endpoints: Vec<&str> = r
+            .agents
+            .iter()
+            .map(|h| h["endpoint"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(endpoints, addrs, "{:?}", r.agents);
         let pairs: Pairs = r
             .steps
             .iter()
