@@ -21,7 +21,9 @@
 # - a trace shorter than the path ends with max hops reached;
 # - a matrix of path (the cells by hops: 5 where A drives, 4 where B does),
 #   and a monitor that finds the way back changed when R2 is made to skip R4;
-# - then R3 stops sending fragmentation-needed: a black hole forth.
+# - then R3 stops sending fragmentation-needed: a black hole forth;
+# - then R1 drops all ICMP it forwards too: the hops behind it back silent,
+#   the peer still reached.
 # The routers answer from the interface the probe came in on
 # (icmp_errors_use_inbound_ifaddr, as traceroute users expect) with no ICMP
 # rate limit (Linux's default of one a second per host after a burst of 6
@@ -323,4 +325,29 @@ if not ok:
     print(f"black hole: forth {m}, back {s['back']['mtu']}", file=sys.stderr)
     sys.exit(1)
 PY
-echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; hop names from each side's resolver; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named)"
+# A hop that drops all ICMP, its own and what it forwards: R1 now also
+# drops the routers' answers to A passing through it, so A's trace back
+# hears nothing from R2, R4 and R3 behind R1 (silent, not lost: the trace
+# goes on), and still reaches B, which answers the probes themselves; the
+# way forth, whose answers never cross R1, is as before.
+ip netns exec "$R1" iptables -A FORWARD -p icmp -j DROP
+out=$dir/noicmp.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=8 --set probes=1 --set wait_ms=200 --set mtu=false --set dscp=0 --set ecn=false --set marks_count=1 \
+  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $? behind a hop dropping all ICMP"; }
+python3 - "$out" "$out.txt" "$n" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import json, re, sys
+s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
+text, n = open(sys.argv[2]).read(), sys.argv[3]
+hops = lambda d: [h.get("addr", "silent") for h in d["hops"]]
+f, b = s["forth"], s["back"]
+ok = (hops(b) == ["silent"] * 4 + [f"{n}.4.2"] and b["end"] == "peer" and b["peer_hop"] == 5
+      and all(h["silent"] and h["answered"] == 0 for h in b["hops"][:4])
+      and hops(f) == [f"{n}.4.1", f"{n}.3.1", "silent", f"{n}.1.2"]
+      and re.search(rf"^back  {n}\.1\.2 -> {n}\.4\.2: peer at hop 5$", text, re.M))
+if not ok:
+    print(f"behind a hop dropping all ICMP: forth {hops(f)}, back {hops(b)} ({b['end']})", file=sys.stderr)
+    sys.exit(1)
+PY
+
+echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; hop names from each side's resolver; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named; the hops behind one dropping all ICMP silent, the peer reached)"
