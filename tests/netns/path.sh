@@ -16,6 +16,8 @@
 #   back every mark is kept;
 # - R1 drops the ICMP it sends (iptables OUTPUT): a silent hop each way
 #   (hop 3 forth, hop 1 back), the trace going on past it;
+# - the same path in IPv6 (addresses fd00:0:N:K::, the same routes, the
+#   same silent R1 and EF rewrite): the same hops, MTU and marks;
 # - hop names (`names=true`), each direction's from its tracing agent's
 #   resolver (a hosts file per namespace);
 # - a trace shorter than the path ends with max hops reached;
@@ -46,6 +48,7 @@ id=mpp$$
 A=${id}a B=${id}b R1=${id}r1 R2=${id}r2 R3=${id}r3 R4=${id}r4
 net=$((16 + $$ % 200))
 n=10.$net
+n6=fd00:0:$net
 dir=/tmp/$id
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 pids=()
@@ -66,6 +69,8 @@ link() { # ns1 addr1 ns2 addr2 subnet-number [mtu]: a veth pair between them
   ip link add "$i1" type veth peer name "$i2"
   ip link set "$i1" netns "$1"; ip link set "$i2" netns "$3"
   ip -n "$1" addr add "$n.$5.$2/24" dev "$i1"; ip -n "$3" addr add "$n.$5.$4/24" dev "$i2"
+  # The same plan in IPv6 (no duplicate address detection: usable at once).
+  ip -n "$1" addr add "$n6:$5::$2/64" dev "$i1" nodad; ip -n "$3" addr add "$n6:$5::$4/64" dev "$i2" nodad
   if [ -n "${6:-}" ]; then ip -n "$1" link set "$i1" mtu "$6"; ip -n "$3" link set "$i2" mtu "$6"; fi
   ip -n "$1" link set "$i1" up; ip -n "$3" link set "$i2" up
 }
@@ -86,8 +91,23 @@ ip -n "$R4" route add "$n.4.0/24" via "$n.6.2"
 ip -n "$R4" route add default via "$n.5.1"
 for r in "$R1" "$R2" "$R3" "$R4"; do
   ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.icmp_ratelimit=0 \
-    net.ipv4.icmp_errors_use_inbound_ifaddr=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+    net.ipv4.icmp_errors_use_inbound_ifaddr=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+    net.ipv6.conf.all.forwarding=1 net.ipv6.icmp.ratelimit=0
 done
+# The IPv6 routes, as the IPv4 ones.
+ip -n "$A" -6 route add default via "$n6:1::1"
+ip -n "$B" -6 route add default via "$n6:4::1"
+ip -n "$R1" -6 route add default via "$n6:2::2"
+ip -n "$R2" -6 route add "$n6:1::/64" via "$n6:2::1"
+ip -n "$R2" -6 route add "$n6:4::/64" via "$n6:5::2"
+ip -n "$R2" -6 route add "$n6:6::/64" via "$n6:5::2"
+ip -n "$R3" -6 route add default via "$n6:3::1"
+ip -n "$R4" -6 route add "$n6:4::/64" via "$n6:6::2"
+ip -n "$R4" -6 route add default via "$n6:5::1"
+# R2's EF rewrite and R1's silence in IPv6 (R1 keeps neighbour discovery,
+# which is ICMPv6 too: only its time-exceeded is dropped).
+ip netns exec "$R2" ip6tables -t mangle -A PREROUTING -i "${id}l3x" -p udp -m dscp --dscp 46 -j DSCP --set-dscp 10
+ip netns exec "$R1" ip6tables -A OUTPUT -p icmpv6 --icmpv6-type time-exceeded -j DROP
 # R2: EF to AF11 on UDP coming in from R3 (forth only).
 ip netns exec "$R2" iptables -t mangle -A PREROUTING -i "${id}l3x" -p udp -m dscp --dscp 46 -j DSCP --set-dscp 10
 # R1: sends no ICMP at all.
@@ -178,6 +198,69 @@ if errors:
     sys.exit(1)
 PY
 grep -v '^http' "$dir/path.json.txt"   # what meshperf said, for the log
+
+# The same path in IPv6 (hop limit, ICMPv6 from the error queue, packet too
+# big, the traffic class): a second pair of agents on A's and B's IPv6
+# addresses. The same hops each way (a router's ICMPv6 comes from the
+# address source selection picks, so each hop is checked against its
+# router's addresses), the silent R1, 1400 forth lowered at hop 1, EF
+# rewritten forth (with no hop named: IPv6 routers quote nothing of it).
+start_agent6() { # NS ADDR VAR: an agent on [ADDR]:0 in NS
+  local out="$dir/$1.v6.out" found
+  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 120 "$bin" agent --listen "[$2]:0" >"$out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    found=$(grep -o ' ready: http://[^ ]*/' "$out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$3" '%s' "${found# ready: }#token=$token"; return; fi
+    sleep 0.1
+  done
+  cat "$out" >&2; fail "the IPv6 agent in $1 did not start"
+}
+start_agent6 "$A" "$n6:1::2" url_a6
+start_agent6 "$B" "$n6:4::2" url_b6
+out=$dir/v6.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a6" --agent "$url_b6" --kind path \
+  --set max_hops=8 --set probes=2 --set wait_ms=200 --set dscp=0,46 --set ecn=false --set marks_count=2 \
+  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run over IPv6 exited $?"; }
+python3 - "$out" "$n6" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import ipaddress, json, sys
+s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
+n6 = sys.argv[2]
+ip = lambda a: ipaddress.ip_address(a)
+routers = {name: {ip(f"{n6}:{k}") for k in ks} for name, ks in {
+    "R1": ["1::1", "2::1"], "R2": ["2::2", "3::1", "5::1"], "R3": ["3::2", "4::1", "6::2"], "R4": ["5::2", "6::1"]}.items()}
+def who(h):
+    if h["silent"]:
+        return "silent"
+    if h["peer"]:
+        return "peer " + str(ip(h["addr"]))
+    return next((r for r, a in routers.items() if ip(h["addr"]) in a), "stranger " + h["addr"])
+f, b = s["forth"], s["back"]
+errors = []
+want_f = ["R3", "R2", "silent", f"peer {ip(n6 + ':1::2')}"]
+want_b = ["silent", "R2", "R4", "R3", f"peer {ip(n6 + ':4::2')}"]
+if [who(h) for h in f["hops"]] != want_f:
+    errors.append(f"forth hops {[who(h) for h in f['hops']]}, want {want_f}")
+if [who(h) for h in b["hops"]] != want_b:
+    errors.append(f"back hops {[who(h) for h in b['hops']]}, want {want_b}")
+if not s["asymmetric"] or ip(f["to"]) != ip(n6 + ":1::2"):
+    errors.append(f"asymmetric {s['asymmetric']}, forth to {f['to']}")
+fm, bm = f.get("mtu", {}), b.get("mtu", {})
+if fm.get("bytes") != 1400 or fm.get("local") != 1500 or fm.get("lowered_at") != 1 or ip(fm.get("lowered_by", "::")) not in routers["R3"]:
+    errors.append(f"forth MTU {fm}")
+if bm.get("bytes") != 1500 or "lowered_by" in bm:
+    errors.append(f"back MTU {bm}")
+for m in f["marks"]:
+    want = ("rewritten", 10) if m["dscp"] == 46 else ("kept", 0)
+    if (m["verdict"], m.get("got_dscp")) != want or m["received"] != 2:
+        errors.append(f"forth mark {m}, want {want}")
+if not all(m["verdict"] == "kept" for m in b["marks"]) or len(b["marks"]) != 2:
+    errors.append(f"back marks {b['marks']}")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+PY
+grep -E '^(forth|back|ASYMMETRIC|path MTU|  [0-9] )' "$dir/v6.json.txt"   # IPv6, for the log
 
 # The same path with names: B (driving) names the hops forth from its
 # hosts file, A the hops back from its own; the silent hop has none; the
@@ -350,4 +433,4 @@ if not ok:
     sys.exit(1)
 PY
 
-echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; hop names from each side's resolver; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named; the hops behind one dropping all ICMP silent, the peer reached)"
+echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; hop names from each side's resolver; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named; the hops behind one dropping all ICMP silent, the peer reached; the same in IPv6)"
