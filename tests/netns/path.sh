@@ -432,5 +432,32 @@ if not ok:
     print(f"behind a hop dropping all ICMP: forth {hops(f)}, back {hops(b)} ({b['end']})", file=sys.stderr)
     sys.exit(1)
 PY
+# ... and when R1 drops the trace's probes too (UDP it forwards with a TTL
+# under 60, as a filter against traceroute does; the agents' UDP hello and
+# their TCP lines pass): nothing past R1 answers, so each trace ends in
+# silence after 5 silent hops in a row, said so, not as an error: forth
+# after R2 (hop 2), back after nothing (R1 is hop 1). (With every UDP
+# datagram dropped the test does not start: the agents' UDP hello fails in
+# one line, as it says.)
+ip netns exec "$R1" iptables -A FORWARD -p udp -m ttl --ttl-lt 60 -j DROP
+out=$dir/silence.json
+ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
+  --set max_hops=12 --set probes=1 --set wait_ms=200 --set mtu=false --set dscp=0 --set ecn=false --set marks_count=1 \
+  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $? behind a hop dropping all ICMP and the probes"; }
+python3 - "$out" "$out.txt" "$n" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
+text, n = open(sys.argv[2]).read(), sys.argv[3]
+hops = lambda d: [h.get("addr", "silent") for h in d["hops"]]
+f, b = s["forth"], s["back"]
+ok = (f["end"] == "silence" and hops(f) == [f"{n}.4.1", f"{n}.3.1"] + ["silent"] * 5
+      and b["end"] == "silence" and hops(b) == ["silent"] * 5
+      and "peer_hop" not in f and "peer_hop" not in b
+      and "ended in silence after hop 2: nothing past it answered" in text
+      and "ended in silence after hop 0: nothing past it answered" in text)
+if not ok:
+    print(f"behind a hop dropping all ICMP and the probes: forth {hops(f)} ({f['end']}), back {hops(b)} ({b['end']})", file=sys.stderr)
+    sys.exit(1)
+PY
 
-echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; hop names from each side's resolver; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named; the hops behind one dropping all ICMP silent, the peer reached; the same in IPv6)"
+echo "$name: ok (hops, MTU, marks and the silent hop each way; tracepath agrees; hop names from each side's resolver; max hops reached; a path matrix by hops; the monitor's hops, MTU and route change; the black hole named; the hops behind one dropping all ICMP silent, the peer reached, or the trace ended in silence where the probes die too; the same in IPv6)"
