@@ -188,8 +188,15 @@ impl IntervalCutter {
         if s.len() < self.streams {
             return Vec::new();
         }
+        // A stream's last tick so far may be its final, partial one: the
+        // agent sends a tick once the next has begun, and the last tick
+        // when the stream ends, alike. So a tick is whole here only when
+        // another follows it; the last waits for the step's end
+        // ([`Self::rest`]), which ends it when the data did (ending it at
+        // the tick's end was a race: whole when the receiver's last byte
+        // came after the tick boundary, partial when before).
         let have = s.iter().map(|x| x.values.len()).min().unwrap_or(0);
-        self.cut(&s, have, None)
+        self.cut(&s, have.saturating_sub(1), None)
     }
 
     /// At the step's end (`step`, samples and summaries): the intervals not
@@ -272,6 +279,36 @@ mod tests {
             stream,
             values,
         }
+    }
+
+    /// The agent sends a stream's final, partial tick as it sends whole
+    /// ones: the last tick so far waits for the next or for the step's end,
+    /// so an interval ending there ends when the data did (0.39 s here),
+    /// never at the tick's end (runctl's json_stream test caught 0.5 for
+    /// data that ended at 0.4994).
+    #[test]
+    fn a_streams_last_tick_waits_for_the_next_or_the_end() {
+        let params = json!({"streams": 1, "interval_ms": 100})
+            .as_object()
+            .unwrap()
+            .clone();
+        let mut c = IntervalCutter::new(Kind::TcpStream, 0, &params, vec![], 0, None, 0.2).unwrap();
+        let r = c.ready(&[iv(0, vec![5, 5, 5, 5])]);
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].start_s, r[0].end_s), (0.0, 0.2));
+        let mut end: StepResult = serde_json::from_value(json!({
+            "index": 0, "kind": "tcp_stream", "params": params,
+            "sides": {"server": {"streams": [{"index": 0, "dir": "recv", "bytes": 20, "seconds": 0.39}]}},
+        }))
+        .unwrap();
+        end.samples = vec![iv(0, vec![5, 5, 5, 5])];
+        let rest = c.rest(&end);
+        assert_eq!(rest.len(), 1);
+        assert_eq!((rest[0].start_s, rest[0].end_s), (0.2, 0.39));
+        assert!((rest[0].sum.bits_per_second - 10.0 * 8.0 / 0.19).abs() < 1e-6);
+        // With a tick after it, a tick is whole.
+        let mut c = IntervalCutter::new(Kind::TcpStream, 0, &params, vec![], 0, None, 0.2).unwrap();
+        assert_eq!(c.ready(&[iv(0, vec![5; 5])]).len(), 2);
     }
 
     #[test]
