@@ -24,6 +24,8 @@
 #   an idle machine). The agents run at nice -20 (bridge.sh) for the same
 #   reason: at nice -10 the last round of one tcp_rr matrix read 5.3 and
 #   5.8 ms instead of 2.2, its wake-ups late behind other jobs.
+# - A path matrix: every pair finds its peer at hop 1 each way (one bridge),
+#   the bridge's MTU and its marks kept.
 # - For the tcp_rr matrices every host's packets to the others wait 1 ms in
 #   a delay line (iptables NFQUEUE in the host's OUTPUT chain to
 #   tests/netns/delay.py at real-time priority; no netem here), so every
@@ -121,6 +123,37 @@ rc=0; wait "$matrix_pid" || rc=$?
 [ $rc -eq 0 ] || { cat "$dir/stream.err" >&2; fail "the tcp_stream matrix exited $rc"; }
 ip netns exec "$hub" tc -s qdisc show dev "${id}p$shaped" | head -2
 check stream --shaped "$shaped" --rate-mbit "$rate_mbit" --line-mbit "$line_mbit"
+
+# 1b. Where in the path, every pair (issue 24): on one bridge each agent
+# finds its peer at hop 1 both ways, the bridge's 1500-byte MTU each way
+# and its marks kept (the hub, a router, is on no pair's path).
+matrix path --kind path --set max_hops=4 --set probes=2 --set wait_ms=200 --set dscp=0,46 --set ecn=false --set marks_count=2
+rc=0; wait "$matrix_pid" || rc=$?
+[ $rc -eq 0 ] || { cat "$dir/path.err" >&2; fail "the path matrix exited $rc"; }
+python3 - "$dir/path.json" "$hosts" <<'PY' || { grep -v '#r=' "$dir/path.err" >&2; fail "the path matrix does not show one hop each way"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+errors = []
+pairs = {(s["pair"]["client"], s["pair"]["server"]) for s in r["steps"]}
+if len(r["steps"]) != n * (n - 1) or len(pairs) != n * (n - 1):
+    errors.append(f"{len(r['steps'])} steps, {len(pairs)} pairs, want {n * (n - 1)}")
+for s in r["steps"]:
+    p, e = s["pair"], s.get("error")
+    if e:
+        errors.append(f"{p}: {e}")
+        continue
+    for way in ("forth", "back"):
+        d = s["summary"][way]
+        hops = [(h.get("addr"), h["peer"]) for h in d["hops"]]
+        if d.get("peer_hop") != 1 or hops != [(d["to"], True)] or d["mtu"]["bytes"] != 1500:
+            errors.append(f"{p} {way}: hops {hops}, peer at {d.get('peer_hop')}, MTU {d['mtu']}")
+        if [m["verdict"] for m in d["marks"]] != ["kept", "kept"]:
+            errors.append(f"{p} {way}: marks {d['marks']}")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+PY
 
 # 2. Round-trip times through the delay lines.
 for i in $(seq "$hosts"); do
