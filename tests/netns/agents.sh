@@ -20,17 +20,19 @@ netns_begin() {
 }
 
 # start_agent NS ADDR VAR [FLAGS [SECONDS]]: starts `meshperf agent` in
-# network namespace NS on ADDR, port 0 (the kernel picks one), with the
-# given token (so it is never printed), FLAGS (word-split) and a lifetime of
-# SECONDS (300 by default), and sets variable VAR to its ready URL with the
-# token. Runs in the caller's shell (not a $(...) subshell) so its pid
-# reaches `pids` and the caller's cleanup stops it. The caller sets `dir`
-# (the agents' output goes to $dir/NS.out), `token`, `bin`, the array
-# `pids` and a function `fail MESSAGE`.
+# network namespace NS on ADDR (IPv4 or IPv6), port 0 (the kernel picks
+# one), with the given token (so it is never printed), FLAGS (word-split)
+# and a lifetime of SECONDS (300 by default), and sets variable VAR to its
+# ready URL with the token. Runs in the caller's shell (not a $(...)
+# subshell) so its pid reaches `pids` and the caller's cleanup stops it.
+# The caller sets `dir` (the agents' output goes to $dir/NS.out, or
+# $dir/NS-ADDR.out for an IPv6 one), `token`, `bin`, the array `pids` and a
+# function `fail MESSAGE`.
 start_agent() {
-  local out="$dir/$1.out" found
+  local out="$dir/$1.out" listen="$2:0" found
+  case $2 in *:*) out="$dir/$1-$2.out"; listen="[$2]:0" ;; esac
   # shellcheck disable=SC2086
-  MESHPERF_TOKEN=$token ip netns exec "$1" timeout "${5:-300}" "$bin" agent --listen "$2:0" ${4:-} >"$out" 2>&1 &
+  MESHPERF_TOKEN=$token ip netns exec "$1" timeout "${5:-300}" "$bin" agent --listen "$listen" ${4:-} >"$out" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
     # The ready URL carries no token (it was given, so never printed).

@@ -126,14 +126,22 @@ printf '127.0.0.1 localhost\n%s\n' "$n.4.1 r3.seen-by-b.test" "$n.3.1 r2.seen-by
 
 start_agent "$A" "$n.1.2" url_a "" 120
 start_agent "$B" "$n.4.2" url_b "" 120
+# path_run NAME SERVE DRIVE FLAGS...: `meshperf run` from R2 with the agents
+# at the URLs SERVE and DRIVE (the second drives), its result file to
+# $out ($dir/NAME.json), its text to $out.txt, shown when it fails.
+path_run() {
+  out=$dir/$1.json
+  local serve=$2 drive=$3 rc=0
+  shift 3
+  ip netns exec "$R2" timeout 60 "$bin" run --agent "$serve" --agent "$drive" "$@" --json "$out" >"$out.txt" 2>&1 || rc=$?
+  [ $rc -eq 0 ] || { cat "$out.txt" >&2; fail "meshperf run $* exited $rc"; }
+}
 
 # tracepath first (B to A): the path's own answer, before meshperf's probes.
 ip netns exec "$B" timeout 30 tracepath -n -m 8 "$n.1.2" >"$dir/tracepath.txt" 2>&1 || true
 
-out=$dir/path.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
-  --set max_hops=8 --set probes=2 --set wait_ms=200 --set dscp=0,46 --set marks_count=2 \
-  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $?"; }
+path_run path "$url_a" "$url_b" --kind path --set max_hops=8 --set probes=2 --set wait_ms=200 --set dscp=0,46 \
+  --set marks_count=2
 
 python3 - "$out" "$out.txt" "$dir/tracepath.txt" "$n" <<'PY' || { cat "$out.txt" "$dir/tracepath.txt" >&2; fail "see above"; }
 import json, re, sys
@@ -205,23 +213,10 @@ grep -v '^http' "$dir/path.json.txt"   # what meshperf said, for the log
 # address source selection picks, so each hop is checked against its
 # router's addresses), the silent R1, 1400 forth lowered at hop 1, EF
 # rewritten forth (with no hop named: IPv6 routers quote nothing of it).
-start_agent6() { # NS ADDR VAR: an agent on [ADDR]:0 in NS
-  local out="$dir/$1.v6.out" found
-  MESHPERF_TOKEN=$token ip netns exec "$1" timeout 120 "$bin" agent --listen "[$2]:0" >"$out" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    found=$(grep -o ' ready: http://[^ ]*/' "$out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$3" '%s' "${found# ready: }#token=$token"; return; fi
-    sleep 0.1
-  done
-  cat "$out" >&2; fail "the IPv6 agent in $1 did not start"
-}
-start_agent6 "$A" "$n6:1::2" url_a6
-start_agent6 "$B" "$n6:4::2" url_b6
-out=$dir/v6.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a6" --agent "$url_b6" --kind path \
-  --set max_hops=8 --set probes=2 --set wait_ms=200 --set dscp=0,46 --set ecn=false --set marks_count=2 \
-  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run over IPv6 exited $?"; }
+start_agent "$A" "$n6:1::2" url_a6 "" 120
+start_agent "$B" "$n6:4::2" url_b6 "" 120
+path_run v6 "$url_a6" "$url_b6" --kind path --set max_hops=8 --set probes=2 --set wait_ms=200 --set dscp=0,46 \
+  --set ecn=false --set marks_count=2
 python3 - "$out" "$n6" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
 import ipaddress, json, sys
 s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
@@ -266,10 +261,8 @@ grep -E '^(forth|back|ASYMMETRIC|path MTU|  [0-9] )' "$dir/v6.json.txt"   # IPv6
 # hosts file, A the hops back from its own; the silent hop has none; the
 # text shows each name with its address. (The run above, without names,
 # has none: checked below.)
-out=$dir/names.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
-  --set max_hops=8 --set probes=1 --set wait_ms=200 --set mtu=false --set dscp=0 --set ecn=false --set marks_count=1 --set names=true \
-  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $? with names=true"; }
+path_run names "$url_a" "$url_b" --kind path --set max_hops=8 --set probes=1 --set wait_ms=200 --set mtu=false \
+  --set dscp=0 --set ecn=false --set marks_count=1 --set names=true
 python3 - "$out" "$out.txt" "$n" "$dir/path.json" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
@@ -294,10 +287,7 @@ PY
 
 # Fewer hops than the path: max hops reached is a result (no MTU, no marks:
 # the peer never answered), not an error.
-out=$dir/short.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
-  --set max_hops=2 --set probes=2 --set wait_ms=200 --json "$out" >"$out.txt" 2>&1 \
-  || { cat "$out.txt" >&2; fail "meshperf run exited $? with max_hops=2"; }
+path_run short "$url_a" "$url_b" --kind path --set max_hops=2 --set probes=2 --set wait_ms=200
 python3 - "$out" "$out.txt" "$n" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
@@ -317,10 +307,8 @@ PY
 # to the peer: A drives the 5 hops back, B the 4 forth; the file's cells by
 # path MTU (1400 where B drives) and by marks changed (EF with each ECN
 # codepoint, rewritten where B drives).
-out=$dir/matrix.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --matrix --kind path \
-  --metric hops --set max_hops=8 --set probes=1 --set wait_ms=200 --set dscp=46 --set marks_count=1 \
-  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run --matrix exited $?"; }
+path_run matrix "$url_a" "$url_b" --matrix --kind path --metric hops --set max_hops=8 --set probes=1 --set wait_ms=200 \
+  --set dscp=46 --set marks_count=1
 python3 - "$out" "$out.txt" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
 import json, re, sys
 steps, text = json.load(open(sys.argv[1]))["steps"], open(sys.argv[2]).read()
@@ -393,10 +381,8 @@ ip -n "$A" route flush cache   # A learnt 1400 to B over R3: forget it
 # halving, and name the black hole after hop 1 (R3: the last hop that
 # answers at full size; its TTL check comes before its MTU check).
 ip netns exec "$R3" iptables -A OUTPUT -p icmp --icmp-type fragmentation-needed -j DROP
-out=$dir/hole.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
-  --set max_hops=8 --set probes=1 --set wait_ms=200 --set dscp=0 --set ecn=false --set marks_count=1 \
-  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $?"; }
+path_run hole "$url_a" "$url_b" --kind path --set max_hops=8 --set probes=1 --set wait_ms=200 --set dscp=0 \
+  --set ecn=false --set marks_count=1
 python3 - "$out" "$out.txt" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
@@ -414,10 +400,8 @@ PY
 # goes on), and still reaches B, which answers the probes themselves; the
 # way forth, whose answers never cross R1, is as before.
 ip netns exec "$R1" iptables -A FORWARD -p icmp -j DROP
-out=$dir/noicmp.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
-  --set max_hops=8 --set probes=1 --set wait_ms=200 --set mtu=false --set dscp=0 --set ecn=false --set marks_count=1 \
-  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $? behind a hop dropping all ICMP"; }
+path_run noicmp "$url_a" "$url_b" --kind path --set max_hops=8 --set probes=1 --set wait_ms=200 --set mtu=false \
+  --set dscp=0 --set ecn=false --set marks_count=1
 python3 - "$out" "$out.txt" "$n" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
 import json, re, sys
 s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
@@ -440,10 +424,8 @@ PY
 # datagram dropped the test does not start: the agents' UDP hello fails in
 # one line, as it says.)
 ip netns exec "$R1" iptables -A FORWARD -p udp -m ttl --ttl-lt 60 -j DROP
-out=$dir/silence.json
-ip netns exec "$R2" timeout 60 "$bin" run --agent "$url_a" --agent "$url_b" --kind path \
-  --set max_hops=12 --set probes=1 --set wait_ms=200 --set mtu=false --set dscp=0 --set ecn=false --set marks_count=1 \
-  --json "$out" >"$out.txt" 2>&1 || { cat "$out.txt" >&2; fail "meshperf run exited $? behind a hop dropping all ICMP and the probes"; }
+path_run silence "$url_a" "$url_b" --kind path --set max_hops=12 --set probes=1 --set wait_ms=200 --set mtu=false \
+  --set dscp=0 --set ecn=false --set marks_count=1
 python3 - "$out" "$out.txt" "$n" <<'PY' || { cat "$out.txt" >&2; fail "see above"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["steps"][0]["summary"]
