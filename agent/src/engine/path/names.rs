@@ -78,9 +78,10 @@ fn reverse(ip: IpAddr) -> Option<String> {
         };
         (ss, len as libc::socklen_t)
     };
-    let mut host = [0 as libc::c_char; 1025]; // NI_MAXHOST
-                                              // SAFETY: the address and its length as built above; `host` is a
-                                              // writable buffer of the size given; no service buffer.
+    // NI_MAXHOST bytes, the longest name getnameinfo writes.
+    let mut host = [0 as libc::c_char; 1025];
+    // SAFETY: the address and its length as built above; `host` is a
+    // writable buffer of the size given; no service buffer.
     let rc = unsafe {
         libc::getnameinfo(
             (&storage as *const libc::sockaddr_storage).cast(),
