@@ -250,3 +250,40 @@ pub fn tclass_v6(s: &socket2::SockRef<'_>) -> io::Result<u32> {
         Err(unsupported("tos on IPv6", "IPV6_TCLASS"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_linux_only_option_is_refused_naming_it_and_the_platform_and_defaults_are_not() {
+        // What the page sends for a plain step: defaults, spelled out.
+        let plain = json!({"msg_bytes": 65536, "busy_poll": false, "rcvlowat": 1, "flows": 1,
+                           "congestion": null, "cpus": null, "zerocopy": false});
+        assert_eq!(linux_only(&plain), None);
+        assert_eq!(
+            linux_only(&json!({"count": 10, "zerocopy": true})).unwrap(),
+            format!("zerocopy needs Linux (MSG_ZEROCOPY); this agent runs on {OS}")
+        );
+        assert!(linux_only(&json!({"cpus": [0, 1]}))
+            .unwrap()
+            .starts_with("cpus needs Linux (CPU pinning)"));
+        assert!(linux_only(&json!({"rcvlowat": 4096}))
+            .unwrap()
+            .starts_with("rcvlowat needs Linux"));
+        assert!(linux_only(&json!({"flows": 8}))
+            .unwrap()
+            .starts_with("flows needs Linux"));
+    }
+
+    #[test]
+    fn readable_says_whether_a_socket_has_data_without_waiting() {
+        let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(!readable(raw(&a), Duration::ZERO));
+        b.send_to(b"x", a.local_addr().unwrap()).unwrap();
+        assert!(readable(raw(&a), Duration::from_secs(5)));
+        assert!(wait_any(&[raw(&b), raw(&a)], Duration::ZERO));
+    }
+}
