@@ -48,19 +48,21 @@ pub const LINUX_ONLY: &[(&str, &str)] = &[
     ("congestion", "choosing the TCP congestion control"),
     ("rate", "kernel pacing, SO_MAX_PACING_RATE"),
     ("payload_file", "--payload-dir's no-symlink open"),
-    ("flows", "many flows' event loop"),
+    // Windows takes IP_TOS and marks nothing (DSCP comes from QoS policy).
+    ("tos", "IP_TOS and IPV6_TCLASS"),
 ];
 
 /// The first Linux-only option `params` asks for, as the line that refuses
 /// it (`zerocopy needs Linux (MSG_ZEROCOPY); this agent runs on windows`).
-/// An option at its default (false, null, `rcvlowat` 1, `flows` 1) asks
-/// for nothing.
+/// An option at its default (false, null, `rcvlowat` 1, `tos` 0) asks for
+/// nothing.
 pub fn linux_only(params: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
     LINUX_ONLY.iter().find_map(|&(name, why)| {
         let asked = match (name, params.get(name)?) {
             (_, Value::Null | Value::Bool(false)) => false,
-            ("rcvlowat" | "flows", v) => v.as_f64() != Some(1.0),
+            ("rcvlowat", v) => v.as_f64() != Some(1.0),
+            ("tos", v) => v.as_f64() != Some(0.0),
             _ => true,
         };
         asked.then(|| needs_linux(name, why))
@@ -259,7 +261,7 @@ mod tests {
     #[test]
     fn a_linux_only_option_is_refused_naming_it_and_the_platform_and_defaults_are_not() {
         // What the page sends for a plain step: defaults, spelled out.
-        let plain = json!({"msg_bytes": 65536, "busy_poll": false, "rcvlowat": 1, "flows": 1,
+        let plain = json!({"msg_bytes": 65536, "busy_poll": false, "rcvlowat": 1, "flows": 4, "tos": 0,
                            "congestion": null, "cpus": null, "zerocopy": false});
         assert_eq!(linux_only(&plain), None);
         assert_eq!(
@@ -269,12 +271,12 @@ mod tests {
         assert!(linux_only(&json!({"cpus": [0, 1]}))
             .unwrap()
             .starts_with("cpus needs Linux (CPU pinning)"));
+        assert!(linux_only(&json!({"tos": 184}))
+            .unwrap()
+            .starts_with("tos needs Linux"));
         assert!(linux_only(&json!({"rcvlowat": 4096}))
             .unwrap()
             .starts_with("rcvlowat needs Linux"));
-        assert!(linux_only(&json!({"flows": 8}))
-            .unwrap()
-            .starts_with("flows needs Linux"));
     }
 
     #[test]

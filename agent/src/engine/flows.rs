@@ -35,8 +35,8 @@ pub fn workers(flows: u32, threads: Option<u32>) -> Result<usize, Refusal> {
     Ok(p.workers)
 }
 
-/// Off Linux (`flows` above 1 is refused there before this is reached,
-/// [`crate::platform::linux_only`]) no descriptor limit is read.
+/// Off Linux no descriptor limit is read (Windows has none like
+/// RLIMIT_NOFILE): a connection that cannot be made says so.
 #[cfg(not(target_os = "linux"))]
 fn descriptors(_more: u64) -> Result<(), Refusal> {
     Ok(())
