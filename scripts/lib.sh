@@ -73,3 +73,21 @@ aarch64_musl_env() {
     export CC_aarch64_unknown_linux_musl="${CC_aarch64_unknown_linux_musl:-aarch64-linux-gnu-gcc}"
     export AR_aarch64_unknown_linux_musl="${AR_aarch64_unknown_linux_musl:-aarch64-linux-gnu-ar}"
 }
+
+# x86_64-pc-windows-gnu (the Windows agent, tests/platforms/windows.sh):
+# Debian's gcc-mingw-w64-x86-64 links it and compiles ring's C (rustc
+# brings the target's own mingw runtime objects). Dies naming the package
+# when it is missing.
+windows_gnu_env() {
+    command -v x86_64-w64-mingw32-gcc >/dev/null \
+        || die "no linker for x86_64-pc-windows-gnu: install gcc-mingw-w64-x86-64 (apt-get install gcc-mingw-w64-x86-64), then re-run"
+    export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="${CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER:-x86_64-w64-mingw32-gcc}"
+    export CC_x86_64_pc_windows_gnu="${CC_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-gcc}"
+    export AR_x86_64_pc_windows_gnu="${AR_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-ar}"
+}
+
+# Wine's loader: Debian's wine64 package installs it as /usr/lib/wine/wine64
+# (the `wine` wrapper on PATH comes with the `wine` package, not needed here).
+wine64_bin() {
+    command -v wine64 2>/dev/null || { [ -x /usr/lib/wine/wine64 ] && echo /usr/lib/wine/wine64; } || true
+}

@@ -5,6 +5,9 @@
 #   meshperf-linux-amd64        x86_64-unknown-linux-musl, static, web app embedded
 #   meshperf-linux-arm64        aarch64-unknown-linux-musl, static, linked by Debian's
 #                               gcc-aarch64-linux-gnu (scripts/lib.sh says why)
+#   meshperf-windows-amd64.exe  x86_64-pc-windows-gnu, linked by Debian's mingw-w64
+#                               (gcc-mingw-w64-x86-64): the agent and `meshperf run`
+#                               on Windows (the kinds it runs: docs/deploy.md)
 #   meshperf-oci.tar            OCI image (oci-archive) of the static binary alone
 #                               (scripts/image.sh; only when umoci is installed): with
 #                               both architectures an image index of the two, one
@@ -21,7 +24,8 @@
 # The web app and wasm come from scripts/build.sh, run first (it also builds
 # the glibc agent, target/release/meshperf); --no-web skips it and embeds the
 # web/dist already there (tests/netns/image.sh, after npm test's build).
-# --arch amd64|arm64 (repeatable) builds only those (default: both);
+# --arch amd64|arm64|windows (repeatable) builds only those (default: all
+# three; amd64 and arm64 are the Linux binaries, their .debs and image);
 # --out DIR writes there instead.
 # Names carry the OCI architecture names so deploy/Containerfile's
 # TARGETARCH picks the right one.
@@ -29,20 +33,23 @@ set -euo pipefail
 SCRIPT_NAME=release
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage="usage: scripts/release.sh [--no-web] [--arch amd64|arm64]... [--out DIR]"
+usage="usage: scripts/release.sh [--no-web] [--arch amd64|arm64|windows]... [--out DIR]"
 web=1
 archs=()
+windows=0
 out="$ROOT/target/release-artifacts"
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-web) web=0 ;;
-        --arch) [ $# -ge 2 ] || die "$usage"; archs+=("$2"); shift ;;
+        --arch) [ $# -ge 2 ] || die "$usage"
+            if [ "$2" = windows ]; then windows=1; else archs+=("$2"); fi
+            shift ;;
         --out) [ $# -ge 2 ] || die "$usage"; out="$(realpath -m "$2")"; shift ;;
         *) die "unknown argument '$1' ($usage)" ;;
     esac
     shift
 done
-[ ${#archs[@]} -gt 0 ] || archs=(amd64 arm64)
+[ ${#archs[@]} -gt 0 ] || [ $windows -eq 1 ] || { archs=(amd64 arm64); windows=1; }
 want() { [[ " ${archs[*]} " == *" $1 "* ]]; }
 
 t_all=$SECONDS
@@ -83,7 +90,7 @@ build_static() {
 }
 
 mkdir -p "$out"
-rm -f "$out"/meshperf-linux-* "$out/meshperf-oci.tar" "$out"/meshperf_*.deb "$out/meshperf-man-completions.tar.gz" "$out/SHA256SUMS"
+rm -f "$out"/meshperf-linux-* "$out"/meshperf-windows-* "$out/meshperf-oci.tar" "$out"/meshperf_*.deb "$out/meshperf-man-completions.tar.gz" "$out/SHA256SUMS"
 for a in "${archs[@]}"; do case "$a" in amd64|arm64) ;; *) die "unknown --arch $a ($usage)" ;; esac; done
 if want amd64; then
     add_target x86_64-unknown-linux-musl || die "cannot install the Rust target x86_64-unknown-linux-musl"
@@ -107,6 +114,22 @@ if want arm64; then
     build_static aarch64-unknown-linux-musl arm64 || die "the aarch64 musl build failed (see above)"
 fi
 
+# Windows: Rust ships the mingw runtime objects for the target; Debian's
+# mingw-w64 links and compiles ring's C (scripts/lib.sh, windows_gnu_env:
+# it stops here naming the package when it is missing).
+if [ $windows -eq 1 ]; then
+    windows_gnu_env
+    add_target x86_64-pc-windows-gnu || die "cannot install the Rust target x86_64-pc-windows-gnu"
+    profile="${MESHPERF_RELEASE_PROFILE:-release}" t0=$SECONDS
+    log "cargo build --profile $profile -p meshperf-agent --target x86_64-pc-windows-gnu ..."
+    cargo build --profile "$profile" -p meshperf-agent --target x86_64-pc-windows-gnu \
+        || die "the x86_64-pc-windows-gnu build failed (see above)"
+    exe="${CARGO_TARGET_DIR:-$ROOT/target}/x86_64-pc-windows-gnu/$profile/meshperf.exe"
+    x86_64-w64-mingw32-objdump -f "$exe" | grep -q 'file format pei-x86-64' || die "$exe is not a PE32+ x86-64 executable"
+    install -m 0755 "$exe" "$out/meshperf-windows-amd64.exe"
+    log "meshperf-windows-amd64.exe: $(wc -c <"$out/meshperf-windows-amd64.exe") bytes, in $((SECONDS - t0)) s"
+fi
+
 # Man pages and completions, from the same clap definitions as the binary
 # (an example, so the release binary carries no renderer), then a .deb per
 # binary.
@@ -126,7 +149,9 @@ done
 # both an image index naming the two (buildah manifest, no daemon: its own
 # vfs storage in a temporary folder), so one name serves amd64 and arm64
 # nodes; `skopeo inspect --raw oci-archive:meshperf-oci.tar` lists both.
-if ! command -v umoci >/dev/null; then
+if [ ${#archs[@]} -eq 0 ]; then
+    log "no Linux binary asked for: no .deb, no OCI image"
+elif ! command -v umoci >/dev/null; then
     log "no OCI image: umoci is not installed (apt-get install umoci)"
 elif [ ${#archs[@]} -eq 1 ]; then
     bash "$ROOT/scripts/image.sh" "$out/meshperf-linux-${archs[0]}" "$out/meshperf-oci.tar" "${archs[0]}"
@@ -147,6 +172,6 @@ else
     log "OCI image index meshperf:$version_tag (${archs[*]}) -> $out/meshperf-oci.tar ($(wc -c <"$out/meshperf-oci.tar") bytes)"
 fi
 
-(cd "$out" && sha256sum -- meshperf-* meshperf_*.deb >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+(shopt -s nullglob; cd "$out" && sha256sum -- meshperf-* meshperf_*.deb >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
 log "$out in $((SECONDS - t_all)) s:"
 sed 's/^/    /' "$out/SHA256SUMS" >&2

@@ -12,6 +12,9 @@
 #                              umoci, buildah, prometheus, tracepath) and Rust's x86_64-unknown-linux-musl target,
 #                              and for tests/platforms/ gcc-aarch64-linux-gnu, qemu-user-static,
 #                              lintian, groff and Rust's aarch64-unknown-linux-musl target,
+#                              gcc-mingw-w64-x86-64 and wine64 (without their recommends)
+#                              and Rust's x86_64-pc-windows-gnu, x86_64-apple-darwin and
+#                              aarch64-apple-darwin targets (the Windows agent, the macOS check),
 #                              and for the fuzz targets a nightly toolchain
 #                              (rustup) and cargo-fuzz in .tools/cargo-fuzz-VERSION
 #
@@ -182,6 +185,30 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ $want_test -eq 0 ] || [ -x /usr/bin/chromium ] || die "chromium was installed but /usr/bin/chromium is missing"
 fi
 
+# tests/platforms/windows.sh: mingw-w64 links the Windows agent, Wine runs
+# it. Without their recommends: wine64's would add fonts, GStreamer, CUPS
+# and a desktop's worth of libraries a console agent never loads.
+norec=()
+if [ $want_test -eq 1 ]; then
+    command -v x86_64-w64-mingw32-gcc >/dev/null || norec+=(gcc-mingw-w64-x86-64)
+    [ -n "$(wine64_bin)" ] || norec+=(wine64)
+fi
+if [ ${#norec[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null || die "missing ${norec[*]} and apt-get is not available: install them, then re-run"
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || die "missing ${norec[*]} and installing needs root: run 'apt-get install --no-install-recommends ${norec[*]}' as root, then re-run"
+        SUDO=(sudo)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    norec_install() { "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${norec[@]}" </dev/null; }
+    log "installing from Debian (no recommends): ${norec[*]}"
+    if ! norec_install; then
+        "${SUDO[@]}" apt-get update -q </dev/null || die "apt-get update failed: check network access to the Debian mirrors"
+        norec_install || die "apt-get install ${norec[*]} failed: see the apt output above"
+    fi
+fi
+
 if [ $want_test -eq 1 ]; then
     # --- kubernetes-validate (API schemas) for tests/deploy/validate.sh, in a
     # venv in .tools/kv, pinned by tests/deploy/requirements.txt -------------
@@ -245,6 +272,14 @@ if [ $want_test -eq 1 ]; then
         command -v rustup >/dev/null || die "Rust target aarch64-unknown-linux-musl is missing and rustup is not installed: install it for your toolchain, then re-run"
         run_phase "rustup target add aarch64-unknown-linux-musl" rustup target add aarch64-unknown-linux-musl
     fi
+    # --- the Windows agent's and the macOS check's Rust targets -------------
+    # (tests/platforms/windows.sh, scripts/check-macos.sh)
+    for t in x86_64-pc-windows-gnu x86_64-apple-darwin aarch64-apple-darwin; do
+        if [ ! -d "$(rustc --print sysroot)/lib/rustlib/$t/lib" ]; then
+            command -v rustup >/dev/null || die "Rust target $t is missing and rustup is not installed: install it for your toolchain, then re-run"
+            run_phase "rustup target add $t" rustup target add "$t"
+        fi
+    done
     # --- as root, the static (musl) target for the OCI image test ------------
     if [ "$(id -u)" -eq 0 ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib" ]; then
         command -v rustup >/dev/null || die "Rust target x86_64-unknown-linux-musl is missing and rustup is not installed: install it for your toolchain, then re-run"

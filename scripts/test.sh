@@ -90,15 +90,17 @@ counted deploy 120 "$ROOT/tests/deploy/validate.sh"
 # flag of --help and the bash completion completes; a static arm64 agent
 # under qemu-user against this amd64 one (tcp_stream, udp_rr,
 # latency_under_load); the .deb of that arm64 binary installed into a
-# throwaway root, its unit verified and its agent started.
-# The static builds those tests and the OCI image test below run (arm64,
-# and as root amd64) in one cargo: its job queue keeps both CPUs busy
+# throwaway root, its unit verified and its agent started; the Windows
+# agent (x86_64-pc-windows-gnu, mingw-w64) under Wine against this one.
+# The builds those tests and the OCI image test below run (static arm64,
+# Windows, and as root static amd64) in one cargo: its job queue keeps both CPUs busy
 # through each build's single-crate stretches (ring's C, the agent crate,
 # the links), where two builds one after the other leave a CPU idle. The
 # tests then find them built; one that fails here fails those tests too.
 static_build() {
-    local targets=(--target aarch64-unknown-linux-musl)
+    local targets=(--target aarch64-unknown-linux-musl --target x86_64-pc-windows-gnu)
     aarch64_musl_env
+    windows_gnu_env
     if [ "$(id -u)" -eq 0 ] && [ -d "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib" ]; then
         amd64_musl_env
         targets+=(--target x86_64-unknown-linux-musl)
@@ -109,6 +111,10 @@ phase static-build static_build || log "static-build failed: the tests that need
 counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
 counted platforms-arm64 900 "$ROOT/tests/platforms/arm64.sh"
 counted platforms-deb 300 "$ROOT/tests/platforms/deb.sh"
+counted platforms-windows 300 "$ROOT/tests/platforms/windows.sh"
+# macOS: the agent checks (cargo check, no SDK here to link) for
+# x86_64-apple-darwin and aarch64-apple-darwin, zig compiling ring's C.
+counted platforms-macos 600 "$ROOT/scripts/check-macos.sh"
 
 # Rust: count from the harness' "test result:" lines, one per test binary.
 rc=0

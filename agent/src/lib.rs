@@ -21,6 +21,7 @@ pub mod dns;
 pub mod engine;
 pub mod log;
 pub mod monitor;
+pub mod platform;
 pub mod run;
 pub mod serve;
 pub mod sysinfo;

@@ -1,10 +1,32 @@
 //! What an agent tells about its host in `hello`: hostname, addresses,
-//! cores and kernel, read from the OS (gethostname, getifaddrs, uname).
+//! cores and kernel, read from the OS (gethostname, getifaddrs, uname; on
+//! Windows the computer name and the OS name, and no interface list).
 
+#[cfg(unix)]
 use std::ffi::CStr;
 use std::net::IpAddr;
 
+/// The host name (%COMPUTERNAME%), or "unknown".
+#[cfg(windows)]
+pub fn hostname() -> String {
+    std::env::var("COMPUTERNAME").unwrap_or_else(|_| "unknown".into())
+}
+
+/// The OS and architecture: Windows has no uname.
+#[cfg(windows)]
+pub fn kernel() -> String {
+    format!("Windows {}", std::env::consts::ARCH)
+}
+
+/// No interface list on Windows (it would take the IP Helper API): the
+/// page shows the address the agent was reached at.
+#[cfg(windows)]
+pub fn addresses() -> Vec<(String, IpAddr)> {
+    Vec::new()
+}
+
 /// The host name, or "unknown".
+#[cfg(unix)]
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: buf is valid for its length; gethostname NUL-terminates on success.
@@ -18,6 +40,7 @@ pub fn hostname() -> String {
 }
 
 /// `sysname release machine` from uname.
+#[cfg(unix)]
 pub fn kernel() -> String {
     // SAFETY: utsname is plain data; uname fills it.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -40,6 +63,7 @@ pub fn cores() -> u32 {
 }
 
 /// Interface addresses as `name addr` pairs, IPv4 and IPv6.
+#[cfg(unix)]
 pub fn addresses() -> Vec<(String, IpAddr)> {
     let mut out = Vec::new();
     let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();

@@ -8,6 +8,7 @@
 //! unreadable or empty file, or one of several lines, is a one-line error;
 //! a file every user may read is taken with a one-line warning.
 
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -16,6 +17,7 @@ const MAX_BYTES: u64 = 4096;
 
 /// The token in `path`; `who` (e.g. `meshperf agent`) prefixes the warning
 /// about a world-readable file on stderr.
+#[cfg_attr(not(unix), allow(unused_variables))]
 pub fn read(path: &Path, who: &str) -> Result<String, String> {
     let shown = path.display();
     let meta = std::fs::metadata(path)
@@ -54,6 +56,7 @@ pub fn read(path: &Path, who: &str) -> Result<String, String> {
             "--token-file {shown}: the token begins or ends with spaces; the file must hold the token alone"
         ));
     }
+    #[cfg(unix)]
     if meta.permissions().mode() & 0o004 != 0 {
         eprintln!(
             "{who}: warning: --token-file {shown} is readable by every user of this machine (chmod o-r it)"

@@ -25,17 +25,17 @@ use super::buf::PageBuf;
 use super::placement::{self, Placement};
 use super::sockopt::{self, TcpInfo};
 use super::zerocopy::{self, Counts, Ledger};
+use crate::platform::{AsRawSock, AsSock};
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A connected std stream socket the workers can drive through mio.
 pub trait DataStream: Send + 'static {
     /// The mio socket type.
-    type Mio: Read + Write + mio::event::Source + AsRawFd + std::os::fd::AsFd;
+    type Mio: Read + Write + mio::event::Source + AsRawSock + AsSock;
     /// Whether TCP_INFO is available.
     const TCP: bool;
     /// Sets non-blocking mode and wraps the socket for mio.
@@ -56,6 +56,7 @@ impl DataStream for std::net::TcpStream {
     }
 }
 
+#[cfg(unix)]
 impl DataStream for std::os::unix::net::UnixStream {
     type Mio = mio::net::UnixStream;
     const TCP: bool = false;
@@ -545,7 +546,7 @@ fn send<S: DataStream>(
                     }
                     // None came back yet: wait for one (EPOLLERR).
                     if once {
-                        zerocopy::wait(s.sock.as_raw_fd(), 50);
+                        zerocopy::wait(crate::platform::raw(&s.sock), 50);
                     } else {
                         s.ready = false;
                     }
@@ -560,7 +561,7 @@ fn send<S: DataStream>(
 /// Reads a zero-copy sender's completions; false (the stream failed) when
 /// the error queue cannot be read or says something impossible.
 fn reap<S: DataStream>(s: &mut Slot<S>) -> bool {
-    let fd = s.sock.as_raw_fd();
+    let fd = crate::platform::raw(&s.sock);
     let Some(z) = &mut s.zc else { return true };
     match zerocopy::reap(fd, z) {
         Ok(0) => true,
@@ -587,7 +588,7 @@ fn drain<S: DataStream>(s: &mut Slot<S>, once: bool) {
         return s.finish(None);
     }
     if once {
-        zerocopy::wait(s.sock.as_raw_fd(), 50);
+        zerocopy::wait(crate::platform::raw(&s.sock), 50);
     } else {
         s.ready = false;
     }

@@ -27,7 +27,38 @@ pub struct Times {
 }
 
 impl Times {
+    /// The calling thread's times so far (zero if GetThreadTimes fails).
+    #[cfg(windows)]
+    pub fn thread() -> Times {
+        use windows_sys::Win32::Foundation::FILETIME;
+        use windows_sys::Win32::System::Threading::{GetCurrentThread, GetThreadTimes};
+        let zero = FILETIME {
+            dwLowDateTime: 0,
+            dwHighDateTime: 0,
+        };
+        let (mut c, mut e, mut k, mut u) = (zero, zero, zero, zero);
+        // SAFETY: the pseudo-handle of the calling thread; four valid FILETIMEs.
+        if unsafe { GetThreadTimes(GetCurrentThread(), &mut c, &mut e, &mut k, &mut u) } == 0 {
+            return Times::default();
+        }
+        // 100 ns units.
+        let d = |t: FILETIME| {
+            Duration::from_nanos((((t.dwHighDateTime as u64) << 32) | t.dwLowDateTime as u64) * 100)
+        };
+        Times {
+            user: d(u),
+            system: d(k),
+        }
+    }
+
+    /// No per-thread times here (macOS has no RUSAGE_THREAD): zero.
+    #[cfg(not(any(target_os = "linux", windows)))]
+    pub fn thread() -> Times {
+        Times::default()
+    }
+
     /// The calling thread's times so far (zero if getrusage fails).
+    #[cfg(target_os = "linux")]
     pub fn thread() -> Times {
         // SAFETY: rusage is plain data; getrusage fills it.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 /// Descriptors left for everything else the agent holds during a test
 /// (control connections, listeners, the poll instances of the workers).
+#[cfg(target_os = "linux")]
 const FD_SPARE: u64 = 64;
 
 /// How many worker threads a side of `flows` flows runs (`threads`, else
@@ -34,10 +35,18 @@ pub fn workers(flows: u32, threads: Option<u32>) -> Result<usize, Refusal> {
     Ok(p.workers)
 }
 
+/// Off Linux no descriptor limit is read (Windows has none like
+/// RLIMIT_NOFILE): a connection that cannot be made says so.
+#[cfg(not(target_os = "linux"))]
+fn descriptors(_more: u64) -> Result<(), Refusal> {
+    Ok(())
+}
+
 /// Whether this process may open `more` descriptors beside those open
 /// now; raises the soft RLIMIT_NOFILE up to the hard one when that is
 /// enough (as Go's runtime does at start: the soft 1024 is there for
 /// select(2), which the agent does not use).
+#[cfg(target_os = "linux")]
 fn descriptors(more: u64) -> Result<(), Refusal> {
     let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
     let need = open + more + FD_SPARE;

@@ -36,8 +36,15 @@ pub mod buf;
 pub mod bulk;
 pub mod cpu;
 pub mod flows;
+#[cfg(target_os = "linux")]
+pub mod lul;
+/// Off Linux only the probe flow's names, for the kinds that carry one
+/// (`probe_ms`, refused there before anything opens).
+#[cfg(not(target_os = "linux"))]
+#[path = "lul/elsewhere.rs"]
 pub mod lul;
 pub mod pace;
+#[cfg(target_os = "linux")]
 pub mod path;
 pub mod payload;
 pub mod peer;
@@ -48,13 +55,16 @@ pub mod side;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;
+#[cfg(target_os = "linux")]
 pub mod unix;
 pub mod warmup;
 pub mod watchdog;
 pub mod zerocopy;
 
 use meshperf_protocol::msg::PeerAddr;
-use meshperf_protocol::params::{Limits, UdpRrParams, UdpStreamParams};
+#[cfg(target_os = "linux")]
+use meshperf_protocol::params::UdpStreamParams;
+use meshperf_protocol::params::{Limits, UdpRrParams};
 use serde_json::Value;
 use std::net::IpAddr;
 
@@ -439,7 +449,9 @@ pub struct EngineEnv<'a> {
     pub payload_dir: Option<&'a payload::PayloadDir>,
 }
 
-/// The kinds this agent runs.
+/// The kinds this agent runs: every kind on Linux; elsewhere the ones
+/// built on portable sockets (see [`crate::platform`]).
+#[cfg(target_os = "linux")]
 pub const KINDS: &[Kind] = &[
     Kind::TcpStream,
     Kind::TcpRr,
@@ -451,6 +463,36 @@ pub const KINDS: &[Kind] = &[
     Kind::LatencyUnderLoad,
     Kind::Path,
 ];
+#[cfg(not(target_os = "linux"))]
+pub const KINDS: &[Kind] = &[Kind::TcpStream, Kind::TcpRr, Kind::UdpRr];
+
+/// Why `kind` does not run on this platform (None: it does), in the one
+/// line an agent refuses it with: `unix_stream needs Linux (unix sockets);
+/// this agent runs on windows`.
+pub fn unavailable(kind: Kind) -> Option<String> {
+    if KINDS.contains(&kind) {
+        return None;
+    }
+    let why = match kind {
+        Kind::UnixStream | Kind::UnixRr => "unix sockets",
+        Kind::TcpCrr => "non-blocking connects in its event loop",
+        Kind::UdpStream => "recvmmsg/sendmmsg and kernel receive timestamps",
+        Kind::LatencyUnderLoad => "its UDP probes' batched receive and kernel timestamps",
+        Kind::Path => "raw ICMP probing",
+        _ => "its engine",
+    };
+    Some(crate::platform::needs_linux(kind.name(), why))
+}
+
+/// Refuses, before anything is opened, an option only Linux has (off
+/// Linux; see [`crate::platform::linux_only`]).
+fn linux_only(_params: &Value) -> Result<(), Refusal> {
+    #[cfg(not(target_os = "linux"))]
+    if let Some(m) = crate::platform::linux_only(_params) {
+        return Err((ErrorCode::BadParams, m));
+    }
+    Ok(())
+}
 
 /// Serving side: validates `params`, opens what the peer will connect to and
 /// returns the data port, the one-time key and the job that runs the test.
@@ -459,29 +501,51 @@ pub fn prepare(
     params: &Value,
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], Job), Refusal> {
+    linux_only(params)?;
     match kind {
         Kind::TcpStream => tcp::stream::prepare(params, env),
         Kind::TcpRr => tcp::rr::prepare(params, env),
+        #[cfg(target_os = "linux")]
         Kind::TcpCrr => tcp::crr::prepare(params, env),
+        #[cfg(target_os = "linux")]
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
+        #[cfg(target_os = "linux")]
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
+        #[cfg(target_os = "linux")]
         Kind::LatencyUnderLoad => lul::prepare(params, env),
+        #[cfg(target_os = "linux")]
         Kind::Path => udp::prepare::<path::Path>(params, env),
+        #[cfg(not(target_os = "linux"))]
+        _ => Err((
+            ErrorCode::UnsupportedKind,
+            unavailable(kind).unwrap_or_default(),
+        )),
     }
 }
 
 /// Driving side: validates `params` and returns the job that connects to `peer`.
 pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
+    linux_only(&params)?;
     match kind {
         Kind::TcpStream => tcp::stream::start(params, peer, env),
         Kind::TcpRr => tcp::rr::start(params, peer, env),
+        #[cfg(target_os = "linux")]
         Kind::TcpCrr => tcp::crr::start(params, peer, env),
+        #[cfg(target_os = "linux")]
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
+        #[cfg(target_os = "linux")]
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
+        #[cfg(target_os = "linux")]
         Kind::LatencyUnderLoad => lul::start(params, peer, env),
+        #[cfg(target_os = "linux")]
         Kind::Path => udp::start::<path::Path>(params, peer, env),
+        #[cfg(not(target_os = "linux"))]
+        _ => Err((
+            ErrorCode::UnsupportedKind,
+            unavailable(kind).unwrap_or_default(),
+        )),
     }
 }
 

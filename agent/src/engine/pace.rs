@@ -23,6 +23,7 @@
 
 use meshperf_protocol::params::{Limits, StreamParams};
 use std::io;
+#[cfg(target_os = "linux")]
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -78,8 +79,19 @@ pub fn write_wait(p: &StreamParams) -> Duration {
 /// receiver busy 90 ms past the end).
 pub const PACING_HEADROOM: f64 = 1.2;
 
+/// Off Linux there is no kernel pacing: `rate` is refused before any
+/// traffic ([`crate::platform::linux_only`]).
+#[cfg(not(target_os = "linux"))]
+pub fn socket_rate<S>(_s: &S, _bits_per_second: f64) -> io::Result<f64> {
+    Err(crate::platform::unsupported(
+        "rate",
+        "kernel pacing, SO_MAX_PACING_RATE",
+    ))
+}
+
 /// Sets SO_MAX_PACING_RATE on a sending connection to `bits_per_second`
 /// and returns the rate the kernel holds (bits per second).
+#[cfg(target_os = "linux")]
 pub fn socket_rate(s: &impl AsRawFd, bits_per_second: f64) -> io::Result<f64> {
     // Bytes per second, as the kernel takes it; at least 1 (0 stops it).
     let bytes: u64 = ((bits_per_second / 8.0).round() as u64).max(1);

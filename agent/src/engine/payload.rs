@@ -13,6 +13,7 @@ use super::Refusal;
 use meshperf_protocol::msg::ErrorCode;
 use std::fs::File;
 use std::io::{self, Read};
+#[cfg(target_os = "linux")]
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
@@ -52,6 +53,7 @@ impl std::fmt::Debug for FileData {
     }
 }
 
+#[cfg(target_os = "linux")]
 fn refuse(name: &str, why: impl std::fmt::Display) -> Refusal {
     (
         ErrorCode::BadParams,
@@ -59,8 +61,19 @@ fn refuse(name: &str, why: impl std::fmt::Display) -> Refusal {
     )
 }
 
+/// Off Linux no payload file is read (`payload_file` is refused before
+/// any traffic, [`crate::platform::linux_only`]).
+#[cfg(not(target_os = "linux"))]
+pub fn open(_dir: Option<&PayloadDir>, _name: &str) -> Result<Opened, Refusal> {
+    Err((
+        ErrorCode::BadParams,
+        crate::platform::needs_linux("payload_file", "--payload-dir's no-symlink open"),
+    ))
+}
+
 /// Opens `name` in `dir` (the test's `payload_file`, a plain name checked
 /// by the parameter's parser) and checks it before the test is accepted.
+#[cfg(target_os = "linux")]
 pub fn open(dir: Option<&PayloadDir>, name: &str) -> Result<Opened, Refusal> {
     let Some(d) = dir else {
         return Err(refuse(

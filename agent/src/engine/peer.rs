@@ -10,13 +10,13 @@
 //! is a hard bound and cancel is seen within [`TICK`].
 
 use super::{TestCtx, TestError};
+use crate::platform::{RawSock, Watch};
 use hmac::{Hmac, Mac};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, TcpSocketParams};
 use meshperf_protocol::peer::{
     self as wire, PeerDone, PeerHello, PeerReply, KEY_LEN, PREAMBLE_LEN,
 };
-use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -25,7 +25,6 @@ use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
@@ -201,8 +200,8 @@ impl Line {
 
     /// The connection's descriptor, to watch it from another thread (what
     /// is already buffered here does not make it readable).
-    pub fn fd(&self) -> RawFd {
-        self.stream().as_raw_fd()
+    pub fn fd(&self) -> RawSock {
+        crate::platform::raw(self.stream())
     }
 
     /// Sends one line (blocking, at most [`IO_TIMEOUT`]).
@@ -385,6 +384,8 @@ struct Pending {
     /// Arrival order (the oldest goes first when the loop is full).
     seq: u64,
     what: Awaiting,
+    /// The connection as the accept loop's poll watches it.
+    watch: Watch,
 }
 
 enum Awaiting {
@@ -396,15 +397,6 @@ enum Awaiting {
         pre: [u8; PREAMBLE_LEN],
         got: usize,
     },
-}
-
-impl Pending {
-    fn fd(&self) -> RawFd {
-        match &self.what {
-            Awaiting::Hello(l) => l.fd(),
-            Awaiting::Preamble { s, .. } => s.as_raw_fd(),
-        }
-    }
 }
 
 /// Connections per source address that came to nothing, for the error.
@@ -498,13 +490,10 @@ fn accept_peer(
         bad_hello: Strangers::default(),
         bad_data: Strangers::default(),
     };
+    let mut watch = Watch::listener(&listener).map_err(io_failed)?;
     a.poll
         .registry()
-        .register(
-            &mut SourceFd(&listener.as_raw_fd()),
-            LISTENER,
-            Interest::READABLE,
-        )
+        .register(&mut watch, LISTENER, Interest::READABLE)
         .map_err(io_failed)?;
     let mut events = Events::with_capacity(64);
     loop {
@@ -525,10 +514,14 @@ fn accept_peer(
         if let Some(done) = a.accept_all(&listener)? {
             return Ok(done);
         }
+        watch.rearm(a.poll.registry());
         for ev in events.iter() {
             if ev.token() != LISTENER {
                 if let Some(done) = a.ready(ev.token().0) {
                     return Ok(done);
+                }
+                if let Some(p) = a.pending.get_mut(ev.token().0) {
+                    p.watch.rearm(a.poll.registry());
                 }
             }
         }
@@ -579,20 +572,25 @@ impl Acceptor<'_> {
                     got: 0,
                 },
             };
+            let watch = match &what {
+                Awaiting::Hello(l) => Watch::stream(l.stream()),
+                Awaiting::Preamble { s, .. } => Watch::stream(s),
+            };
+            let Ok(watch) = watch else { continue };
             self.next_seq += 1;
             let p = Pending {
                 from,
                 seq: self.next_seq,
                 what,
+                watch,
             };
-            let fd = p.fd();
             let entry = self.pending.vacant_entry();
             let i = entry.key();
             entry.insert(p);
             if self
                 .poll
                 .registry()
-                .register(&mut SourceFd(&fd), Token(i), Interest::READABLE)
+                .register(&mut self.pending[i].watch, Token(i), Interest::READABLE)
                 .is_err()
             {
                 self.pending.remove(i);
@@ -615,8 +613,8 @@ impl Acceptor<'_> {
     }
 
     fn remove(&mut self, i: usize) -> Pending {
-        let p = self.pending.remove(i);
-        let _ = self.poll.registry().deregister(&mut SourceFd(&p.fd()));
+        let mut p = self.pending.remove(i);
+        let _ = self.poll.registry().deregister(&mut p.watch);
         p
     }
 

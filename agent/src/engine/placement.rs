@@ -28,13 +28,21 @@ static CONTROL: AtomicI32 = AtomicI32::new(0);
 /// CPUs pinned by the sides running now, once per side that pinned them.
 static PINNED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-fn tid() -> libc::pid_t {
+/// A thread id, as the affinity calls take it.
+#[cfg(target_os = "linux")]
+type Tid = libc::pid_t;
+#[cfg(not(target_os = "linux"))]
+type Tid = i32;
+
+#[cfg(target_os = "linux")]
+fn tid() -> Tid {
     // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+    unsafe { libc::syscall(libc::SYS_gettid) as Tid }
 }
 
+#[cfg(target_os = "linux")]
 /// The CPUs thread `tid` may run on (0: the calling thread).
-fn get(tid: libc::pid_t) -> io::Result<Vec<usize>> {
+fn get(tid: Tid) -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::cpu_set_t>();
@@ -47,8 +55,9 @@ fn get(tid: libc::pid_t) -> io::Result<Vec<usize>> {
         .collect())
 }
 
+#[cfg(target_os = "linux")]
 /// Lets thread `tid` (0: the calling thread) run on `cpus` only.
-fn set(tid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
+fn set(tid: Tid, cpus: &[usize]) -> io::Result<()> {
     // SAFETY: as in `get`; CPU_SET stays within the set (every CPU number
     // is below CPU_SETSIZE: it came from `get` or a checked list).
     let mut s: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -60,6 +69,24 @@ fn set(tid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Off Linux no thread is pinned (`cpus` and `server_cpus` are refused
+/// before any traffic, [`crate::platform::linux_only`]): the agent may use
+/// every CPU it counts.
+#[cfg(not(target_os = "linux"))]
+fn tid() -> Tid {
+    0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn get(_tid: Tid) -> io::Result<Vec<usize>> {
+    Err(crate::platform::unsupported("cpus", "CPU pinning"))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set(_tid: Tid, _cpus: &[usize]) -> io::Result<()> {
+    Err(crate::platform::unsupported("cpus", "CPU pinning"))
 }
 
 /// Records the CPUs the agent may use and that the calling thread is the
@@ -260,7 +287,7 @@ fn move_control(pinned: &[usize]) {
 }
 
 /// The CPUs thread `tid` of this process may run on (tests).
-pub fn of_thread(tid: libc::pid_t) -> io::Result<Vec<usize>> {
+pub fn of_thread(tid: Tid) -> io::Result<Vec<usize>> {
     get(tid)
 }
 

@@ -11,15 +11,15 @@
 //! a non-blocking read so the thread never sleeps at all.
 
 use super::buf::PageBuf;
-use super::watchdog::Watchdog;
+use super::watchdog::{self, Watchdog};
 use super::{done_fraction, TestCtx, TestError};
+use crate::platform::AsRawSock;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::RrParams;
 use meshperf_protocol::summary::{RrClient, RrSummary, Stats};
 use meshperf_stats::stats::Summary;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// How often a blocking read is interrupted to check for cancellation.
@@ -31,7 +31,7 @@ const SPIN: Duration = Duration::from_micros(50);
 const STALL: Duration = Duration::from_secs(10);
 
 /// A connected stream socket the loops can drive.
-pub trait RrSock: Read + Write + AsRawFd {
+pub trait RrSock: Read + Write + AsRawSock {
     fn set_nonblocking(&self, on: bool) -> io::Result<()>;
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
 }
@@ -49,6 +49,7 @@ macro_rules! rr_sock {
     };
 }
 rr_sock!(std::net::TcpStream);
+#[cfg(unix)]
 rr_sock!(std::os::unix::net::UnixStream);
 
 /// What the client side measured.
@@ -71,7 +72,7 @@ fn setup<S: RrSock>(s: &S, busy: bool) -> Result<Option<Watchdog>, TestError> {
         s.set_nonblocking(true)
     } else {
         s.set_nonblocking(false)
-            .and_then(|_| s.set_read_timeout(None))
+            .and_then(|_| s.set_read_timeout(watchdog::read_timeout(SLICE)))
     };
     r.map_err(|e| io_err("socket set-up", e))?;
     Ok((!busy).then(|| Watchdog::start(SLICE, || true)))
@@ -150,14 +151,8 @@ fn read_msg<S: RrSock>(s: &mut S, buf: &mut [u8], ctx: &TestCtx) -> Result<bool,
 }
 
 /// Sleeps until `s` is readable or `t` passes (the busy-poll fallback).
-fn wait_readable<S: AsRawFd>(s: &S, t: Duration) {
-    let mut fd = libc::pollfd {
-        fd: s.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut fd, 1, t.as_millis() as libc::c_int) };
+fn wait_readable<S: AsRawSock>(s: &S, t: Duration) {
+    crate::platform::readable(crate::platform::raw(s), t);
 }
 
 fn chunk(p: &RrParams) -> usize {

@@ -1,12 +1,12 @@
 //! Socket options a plan asks for, and what the kernel actually gave (the Perl
 //! seed's point: the size you ask for is not the size you get).
 
+use crate::platform::AsSock as AsFd;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::TcpSocketParams;
 use serde::Serialize;
 use socket2::SockRef;
 use std::io;
-use std::os::fd::AsFd;
 
 /// Options as the kernel reports them after setting.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -31,6 +31,11 @@ pub fn pre_connect(sock: &socket2::Socket, p: &TcpSocketParams) -> io::Result<()
     if let Some(n) = p.rcvbuf {
         sock.set_recv_buffer_size(n as usize)?;
     }
+    #[cfg(not(target_os = "linux"))]
+    if p.mss.is_some() {
+        return Err(crate::platform::unsupported("mss", "TCP_MAXSEG"));
+    }
+    #[cfg(target_os = "linux")]
     if let Some(m) = p.mss {
         set_int(
             &SockRef::from(sock),
@@ -45,6 +50,20 @@ pub fn pre_connect(sock: &socket2::Socket, p: &TcpSocketParams) -> io::Result<()
 
 /// Refuses a congestion control algorithm this host cannot give the test:
 /// not available, or (without root) not in the allowed list.
+#[cfg(not(target_os = "linux"))]
+pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
+    match name {
+        None => Ok(()),
+        Some(_) => Err((
+            ErrorCode::BadParams,
+            crate::platform::needs_linux("congestion", "choosing the TCP congestion control"),
+        )),
+    }
+}
+
+/// Refuses a congestion control algorithm this host cannot give the test:
+/// not available, or (without root) not in the allowed list.
+#[cfg(target_os = "linux")]
 pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
     let Some(name) = name else { return Ok(()) };
     let read = |f: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"));
@@ -88,12 +107,23 @@ pub fn set<S: AsFd>(
         .map_err(|e| format!("nodelay: cannot set TCP_NODELAY: {e}"))?;
     if let Some(tos) = p.tos {
         let r = if ipv6 {
-            sock.set_tclass_v6(tos as u32)
+            crate::platform::set_tclass_v6(&sock, tos as u32)
         } else {
             sock.set_tos_v4(tos as u32)
         };
         r.map_err(|e| format!("tos: cannot set {tos}: {e}"))?;
     }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // No SO_RCVLOWAT here: a `rcvlowat` asked for is refused before
+        // any traffic (platform::linux_only), and the one a bulk receiver
+        // gets by default (one read buffer) is only a wake-up saving.
+        let _ = lowat_always;
+        if p.congestion.is_some() {
+            return Err(crate::platform::needs_linux("congestion", "TCP_CONGESTION"));
+        }
+    }
+    #[cfg(target_os = "linux")]
     if let Some(cc) = &p.congestion {
         sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
             let avail =
@@ -105,6 +135,7 @@ pub fn set<S: AsFd>(
             )
         })?;
     }
+    #[cfg(target_os = "linux")]
     if lowat_always || p.rcvlowat != 1 {
         let lowat = p.rcvlowat.min(i32::MAX as u64) as libc::c_int;
         set_int(&sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, lowat)
@@ -114,6 +145,7 @@ pub fn set<S: AsFd>(
 }
 
 /// An int-valued setsockopt.
+#[cfg(target_os = "linux")]
 pub(crate) fn set_int(
     sock: &SockRef<'_>,
     level: libc::c_int,
@@ -138,6 +170,7 @@ pub(crate) fn set_int(
     }
 }
 
+#[cfg(target_os = "linux")]
 fn get_int(sock: &SockRef<'_>, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
     use std::os::fd::AsRawFd;
     let mut v: libc::c_int = 0;
@@ -155,6 +188,7 @@ fn get_int(sock: &SockRef<'_>, level: libc::c_int, name: libc::c_int) -> Option<
     (rc == 0).then_some(v)
 }
 
+#[cfg(target_os = "linux")]
 fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
     let tos = if ipv6 {
         tclass_v6(sock)
@@ -176,6 +210,22 @@ fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
     })
 }
 
+/// Off Linux: what socket2 reads portably (no SO_RCVLOWAT, TCP_MAXSEG
+/// or congestion control to read).
+#[cfg(not(target_os = "linux"))]
+fn read_back(sock: &SockRef<'_>, ipv6: bool) -> io::Result<Applied> {
+    Ok(Applied {
+        sndbuf_actual: sock.send_buffer_size()? as u64,
+        rcvbuf_actual: sock.recv_buffer_size()? as u64,
+        nodelay: sock.tcp_nodelay()?,
+        tos: if ipv6 { None } else { sock.tos_v4().ok() },
+        rcvlowat: 1,
+        mss: None,
+        congestion: None,
+    })
+}
+
+#[cfg(target_os = "linux")]
 fn tclass_v6(sock: &SockRef<'_>) -> Option<u32> {
     get_int(sock, libc::IPPROTO_IPV6, libc::IPV6_TCLASS).map(|v| v as u32)
 }
@@ -189,7 +239,14 @@ pub struct TcpInfo {
     pub total_retrans: u32,
 }
 
+/// Reads TCP_INFO from a connected socket (Linux's; None elsewhere).
+#[cfg(not(target_os = "linux"))]
+pub fn tcp_info<S>(_s: &S) -> Option<TcpInfo> {
+    None
+}
+
 /// Reads TCP_INFO from a connected socket.
+#[cfg(target_os = "linux")]
 pub fn tcp_info<S: std::os::fd::AsRawFd>(s: &S) -> Option<TcpInfo> {
     // SAFETY: tcp_info is plain data; the kernel fills at most len bytes.
     let mut ti: libc::tcp_info = unsafe { std::mem::zeroed() };

@@ -11,18 +11,24 @@
 //! loops the same way, with SIGALRM). The watchdog wakes once a period,
 //! not once a datagram.
 
+#[cfg(target_os = "linux")]
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(target_os = "linux")]
 use std::sync::{Arc, Once};
+#[cfg(target_os = "linux")]
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
 /// The signal used: one of the real-time ones, which nothing else here uses.
 fn signal() -> libc::c_int {
     libc::SIGRTMIN() + 3
 }
 
+#[cfg(target_os = "linux")]
 extern "C" fn ignore(_: libc::c_int) {}
 
+#[cfg(target_os = "linux")]
 /// Installs the no-op handler once per process. Without SA_RESTART, a call
 /// the signal interrupts fails with EINTR instead of going back to sleep.
 fn install() {
@@ -39,6 +45,7 @@ fn install() {
     });
 }
 
+#[cfg(target_os = "linux")]
 /// A watchdog for the thread that started it; stopped (and joined) on drop,
 /// so it never signals a thread that has gone.
 pub struct Watchdog {
@@ -46,6 +53,7 @@ pub struct Watchdog {
     handle: Option<JoinHandle<()>>,
 }
 
+#[cfg(target_os = "linux")]
 impl Watchdog {
     /// Every `period`, asks `wake` whether the calling thread must be
     /// interrupted, and if so interrupts it. It asks again a period later
@@ -78,6 +86,7 @@ impl Watchdog {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Watchdog {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
@@ -88,18 +97,51 @@ impl Drop for Watchdog {
     }
 }
 
-/// Whether `fd` has something to read, or its peer hung up (no waiting).
-pub fn readable(fd: libc::c_int) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut p, 1, 0) > 0 }
+/// Off Linux no signal interrupts a blocking call: the loops wait with a
+/// receive timeout of the watchdog's period instead ([`read_timeout`]),
+/// and a timed-out wait is their wake-up ([`woken`]).
+#[cfg(not(target_os = "linux"))]
+pub struct Watchdog;
+
+#[cfg(not(target_os = "linux"))]
+impl Watchdog {
+    pub fn start(_period: Duration, _wake: impl Fn() -> bool + Send + 'static) -> Watchdog {
+        Watchdog
+    }
 }
 
-#[cfg(test)]
+/// The receive timeout a loop with a watchdog of `period` waits with:
+/// none on Linux (the signal wakes it), `period` elsewhere.
+pub fn read_timeout(period: Duration) -> Option<Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = period;
+        None
+    }
+    #[cfg(not(target_os = "linux"))]
+    Some(period)
+}
+
+/// Whether a failed wait is the watchdog's wake-up: EINTR on Linux, the
+/// receive timeout elsewhere.
+pub fn woken(e: &std::io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    return e.kind() == std::io::ErrorKind::Interrupted;
+    #[cfg(not(target_os = "linux"))]
+    return matches!(
+        e.kind(),
+        std::io::ErrorKind::Interrupted
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::WouldBlock
+    );
+}
+
+/// Whether `fd` has something to read, or its peer hung up (no waiting).
+pub fn readable(fd: crate::platform::RawSock) -> bool {
+    crate::platform::readable(fd, Duration::ZERO)
+}
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use std::net::UdpSocket;

@@ -23,20 +23,61 @@
 //! outstanding, so the kernel never sends memory that was given back to the
 //! allocator (docs/security.md).
 
+#[cfg(target_os = "linux")]
 use super::sockopt::set_int;
 use super::Refusal;
+#[cfg(target_os = "linux")]
 use meshperf_protocol::msg::ErrorCode;
+#[cfg(target_os = "linux")]
 use socket2::SockRef;
 use std::io;
+#[cfg(target_os = "linux")]
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
+/// Off Linux there is no MSG_ZEROCOPY: `zerocopy` is refused before any
+/// traffic ([`crate::platform::linux_only`]) and these are never reached.
+#[cfg(not(target_os = "linux"))]
+mod elsewhere {
+    use super::{Ledger, Refusal};
+    use crate::platform::{needs_linux, unsupported, RawSock};
+    use meshperf_protocol::msg::ErrorCode;
+    use std::io;
+
+    pub fn enable<S>(_s: &S) -> io::Result<()> {
+        Err(unsupported("zerocopy", "MSG_ZEROCOPY"))
+    }
+
+    pub fn check_tcp(_ipv6: bool) -> Result<(), Refusal> {
+        Err((
+            ErrorCode::BadParams,
+            needs_linux("zerocopy", "MSG_ZEROCOPY"),
+        ))
+    }
+
+    pub fn send<S>(_s: &S, _buf: &[u8]) -> io::Result<usize> {
+        Err(unsupported("zerocopy", "MSG_ZEROCOPY"))
+    }
+
+    pub fn reap(_fd: RawSock, _ledger: &mut Ledger) -> io::Result<u64> {
+        Ok(0)
+    }
+
+    pub fn wait(_fd: RawSock, _ms: i32) {}
+}
+#[cfg(not(target_os = "linux"))]
+pub use elsewhere::{check_tcp, enable, reap, send, wait};
+
+#[cfg(target_os = "linux")]
 /// SO_ZEROCOPY (asm-generic/socket.h; libc has MSG_ZEROCOPY only).
 const SO_ZEROCOPY: libc::c_int = 60;
+#[cfg(target_os = "linux")]
 /// `sock_extended_err.ee_origin` of a zero-copy completion (linux/errqueue.h).
 const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+#[cfg(target_os = "linux")]
 /// `ee_code` bit: the kernel copied the data after all.
 const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
+#[cfg(target_os = "linux")]
 /// Turns SO_ZEROCOPY on; an error is the kernel's refusal (ENOPROTOOPT
 /// before Linux 4.14, EOPNOTSUPP on a socket type without it).
 pub fn enable(s: &impl AsFd) -> io::Result<()> {
@@ -51,6 +92,7 @@ pub fn refused(what: &str, e: &io::Error) -> String {
     )
 }
 
+#[cfg(target_os = "linux")]
 /// Before a test is accepted: whether this host's kernel takes SO_ZEROCOPY
 /// on a TCP socket (of `ipv6`'s family), so a refusal comes before any
 /// connection; the data sockets are enabled (and checked again) later.
@@ -62,6 +104,7 @@ pub fn check_tcp(ipv6: bool) -> Result<(), Refusal> {
     enable(&sock).map_err(|e| (ErrorCode::BadParams, refused("a TCP socket", &e)))
 }
 
+#[cfg(target_os = "linux")]
 /// Sends `buf` with MSG_ZEROCOPY (and MSG_NOSIGNAL, as std's writes).
 pub fn send(s: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
     let flags = libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL;
@@ -161,6 +204,7 @@ impl Ledger {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Reads every notification queued on `fd`'s error queue, without waiting,
 /// into `ledger`; returns how many sends they completed.
 pub fn reap(fd: RawFd, ledger: &mut Ledger) -> io::Result<u64> {
@@ -208,6 +252,7 @@ pub fn reap(fd: RawFd, ledger: &mut Ledger) -> io::Result<u64> {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Waits up to `ms` for a notification on `fd`'s error queue (POLLERR,
 /// which poll reports whatever it was asked for).
 pub fn wait(fd: RawFd, ms: i32) {

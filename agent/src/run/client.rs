@@ -7,7 +7,6 @@ use super::pin::{self, CtlStream};
 use meshperf_protocol::frame::{self, FrameHeader};
 use serde_json::{json, Value};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
 
@@ -332,22 +331,11 @@ impl Ctl {
 /// each with [`Ctl::try_poll`] first: what a connection has already buffered
 /// does not wake this.
 pub fn wait_any(ctls: &[&Ctl], wait: Duration) {
-    let mut fds: Vec<libc::pollfd> = ctls
+    let socks: Vec<_> = ctls
         .iter()
-        .map(|c| libc::pollfd {
-            fd: c.ws.get_ref().tcp().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        .map(|c| crate::platform::raw(c.ws.get_ref().tcp()))
         .collect();
-    // SAFETY: `fds` is a valid array of pollfd for the length given.
-    unsafe {
-        libc::poll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            wait.as_millis().min(i32::MAX as u128) as libc::c_int,
-        )
-    };
+    crate::platform::wait_any(&socks, wait);
 }
 
 #[cfg(test)]

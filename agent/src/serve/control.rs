@@ -668,7 +668,9 @@ impl Agent {
         if !self.info.capabilities.contains(&kind) {
             return Err((
                 ErrorCode::UnsupportedKind,
-                format!("this agent does not run {} tests yet", kind.name()),
+                engine::unavailable(kind).unwrap_or_else(|| {
+                    format!("this agent does not run {} tests yet", kind.name())
+                }),
             ));
         }
         if self.tests.contains_key(&(test_id, role)) {

@@ -23,7 +23,9 @@ use super::quiet::Refusals;
 use super::replay::Replay;
 use super::tls::{Stream, TlsStream};
 use crate::engine::Outbound;
-use mio::net::{TcpListener, TcpStream, UnixStream};
+#[cfg(unix)]
+use mio::net::UnixStream;
+use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use rustls::ServerConfig;
 use slab::Slab;
@@ -176,15 +178,31 @@ pub fn serve(
     rx: mpsc::Receiver<Outbound>,
     poll: Poll,
 ) -> io::Result<()> {
+    #[cfg(unix)]
     let (sig_rx, sig_tx) = std::os::unix::net::UnixStream::pair()?;
-    sig_rx.set_nonblocking(true)?;
-    sig_tx.set_nonblocking(true)?;
-    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::low_level::pipe::register(s, sig_tx.try_clone()?)?;
+    #[cfg(unix)]
+    {
+        sig_rx.set_nonblocking(true)?;
+        sig_tx.set_nonblocking(true)?;
+        for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::low_level::pipe::register(s, sig_tx.try_clone()?)?;
+        }
     }
-    let mut sig_rx = UnixStream::from_std(sig_rx);
+    // Windows has no pipe to wake the loop from a signal handler: Ctrl-C
+    // sets a flag the loop reads after every wait (at most a second).
+    #[cfg(windows)]
+    let stop = {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(s, stop.clone())?;
+        }
+        stop
+    };
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
+    #[cfg(unix)]
+    let mut sig_rx = UnixStream::from_std(sig_rx);
+    #[cfg(unix)]
     poll.registry()
         .register(&mut sig_rx, SIGNAL, Interest::READABLE)?;
     let mut poll = poll;
@@ -215,6 +233,11 @@ pub fn serve(
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
+        }
+        #[cfg(windows)]
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            srv.agent.shutdown();
+            return Ok(());
         }
         // Engine output first (results free their tests before the next
         // request is read), routed to sessions, then the sessions flushed.
@@ -504,7 +527,7 @@ impl Server {
 /// in its arenas: an agent that had served a whole `npm run bench` stayed at
 /// 13.7 MB RSS without this.
 fn give_back_memory() {
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases memory that is free.
     unsafe {
         libc::malloc_trim(0);

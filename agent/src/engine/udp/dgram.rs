@@ -4,6 +4,7 @@
 //! on the control line. It imports nothing of `udp/` or `lul/`, so both
 //! can use it without a loop.
 
+#[cfg(target_os = "linux")]
 use crate::engine::sockopt::set_int;
 use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
@@ -99,6 +100,15 @@ pub struct Clock {
     rt0_ns: i128,
 }
 
+/// The system clock off Linux (no kernel timestamps to place there).
+#[cfg(not(target_os = "linux"))]
+fn realtime_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+#[cfg(target_os = "linux")]
 fn realtime_ns() -> i128 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -162,7 +172,7 @@ fn options(s: &Socket, ip: IpAddr, o: &UdpSocketParams) -> io::Result<()> {
     }
     if let Some(t) = o.tos {
         if ip.is_ipv6() {
-            s.set_tclass_v6(t as u32)?;
+            crate::platform::set_tclass_v6(&SockRef::from(s), t as u32)?;
             if ip.is_unspecified() {
                 // A dual-stack socket also carries IPv4 (mapped) peers.
                 let _ = s.set_tos_v4(t as u32);
@@ -269,12 +279,20 @@ pub fn applied(s: &UdpSocket, o: &UdpSocketParams) -> UdpSocketReport {
 fn tos_actual(s: &UdpSocket) -> Option<u32> {
     let r = SockRef::from(s);
     match s.local_addr().ok()? {
-        SocketAddr::V6(_) => r.tclass_v6().ok(),
+        SocketAddr::V6(_) => crate::platform::tclass_v6(&r).ok(),
         SocketAddr::V4(_) => r.tos_v4().ok(),
     }
 }
 
 /// Asks the kernel for SO_TIMESTAMPNS receive timestamps; true if it agreed.
+/// (Linux's; none elsewhere: user-space timestamps.)
+#[cfg(not(target_os = "linux"))]
+pub fn enable_timestamps(_s: &UdpSocket) -> bool {
+    false
+}
+
+/// Asks the kernel for SO_TIMESTAMPNS receive timestamps; true if it agreed.
+#[cfg(target_os = "linux")]
 pub fn enable_timestamps(s: &UdpSocket) -> bool {
     set_int(&SockRef::from(s), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
 }
@@ -285,12 +303,19 @@ pub fn enable_timestamps(s: &UdpSocket) -> bool {
 /// gives as much as `net.core.rmem_max` allows. An unprivileged receiver
 /// left at the 208 KiB default holds 91 datagrams of 1400 bytes, under 2 ms
 /// at 20 us: a few ms off the CPU and it lost 23% to 68% of a burst.
+#[cfg(target_os = "linux")]
 pub fn grow_rcvbuf(s: &UdpSocket, bytes: libc::c_int) {
     let r = SockRef::from(s);
     if set_int(&r, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes).is_err() {
         // Failure leaves the default, which the summary then reports.
         let _ = set_int(&r, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes);
     }
+}
+
+/// Off Linux: SO_RCVBUF, as far as the system allows.
+#[cfg(not(target_os = "linux"))]
+pub fn grow_rcvbuf(s: &UdpSocket, bytes: libc::c_int) {
+    let _ = SockRef::from(s).set_recv_buffer_size(bytes.max(0) as usize);
 }
 
 fn random_token() -> u64 {

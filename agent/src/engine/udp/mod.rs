@@ -20,9 +20,11 @@
 //! kernel picks for the control connection), so the UDP socket's family
 //! always follows the peer's address (IPv4 or IPv6).
 
+#[cfg(target_os = "linux")]
 pub mod batch;
 pub mod dgram;
 pub mod rr;
+#[cfg(target_os = "linux")]
 pub mod stream;
 
 use super::lul::beside;

@@ -52,7 +52,10 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     // No receive timeout (see `watchdog`): the watchdog interrupts the wait
     // every 20 ms while the control line has something for us (`done`, or
     // the peer gone) or the test is cancelled; END ends it at once.
-    f.sock.set_read_timeout(None).map_err(udp::io_err)?;
+    let period = Duration::from_millis(20);
+    f.sock
+        .set_read_timeout(watchdog::read_timeout(period))
+        .map_err(udp::io_err)?;
     let (line, cancel) = (f.line.fd(), ctx.cancel.clone());
     // A requester that goes quiet with its control connection still open
     // (frozen, or a hostile peer holding the key) must not hold this side
@@ -68,7 +71,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         now.saturating_sub(stamp.load(Ordering::Relaxed)) > quiet.as_nanos() as u64
     };
     let silent_dog = silent.clone();
-    let _dog = Watchdog::start(Duration::from_millis(20), move || {
+    let _dog = Watchdog::start(period, move || {
         cancel.load(Ordering::Relaxed) || watchdog::readable(line) || silent_dog()
     });
     // Replies leave through a socket connected to the peer, so the kernel
@@ -125,7 +128,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
                 _ => bad += 1,
             },
             Ok(_) => f.foreign += 1,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => look = true,
+            Err(e) if watchdog::woken(&e) => look = true,
             Err(e) => return Err(udp::io_err(e)),
         }
         if look || checked.elapsed() >= Duration::from_millis(20) {
@@ -263,7 +266,7 @@ fn reply(
                     return Ok(Ok(false));
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+            Err(e) if watchdog::woken(&e) => {
                 if ctx.cancelled() {
                     return Err(TestError::cancelled());
                 }
@@ -307,7 +310,10 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     // once the request in flight is `timeout` old, or on cancel; it looks
     // every tenth of the timeout (1 to 10 ms), so a lost reply is given up
     // within that much past its timeout.
-    f.sock.set_read_timeout(None).map_err(udp::io_err)?;
+    let period = (timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10));
+    f.sock
+        .set_read_timeout(watchdog::read_timeout(period))
+        .map_err(udp::io_err)?;
     let applied = udp::applied(&f.sock, &p.sock);
     let clock = Clock::new();
     // Send time (ns from the clock's start, plus 1) of the request waiting
@@ -315,14 +321,11 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     let waiting = Arc::new(AtomicU64::new(0));
     let (w, cancel, start) = (waiting.clone(), ctx.cancel.clone(), clock.start);
     let limit = timeout.as_nanos() as u64;
-    let _dog = Watchdog::start(
-        (timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10)),
-        move || {
-            let since = w.load(Ordering::Relaxed);
-            cancel.load(Ordering::Relaxed)
-                || (since != 0 && start.elapsed().as_nanos() as u64 + 1 >= since + limit)
-        },
-    );
+    let _dog = Watchdog::start(period, move || {
+        let since = w.load(Ordering::Relaxed);
+        cancel.load(Ordering::Relaxed)
+            || (since != 0 && start.elapsed().as_nanos() as u64 + 1 >= since + limit)
+    });
     let mut req = vec![0u8; p.req_bytes as usize];
     getrandom::fill(&mut req).expect("the OS random source works");
     let mut buf = vec![0u8; 65536];

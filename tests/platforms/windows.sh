@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The Windows agent against the Linux one (issue 23 part 5): the
+# x86_64-pc-windows-gnu build (Debian's mingw-w64 links it, scripts/lib.sh)
+# in npm test's test-cross profile, run under Debian's Wine (wine64) in a
+# throwaway prefix on loopback, against $MESHPERF_BIN. `meshperf run`
+# drives, both agents serve: a tcp_stream matrix (both directions, 16 MiB
+# each) and a udp_rr matrix (300 transactions each way). Checked: the
+# binary is a PE32+ x86-64 executable; every pair moved what it was asked
+# with no error; the Windows agent's info says Windows and capabilities
+# tcp_stream, tcp_rr, udp_rr; a Linux-only kind (unix_stream) and a
+# Linux-only option (zerocopy) asked of it are refused in one line naming
+# windows, and it serves the next step; the Windows build's own `meshperf
+# run` (under Wine) drives one tcp_rr step against the Linux agent.
+set -euo pipefail
+SCRIPT_NAME=windows
+# The profile npm test builds in (lib.sh would default to release).
+profile=${MESHPERF_PROFILE:-test-release}
+# The Windows build's (npm test's test-cross: unoptimised, scripts/test.sh).
+static_profile=${MESHPERF_STATIC_PROFILE:-$profile}
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+fail() { echo "windows: FAILED: $*" >&2; exit 1; }
+bin=${MESHPERF_BIN:-$ROOT/target/$profile/meshperf}
+[ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
+wine=$(wine64_bin)
+[ -n "$wine" ] || fail "wine64 is not installed (apt-get install --no-install-recommends wine64; scripts/setup.sh --test does)"
+[ -d "$(rustc --print sysroot)/lib/rustlib/x86_64-pc-windows-gnu/lib" ] \
+  || fail "the Rust target x86_64-pc-windows-gnu is missing (rustup target add x86_64-pc-windows-gnu; scripts/setup.sh --test does)"
+windows_gnu_env
+
+t0=$SECONDS
+# npm test built it already (scripts/test.sh, static_build): cargo finds it fresh.
+cargo build -q --profile "$static_profile" -p meshperf-agent --target x86_64-pc-windows-gnu || fail "the x86_64-pc-windows-gnu build failed"
+exe=${CARGO_TARGET_DIR:-$ROOT/target}/x86_64-pc-windows-gnu/$static_profile/meshperf.exe
+echo "windows: $exe built in $((SECONDS - t0)) s ($(wc -c <"$exe") bytes)"
+x86_64-w64-mingw32-objdump -f "$exe" | grep -q 'file format pei-x86-64' || fail "$exe is not a PE32+ x86-64 executable"
+
+dir=$(mktemp -d)
+export WINEPREFIX="$dir/prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  # This prefix's wineserver only (it lingers a few seconds after its last process).
+  timeout 10 "$(dirname "$wine")/wineserver" -k 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+
+# A fresh prefix: Wine's first start builds it (the registry, C:\windows).
+t1=$SECONDS
+timeout 120 "$wine" wineboot --init >"$dir/wineboot.out" 2>&1 || { cat "$dir/wineboot.out" >&2; fail "wineboot could not make a prefix in 120 s"; }
+echo "windows: Wine prefix made in $((SECONDS - t1)) s ($("$wine" --version))"
+# Rust's std (1.78 and later) takes its random numbers from ProcessPrng in
+# bcryptprimitives.dll, which Windows 10 has and Wine 8.0 (Debian 12) does
+# not: there the test gives this prefix a two-line one over BCryptGenRandom
+# (Wine's own), built with the same mingw-w64. A Wine that has the DLL
+# keeps its own.
+sys32="$WINEPREFIX/drive_c/windows/system32"
+if [ ! -e "$sys32/bcryptprimitives.dll" ]; then
+  cat >"$dir/bcryptprimitives.c" <<'EOF'
+#include <windows.h>
+#include <bcrypt.h>
+BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
+    return BCryptGenRandom(NULL, data, (ULONG)len, BCRYPT_USE_SYSTEM_PREFERRED_RNG) == 0;
+}
+EOF
+  printf 'LIBRARY bcryptprimitives.dll\nEXPORTS\nProcessPrng\n' >"$dir/bcryptprimitives.def"
+  x86_64-w64-mingw32-gcc -O2 -shared -o "$sys32/bcryptprimitives.dll" \
+    "$dir/bcryptprimitives.c" "$dir/bcryptprimitives.def" -lbcrypt \
+    || fail "cannot build the bcryptprimitives.dll shim for Wine"
+  echo "windows: this Wine has no bcryptprimitives.dll: the prefix got a ProcessPrng shim"
+fi
+
+token=$(random_token)
+start_agent() { # NAME VARIABLE CMD...: an agent on a free loopback port, its URL into VARIABLE
+  local name=$1 var=$2 found
+  shift 2
+  MESHPERF_TOKEN=$token timeout 240 "$@" agent --listen 127.0.0.1:0 >"$dir/$name.out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 600); do
+    found=$(grep -o ' ready: http://[^ #]*' "$dir/$name.out" 2>/dev/null | head -1 || true)
+    if [ -n "$found" ]; then printf -v "$var" '%s#token=%s' "${found# ready: }" "$token"; return; fi
+    sleep 0.1
+  done
+  cat "$dir/$name.out" >&2; fail "the $name agent did not start within 60 s"
+}
+t1=$SECONDS
+start_agent windows url_win "$wine" "$exe"
+echo "windows: the Windows agent (Wine) is ready in $((SECONDS - t1)) s at ${url_win%%#*}"
+start_agent linux url_lin "$bin"
+
+run() { # NAME ARGS...: meshperf run between the two, its JSON into $dir/NAME.json
+  local name=$1 rc=0
+  shift
+  timeout 120 "$bin" run --agent "$url_win" --agent "$url_lin" "$@" --json "$dir/$name.json" \
+    >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
+  grep -v '#r=' "$dir/$name.err" "$dir/$name.out" || true
+  [ $rc -eq 0 ] || fail "meshperf run ($name) exited $rc"
+}
+run tcp_stream --matrix --kind tcp_stream --set msg_bytes=64K --set count=256
+run udp_rr --matrix --kind udp_rr --set count=300
+
+refused() { # NAME WANT ARGS...: a step the Windows agent refuses; its one line must say WANT
+  local name=$1 want=$2 rc=0
+  shift 2
+  timeout 60 "$bin" run "$@" --json "$dir/$name.json" >"$dir/$name.out" 2>&1 || rc=$?
+  [ $rc -ne 0 ] || fail "$name: meshperf run passed; the Windows agent should have refused it"
+  grep -F -- "$want" "$dir/$name.out" | head -1 | sed 's/^/windows: refused: /'
+  grep -qF -- "$want" "$dir/$name.out" || { cat "$dir/$name.out" >&2; fail "$name: no line saying '$want'"; }
+}
+refused unix_stream "unix_stream needs Linux (unix sockets); this agent runs on windows" \
+  --agent "$url_win" --kind unix_stream --set count=10
+refused zerocopy "zerocopy needs Linux (MSG_ZEROCOPY); this agent runs on windows" \
+  --agent "$url_lin" --agent "$url_win" --kind tcp_stream --set zerocopy=true --set count=16
+node -e '
+  const fs = require("fs"), dir = process.argv[1];
+  const read = (n) => JSON.parse(fs.readFileSync(`${dir}/${n}.json`, "utf8"));
+  for (const kind of ["tcp_stream", "udp_rr"]) {
+    const r = read(kind);
+    if (r.steps.length !== 2) throw new Error(`${kind}: ${r.steps.length} pairs, not 2`);
+    for (const s of r.steps) {
+      if (s.error) throw new Error(`${kind} ${JSON.stringify(s.pair)}: ${s.error}`);
+      if (kind === "tcp_stream" && s.summary.bytes !== 256 * 65536) throw new Error(`tcp_stream moved ${s.summary.bytes} bytes`);
+      if (kind === "udp_rr" && !(s.summary.count === 300 && s.summary.rtt_us.median > 0)) throw new Error(`udp_rr: ${JSON.stringify(s.summary)}`);
+    }
+  }
+  // The Windows agent is the one measured, and says what it runs.
+  const [win, lin] = read("tcp_stream").agents;
+  if (!win.kernel.startsWith("Windows")) throw new Error(`the first agent runs ${win.kernel}, not Windows`);
+  if (!lin.kernel.startsWith("Linux")) throw new Error(`the second agent runs ${lin.kernel}, not Linux`);
+  const caps = win.capabilities.join(",");
+  if (caps !== "tcp_stream,tcp_rr,udp_rr") throw new Error(`the Windows agent says it runs ${caps}`);
+  if (!lin.capabilities.includes("unix_stream")) throw new Error(`the Linux agent says it runs ${lin.capabilities}`);' "$dir" \
+  || fail "the results are not clean (above)"
+
+# The Windows build's own `meshperf run`, under Wine, drives the Linux agent.
+rc=0
+timeout 120 "$wine" "$exe" run --agent "$url_lin" --kind tcp_rr --set count=500 --json "$dir/winrun.json" \
+  >"$dir/winrun.out" 2>"$dir/winrun.err" || rc=$?
+grep -v '#r=' "$dir/winrun.err" "$dir/winrun.out" || true
+[ $rc -eq 0 ] || fail "the Windows meshperf run exited $rc"
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const s = r.steps[0];
+  if (r.steps.length !== 1 || s.error || s.summary.count !== 500 || !(s.summary.rtt_us.median > 0))
+    throw new Error(`the Windows run: ${JSON.stringify(s.error || s.summary)}`);' "$dir/winrun.json" \
+  || fail "the Windows meshperf run's result is not clean (above)"
+echo "windows: ok (the Windows agent under Wine: tcp_stream and udp_rr both ways against Linux, Linux-only kind and option refused naming windows; the Windows meshperf run drove tcp_rr; $((SECONDS - t0)) s)"
