@@ -50,6 +50,16 @@ pub enum LulPhase {
 }
 
 impl LulPhase {
+    /// The phase a bulk test's load is, seen from the driving agent (a
+    /// stream test's probes beside it, `probe_ms`).
+    pub fn loaded_by(d: super::Direction) -> LulPhase {
+        match d {
+            super::Direction::Send => LulPhase::Upload,
+            super::Direction::Receive => LulPhase::Download,
+            super::Direction::Both => LulPhase::Both,
+        }
+    }
+
     /// Every phase, in the order they run (index = the probe's phase byte).
     pub const ALL: [LulPhase; 4] = [
         LulPhase::Idle,

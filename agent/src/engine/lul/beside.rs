@@ -20,7 +20,7 @@ use crate::engine::peer::{self, Line};
 use crate::engine::udp::dgram as udp;
 use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
-use meshperf_protocol::params::{Direction, LulPhase, ProbeParams, UdpSocketParams, GAP_PHASE};
+use meshperf_protocol::params::{LulPhase, ProbeParams, UdpSocketParams, GAP_PHASE};
 use meshperf_protocol::peer::{LulDriverLine, LulServerLine};
 use meshperf_protocol::summary::{LulSummary, BESIDE_STREAM};
 use std::io;
@@ -64,15 +64,6 @@ fn spawn<T: Send + 'static>(
 pub enum Probe {
     Serving(Serving),
     Driving(Driving),
-}
-
-/// The phase a bulk test's load is, seen from the driving agent.
-pub fn loaded_phase(d: Direction) -> LulPhase {
-    match d {
-        Direction::Send => LulPhase::Upload,
-        Direction::Receive => LulPhase::Download,
-        Direction::Both => LulPhase::Both,
-    }
 }
 
 impl Probe {

@@ -9,7 +9,7 @@ pub mod beside {
     use crate::engine::peer::Line;
     use crate::engine::{EngineEnv, Refusal, TestCtx, TestError};
     use meshperf_protocol::msg::ErrorCode;
-    use meshperf_protocol::params::{Direction, LulPhase, ProbeParams};
+    use meshperf_protocol::params::{LulPhase, ProbeParams};
     use meshperf_protocol::summary::LulSummary;
     use std::net::{IpAddr, UdpSocket};
 
@@ -43,14 +43,6 @@ pub mod beside {
                 Probe::Serving(s) => match *s {},
                 Probe::Driving(d) => match *d {},
             }
-        }
-    }
-
-    pub fn loaded_phase(d: Direction) -> LulPhase {
-        match d {
-            Direction::Send => LulPhase::Upload,
-            Direction::Receive => LulPhase::Download,
-            Direction::Both => LulPhase::Both,
         }
     }
 

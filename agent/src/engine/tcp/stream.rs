@@ -14,7 +14,7 @@ use crate::engine::warmup;
 use crate::engine::zerocopy;
 use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
-use meshperf_protocol::params::{Kind, StreamParams};
+use meshperf_protocol::params::{Kind, LulPhase, StreamParams};
 use meshperf_protocol::summary::{StreamSummary, TcpStreamSocket};
 use serde_json::Value;
 use std::net::{IpAddr, TcpListener, UdpSocket};
@@ -210,7 +210,7 @@ fn run_side(
         std::time::Instant::now()
     };
     if let Some(pr) = &mut probe {
-        pr.load(beside::loaded_phase(p.direction));
+        pr.load(LulPhase::loaded_by(p.direction));
     }
     let mut outcomes = crate::engine::side::run_streams_with(ctx, p, streams, start, file)?;
     if let Some(pr) = &mut probe {

@@ -24,7 +24,6 @@ mod recv;
 mod send;
 mod worker;
 
-use crate::engine::lul::beside;
 use crate::engine::placement;
 use crate::engine::seedfmt::g6;
 use crate::engine::udp::batch;
@@ -33,7 +32,8 @@ use crate::engine::{Refusal, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{
-    Direction, Kind, Limits, ParamError, ProbeParams, UdpGso, UdpSocketParams, UdpStreamParams,
+    Direction, Kind, Limits, LulPhase, ParamError, ProbeParams, UdpGso, UdpSocketParams,
+    UdpStreamParams,
 };
 use meshperf_protocol::summary::{
     PacingError, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend, UdpStreamSummary,
@@ -162,7 +162,7 @@ fn run_flow(
     let peer = f.peer.to_string();
     let mut probe = f.probe.take();
     if let Some(pr) = &mut probe {
-        pr.load(beside::loaded_phase(p.direction));
+        pr.load(LulPhase::loaded_by(p.direction));
     }
     let place = placement::checked(p.threads, p.cpus_of(!driving), tasks(p))
         .map_err(|(code, m)| TestError::new(code, m))?;
