@@ -17,6 +17,7 @@ profile=${MESHPERF_PROFILE:-test-release}
 # The arm64 build's (npm test's test-cross: unoptimised, scripts/test.sh).
 static_profile=${MESHPERF_STATIC_PROFILE:-$profile}
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/agents.sh"
 fail() { echo "arm64: FAILED: $*" >&2; exit 1; }
 bin=${MESHPERF_BIN:-$ROOT/target/$profile/meshperf}
 [ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
@@ -43,20 +44,6 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
-start_agent() { # NAME VARIABLE CMD...: an agent on a free loopback port, its URL into VARIABLE
-  local name=$1 var=$2 found
-  shift 2
-  MESHPERF_TOKEN=$token timeout 300 "$@" agent --listen 127.0.0.1:0 >"$dir/$name.out" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 300); do
-    # A given token is not printed (the ready line says where it is): the
-    # URL is the printed address with the token this script gave.
-    found=$(grep -o ' ready: http://[^ #]*' "$dir/$name.out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$var" '%s#token=%s' "${found# ready: }" "$token"; return; fi
-    sleep 0.1
-  done
-  cat "$dir/$name.out" >&2; fail "the $name agent did not start within 30 s"
-}
 start_agent arm64 url_arm qemu-aarch64-static "$arm"
 start_agent amd64 url_amd "$bin"
 echo "arm64: agents ready: arm64 (qemu) ${url_arm%%#*}, amd64 ${url_amd%%#*}"

@@ -18,6 +18,7 @@ profile=${MESHPERF_PROFILE:-test-release}
 # The Windows build's (npm test's test-cross: unoptimised, scripts/test.sh).
 static_profile=${MESHPERF_STATIC_PROFILE:-$profile}
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/agents.sh"
 fail() { echo "windows: FAILED: $*" >&2; exit 1; }
 bin=${MESHPERF_BIN:-$ROOT/target/$profile/meshperf}
 [ -x "$bin" ] || fail "$bin is missing: run scripts/build.sh"
@@ -81,18 +82,7 @@ EOF
 fi
 
 token=$(random_token)
-start_agent() { # NAME VARIABLE CMD...: an agent on a free loopback port, its URL into VARIABLE
-  local name=$1 var=$2 found
-  shift 2
-  MESHPERF_TOKEN=$token timeout 240 "$@" agent --listen 127.0.0.1:0 >"$dir/$name.out" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 600); do
-    found=$(grep -o ' ready: http://[^ #]*' "$dir/$name.out" 2>/dev/null | head -1 || true)
-    if [ -n "$found" ]; then printf -v "$var" '%s#token=%s' "${found# ready: }" "$token"; return; fi
-    sleep 0.1
-  done
-  cat "$dir/$name.out" >&2; fail "the $name agent did not start within 60 s"
-}
+agent_lifetime_s=240 agent_ready_s=60   # Wine starts slower
 t1=$SECONDS
 start_agent windows url_win "$wine" "$exe"
 echo "windows: the Windows agent (Wine) is ready in $((SECONDS - t1)) s at ${url_win%%#*}"
