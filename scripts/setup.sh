@@ -167,21 +167,28 @@ if [ $want_test -eq 1 ]; then
     command -v python3 >/dev/null || missing+=(python3)
     python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-    command -v apt-get >/dev/null || die "missing ${missing[*]} and apt-get is not available: install them, then re-run"
-    SUDO=()
+# debian_install [--no-install-recommends] PACKAGE...: apt-get install (as
+# root, or through sudo), with one apt-get update and a second try when the
+# first fails (a stale package list); dies with the command to run.
+debian_install() {
+    local opts=() what="installing from Debian"
+    if [ "$1" = --no-install-recommends ]; then opts=("$1"); what="$what (no recommends)"; shift; fi
+    command -v apt-get >/dev/null || die "missing $* and apt-get is not available: install them, then re-run"
+    local sudo=()
     if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || die "missing ${missing[*]} and installing needs root: run 'apt-get install ${missing[*]}' as root, then re-run"
-        SUDO=(sudo)
+        command -v sudo >/dev/null || die "missing $* and installing needs root: run 'apt-get install ${opts[*]:+${opts[*]} }$*' as root, then re-run"
+        sudo=(sudo)
     fi
-    export DEBIAN_FRONTEND=noninteractive
-    apt_install() { "${SUDO[@]}" apt-get install -y -q "${missing[@]}" </dev/null; }
-    log "installing from Debian: ${missing[*]}"
-    if ! apt_install; then
+    log "$what: $*"
+    if ! DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${opts[@]}" "$@" </dev/null; then
         log "apt-get install failed; running apt-get update and trying again"
-        "${SUDO[@]}" apt-get update -q </dev/null || die "apt-get update failed: check network access to the Debian mirrors"
-        apt_install || die "apt-get install ${missing[*]} failed: see the apt output above"
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -q </dev/null || die "apt-get update failed: check network access to the Debian mirrors"
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${opts[@]}" "$@" </dev/null \
+            || die "apt-get install $* failed: see the apt output above"
     fi
+}
+if [ ${#missing[@]} -gt 0 ]; then
+    debian_install "${missing[@]}"
     [ $want_test -eq 0 ] || [ -x /usr/bin/chromium ] || die "chromium was installed but /usr/bin/chromium is missing"
 fi
 
@@ -193,21 +200,7 @@ if [ $want_test -eq 1 ]; then
     command -v x86_64-w64-mingw32-gcc >/dev/null || norec+=(gcc-mingw-w64-x86-64)
     [ -n "$(wine64_bin)" ] || norec+=(wine64)
 fi
-if [ ${#norec[@]} -gt 0 ]; then
-    command -v apt-get >/dev/null || die "missing ${norec[*]} and apt-get is not available: install them, then re-run"
-    SUDO=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || die "missing ${norec[*]} and installing needs root: run 'apt-get install --no-install-recommends ${norec[*]}' as root, then re-run"
-        SUDO=(sudo)
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    norec_install() { "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${norec[@]}" </dev/null; }
-    log "installing from Debian (no recommends): ${norec[*]}"
-    if ! norec_install; then
-        "${SUDO[@]}" apt-get update -q </dev/null || die "apt-get update failed: check network access to the Debian mirrors"
-        norec_install || die "apt-get install ${norec[*]} failed: see the apt output above"
-    fi
-fi
+[ ${#norec[@]} -eq 0 ] || debian_install --no-install-recommends "${norec[@]}"
 
 if [ $want_test -eq 1 ]; then
     # --- kubernetes-validate (API schemas) for tests/deploy/validate.sh, in a
