@@ -74,7 +74,8 @@ pub fn shard_of_host(s: &str, host: &str) -> Result<Shard, String> {
 /// How many ordered pairs of `names` shard `s` owns. Every pair's hash, so
 /// the last few answers are kept for the next runs' same agents and shard
 /// (a monitor's list seldom changes): at 1000 agents a million hashes,
-/// about 0.2 s of CPU a run otherwise.
+/// about 0.14 s of CPU a run otherwise (70 s over the 500 schedules of
+/// the 1000-agent unit test below).
 fn owned_pairs(names: &[String], s: Shard) -> usize {
     use std::hash::{Hash, Hasher};
     static KEPT: std::sync::Mutex<Vec<(u64, usize)>> = std::sync::Mutex::new(Vec::new());
