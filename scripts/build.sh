@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds meshperf in dependency order:
 #   1. the wasm crate (wasm/: bindings over stats/ and the driver) -> wasm32 -> wasm-bindgen (--target web) -> web/src/lib/wasm-pkg/
-#      twice: meshperf_stats (statistics) and meshperf_codec (permalinks, plans, the step driver)
+#      three times: meshperf_stats (statistics), meshperf_codec (plans, the step driver) and
+#      meshperf_view (permalinks, CSV, latency under load's card and lanes)
 #   2. the kinds' parameter tables (protocol/src/params/spec.rs)
 #      as TypeScript                                 -> web/src/lib/generated/params.ts
 #   3. the web app (vite)                                      -> web/dist/
@@ -15,11 +16,15 @@ t_all=$SECONDS
 [ -x "$WBG_BIN" ] || die "wasm-bindgen $WBG_VERSION not found at $WBG_BIN: run scripts/setup.sh first"
 [ -d "$ROOT/node_modules" ] || die "node_modules missing: run scripts/setup.sh first"
 
-# 1. wasm: one crate, two modules (wasm/Cargo.toml, one feature each):
+# 1. wasm: one crate, three modules (wasm/Cargo.toml, one feature each):
 #    meshperf_stats  feature `stats`: the statistics, the web app's first load
-#    meshperf_codec  feature `codec`: permalink codec, plan expansion, presets,
-#                    the step driver; the page loads it only when it needs one
-#                    of those, beside meshperf_stats (so without the statistics)
+#    meshperf_codec  feature `codec`: plan expansion, presets, the checks, the
+#                    step driver, the matrix's schedule; loaded to run
+#    meshperf_view   feature `view`: permalinks, CSV, the matrix's cells,
+#                    latency under load's card, verdict and lanes, the link
+#                    line; loaded to show a result
+#    The last two only when needed, beside meshperf_stats (so without the
+#    statistics).
 pkg="$ROOT/web/src/lib/wasm-pkg"
 wasm_out="$ROOT/target/wasm32-unknown-unknown/wasm-release/meshperf_wasm.wasm"
 # wasm-opt only from npm's binaryen package (Debian's is too old for the
@@ -55,6 +60,7 @@ build_wasm() { # <out-name> <cargo feature args...>
 }
 build_wasm meshperf_stats --no-default-features --features stats
 build_wasm meshperf_codec --no-default-features --features codec
+build_wasm meshperf_view --no-default-features --features view
 
 # 2. generated from the Rust types: the parameter tables the page's form is
 #    built from, and the TypeScript declarations of the wire shapes (web's

@@ -146,4 +146,74 @@ mod tests {
         assert!((s.up_ms[0] - 3.05).abs() < 1e-6, "{:?}", s.up_ms);
         assert!(lanes(&p, &seq[1..], false, 22, 5.0).is_err());
     }
+
+    /// The lanes are the analysis' one-way delays probe by probe: their
+    /// median in each phase is the phase's median in `lul::analyze` (us
+    /// there, ms here), with estimated and with synchronised clocks (the
+    /// page draws the lanes; the agents' summaries carry the analysis).
+    #[test]
+    fn lanes_medians_are_the_analysis_medians() {
+        // 600 probes every 5 ms: idle, then upload with a 10 ms queue up,
+        // then download with 4 ms down; jitter of 0..4 us; the responder's
+        // clock 5.5 ms ahead.
+        let (mut phase, mut seq) = (Vec::new(), Vec::new());
+        let mut t: [Vec<f64>; 4] = Default::default();
+        for k in 0..600u32 {
+            let a = 1e9 + k as f64 * 5e6;
+            let jitter = ((k * 7919) % 5) as f64 * 1e3;
+            let code = [0u8, 2, 1][k as usize / 200];
+            let (up, down) = match code {
+                2 => (10e6, 0.0),
+                1 => (0.0, 4e6),
+                _ => (0.0, 0.0),
+            };
+            let arrive = a + 20e3 + jitter + up;
+            phase.push(code);
+            seq.push(k as f64);
+            t[0].push(a);
+            t[1].push(arrive + 5.5e6);
+            t[2].push(arrive + 3e3 + 5.5e6);
+            t[3].push(arrive + 3e3 + 20e3 + (4e3 - jitter) + down);
+        }
+        let p = Probes {
+            phase: &phase,
+            t1: &t[0],
+            t2: &t[1],
+            t3: &t[2],
+            t4: &t[3],
+        };
+        let median = |v: Vec<f64>| crate::stats::Summary::new(&v).unwrap().median;
+        for synced in [false, true] {
+            let l = lanes(&p, &seq, synced, 600, 5.0).unwrap();
+            let a = lul::analyze(&p, synced).unwrap();
+            for code in [0u8, 1, 2] {
+                let us = |v: &[f64]| of_phase(v, &phase, code).iter().map(|x| x * 1e3).collect();
+                let ph = &a.phases[code as usize];
+                let (up, down) = (ph.up.as_ref().unwrap(), ph.down.as_ref().unwrap());
+                assert!(
+                    (median(us(&l.up_ms)) - up.median).abs() < 1e-6,
+                    "{synced} {code}"
+                );
+                assert!(
+                    (median(us(&l.down_ms)) - down.median).abs() < 1e-6,
+                    "{synced} {code}"
+                );
+            }
+            // And what the queues added, from the lanes alone.
+            let added = |v: &[f64], code: u8| {
+                median(of_phase(v, &phase, code)) - median(of_phase(v, &phase, 0))
+            };
+            assert!((added(&l.up_ms, 2) - 10.0).abs() < 0.01, "{synced}");
+            assert!(added(&l.down_ms, 2).abs() < 0.01, "{synced}");
+            assert!((added(&l.down_ms, 1) - 4.0).abs() < 0.01, "{synced}");
+        }
+    }
+
+    fn of_phase(v: &[f64], phase: &[u8], code: u8) -> Vec<f64> {
+        v.iter()
+            .zip(phase)
+            .filter(|(_, &c)| c == code)
+            .map(|(&x, _)| x)
+            .collect()
+    }
 }

@@ -9,10 +9,13 @@
 //! and `check_times` serve native callers and tests, and every binding is
 //! code each page load pays for.
 
+#[cfg(any(feature = "stats", feature = "view"))]
 use js_sys::{Float64Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+#[cfg(any(feature = "stats", feature = "view"))]
 use meshperf_stats::error::StatsError;
+#[cfg(feature = "stats")]
 use meshperf_stats::stats::Summary;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -33,29 +36,25 @@ export interface LulRates { t_s: Float64Array; bps: Float64Array; phase: Float64
 export interface LineFitResult { n: number; slope: number; intercept: number; r2: number; }
 export interface ConfidenceResult { n: number; mean: number; sd: number; half_width: number;
   low: number; high: number; }
-/** Latency under load: what the load added over idle (us). */
-export interface LulAdded { median: number; p90: number; p99: number; }
-/** One phase's delays (us); null where the phase has no answered probe. */
-export interface LulPhase { rtt: Summary | null; up: Summary | null; down: Summary | null;
-  added_rtt: LulAdded | null; added_up: LulAdded | null; added_down: LulAdded | null; }
-/** Clock fit (offset ns at the first probe, drift ppm, smallest RTT ns) and phases 0..3. */
-export interface LulAnalysis { synced: boolean; offset_ns: number; drift_ppm: number;
-  min_rtt_ns: number; uncertainty_us: number; residual_ns: number; probes_used: number;
-  phases: LulPhase[]; }
 /** Latency under load probe by probe (s, ms), unanswered probes' times, phase spans. */
 export interface LulLanes { t_s: Float64Array; rtt_ms: Float64Array; up_ms: Float64Array;
   down_ms: Float64Array; lost_t_s: Float64Array; start_s: Float64Array; end_s: Float64Array; }
 "#;
 
+// The statistics and the view halves' helpers (the codec half returns
+// strings and handles only).
+#[cfg(any(feature = "stats", feature = "view"))]
 fn js_err(e: StatsError) -> JsError {
     JsError::new(&e.to_string())
 }
 
+#[cfg(any(feature = "stats", feature = "view"))]
 fn set(o: &Object, key: &str, value: JsValue) {
     // Reflect.set on a fresh plain object cannot fail.
     let _ = Reflect::set(o, &JsValue::from_str(key), &value);
 }
 
+#[cfg(feature = "stats")]
 fn summary_obj(s: &Summary) -> Object {
     let o = Object::new();
     for (k, v) in s.fields() {
@@ -64,6 +63,7 @@ fn summary_obj(s: &Summary) -> Object {
     o
 }
 
+#[cfg(any(feature = "stats", feature = "view"))]
 fn columns(cols: &[(&str, &[f64])]) -> Object {
     let o = Object::new();
     for (k, v) in cols {
@@ -360,31 +360,15 @@ mod stats {
     }
 }
 
-/// The codec half (feature `codec`; scripts/build.sh's
-/// `meshperf_codec` build): permalinks, plan expansion, presets, the step
-/// driver. The statistics-only build (`meshperf_stats`) leaves it out, and
-/// with it serde_json, the protocol's serde types and zlib.
+/// The run half (feature `codec`; scripts/build.sh's `meshperf_codec`
+/// build): what the page needs to run a plan or a matrix (plan expansion,
+/// presets, the checks before traffic, the step driver, the matrix's
+/// schedule), loaded when a run is asked for. Reading results is the
+/// `view` half's; the statistics build (`meshperf_stats`) leaves both out,
+/// and with them serde_json, the protocol's serde types and zlib.
 #[cfg(feature = "codec")]
 mod codec {
     use wasm_bindgen::prelude::*;
-
-    /// The result JSON `result_json` (any result version) as permalink text, to
-    /// go after `#r=`. Raw samples when the link stays under 60 000 characters,
-    /// else histograms of the large series (the decoded result then says
-    /// `samples_replaced: true`). Throws with a one-line message.
-    #[wasm_bindgen]
-    pub fn permalink_encode(result_json: &str) -> Result<String, JsError> {
-        meshperf_protocol::permalink::encode_json(result_json)
-            .map_err(|e| JsError::new(&e.to_string()))
-    }
-
-    /// The result JSON (current version) carried by permalink text (what follows
-    /// `#r=`; a whole URL is accepted too). Throws with a one-line message on a
-    /// truncated, damaged or newer link.
-    #[wasm_bindgen]
-    pub fn permalink_decode(text: &str) -> Result<String, JsError> {
-        meshperf_protocol::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
-    }
 
     /// The steps (JSON array of {index, kind, params, point, repeat, transport})
     /// a plan (JSON) expands to, in run order. Throws on an invalid plan.
@@ -397,15 +381,6 @@ mod codec {
     #[wasm_bindgen]
     pub fn presets() -> String {
         meshperf_protocol::plan_json::presets_json()
-    }
-
-    /// The whole run as `;`-separated CSV, one row per step (the columns of
-    /// `meshperf run --csv`).
-    #[wasm_bindgen]
-    pub fn result_csv(result_json: &str) -> Result<String, JsError> {
-        let r = meshperf_protocol::result::load(result_json)
-            .map_err(|e| JsError::new(&e.to_string()))?;
-        Ok(meshperf_protocol::export::csv(&r))
     }
 
     /// Checks every step (JSON array from `expand_plan`) against the agents
@@ -455,8 +430,8 @@ mod codec {
 
     fn event(json: &str) -> Option<meshperf_protocol::msg::Event> {
         serde_json::from_str(json)
-            .and_then(serde_json::from_value)
             .ok()
+            .and_then(|v| meshperf_protocol::msg::Event::for_step(&v))
     }
 
     #[wasm_bindgen]
@@ -674,6 +649,44 @@ mod codec {
         let params = v["params"].as_object().cloned().unwrap_or_default();
         Ok(meshperf_protocol::matrix::both_ways(kind, &params))
     }
+}
+
+/// The reading half (feature `view`; scripts/build.sh's `meshperf_view`
+/// build): what a result view, a link and an export need (permalinks, CSV,
+/// the matrix's cells, and below latency under load's card, verdict and
+/// lanes and the link line), loaded when a result is shown. Apart from the
+/// run half so that neither carries the other's serde types: each of the
+/// two is under the 150 KB gzip the page keeps to (docs/performance.md).
+#[cfg(feature = "view")]
+mod view {
+    use wasm_bindgen::prelude::*;
+
+    /// The result JSON `result_json` (any result version) as permalink text, to
+    /// go after `#r=`. Raw samples when the link stays under 60 000 characters,
+    /// else histograms of the large series (the decoded result then says
+    /// `samples_replaced: true`). Throws with a one-line message.
+    #[wasm_bindgen]
+    pub fn permalink_encode(result_json: &str) -> Result<String, JsError> {
+        meshperf_protocol::permalink::encode_json(result_json)
+            .map_err(|e| JsError::new(&e.to_string()))
+    }
+
+    /// The result JSON (current version) carried by permalink text (what follows
+    /// `#r=`; a whole URL is accepted too). Throws with a one-line message on a
+    /// truncated, damaged or newer link.
+    #[wasm_bindgen]
+    pub fn permalink_decode(text: &str) -> Result<String, JsError> {
+        meshperf_protocol::permalink::decode_json(text).map_err(|e| JsError::new(&e.to_string()))
+    }
+
+    /// The whole run as `;`-separated CSV, one row per step (the columns of
+    /// `meshperf run --csv`).
+    #[wasm_bindgen]
+    pub fn result_csv(result_json: &str) -> Result<String, JsError> {
+        let r = meshperf_protocol::result::load(result_json)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(meshperf_protocol::export::csv(&r))
+    }
 
     /// The cells a matrix step fills (`Metric::cells`): JSON
     /// `[[row, column, value or null]]`, row the sending agent.
@@ -732,8 +745,8 @@ mod codec {
     }
 }
 
-/// The answered probes of `lul_analyze` and `lul_lanes`.
-#[cfg(feature = "codec")]
+/// The answered probes of `lul_lanes`.
+#[cfg(feature = "view")]
 fn probes<'a>(
     phase: &'a [u8],
     t1: &'a [f64],
@@ -750,65 +763,12 @@ fn probes<'a>(
     }
 }
 
-/// Latency under load from the answered probes (`meshperf_stats::lul::analyze`), in
-/// the codec build (loaded on demand: the statistics build is the web app's
-/// first load, and this costs it 6.8 KB gzip):
-/// `phase` (0 idle, 1 download, 2 upload, 3 both, 4 between) and the four
-/// timestamps in ns (`t2`, `t3` on the driving agent's origin: plus the
-/// summary's `peer_base_ns - base_ns`); `synced`: take the clocks as they
-/// are, else estimate offset and drift.
-#[cfg(feature = "codec")]
-#[wasm_bindgen(unchecked_return_type = "LulAnalysis")]
-pub fn lul_analyze(
-    phase: &[u8],
-    t1: &[f64],
-    t2: &[f64],
-    t3: &[f64],
-    t4: &[f64],
-    synced: bool,
-) -> Result<Object, JsError> {
-    let p = probes(phase, t1, t2, t3, t4);
-    let a = meshperf_stats::lul::analyze(&p, synced).map_err(js_err)?;
-    let o = Object::new();
-    let c = &a.clock;
-    set(&o, "synced", c.synced.into());
-    set(&o, "offset_ns", c.fit.offset.into());
-    set(&o, "drift_ppm", c.fit.drift_ppm.into());
-    set(&o, "min_rtt_ns", c.fit.min_rtt.into());
-    set(&o, "uncertainty_us", c.uncertainty_us.into());
-    set(&o, "residual_ns", c.fit.residual_sd.into());
-    set(&o, "probes_used", (c.fit.used as f64).into());
-    let stat = |s: &Option<Summary>| s.as_ref().map_or(JsValue::NULL, |s| summary_obj(s).into());
-    let added = |a: &Option<meshperf_stats::lul::Added>| {
-        a.map_or(JsValue::NULL, |a| {
-            let x = Object::new();
-            set(&x, "median", a.median.into());
-            set(&x, "p90", a.p90.into());
-            set(&x, "p99", a.p99.into());
-            x.into()
-        })
-    };
-    let phases = js_sys::Array::new();
-    for ph in &a.phases {
-        let x = Object::new();
-        set(&x, "rtt", stat(&ph.rtt));
-        set(&x, "up", stat(&ph.up));
-        set(&x, "down", stat(&ph.down));
-        set(&x, "added_rtt", added(&ph.added_rtt));
-        set(&x, "added_up", added(&ph.added_up));
-        set(&x, "added_down", added(&ph.added_down));
-        phases.push(&x);
-    }
-    set(&o, "phases", phases.into());
-    Ok(o)
-}
-
 /// The summary card of a `latency_under_load` driving side's summary (JSON
 /// in, JSON out: protocol/src/lul_card.rs, the rules `meshperf run`'s table
 /// follows): `{verdict, sections: [{title, figures: [{key, label, from, scale, value,
 /// unit, text, basis, uncertain}]}], clock, complete, note}`. Throws on
 /// another kind's summary.
-#[cfg(feature = "codec")]
+#[cfg(feature = "view")]
 #[wasm_bindgen]
 pub fn lul_card(summary_json: &str) -> Result<String, JsError> {
     meshperf_protocol::lul_card::card_json(summary_json).map_err(|e| JsError::new(&e))
@@ -819,7 +779,7 @@ pub fn lul_card(summary_json: &str) -> Result<String, JsError> {
 /// `{grade, sentence, phases: [{phase, added_ms, uncertainty_ms, none,
 /// up_ms, down_ms, grade}]}`, for the matrix's tooltip. Throws on another
 /// kind's summary.
-#[cfg(feature = "codec")]
+#[cfg(feature = "view")]
 #[wasm_bindgen]
 pub fn lul_verdict(summary_json: &str) -> Result<String, JsError> {
     meshperf_protocol::verdict::lul_json(summary_json).map_err(|e| JsError::new(&e))
@@ -828,7 +788,7 @@ pub fn lul_verdict(summary_json: &str) -> Result<String, JsError> {
 /// What a throughput or request/response step measured against what its
 /// agents' links allow (protocol/src/link.rs, the line `meshperf run`
 /// prints): the step as JSON in, a JSON string or `null` out.
-#[cfg(feature = "codec")]
+#[cfg(feature = "view")]
 #[wasm_bindgen]
 pub fn link_line(step_json: &str) -> Result<String, JsError> {
     meshperf_protocol::link::line_json(step_json).map_err(|e| JsError::new(&e))
@@ -839,7 +799,7 @@ pub fn link_line(step_json: &str) -> Result<String, JsError> {
 /// `sent` and `probe_ms`. Returns Float64Arrays `t_s`, `rtt_ms`, `up_ms`,
 /// `down_ms`, `lost_t_s` and four-element `start_s`, `end_s` (per phase;
 /// NaN without probes).
-#[cfg(feature = "codec")]
+#[cfg(feature = "view")]
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(unchecked_return_type = "LulLanes")]
 pub fn lul_lanes(

@@ -1,25 +1,25 @@
 // A fleet's matrix (src/lib/matrix/fleet.ts, fleetfigure.ts): the figures
-// read in JavaScript equal the real codec's (protocol/src/matrix.rs through
+// read in JavaScript equal the real view module's (protocol/src/matrix.rs through
 // the wasm module) for every kind and figure; the pixel bucketing (k agents
 // per pixel row), the worst of a bucket, the agents' worst-first order, the
 // host search and one agent's pairs both ways.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
-import * as codec from '../src/lib/wasm-pkg/meshperf_codec.js';
+import * as view from '../src/lib/wasm-pkg/meshperf_view.js';
 
 globalThis.$state = Object.assign((v) => v, { raw: (v) => v });
-codec.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_codec_bg.wasm', import.meta.url)) });
+view.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_view_bg.wasm', import.meta.url)) });
 const { defaultMetric, fleetFills } = await import('../src/lib/matrix/fleetfigure.ts');
 const F = await import('../src/lib/matrix/fleet.ts');
 const { DONE, FAILED, NONE, SELF } = F;
 
-const METRICS = JSON.parse(codec.matrix_metrics()).map((m) => m.name);
+const METRICS = JSON.parse(view.matrix_metrics()).map((m) => m.name);
 const KINDS = ['tcp_stream', 'tcp_rr', 'tcp_crr', 'udp_stream', 'udp_rr', 'unix_stream', 'unix_rr', 'latency_under_load', 'path'];
 const mark = (verdict) => ({ dscp: 46, ecn: 2, sent: 4, received: verdict === 'lost' ? 0 : 4, verdict });
 const way = (peer_hop, bytes, marks) => ({ from: 'a', to: 'b', hops: [], end: peer_hop ? 'peer' : 'silence', peer_hop, mtu: bytes ? { bytes, local: 1500, probes: 3 } : undefined, marks });
 
-/** A step as the page holds it (every field the codec's StepResult needs). */
+/** A step as the page holds it (every field the view module's StepResult needs). */
 const step = (kind, pair, summary, extra = {}) => ({ index: 0, kind, params: {}, point: [], repeat: 0, transport: 'tcp', summary, sides: {}, samples: [], ...extra, pair });
 
 const STEPS = [
@@ -57,14 +57,14 @@ const STEPS = [
   step('path', { client: 2, server: 1 }, { forth: way(2, 1500, [mark('kept')]), back: way(2, 1500, []) }, { error: 'agent C left' }),
 ];
 
-test('the figures read here are the codec\'s, for every kind, figure and a failed, empty or both-ways step', () => {
+test('the figures read here are the view module\'s, for every kind, figure and a failed, empty or both-ways step', () => {
   for (const s of STEPS) {
     for (const m of METRICS) {
-      const want = JSON.parse(codec.matrix_cells(JSON.stringify(s), m));
+      const want = JSON.parse(view.matrix_cells(JSON.stringify(s), m));
       assert.deepEqual(fleetFills(s, m), want, `${s.kind} ${JSON.stringify(s.params)} ${m}`);
     }
   }
-  for (const k of KINDS) assert.equal(defaultMetric(k), codec.matrix_default_metric(k), k);
+  for (const k of KINDS) assert.equal(defaultMetric(k), view.matrix_default_metric(k), k);
   assert.deepEqual(fleetFills({ kind: 'tcp_rr', summary: {} }, 'rtt_p50'), []);
 });
 

@@ -1,20 +1,20 @@
 // Latency under load one phase at a time (web/src/lib/lul/phase.svelte.ts):
 // the probe series keep the chosen phase's probes, in order, and the load
 // streams of that phase; other kinds and 'all' are left as they are. And the
-// summary card (protocol/src/lul_card.rs through the real codec module).
+// summary card (protocol/src/lul_card.rs through the real view module).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
-import * as m from '../src/lib/wasm-pkg/meshperf_codec.js';
+import * as m from '../src/lib/wasm-pkg/meshperf_view.js';
 import { cardOf } from '../src/lib/lul/card.ts';
 
 // phase.svelte.ts holds the chosen phase in a Svelte rune; outside Svelte it is plain data.
 globalThis.$state = Object.assign((v) => v, { raw: (v) => v });
 const { atPhase, streamsOf } = await import('../src/lib/lul/phase.svelte.ts');
 
-m.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_codec_bg.wasm', import.meta.url)) });
-// The page has the statistics module beside the codec (web/src/lib/wasm.ts
-// loadCodec): the codec build leaves the statistics out.
+m.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_view_bg.wasm', import.meta.url)) });
+// The page has the statistics module beside the view (web/src/lib/wasm.ts
+// loadView): the view build leaves the statistics out.
 const stats = await import('../src/lib/wasm-pkg/meshperf_stats.js');
 stats.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_stats_bg.wasm', import.meta.url)) });
 const both = { ...stats, ...m };
@@ -57,7 +57,7 @@ test('a phase keeps its probes in order and its load streams', () => {
   assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 7].filter(streamsOf(2, 2)), [0, 1]);
 });
 
-test('the card comes from the codec module and refuses another summary', () => {
+test('the card comes from the view module and refuses another summary', () => {
   const flow = { sent: 10, received: 9, lost: 1, duplicates: 0, reordered: 0 };
   const st = (m) => ({ n: 9, min: m, max: m, mean: m, sigma: 0, skew: 0, kurtosis: 0, median: m, iq25: m, iq75: m, p90: m, p99: m, p999: m, p9999: m, mad: 0 });
   const phase = (name) => ({ phase: name, seconds: 1, down_bytes: 0, down_bits_per_second: 1.5e6, up_bytes: 0, up_bits_per_second: 0,

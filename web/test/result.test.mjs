@@ -140,8 +140,8 @@ test("a step's CSV keeps its columns and adds when each stream's intervals ended
 test("a link's histogram of bytes per interval counts the intervals the live statistics count (issue 29 item 9)", async () => {
   const { readFileSync } = await import('node:fs');
   const pkg = new URL('../src/lib/wasm-pkg/', import.meta.url);
-  const codec = await import(new URL('meshperf_codec.js', pkg).href);
-  codec.initSync({ module: readFileSync(new URL('meshperf_codec_bg.wasm', pkg)) });
+  const view = await import(new URL('meshperf_view.js', pkg).href);
+  view.initSync({ module: readFileSync(new URL('meshperf_view_bg.wasm', pkg)) });
   const { seriesOf, wholeIntervals } = await import('../src/lib/result/result.ts');
   // Two 10 ms streams long enough that the link carries histograms: stream
   // 1 starts 5.1 ms late, stream 0 stops in tick N - 1, each one's first
@@ -179,7 +179,7 @@ test("a link's histogram of bytes per interval counts the intervals the live sta
   const step = typedSamples(r).steps[0];
   const [from, to] = wholeIntervals(step, 'server', seriesOf(step, 'interval_bytes', 'server'), N + 1);
   assert.deepEqual([from, to], [1, N - 1]);
-  const back = JSON.parse(codec.permalink_decode(codec.permalink_encode(resultJson(typedSamples(r)))));
+  const back = JSON.parse(view.permalink_decode(view.permalink_encode(resultJson(typedSamples(r)))));
   assert.equal(back.samples_replaced, true);
   const hs = back.steps[0].histograms;
   assert.equal(hs.length, 2);

@@ -1,14 +1,18 @@
 // The one door to the WebAssembly modules (wasm/, built by scripts/build.sh
 // with wasm-bindgen `--target web` into ./wasm-pkg/, git-ignored): one crate,
-// two builds. `meshperf_stats` holds the statistics (all a result view
-// needs); it is loaded on first use, after the first paint. `meshperf_codec`
-// (permalink codec, plan expansion, presets, the step driver; without the
-// statistics, which it always has beside it) is larger and loaded only by
-// `loadCodec()`: opening a `#r=` link, Share, running a plan, the preset picker. Every statistic,
-// histogram, fit, plan expansion and permalink comes from them; nothing here
-// recomputes them. The codec functions are optional on `Stats`: present once
-// the codec module has loaded (`loadStats()` and `statsNow()` then return
-// them too), so callers check them.
+// three builds. `meshperf_stats` holds the statistics (all a result view
+// needs); it is loaded on first use, after the first paint. The other two
+// are loaded only when needed, each beside the statistics (which they leave
+// out): `meshperf_codec` by `loadCodec()` to run a plan or a matrix (plan
+// expansion, presets, the checks, the step driver, the matrix's schedule),
+// `meshperf_view` by `loadView()` to show, share or export a result
+// (permalinks, CSV, the matrix's cells, latency under load's card, verdict
+// and lanes, the link line). Apart, neither carries the other's serde types
+// (each under 150 KB gzip; docs/performance.md). Every statistic, histogram,
+// fit, plan expansion and permalink comes from them; nothing here recomputes
+// them. The codec and view functions are optional on `Stats`: present once
+// their module has loaded (`loadStats()` and `statsNow()` then return them
+// too), so callers check them.
 
 export interface Summary {
   n: number;
@@ -118,10 +122,8 @@ export interface MatrixSchedule {
   free(): void;
 }
 
-/** The functions only the codec module has (`loadCodec()`). */
-export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_encode' | 'permalink_decode'>> & {
-  /** The run as `;`-separated CSV (protocol/src/export.rs, as `meshperf run --csv`). */
-  result_csv: (result: string) => string;
+/** The functions only the codec module has (`loadCodec()`): running a plan or a matrix. */
+export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets'>> & {
   /** Throws with the first step the agents would refuse (protocol/src/driver.rs `check_step`). */
   check_steps: (steps: string, agents: string) => void;
   StepDriver: new (step: string, testId: number, server: number, client: number, agents: string, startedUnix: number) => StepDriver;
@@ -133,6 +135,12 @@ export type Codec = Required<Pick<Stats, 'expand_plan' | 'presets' | 'permalink_
   matrix_strictest: (agents: string) => string;
   /** A plan step (JSON) measures both ways at once: one test per unordered pair. */
   matrix_both_ways: (step: string) => boolean;
+};
+
+/** The functions only the view module has (`loadView()`): showing, sharing and exporting a result. */
+export type View = Required<Pick<Stats, 'permalink_encode' | 'permalink_decode'>> & {
+  /** The run as `;`-separated CSV (protocol/src/export.rs, as `meshperf run --csv`). */
+  result_csv: (result: string) => string;
   /** JSON `[[row, column, value | null]]`: the cells a step result fills (row sends). */
   matrix_cells: (step: string, metric: string) => string;
   /** A step result's headline figure (JSON in); undefined when it failed or has none. */
@@ -174,7 +182,12 @@ export interface LulLanes {
 
 const STATS = './wasm-pkg/meshperf_stats.js';
 const CODEC = './wasm-pkg/meshperf_codec.js';
-const found = import.meta.glob<Record<string, unknown>>(['./wasm-pkg/meshperf_stats.js', './wasm-pkg/meshperf_codec.js']);
+const VIEW = './wasm-pkg/meshperf_view.js';
+const found = import.meta.glob<Record<string, unknown>>([
+  './wasm-pkg/meshperf_stats.js',
+  './wasm-pkg/meshperf_codec.js',
+  './wasm-pkg/meshperf_view.js',
+]);
 
 /** Fetches and instantiates one wasm-bindgen module; `what` names it in errors. */
 async function instantiate(path: string, what: string): Promise<Record<string, unknown>> {
@@ -191,49 +204,45 @@ async function instantiate(path: string, what: string): Promise<Record<string, u
 
 let loading: Promise<Stats> | null = null;
 let codecLoading: Promise<Stats & Codec> | null = null;
-/** The statistics module, with the codec functions once they are loaded too. */
+let viewLoading: Promise<Stats & View> | null = null;
+/** The statistics module, with the codec and view functions once those are loaded too. */
 let loaded: Stats | null = null;
 
-/** Loads and instantiates the statistics module once (the codec only if already loaded). */
+/** Loads and instantiates the statistics module once (the others only if already loaded). */
 export function loadStats(): Promise<Stats> {
   loading ??= instantiate(STATS, 'the statistics module (wasm)').then((m) => (loaded ??= { ...m } as unknown as Stats));
   loading.catch(() => (loading = null));
   return loading.then(() => loaded!);
 }
 
-/**
- * Loads the codec module once (and the statistics module): statistics from
- * the statistics module, permalinks, plan expansion and presets from the codec.
- */
-export function loadCodec(): Promise<Stats & Codec> {
-  codecLoading ??= Promise.all([loadStats(), instantiate(CODEC, 'the permalink and plan module (wasm)')]).then(([s, c]) => {
-    const codec: Codec = {
-      expand_plan: c.expand_plan as Codec['expand_plan'],
-      presets: c.presets as Codec['presets'],
-      permalink_encode: c.permalink_encode as Codec['permalink_encode'],
-      permalink_decode: c.permalink_decode as Codec['permalink_decode'],
-      result_csv: c.result_csv as Codec['result_csv'],
-      check_steps: c.check_steps as Codec['check_steps'],
-      StepDriver: c.StepDriver as Codec['StepDriver'],
-      MatrixSchedule: c.MatrixSchedule as Codec['MatrixSchedule'],
-      matrix_check_agents: c.matrix_check_agents as Codec['matrix_check_agents'],
-      matrix_strictest: c.matrix_strictest as Codec['matrix_strictest'],
-      matrix_both_ways: c.matrix_both_ways as Codec['matrix_both_ways'],
-      matrix_cells: c.matrix_cells as Codec['matrix_cells'],
-      matrix_metric: c.matrix_metric as Codec['matrix_metric'],
-      matrix_default_metric: c.matrix_default_metric as Codec['matrix_default_metric'],
-      matrix_metrics: c.matrix_metrics as Codec['matrix_metrics'],
-      lul_card: c.lul_card as Codec['lul_card'],
-      lul_verdict: c.lul_verdict as Codec['lul_verdict'],
-      link_line: c.link_line as Codec['link_line'],
-      lul_lanes: c.lul_lanes as Codec['lul_lanes'],
-    };
-    const both = { ...s, ...codec };
+/** Loads one on-demand module beside the statistics and adds `names` of it to `loaded`. */
+function loadBeside<T>(path: string, what: string, names: (keyof T)[]): Promise<Stats & T> {
+  return Promise.all([loadStats(), instantiate(path, what)]).then(([, m]) => {
+    const more = Object.fromEntries(names.map((n) => [n, m[n as string]])) as T;
+    const both = { ...loaded!, ...more };
     loaded = both;
     return both;
   });
+}
+
+/** Loads the codec module once (and the statistics module): what running a plan or a matrix needs. */
+export function loadCodec(): Promise<Stats & Codec> {
+  codecLoading ??= loadBeside<Codec>(CODEC, 'the plan and run module (wasm)', [
+    'expand_plan', 'presets', 'check_steps', 'StepDriver', 'MatrixSchedule',
+    'matrix_check_agents', 'matrix_strictest', 'matrix_both_ways',
+  ]);
   codecLoading.catch(() => (codecLoading = null));
   return codecLoading;
+}
+
+/** Loads the view module once (and the statistics module): what showing, sharing and exporting a result needs. */
+export function loadView(): Promise<Stats & View> {
+  viewLoading ??= loadBeside<View>(VIEW, 'the result and permalink module (wasm)', [
+    'permalink_encode', 'permalink_decode', 'result_csv', 'matrix_cells', 'matrix_metric',
+    'matrix_default_metric', 'matrix_metrics', 'lul_card', 'lul_verdict', 'link_line', 'lul_lanes',
+  ]);
+  viewLoading.catch(() => (viewLoading = null));
+  return viewLoading;
 }
 
 /** The loaded module if any (for synchronous re-binning); has the codec functions once loaded. */

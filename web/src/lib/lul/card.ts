@@ -2,7 +2,7 @@
 // writes it (through the codec module's `lul_card`): figures with the JSON
 // pointers into the step's summary they were read from.
 
-import type { Codec } from '../wasm';
+import type { View } from '../wasm';
 import { formatRate, formatUs } from '../units';
 
 export interface CardFigure {
@@ -31,7 +31,7 @@ export interface Card {
 }
 
 /** The card of a driving side's summary; throws with the module's message on another summary. */
-export const cardOf = (codec: Pick<Codec, 'lul_card'>, summary: unknown): Card => JSON.parse(codec.lul_card(JSON.stringify(summary)));
+export const cardOf = (codec: Pick<View, 'lul_card'>, summary: unknown): Card => JSON.parse(codec.lul_card(JSON.stringify(summary)));
 
 /**
  * A figure as the page shows it, number and unit apart: rates and times in

@@ -7,7 +7,7 @@
 // `lulThroughput`, the statistics' and time series' own placement).
 
 import { lulThroughput, seriesOf, type StepResult } from '../result/result';
-import type { Codec, LulLanes, Stats } from '../wasm';
+import type { LulLanes, Stats, View } from '../wasm';
 
 export interface LaneData {
   lanes: LulLanes;
@@ -28,7 +28,7 @@ const probe = (step: StepResult, kind: string) => {
  * carries histograms instead); throws with the module's message on
  * damaged probe series.
  */
-export function laneData(step: StepResult, wasm: Stats & Pick<Codec, 'lul_lanes'>): LaneData | null {
+export function laneData(step: StepResult, wasm: Stats & Pick<View, 'lul_lanes'>): LaneData | null {
   if (!probe(step, 'send_time_ns').length) return null;
   const s = step.summary ?? {};
   // The responder's times on the requester's origin, as the agent placed them.

@@ -5,13 +5,13 @@
 // ratio heatmap reads two results.
 
 import type { StepResult } from '../result/result';
-import type { Codec } from '../wasm';
+import type { View } from '../wasm';
 import type { Fill } from './grid';
 
 const cache = new WeakMap<StepResult, Map<string, Fill[]>>();
 
 /** The cells step `s` fills with figure `metric` ([row, column, value or null]). */
-export function fills(c: Codec, s: StepResult, metric: string): Fill[] {
+export function fills(c: View, s: StepResult, metric: string): Fill[] {
   let m = cache.get(s);
   if (!m) cache.set(s, (m = new Map()));
   if (!m.has(metric)) {
@@ -33,7 +33,7 @@ const verdicts = new WeakMap<StepResult, string | null>();
  * the words `meshperf run` prints), for its cells' tooltip; null for other
  * kinds and for a failed pair.
  */
-export function verdictOf(c: Pick<Codec, 'lul_verdict'>, s: StepResult): string | null {
+export function verdictOf(c: Pick<View, 'lul_verdict'>, s: StepResult): string | null {
   if (!verdicts.has(s)) {
     let v: string | null = null;
     if (s.kind === 'latency_under_load' && s.summary && !s.error) {

@@ -5,7 +5,7 @@
 
 import { resultJson, type RunResult, type StepResult } from './result';
 import { stepCsv } from './stepcsv';
-import { loadCodec, loadStats } from '../wasm';
+import { loadStats, loadView } from '../wasm';
 
 /** A file name stem for a run: meshperf-<plan>-<yyyymmdd-hhmmss>. */
 export function stem(r: RunResult): string {
@@ -28,7 +28,7 @@ export function download(name: string, data: Blob | string, type = 'text/plain')
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-export const exportCsv = async (r: RunResult) => download(`${stem(r)}.csv`, (await loadCodec()).result_csv(resultJson(r)), 'text/csv');
+export const exportCsv = async (r: RunResult) => download(`${stem(r)}.csv`, (await loadView()).result_csv(resultJson(r)), 'text/csv');
 export const exportJson = (r: RunResult) => download(`${stem(r)}.json`, resultJson(r), 'application/json');
 
 /** The run reduced to one step: a result file of its own. */

@@ -3,10 +3,10 @@
 // message on a truncated or corrupt link.
 
 import { parseResult, type RunResult } from './result';
-import { loadCodec } from '../wasm';
+import { loadView } from '../wasm';
 
 export async function openPermalink(text: string): Promise<RunResult> {
-  const wasm = await loadCodec().catch((e: Error) => {
+  const wasm = await loadView().catch((e: Error) => {
     throw new Error(`cannot open the result in this link: ${e.message}`);
   });
   if (!wasm.permalink_decode) throw new Error('cannot open the result in this link: this build of the page has no permalink decoder yet (wasm permalink_decode): rebuild it with scripts/build.sh');
