@@ -217,7 +217,7 @@ fn worker<'a>(
             None => std::thread::sleep(timeout),
         }
     }
-    drop(urgent);
+    // `urgent` gives the thread's priority back as it goes out of scope.
     Ok(out)
 }
 
