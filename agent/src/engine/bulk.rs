@@ -536,10 +536,13 @@ fn send<S: DataStream>(
                 if once {
                     return; // blocking socket: back to the loop to check cancel
                 }
-                if short {
-                    // A short write means the send buffer is full; the
-                    // kernel flagged it and signals the edge when space
-                    // frees, so skip the write that would only say EAGAIN.
+                // A short write means the send buffer is full; the
+                // kernel flagged it and signals the edge when space
+                // frees, so skip the write that would only say EAGAIN.
+                // Not on Windows: mio watches a socket there again only
+                // once a call through it said WouldBlock (skipped, the
+                // stream waited for an event that never came).
+                if short && cfg!(not(windows)) {
                     s.ready = false;
                     return;
                 }
