@@ -112,7 +112,7 @@ fn wait_readable(sock: &UdpSocket, d: Duration) {
         revents: 0,
     };
     let ts = libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
+        tv_sec: d.as_secs() as _,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     };
     // SAFETY: one valid pollfd and a valid timespec; no signal mask.
