@@ -6,7 +6,8 @@
 # drives, both agents serve: a tcp_stream matrix (both directions, 16 MiB
 # each), a udp_rr matrix (300 transactions each way), a udp_stream matrix
 # capped by rate (1000 datagrams each way in about 1 s) and one step of it
-# both ways at once (two flows each way on one worker thread per side),
+# both ways at once (two flows each way on one worker thread per side,
+# `gso` auto: the Windows ends go without),
 # and two short latency_under_load steps (2.6 s each; the Windows agent
 # serving, then driving). Checked: the
 # binary is a PE32+ x86-64 executable; every pair moved what it was asked
@@ -114,8 +115,9 @@ run udp_rr --matrix --kind udp_rr --set count=300
 run udp_stream --matrix --kind udp_stream --set rate=8M --set count=1000 --set pkt_bytes=1000
 # Both ways at once, two flows each way, all four on one thread per side:
 # the thread sleeps on its receivers' sockets together (WSAPoll on Windows).
+# `gso` auto: Windows has no UDP GSO or GRO, and goes without.
 run udp_stream_both --kind udp_stream --set direction=both --set streams=2 --set threads=1 \
-  --set rate=8M --set count=500 --set pkt_bytes=1000
+  --set rate=8M --set count=500 --set pkt_bytes=1000 --set gso=auto
 
 refused() { # NAME WANT ARGS...: a step the Windows agent refuses; its one line must say WANT
   local name=$1 want=$2 rc=0
@@ -195,6 +197,10 @@ node -e '
   counted("udp_stream both ways", both.summary, 1000);
   counted("udp_stream both ways, reverse", both.summary.reverse, 1000);
   if (both.summary.streams.length !== 2) throw new Error(`udp_stream both ways: ${both.summary.streams.length} flows`);
+  // The Windows agent serves: it received the flows (no GRO) and sent
+  // their reverse (no GSO); the Linux ends use what their kernel has.
+  if (both.summary.gro !== false || both.summary.reverse.gso !== false)
+    throw new Error(`udp_stream gso auto: the Windows receiver has gro ${both.summary.gro}, its sender gso ${both.summary.reverse.gso}`);
   // The Windows agent is the one measured, and says what it runs.
   const [win, lin] = read("tcp_stream").agents;
   if (!win.kernel.startsWith("Windows")) throw new Error(`the first agent runs ${win.kernel}, not Windows`);
