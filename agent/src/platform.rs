@@ -2,18 +2,23 @@
 //! product: every kind and option), Windows (`x86_64-pc-windows-gnu`) and
 //! macOS (checked, not linked here). The Linux engines use Linux directly;
 //! this module holds the few portable names the shared code needs (a
-//! socket's raw handle, waiting until one is readable) and what a
-//! non-Linux agent says when asked for what only Linux has.
+//! socket's raw handle, waiting until one is readable or writable) and what
+//! a non-Linux agent says when asked for what only Linux has.
 //!
 //! Off Linux the agent runs the kinds in [`crate::engine::KINDS`] for its
-//! platform (`tcp_stream`, `tcp_rr`, `udp_rr`): the Unix-socket kinds,
-//! `tcp_crr`, `udp_stream`, `latency_under_load` and `path` are built on
-//! Linux system calls (recvmmsg/sendmmsg, kernel timestamps, raw ICMP,
-//! raw descriptors in the event loop) and are refused before any traffic
-//! ([`needs_linux`]); so are the Linux-only options of the kinds it runs
-//! (busy-poll, CPU pinning, zerocopy, pacing by the kernel, TCP_MAXSEG,
-//! SO_RCVLOWAT, congestion control).
+//! platform: `tcp_stream`, `tcp_rr`, `udp_rr`, and `udp_stream` and
+//! `latency_under_load` on their portable paths (one datagram per send or
+//! receive call where Linux batches them with sendmmsg/recvmmsg, and
+//! receive times taken in user space where Linux has the kernel's: their
+//! summaries say `timestamps: "user"`). The Unix-socket kinds, `tcp_crr`
+//! and `path` are built on Linux system calls (raw ICMP, raw descriptors
+//! in the event loop) and are refused before any traffic ([`needs_linux`]);
+//! so are the Linux-only options of the kinds it runs ([`LINUX_ONLY`]:
+//! busy-poll, CPU pinning, zerocopy, pacing by the kernel, TCP_MAXSEG,
+//! SO_RCVLOWAT, congestion control, UDP GSO/GRO, the probe flow beside a
+//! stream).
 
+use meshperf_protocol::params::Kind;
 use std::io;
 use std::time::Duration;
 
@@ -33,16 +38,14 @@ pub fn unsupported(what: &str, why: &str) -> io::Error {
 }
 
 /// The options of the kinds a non-Linux agent runs that only Linux has, by
-/// parameter name, with what they need.
+/// parameter name, with what they need (a kind that does one of them its
+/// own portable way is in [`PORTABLE`]).
 pub const LINUX_ONLY: &[(&str, &str)] = &[
     ("busy_poll", "busy-polling a non-blocking socket"),
     ("cpus", "CPU pinning"),
     ("server_cpus", "CPU pinning"),
     ("zerocopy", "MSG_ZEROCOPY"),
-    (
-        "probe_ms",
-        "the probe flow's batched receive and kernel timestamps",
-    ),
+    ("probe_ms", "the probe flow beside a stream"),
     ("mss", "TCP_MAXSEG"),
     ("rcvlowat", "SO_RCVLOWAT"),
     ("congestion", "choosing the TCP congestion control"),
@@ -50,19 +53,34 @@ pub const LINUX_ONLY: &[(&str, &str)] = &[
     ("payload_file", "--payload-dir's no-symlink open"),
     // Windows takes IP_TOS and marks nothing (DSCP comes from QoS policy).
     ("tos", "IP_TOS and IPV6_TCLASS"),
+    ("gso", "UDP GSO and GRO"),
 ];
 
-/// The first Linux-only option `params` asks for, as the line that refuses
-/// it (`zerocopy needs Linux (MSG_ZEROCOPY); this agent runs on windows`).
-/// An option at its default (false, null, `rcvlowat` 1, `tos` 0) asks for
-/// nothing.
-pub fn linux_only(params: &serde_json::Value) -> Option<String> {
+/// The options of [`LINUX_ONLY`] a kind does its own way, which runs
+/// everywhere: udp_stream's `rate` is its sender's own pacing (not the
+/// kernel's, as tcp_stream's is), and latency_under_load's `probe_ms` is
+/// its probe flow, timed in user space off Linux.
+const PORTABLE: &[(Kind, &str)] = &[
+    (Kind::UdpStream, "rate"),
+    (Kind::LatencyUnderLoad, "probe_ms"),
+];
+
+/// The first Linux-only option a `kind` step's `params` ask for, as the
+/// line that refuses it (`zerocopy needs Linux (MSG_ZEROCOPY); this agent
+/// runs on windows`). An option at its default (false, null, `rcvlowat` 1,
+/// `tos` 0) asks for nothing, and so does `gso` other than `on` (`auto`
+/// goes without where the system has none).
+pub fn linux_only(kind: Kind, params: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
     LINUX_ONLY.iter().find_map(|&(name, why)| {
+        if PORTABLE.contains(&(kind, name)) {
+            return None;
+        }
         let asked = match (name, params.get(name)?) {
             (_, Value::Null | Value::Bool(false)) => false,
             ("rcvlowat", v) => v.as_f64() != Some(1.0),
             ("tos", v) => v.as_f64() != Some(0.0),
+            ("gso", v) => v.as_str() == Some("on"),
             _ => true,
         };
         asked.then(|| needs_linux(name, why))
@@ -87,20 +105,26 @@ pub fn raw<S: AsRawSock + ?Sized>(s: &S) -> RawSock {
 /// Waits until `sock` has something to read (or its peer hung up), at
 /// most `wait`; `Duration::ZERO` only looks. Returns whether it has.
 pub fn readable(sock: RawSock, wait: Duration) -> bool {
-    poll(&mut [pollfd(sock)], wait)
+    poll(&mut [pollfd(sock, false)], wait)
+}
+
+/// Whether `sock` has room to send now (no waiting).
+pub fn writable(sock: RawSock) -> bool {
+    poll(&mut [pollfd(sock, true)], Duration::ZERO)
 }
 
 /// Waits until one of `socks` has something to read, at most `wait`.
 pub fn wait_any(socks: &[RawSock], wait: Duration) -> bool {
-    let mut fds: Vec<_> = socks.iter().map(|&s| pollfd(s)).collect();
+    let mut fds: Vec<_> = socks.iter().map(|&s| pollfd(s, false)).collect();
     poll(&mut fds, wait)
 }
 
+/// A poll entry for `fd`, waiting to read (or, `out`, to write).
 #[cfg(unix)]
-fn pollfd(fd: RawSock) -> libc::pollfd {
+fn pollfd(fd: RawSock, out: bool) -> libc::pollfd {
     libc::pollfd {
         fd,
-        events: libc::POLLIN,
+        events: if out { libc::POLLOUT } else { libc::POLLIN },
         revents: 0,
     }
 }
@@ -114,10 +138,11 @@ fn poll(fds: &mut [libc::pollfd], wait: Duration) -> bool {
 }
 
 #[cfg(windows)]
-fn pollfd(s: RawSock) -> windows_sys::Win32::Networking::WinSock::WSAPOLLFD {
-    windows_sys::Win32::Networking::WinSock::WSAPOLLFD {
-        fd: s as windows_sys::Win32::Networking::WinSock::SOCKET,
-        events: windows_sys::Win32::Networking::WinSock::POLLRDNORM,
+fn pollfd(s: RawSock, out: bool) -> windows_sys::Win32::Networking::WinSock::WSAPOLLFD {
+    use windows_sys::Win32::Networking::WinSock::{POLLRDNORM, POLLWRNORM, SOCKET, WSAPOLLFD};
+    WSAPOLLFD {
+        fd: s as SOCKET,
+        events: if out { POLLWRNORM } else { POLLRDNORM },
         revents: 0,
     }
 }
@@ -263,26 +288,50 @@ mod tests {
         // What the page sends for a plain step: defaults, spelled out.
         let plain = json!({"msg_bytes": 65536, "busy_poll": false, "rcvlowat": 1, "flows": 4, "tos": 0,
                            "congestion": null, "cpus": null, "zerocopy": false});
-        assert_eq!(linux_only(&plain), None);
+        assert_eq!(linux_only(Kind::TcpStream, &plain), None);
         assert_eq!(
-            linux_only(&json!({"count": 10, "zerocopy": true})).unwrap(),
+            linux_only(Kind::TcpStream, &json!({"count": 10, "zerocopy": true})).unwrap(),
             format!("zerocopy needs Linux (MSG_ZEROCOPY); this agent runs on {OS}")
         );
-        assert!(linux_only(&json!({"cpus": [0, 1]}))
+        assert!(linux_only(Kind::TcpStream, &json!({"cpus": [0, 1]}))
             .unwrap()
             .starts_with("cpus needs Linux (CPU pinning)"));
-        assert!(linux_only(&json!({"tos": 184}))
+        assert!(linux_only(Kind::UdpRr, &json!({"tos": 184}))
             .unwrap()
             .starts_with("tos needs Linux"));
-        assert!(linux_only(&json!({"rcvlowat": 4096}))
+        assert!(linux_only(Kind::TcpStream, &json!({"rcvlowat": 4096}))
             .unwrap()
             .starts_with("rcvlowat needs Linux"));
+    }
+
+    #[test]
+    fn an_option_a_kind_does_its_own_way_is_not_refused_for_that_kind() {
+        // udp_stream paces by `rate` itself; tcp_stream's is the kernel's.
+        let rate = json!({"rate": "20M", "gso": "auto"});
+        assert_eq!(linux_only(Kind::UdpStream, &rate), None);
+        assert!(linux_only(Kind::TcpStream, &rate)
+            .unwrap()
+            .starts_with("rate needs Linux (kernel pacing"));
+        // latency_under_load's probes are its own flow; beside a stream
+        // they are not.
+        let probe = json!({"probe_ms": 10});
+        assert_eq!(linux_only(Kind::LatencyUnderLoad, &probe), None);
+        assert!(linux_only(Kind::UdpStream, &probe)
+            .unwrap()
+            .starts_with("probe_ms needs Linux"));
+        // UDP GSO: `on` is refused, `auto` and `off` go without.
+        assert_eq!(
+            linux_only(Kind::UdpStream, &json!({"gso": "on"})).unwrap(),
+            format!("gso needs Linux (UDP GSO and GRO); this agent runs on {OS}")
+        );
+        assert_eq!(linux_only(Kind::UdpStream, &json!({"gso": "off"})), None);
     }
 
     #[test]
     fn readable_says_whether_a_socket_has_data_without_waiting() {
         let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(writable(raw(&a)), "an idle UDP socket has room to send");
         assert!(!readable(raw(&a), Duration::ZERO));
         b.send_to(b"x", a.local_addr().unwrap()).unwrap();
         assert!(readable(raw(&a), Duration::from_secs(5)));

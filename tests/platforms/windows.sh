@@ -4,13 +4,25 @@
 # in npm test's test-cross profile, run under Debian's Wine (wine64) in a
 # throwaway prefix on loopback, against $MESHPERF_BIN. `meshperf run`
 # drives, both agents serve: a tcp_stream matrix (both directions, 16 MiB
-# each) and a udp_rr matrix (300 transactions each way). Checked: the
+# each), a udp_rr matrix (300 transactions each way), a udp_stream matrix
+# capped by rate (1000 datagrams each way in about 1 s) and one step of it
+# both ways at once (two flows each way on one worker thread per side,
+# `gso` auto: the Windows ends go without),
+# and two short latency_under_load steps (2.6 s each; the Windows agent
+# serving, then driving). Checked: the
 # binary is a PE32+ x86-64 executable; every pair moved what it was asked
-# with no error; the Windows agent's info says Windows and capabilities
-# tcp_stream, tcp_rr, udp_rr; a Linux-only kind (unix_stream) and a
-# Linux-only option (zerocopy) asked of it are refused in one line naming
-# windows, and it serves the next step; the Windows build's own `meshperf
-# run` (under Wine) drives one tcp_rr step against the Linux agent.
+# with no error: udp_stream's receivers counted every datagram (none lost,
+# reordered or doubled on loopback, the raw sequence numbers all there)
+# and the sender kept to the rate, latency_under_load measured probes
+# both ways in every phase with their raw round trips; the timestamps are
+# the user-space ones where the Windows agent received (the Linux
+# receiver's kernel ones otherwise); the Windows agent's info says Windows
+# and capabilities tcp_stream, tcp_rr, udp_rr, udp_stream,
+# latency_under_load; a Linux-only kind (unix_stream) and Linux-only
+# options (zerocopy; gso on for udp_stream) asked of it are refused in one
+# line naming windows, and it serves the next step; the Windows build's
+# own `meshperf run` (under Wine) drives one tcp_rr step against the Linux
+# agent.
 set -euo pipefail
 SCRIPT_NAME=windows
 # The profile npm test builds in (lib.sh would default to release).
@@ -88,16 +100,24 @@ start_agent windows url_win "$wine" "$exe"
 echo "windows: the Windows agent (Wine) is ready in $((SECONDS - t1)) s at ${url_win%%#*}"
 start_agent linux url_lin "$bin"
 
-run() { # NAME ARGS...: meshperf run between the two, its JSON into $dir/NAME.json
-  local name=$1 rc=0
-  shift
-  timeout 120 "$bin" run --agent "$url_win" --agent "$url_lin" "$@" --json "$dir/$name.json" \
+run_between() { # SERVER DRIVER NAME ARGS...: meshperf run, SERVER's agent serving, its JSON into $dir/NAME.json
+  local server=$1 driver=$2 name=$3 rc=0
+  shift 3
+  timeout 120 "$bin" run --agent "$server" --agent "$driver" "$@" --json "$dir/$name.json" \
     >"$dir/$name.out" 2>"$dir/$name.err" || rc=$?
   grep -v '#r=' "$dir/$name.err" "$dir/$name.out" || true
   [ $rc -eq 0 ] || fail "meshperf run ($name) exited $rc"
 }
+run() { run_between "$url_win" "$url_lin" "$@"; } # NAME ARGS...: the Windows agent serving
 run tcp_stream --matrix --kind tcp_stream --set msg_bytes=64K --set count=256
 run udp_rr --matrix --kind udp_rr --set count=300
+# 1000 datagrams of 1000 bytes at 8 Mbit/s: 1 s each way.
+run udp_stream --matrix --kind udp_stream --set rate=8M --set count=1000 --set pkt_bytes=1000
+# Both ways at once, two flows each way, all four on one thread per side:
+# the thread sleeps on its receivers' sockets together (WSAPoll on Windows).
+# `gso` auto: Windows has no UDP GSO or GRO, and goes without.
+run udp_stream_both --kind udp_stream --set direction=both --set streams=2 --set threads=1 \
+  --set rate=8M --set count=500 --set pkt_bytes=1000 --set gso=auto
 
 refused() { # NAME WANT ARGS...: a step the Windows agent refuses; its one line must say WANT
   local name=$1 want=$2 rc=0
@@ -111,24 +131,82 @@ refused unix_stream "unix_stream needs Linux (unix sockets); this agent runs on 
   --agent "$url_win" --kind unix_stream --set count=10
 refused zerocopy "zerocopy needs Linux (MSG_ZEROCOPY); this agent runs on windows" \
   --agent "$url_lin" --agent "$url_win" --kind tcp_stream --set zerocopy=true --set count=16
+refused gso "gso needs Linux (UDP GSO and GRO); this agent runs on windows" \
+  --agent "$url_lin" --agent "$url_win" --kind udp_stream --set gso=on --set rate=8M --set count=100
+# Four phases of 0.5 s, probes every 10 ms, after the refusals (the agent
+# serves on): one step measures both ways, so once with the Windows agent
+# serving and once driving.
+lul=(--kind latency_under_load --set idle_s=0.5 --set download_s=0.5 --set upload_s=0.5
+  --set both_s=0.5 --set gap_s=0.2 --set probe_ms=10)
+run lul_win_serves "${lul[@]}"
+run_between "$url_lin" "$url_win" lul_win_drives "${lul[@]}"
 node -e '
   const fs = require("fs"), dir = process.argv[1];
   const read = (n) => JSON.parse(fs.readFileSync(`${dir}/${n}.json`, "utf8"));
-  for (const kind of ["tcp_stream", "udp_rr"]) {
+  const values = (s, kind) => s.samples.filter((x) => x.kind === kind).reduce((n, x) => n + x.values.length, 0);
+  // Every datagram of a flow (`n` asked) counted by its receiver: none
+  // lost, reordered or doubled on loopback.
+  const counted = (what, f, n) => {
+    if (!(f.sent === n && f.received === n && f.lost === 0 && f.out_of_order === 0 && f.duplicates === 0))
+      throw new Error(`${what}: ${JSON.stringify(f)}`);
+  };
+  for (const kind of ["tcp_stream", "udp_rr", "udp_stream", "lul_win_serves", "lul_win_drives"]) {
     const r = read(kind);
-    if (r.steps.length !== 2) throw new Error(`${kind}: ${r.steps.length} pairs, not 2`);
+    const pairs = kind.startsWith("lul") ? 1 : 2;
+    if (r.steps.length !== pairs) throw new Error(`${kind}: ${r.steps.length} pairs, not ${pairs}`);
     for (const s of r.steps) {
-      if (s.error) throw new Error(`${kind} ${JSON.stringify(s.pair)}: ${s.error}`);
+      const what = `${kind} ${JSON.stringify(s.pair)}`;
+      if (s.error) throw new Error(`${what}: ${s.error}`);
+      // Agent 0 is the Windows one: user-space timestamps where it received.
+      const stamps = (windows) => (windows ? "user" : "kernel");
       if (kind === "tcp_stream" && s.summary.bytes !== 256 * 65536) throw new Error(`tcp_stream moved ${s.summary.bytes} bytes`);
       if (kind === "udp_rr" && !(s.summary.count === 300 && s.summary.rtt_us.median > 0)) throw new Error(`udp_rr: ${JSON.stringify(s.summary)}`);
+      if (kind === "udp_stream") {
+        const f = s.summary;
+        counted(what, f, 1000);
+        if (values(s, "sequence") !== 1000) throw new Error(`${what}: ${values(s, "sequence")} sequence numbers`);
+        // 1000 datagrams at 1000 a second take a second: the rate held.
+        if (!(f.send_seconds > 0.9 && f.send_bits_per_second < 8.2e6)) throw new Error(`${what}: not paced at 8 Mbit/s: ${JSON.stringify(f)}`);
+        // The serving agent received (direction send).
+        if (f.timestamps !== stamps(s.pair.server === 0)) throw new Error(`${what}: timestamps ${f.timestamps}`);
+      }
+      if (kind.startsWith("lul")) {
+        const f = s.summary;
+        if (f.complete !== true || f.phases.length !== 4) throw new Error(`${what}: ${JSON.stringify(f)}`);
+        for (const p of f.phases) {
+          if (!(p.probes_up.sent > 20 && p.probes_up.lost === 0 && p.probes_down.lost === 0 && p.rtt_us.n === p.probes_down.received && p.rtt_us.median > 0))
+            throw new Error(`${what} ${p.phase}: ${JSON.stringify(p)}`);
+          // The load ran its way(s): the tcp_stream workers on Windows.
+          const down = p.phase === "download" || p.phase === "both", up = p.phase === "upload" || p.phase === "both";
+          if ((p.down_bits_per_second > 0) !== down || (p.up_bits_per_second > 0) !== up)
+            throw new Error(`${what} ${p.phase}: load down ${p.down_bits_per_second}, up ${p.up_bits_per_second} bit/s`);
+        }
+        // Every one of the 16 streams of the load (4 a way and phase) moved
+        // data all along: the streams of a worker each get their turn (a
+        // starved one stops at the 4 MiB its socket buffers take).
+        const load = s.samples.filter((x) => x.kind === "interval_bytes" && x.role === "client");
+        const starved = load.filter((x) => x.values.reduce((a, b) => a + b, 0) <= 8 << 20).map((x) => x.stream);
+        if (load.length !== 16 || starved.length) throw new Error(`${what}: ${load.length} load streams, starved: ${starved}`);
+        if (values(s, "rtt_ns") !== f.probes_down.received) throw new Error(`${what}: ${values(s, "rtt_ns")} round trips for ${f.probes_down.received} answers`);
+        if (f.timestamps !== "user") throw new Error(`${what}: timestamps ${f.timestamps}`);
+      }
     }
   }
+  const both = read("udp_stream_both").steps[0];
+  if (both.error) throw new Error(`udp_stream both ways: ${both.error}`);
+  counted("udp_stream both ways", both.summary, 1000);
+  counted("udp_stream both ways, reverse", both.summary.reverse, 1000);
+  if (both.summary.streams.length !== 2) throw new Error(`udp_stream both ways: ${both.summary.streams.length} flows`);
+  // The Windows agent serves: it received the flows (no GRO) and sent
+  // their reverse (no GSO); the Linux ends use what their kernel has.
+  if (both.summary.gro !== false || both.summary.reverse.gso !== false)
+    throw new Error(`udp_stream gso auto: the Windows receiver has gro ${both.summary.gro}, its sender gso ${both.summary.reverse.gso}`);
   // The Windows agent is the one measured, and says what it runs.
   const [win, lin] = read("tcp_stream").agents;
   if (!win.kernel.startsWith("Windows")) throw new Error(`the first agent runs ${win.kernel}, not Windows`);
   if (!lin.kernel.startsWith("Linux")) throw new Error(`the second agent runs ${lin.kernel}, not Linux`);
   const caps = win.capabilities.join(",");
-  if (caps !== "tcp_stream,tcp_rr,udp_rr") throw new Error(`the Windows agent says it runs ${caps}`);
+  if (caps !== "tcp_stream,tcp_rr,udp_rr,udp_stream,latency_under_load") throw new Error(`the Windows agent says it runs ${caps}`);
   if (!lin.capabilities.includes("unix_stream")) throw new Error(`the Linux agent says it runs ${lin.capabilities}`);' "$dir" \
   || fail "the results are not clean (above)"
 
@@ -144,4 +222,4 @@ node -e '
   if (r.steps.length !== 1 || s.error || s.summary.count !== 500 || !(s.summary.rtt_us.median > 0))
     throw new Error(`the Windows run: ${JSON.stringify(s.error || s.summary)}`);' "$dir/winrun.json" \
   || fail "the Windows meshperf run's result is not clean (above)"
-echo "windows: ok (the Windows agent under Wine: tcp_stream and udp_rr both ways against Linux, Linux-only kind and option refused naming windows; the Windows meshperf run drove tcp_rr; $((SECONDS - t0)) s)"
+echo "windows: ok (the Windows agent under Wine: tcp_stream, udp_rr, udp_stream and latency_under_load both ways against Linux, Linux-only kind and options refused naming windows; the Windows meshperf run drove tcp_rr; $((SECONDS - t0)) s)"

@@ -147,7 +147,22 @@ struct Slot<S: DataStream> {
     zc: Option<Ledger>,
     /// Sending is over (half-closed); waiting for the last completions.
     draining: bool,
+    /// The stream gave up its turn with more to move ([`TURN`]): the
+    /// worker comes back to it without waiting for an event.
+    yielded: bool,
 }
+
+/// Reads or writes a stream makes in one turn of its worker before the
+/// worker turns to its other streams. On Linux no bound: a call says
+/// EAGAIN soon enough (one end of a loopback pair always outruns the
+/// other). Off Linux one may not: under Wine a loopback receiver kept up
+/// with its sender for a whole phase, so neither ever said WouldBlock and
+/// the worker's other streams starved (latency_under_load's load: half its
+/// streams stuck at their first 4 MiB).
+#[cfg(target_os = "linux")]
+const TURN: u32 = u32::MAX;
+#[cfg(not(target_os = "linux"))]
+const TURN: u32 = 64;
 
 impl<S: DataStream> Slot<S> {
     fn record(
@@ -304,6 +319,7 @@ fn slots_of<S: DataStream>(
             flushed: 0,
             zc: (plan.zerocopy && S::TCP && dir == Flow::Send).then(Ledger::default),
             draining: false,
+            yielded: false,
         };
         if let Err(e) = reg {
             slot.finish(Some(format!("register: {e}")));
@@ -365,6 +381,7 @@ fn worker<S: DataStream>(
         for s in slots.iter_mut().filter(|s| !s.done) {
             let now = Instant::now();
             if s.ready {
+                s.yielded = false;
                 match s.dir {
                     Flow::Send => send(
                         s,
@@ -403,6 +420,10 @@ fn worker<S: DataStream>(
             continue;
         }
         let mut timeout = Duration::from_millis(50);
+        if slots.iter().any(|s| s.yielded && !s.done) {
+            // Only the others' events to gather: no waiting.
+            timeout = Duration::ZERO;
+        }
         if let Some(due) = next_due {
             // Timer wake-ups arrive late: spin the last stretch.
             timeout = super::pace::poll_timeout(due, timeout);
@@ -457,6 +478,7 @@ fn send<S: DataStream>(
     if s.draining {
         return drain(s, once);
     }
+    let mut moves = 0;
     loop {
         let now = Instant::now();
         if s.msg_off == 0 {
@@ -514,11 +536,19 @@ fn send<S: DataStream>(
                 if once {
                     return; // blocking socket: back to the loop to check cancel
                 }
-                if short {
-                    // A short write means the send buffer is full; the
-                    // kernel flagged it and signals the edge when space
-                    // frees, so skip the write that would only say EAGAIN.
+                // A short write means the send buffer is full; the
+                // kernel flagged it and signals the edge when space
+                // frees, so skip the write that would only say EAGAIN.
+                // Not on Windows: mio watches a socket there again only
+                // once a call through it said WouldBlock (skipped, the
+                // stream waited for an event that never came).
+                if short && cfg!(not(windows)) {
                     s.ready = false;
+                    return;
+                }
+                moves += 1;
+                if moves == TURN {
+                    s.yielded = true;
                     return;
                 }
             }
@@ -602,6 +632,7 @@ fn recv<S: DataStream>(
     live: &LiveStream,
     once: bool,
 ) {
+    let mut moves = 0;
     loop {
         match s.sock.read(buf) {
             Ok(0) => {
@@ -618,6 +649,11 @@ fn recv<S: DataStream>(
                 s.record(n, Instant::now(), start, plan.interval, live);
                 if once {
                     return; // blocking socket: back to the loop to check cancel
+                }
+                moves += 1;
+                if moves == TURN {
+                    s.yielded = true;
+                    return;
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

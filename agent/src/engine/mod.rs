@@ -36,12 +36,6 @@ pub mod buf;
 pub mod bulk;
 pub mod cpu;
 pub mod flows;
-#[cfg(target_os = "linux")]
-pub mod lul;
-/// Off Linux only the probe flow's names, for the kinds that carry one
-/// (`probe_ms`, refused there before anything opens).
-#[cfg(not(target_os = "linux"))]
-#[path = "lul/elsewhere.rs"]
 pub mod lul;
 pub mod pace;
 #[cfg(target_os = "linux")]
@@ -62,9 +56,7 @@ pub mod watchdog;
 pub mod zerocopy;
 
 use meshperf_protocol::msg::PeerAddr;
-#[cfg(target_os = "linux")]
-use meshperf_protocol::params::UdpStreamParams;
-use meshperf_protocol::params::{Limits, UdpRrParams};
+use meshperf_protocol::params::{Limits, UdpRrParams, UdpStreamParams};
 use serde_json::Value;
 use std::net::IpAddr;
 
@@ -450,7 +442,8 @@ pub struct EngineEnv<'a> {
 }
 
 /// The kinds this agent runs: every kind on Linux; elsewhere the ones
-/// built on portable sockets (see [`crate::platform`]).
+/// built on portable sockets, `udp_stream` and `latency_under_load` on
+/// their portable paths (see [`crate::platform`]).
 #[cfg(target_os = "linux")]
 pub const KINDS: &[Kind] = &[
     Kind::TcpStream,
@@ -464,7 +457,13 @@ pub const KINDS: &[Kind] = &[
     Kind::Path,
 ];
 #[cfg(not(target_os = "linux"))]
-pub const KINDS: &[Kind] = &[Kind::TcpStream, Kind::TcpRr, Kind::UdpRr];
+pub const KINDS: &[Kind] = &[
+    Kind::TcpStream,
+    Kind::TcpRr,
+    Kind::UdpRr,
+    Kind::UdpStream,
+    Kind::LatencyUnderLoad,
+];
 
 /// Why `kind` does not run on this platform (None: it does), in the one
 /// line an agent refuses it with: `unix_stream needs Linux (unix sockets);
@@ -476,8 +475,6 @@ pub fn unavailable(kind: Kind) -> Option<String> {
     let why = match kind {
         Kind::UnixStream | Kind::UnixRr => "unix sockets",
         Kind::TcpCrr => "non-blocking connects in its event loop",
-        Kind::UdpStream => "recvmmsg/sendmmsg and kernel receive timestamps",
-        Kind::LatencyUnderLoad => "its UDP probes' batched receive and kernel timestamps",
         Kind::Path => "raw ICMP probing",
         _ => "its engine",
     };
@@ -486,9 +483,9 @@ pub fn unavailable(kind: Kind) -> Option<String> {
 
 /// Refuses, before anything is opened, an option only Linux has (off
 /// Linux; see [`crate::platform::linux_only`]).
-fn linux_only(_params: &Value) -> Result<(), Refusal> {
+fn linux_only(_kind: Kind, _params: &Value) -> Result<(), Refusal> {
     #[cfg(not(target_os = "linux"))]
-    if let Some(m) = crate::platform::linux_only(_params) {
+    if let Some(m) = crate::platform::linux_only(_kind, _params) {
         return Err((ErrorCode::BadParams, m));
     }
     Ok(())
@@ -501,7 +498,7 @@ pub fn prepare(
     params: &Value,
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], Job), Refusal> {
-    linux_only(params)?;
+    linux_only(kind, params)?;
     match kind {
         Kind::TcpStream => tcp::stream::prepare(params, env),
         Kind::TcpRr => tcp::rr::prepare(params, env),
@@ -510,9 +507,7 @@ pub fn prepare(
         #[cfg(target_os = "linux")]
         Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
         Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
-        #[cfg(target_os = "linux")]
         Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
-        #[cfg(target_os = "linux")]
         Kind::LatencyUnderLoad => lul::prepare(params, env),
         #[cfg(target_os = "linux")]
         Kind::Path => udp::prepare::<path::Path>(params, env),
@@ -526,7 +521,7 @@ pub fn prepare(
 
 /// Driving side: validates `params` and returns the job that connects to `peer`.
 pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
-    linux_only(&params)?;
+    linux_only(kind, &params)?;
     match kind {
         Kind::TcpStream => tcp::stream::start(params, peer, env),
         Kind::TcpRr => tcp::rr::start(params, peer, env),
@@ -535,9 +530,7 @@ pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Resu
         #[cfg(target_os = "linux")]
         Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
         Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
-        #[cfg(target_os = "linux")]
         Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
-        #[cfg(target_os = "linux")]
         Kind::LatencyUnderLoad => lul::start(params, peer, env),
         #[cfg(target_os = "linux")]
         Kind::Path => udp::start::<path::Path>(params, peer, env),

@@ -8,7 +8,10 @@
 //! (SO_TIMESTAMPNS) where it gives them: the datagram's arrival, not the
 //! wake-up of the thread that reads it, which on a busy host comes
 //! milliseconds later (the threads wait behind the load's) and would be
-//! counted as delay.
+//! counted as delay. Off Linux there are none: the times are taken in user
+//! space right as each read returns (one datagram a call,
+//! [`super::super::udp::batch`]), and the summary's `timestamps` says
+//! `user`.
 
 use super::super::pace::RateCap;
 use super::super::udp::batch::RecvBatch;
@@ -19,7 +22,6 @@ use meshperf_protocol::summary::Timestamps;
 use std::collections::HashSet;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -102,18 +104,26 @@ impl ProbeClock {
 
 /// Waits up to `d` for `sock` to be readable (ppoll: ns resolution, where
 /// SO_RCVTIMEO rounds to the kernel's tick, several ms).
+#[cfg(target_os = "linux")]
 fn wait_readable(sock: &UdpSocket, d: Duration) {
     let mut pfd = libc::pollfd {
-        fd: sock.as_raw_fd(),
+        fd: std::os::fd::AsRawFd::as_raw_fd(sock),
         events: libc::POLLIN,
         revents: 0,
     };
     let ts = libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
+        tv_sec: d.as_secs() as _,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     };
     // SAFETY: one valid pollfd and a valid timespec; no signal mask.
     unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+}
+
+/// Waits up to `d` for `sock` to be readable (whole ms: the last one
+/// before a probe is due is spent spinning, so none is sent late for it).
+#[cfg(not(target_os = "linux"))]
+fn wait_readable(sock: &UdpSocket, d: Duration) {
+    crate::platform::readable(crate::platform::raw(sock), d);
 }
 
 fn u64_at(b: &[u8], i: usize) -> u64 {
@@ -192,7 +202,7 @@ pub fn respond(
     let (mut bad, mut foreign) = (0u64, 0u64);
     let mut checked = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        match rb.recv(sock.as_raw_fd()) {
+        match rb.recv(&sock) {
             Ok(got) => {
                 for i in 0..got {
                     let (buf, t2, kernel) = arrived(&rb, i, &clock.clock);
@@ -398,7 +408,7 @@ pub fn request(
             None => next,
         };
         wait_readable(&sock, wake.saturating_duration_since(Instant::now()));
-        match rb.recv_now(sock.as_raw_fd()) {
+        match rb.recv_now(&sock) {
             Ok(got) => {
                 for i in 0..got {
                     let (buf, t4, kernel) = arrived(&rb, i, &clock.clock);

@@ -12,8 +12,8 @@
 use crate::engine::sockopt::set_int;
 use socket2::SockRef;
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::RawFd;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
 
 /// recvmmsg flag: block for the first datagram only (not in `libc` for gnu).
 const MSG_WAITFORONE: libc::c_int = 0x10000;
@@ -76,14 +76,14 @@ impl RecvBatch {
     }
 
     /// Receives up to `n` datagrams; blocks (per SO_RCVTIMEO) for the first.
-    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
-        self.recv_flags(fd, MSG_WAITFORONE)
+    pub fn recv(&mut self, s: &UdpSocket) -> io::Result<usize> {
+        self.recv_flags(s.as_raw_fd(), MSG_WAITFORONE)
     }
 
     /// Receives what is queued, up to `n` datagrams, without blocking
     /// (`WouldBlock` when nothing is).
-    pub fn recv_now(&mut self, fd: RawFd) -> io::Result<usize> {
-        self.recv_flags(fd, libc::MSG_DONTWAIT)
+    pub fn recv_now(&mut self, s: &UdpSocket) -> io::Result<usize> {
+        self.recv_flags(s.as_raw_fd(), libc::MSG_DONTWAIT)
     }
 
     fn recv_flags(&mut self, fd: RawFd, flags: libc::c_int) -> io::Result<usize> {
@@ -242,9 +242,8 @@ pub struct SendBatch {
     segs: usize,
     /// Calls that sent datagrams.
     pub calls: u64,
-    /// `sendmmsg` flags: `MSG_DONTWAIT` where one thread serves several
-    /// flows and a full send buffer must not hold up the others.
-    pub flags: libc::c_int,
+    /// `sendmmsg` flags ([`SendBatch::dont_wait`]).
+    flags: libc::c_int,
     bufs: Vec<u8>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
@@ -302,9 +301,17 @@ impl SendBatch {
         &mut self.bufs[i * self.size..(i + 1) * self.size]
     }
 
+    /// From now on a send that would wait for room sends nothing
+    /// (`WouldBlock`) instead (`MSG_DONTWAIT`): a thread that serves
+    /// several flows must not hold up the others.
+    pub fn dont_wait(&mut self) {
+        self.flags = libc::MSG_DONTWAIT;
+    }
+
     /// Sends datagrams `0..count` in as few messages as their segments
     /// allow; returns how many datagrams the kernel took (whole messages).
-    pub fn send(&mut self, fd: RawFd, count: usize) -> io::Result<usize> {
+    pub fn send(&mut self, s: &UdpSocket, count: usize) -> io::Result<usize> {
+        let fd = s.as_raw_fd();
         let count = count.min(self.capacity());
         let msgs = count.div_ceil(self.segs);
         for (i, iov) in self.iovs[..msgs].iter_mut().enumerate() {
@@ -326,6 +333,12 @@ impl SendBatch {
             }
         }
     }
+}
+
+/// Whether a send failed for want of buffer room (ENOBUFS): the datagrams
+/// did not leave and may be sent again.
+pub fn no_room(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOBUFS)
 }
 
 /// Sets UDP_SEGMENT on `s`: every send longer than `size` is cut by the
@@ -365,8 +378,6 @@ pub fn offloads(send: bool, receive: bool) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::UdpSocket;
-    use std::os::fd::AsRawFd;
 
     fn split(data: &[u8], seg: Option<usize>, truncated: bool) -> Vec<usize> {
         segments(data, seg, truncated).map(<[u8]>::len).collect()
@@ -439,14 +450,14 @@ mod tests {
             for i in 0..n {
                 out.buf(i)[..4].copy_from_slice(&(sent + i as u32).to_le_bytes());
             }
-            assert_eq!(out.send(tx.as_raw_fd(), n).unwrap(), n);
+            assert_eq!(out.send(&tx, n).unwrap(), n);
             sent += n as u32;
         }
         assert_eq!(out.calls, 2, "256 then 44 datagrams");
         let mut inb = RecvBatch::new(8, GRO_BUF);
         let mut got = Vec::new();
         while got.len() < total as usize {
-            let n = inb.recv(rx.as_raw_fd()).unwrap();
+            let n = inb.recv(&rx).unwrap();
             for i in 0..n {
                 for d in inb.datagrams(i) {
                     assert_eq!(d.len(), size);

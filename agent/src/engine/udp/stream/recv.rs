@@ -16,7 +16,6 @@ use meshperf_protocol::peer::{
     UdpStreamReceiverLine as ReceiverLine, UdpStreamSenderLine as SenderLine,
 };
 use meshperf_protocol::summary::{Timestamps, UdpStreamReceive, UdpStreamSend};
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// How long after a datagram the receiver keeps polling instead of sleeping
@@ -25,7 +24,9 @@ use std::time::{Duration, Instant};
 /// thread sleeps, pays for waking it (an IPI to an idle CPU, a VM exit here):
 /// several microseconds that would show up as the sender missing its
 /// schedule. Arrival times come from the kernel, so polling does not change
-/// them; with waits above 250 us the receiver sleeps between datagrams.
+/// them (off Linux, where they are taken as each read returns, it brings
+/// them closer to the arrival); with waits above 250 us the receiver
+/// sleeps between datagrams.
 fn rx_spin(wait_us: f64) -> Duration {
     Duration::from_secs_f64((2.0 * wait_us).clamp(200.0, 500.0) / 1e6)
 }
@@ -47,7 +48,6 @@ pub struct Receiver<'a> {
     ctx: &'a TestCtx,
     p: &'a UdpStreamParams,
     leg: Leg,
-    fd: RawFd,
     kernel: bool,
     gro: bool,
     batch: RecvBatch,
@@ -116,7 +116,6 @@ impl<'a> Receiver<'a> {
         Ok(Receiver {
             ctx,
             p,
-            fd: leg.sock.as_raw_fd(),
             leg,
             kernel,
             gro,
@@ -136,8 +135,8 @@ impl<'a> Receiver<'a> {
     }
 
     /// The socket a worker's poll watches.
-    pub fn fd(&self) -> RawFd {
-        self.fd
+    pub fn sock(&self) -> &std::net::UdpSocket {
+        &self.leg.sock
     }
 
     /// One turn: a read (`solo`: blocking in the kernel unless within a
@@ -146,9 +145,9 @@ impl<'a> Receiver<'a> {
         // Within a burst, poll without sleeping (see `rx_spin`).
         let spinning = self.started && self.last.elapsed() < self.spin;
         let r = if solo && !spinning {
-            self.batch.recv(self.fd)
+            self.batch.recv(&self.leg.sock)
         } else {
-            self.batch.recv_now(self.fd)
+            self.batch.recv_now(&self.leg.sock)
         };
         let mut step = Step::Busy;
         match r {

@@ -17,7 +17,6 @@ use meshperf_protocol::peer::{
 };
 use meshperf_protocol::summary::{PacingError, UdpStreamFigures, UdpStreamReceive, UdpStreamSend};
 use meshperf_stats::stats::Summary;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -107,7 +106,7 @@ impl<'a> Sender<'a> {
 
     /// Sends without waiting for room (several flows on one thread).
     pub fn shared(&mut self) {
-        self.batch.flags = libc::MSG_DONTWAIT;
+        self.batch.dont_wait();
     }
 
     /// Waits for the receiver's `zeroed`; the burst's clock starts here.
@@ -209,7 +208,7 @@ impl<'a> Sender<'a> {
             };
             h.write(self.batch.buf(i));
         }
-        match self.batch.send(self.leg.sock.as_raw_fd(), due) {
+        match self.batch.send(&self.leg.sock, due) {
             Ok(n) => {
                 self.times.extend(std::iter::repeat(t).take(n));
                 self.k += n as u64;
@@ -221,7 +220,7 @@ impl<'a> Sender<'a> {
                     None => {}
                 }
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || udp::is_timeout(&e) => {}
+            Err(e) if batch::no_room(&e) || udp::is_timeout(&e) => {}
             Err(e) => {
                 self.note = Some(format!("sending stopped after {} datagrams: {e}", self.k));
             }
@@ -366,12 +365,12 @@ pub(super) fn gso_send(
             }
             .write(hello.buf(i));
         }
-        hello.send(sock.as_raw_fd(), 2).map(|_| ())
+        hello.send(sock, 2).map(|_| ())
     });
     match tried {
         Ok(()) => Ok(true),
         // A full buffer or a timeout is not a refusal.
-        Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || udp::is_timeout(&e) => Ok(true),
+        Err(e) if batch::no_room(&e) || udp::is_timeout(&e) => Ok(true),
         Err(e) if p.gso == UdpGso::On => Err(TestError::new(
             ErrorCode::BadParams,
             format!(
@@ -393,14 +392,16 @@ pub(super) fn gso_send(
 /// (A/B on loopback at wait_us 20, interleaved runs, median p99 gap error
 /// raised against not: 4.0 against 15.1 us over 8 runs on a quiet host; 10.9
 /// against 11.3 and 14.0 against 15.7 over 10 when the host was stealing
-/// time, where its own preemption dominates). Needs CAP_SYS_NICE; without it the burst runs
-/// at the thread's priority and `sender_nice` in the summary is null. The old
-/// priority comes back on drop.
+/// time, where its own preemption dominates). Needs CAP_SYS_NICE; without
+/// it (and off Linux) the burst runs at the thread's priority and
+/// `sender_nice` in the summary is null. The old priority comes back on drop.
+#[cfg(target_os = "linux")]
 pub struct Urgent {
     old: libc::c_int,
     pub raised: Option<i32>,
 }
 
+#[cfg(target_os = "linux")]
 impl Urgent {
     const NICE: libc::c_int = -20;
 
@@ -420,6 +421,7 @@ impl Urgent {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Urgent {
     fn drop(&mut self) {
         if self.raised.is_some() {
@@ -429,7 +431,21 @@ impl Drop for Urgent {
     }
 }
 
-#[cfg(test)]
+/// Off Linux there is no nice value to raise (Windows ranks threads by
+/// priority classes): the burst runs at the thread's priority.
+#[cfg(not(target_os = "linux"))]
+pub struct Urgent {
+    pub raised: Option<i32>,
+}
+
+#[cfg(not(target_os = "linux"))]
+impl Urgent {
+    pub fn raise() -> Urgent {
+        Urgent { raised: None }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::gso_send;
     use meshperf_protocol::params::{Limits, UdpStreamParams};

@@ -3,10 +3,10 @@
 //! CPUs), and each thread steps its legs until every one has its figures.
 //! A thread with one leg lets it block (a sender sleeps to its next
 //! datagram, a receiver in the kernel until one comes), as a single flow
-//! always ran; a thread with several never blocks on one: its receivers'
-//! sockets are in its own mio `Poll`, which it sleeps on until one is
-//! readable, a sender's datagram is nearly due, or 10 ms pass (the
-//! receivers' checks of their control lines).
+//! always ran; a thread with several never blocks on one: it sleeps on
+//! its receivers' sockets ([`Readers`]) until one is readable, a sender's
+//! datagram is nearly due, or 10 ms pass (the receivers' checks of their
+//! control lines).
 //!
 //! Set-up order keeps two agents with different thread counts from
 //! waiting on each other: every thread first says `zero` for all its
@@ -19,10 +19,11 @@ use super::{Ended, Leg, Step};
 use crate::engine::pace;
 use crate::engine::placement::{self, Placement};
 use crate::engine::{cpu, TestCtx, TestError};
+use crate::platform;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::UdpStreamParams;
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use std::io;
+use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -151,26 +152,21 @@ fn worker<'a>(
         .any(|t| matches!(t, Some(Task::Send(s)) if s.paced()))
         .then(Urgent::raise);
     let nice = urgent.as_ref().and_then(|u| u.raised);
-    let mut poll = (!solo).then(Poll::new).transpose().map_err(io)?;
-    if let Some(poll) = &poll {
+    let mut readers = (!solo).then(Readers::new).transpose().map_err(io)?;
+    if let Some(readers) = &mut readers {
         for (i, t) in tasks.iter().enumerate() {
             if let Some(Task::Recv(r)) = t {
-                let fd = r.fd();
-                let mut src = SourceFd(&fd);
-                poll.registry()
-                    .register(&mut src, Token(i), Interest::READABLE)
-                    .map_err(io)?;
+                readers.add(i, r.sock()).map_err(io)?;
             }
         }
     }
-    let mut events = Events::with_capacity(16);
     let mut out = Vec::with_capacity(tasks.len());
     loop {
         if ctx.cancelled() || stop.load(Ordering::Relaxed) {
             return Err(TestError::cancelled());
         }
         let (mut busy, mut wake) = (false, None::<Instant>);
-        for slot in tasks.iter_mut() {
+        for (i, slot) in tasks.iter_mut().enumerate() {
             let step = match slot {
                 Some(Task::Send(s)) => s.step(solo)?,
                 Some(Task::Recv(r)) => r.step(solo)?,
@@ -189,8 +185,8 @@ fn worker<'a>(
                         let Some(Task::Recv(r)) = slot.take() else {
                             unreachable!()
                         };
-                        if let Some(poll) = &poll {
-                            let _ = poll.registry().deregister(&mut SourceFd(&r.fd()));
+                        if let Some(readers) = &mut readers {
+                            readers.remove(i, r.sock());
                         }
                         out.push((*r).finish()?);
                     }
@@ -216,18 +212,91 @@ fn worker<'a>(
             std::hint::spin_loop();
             continue;
         }
-        match &mut poll {
-            Some(poll) => match poll.poll(&mut events, Some(timeout)) {
-                Err(e) if e.kind() != std::io::ErrorKind::Interrupted => return Err(io(e)),
-                _ => {}
-            },
+        match &mut readers {
+            Some(readers) => readers.wait(timeout).map_err(io)?,
             None => std::thread::sleep(timeout),
         }
     }
-    drop(urgent);
+    // `urgent` gives the thread's priority back as it goes out of scope.
     Ok(out)
 }
 
-fn io(e: std::io::Error) -> TestError {
+/// The receivers' sockets a thread with several legs sleeps on, by the
+/// index of their task: a mio `Poll` on Linux; elsewhere poll(2) or
+/// WSAPoll over their handles ([`platform::wait_any`]: mio on Windows
+/// watches only sockets it owns, and these are the legs' std sockets).
+struct Readers {
+    #[cfg(target_os = "linux")]
+    poll: mio::Poll,
+    #[cfg(target_os = "linux")]
+    events: mio::Events,
+    #[cfg(not(target_os = "linux"))]
+    socks: Vec<(usize, platform::RawSock)>,
+}
+
+#[cfg(target_os = "linux")]
+impl Readers {
+    fn new() -> io::Result<Readers> {
+        Ok(Readers {
+            poll: mio::Poll::new()?,
+            events: mio::Events::with_capacity(16),
+        })
+    }
+
+    fn add(&mut self, i: usize, s: &UdpSocket) -> io::Result<()> {
+        let fd = platform::raw(s);
+        self.poll.registry().register(
+            &mut mio::unix::SourceFd(&fd),
+            mio::Token(i),
+            mio::Interest::READABLE,
+        )
+    }
+
+    fn remove(&mut self, _i: usize, s: &UdpSocket) {
+        let fd = platform::raw(s);
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut mio::unix::SourceFd(&fd));
+    }
+
+    /// Sleeps until a socket is readable, at most `timeout`.
+    fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        match self.poll.poll(&mut self.events, Some(timeout)) {
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+impl Readers {
+    fn new() -> io::Result<Readers> {
+        Ok(Readers { socks: Vec::new() })
+    }
+
+    fn add(&mut self, i: usize, s: &UdpSocket) -> io::Result<()> {
+        self.socks.push((i, platform::raw(s)));
+        Ok(())
+    }
+
+    fn remove(&mut self, i: usize, _s: &UdpSocket) {
+        self.socks.retain(|&(j, _)| j != i);
+    }
+
+    /// Sleeps until a socket is readable, at most `timeout` (a sleep when
+    /// none is left: WSAPoll refuses an empty set at once).
+    fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        let socks: Vec<_> = self.socks.iter().map(|&(_, s)| s).collect();
+        if socks.is_empty() {
+            std::thread::sleep(timeout);
+        } else {
+            platform::wait_any(&socks, timeout);
+        }
+        Ok(())
+    }
+}
+
+fn io(e: io::Error) -> TestError {
     TestError::new(ErrorCode::Io, format!("poll: {e}"))
 }
