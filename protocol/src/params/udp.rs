@@ -320,6 +320,19 @@ impl UdpStreamParams {
             // count and bytes (unpaced: as many as those allow).
             Some(d) => pace.count_in(d, limits),
         };
+        // A given count was held to the agent's count limit as it was read,
+        // and one worked out from a time is capped by it; the default is
+        // held to it here (an agent started with `--max-count` below it).
+        if duration_s.is_none() && count > limits.max_count {
+            return Err(ParamError::new(
+                "count",
+                format!(
+                    "the default of {count} datagrams is above the agent's limit of {}: \
+                     give count or duration_s",
+                    limits.max_count
+                ),
+            ));
+        }
         super::omit_within(omit_s, duration_s)?;
         pace.within(duration_s.is_none().then_some(count), duration_s, limits)?;
         if (count as u128) * (pkt_bytes as u128) * (streams as u128) > limits.max_bytes as u128 {
@@ -384,6 +397,37 @@ mod tests {
     }
     fn st(v: Value) -> Result<UdpStreamParams, ParamError> {
         UdpStreamParams::parse(&v, &Limits::default())
+    }
+
+    /// The default count (10 000 datagrams) is held to an agent's count
+    /// limit below it, as a given count is (the control fuzzer's find:
+    /// `{"wait_us": 500}` ran 10 000 datagrams on an agent allowing 1000).
+    #[test]
+    fn the_default_count_is_held_to_the_agents_count_limit() {
+        let l = Limits {
+            max_count: 1000,
+            ..Limits::default()
+        };
+        let e = UdpStreamParams::parse(&json!({"wait_us": 500}), &l).unwrap_err();
+        assert_eq!(e.param, "count");
+        assert!(
+            e.to_string()
+                .contains("default of 10000 datagrams is above the agent's limit of 1000"),
+            "{e}"
+        );
+        // A given count is held to it as it is read.
+        let e = UdpStreamParams::parse(&json!({"count": 1001}), &l).unwrap_err();
+        assert_eq!(e.param, "count");
+        assert_eq!(
+            UdpStreamParams::parse(&json!({"count": 1000}), &l)
+                .unwrap()
+                .count,
+            1000
+        );
+        // A time's count is capped by it.
+        let p = UdpStreamParams::parse(&json!({"duration_s": 1, "wait_us": 100}), &l).unwrap();
+        assert_eq!(p.count, 1000);
+        assert_eq!(st(json!({"wait_us": 500})).unwrap().count, 10_000);
     }
 
     #[test]
