@@ -129,6 +129,21 @@ pub struct Probes<'a> {
     pub t4: &'a [f64],
 }
 
+#[cfg(test)]
+impl<'a> Probes<'a> {
+    /// Tests' probes: phase codes `phase` and the timestamp columns `t`
+    /// (t1 to t4).
+    pub(crate) fn columns(phase: &'a [u8], t: &'a [Vec<f64>; 4]) -> Probes<'a> {
+        Probes {
+            phase,
+            t1: &t[0],
+            t2: &t[1],
+            t3: &t[2],
+            t4: &t[3],
+        }
+    }
+}
+
 /// Round trip of probe `i` without the responder's own time.
 pub(crate) fn rtt(p: &Probes, i: usize) -> f64 {
     (p.t4[i] - p.t1[i]) - (p.t3[i] - p.t2[i])
@@ -269,20 +284,10 @@ mod tests {
         (phase, t)
     }
 
-    fn of<'a>(phase: &'a [u8], t: &'a [Vec<f64>; 4]) -> Probes<'a> {
-        Probes {
-            phase,
-            t1: &t[0],
-            t2: &t[1],
-            t3: &t[2],
-            t4: &t[3],
-        }
-    }
-
     #[test]
     fn a_queue_on_the_way_up_shows_up_only_and_in_the_round_trip() {
         let (phase, t) = probes(5.5e6, 30.0, 10e6);
-        let a = analyze(&of(&phase, &t), false).unwrap();
+        let a = analyze(&Probes::columns(&phase, &t), false).unwrap();
         assert!((a.clock.fit.drift_ppm - 30.0).abs() < 1.5, "{:?}", a.clock);
         let up = a.phases[2].added_up.unwrap();
         let down = a.phases[2].added_down.unwrap();
@@ -362,7 +367,7 @@ mod tests {
             |_| 40_000.0 + queue(),
             |k| 40_000.0 + queue2() + if (1200..2800).contains(&k) { 2e6 } else { 0.0 },
         );
-        let c = analyze(&of(&phase, &t), false).unwrap().clock;
+        let c = analyze(&Probes::columns(&phase, &t), false).unwrap().clock;
         let worst = worst_error(&c, &t, 3.2e6, 45.0);
         assert!(worst <= c.fit.uncertainty, "{worst} ns: {c:?}");
         // The path is symmetric: the estimate is close, the drift too, and
@@ -398,7 +403,7 @@ mod tests {
                 |k| 30_000.0 + up * held[k],
                 |k| 30_000.0 + down * held[k],
             );
-            let c = analyze(&of(&phase, &t), false).unwrap().clock;
+            let c = analyze(&Probes::columns(&phase, &t), false).unwrap().clock;
             let u = c.fit.uncertainty;
             assert!(worst_error(&c, &t, 0.0, 0.0) <= u, "{c:?}");
             assert!(
@@ -429,7 +434,7 @@ mod tests {
             (if k < 300 { 400_000.0 } else { 100_000.0 }) + 400_000.0 * uniform(&mut seed)
         };
         let (phase, t) = exchange(860, 0.0, 0.0, |k| 30_000.0 + d + late(k), |_| 30_000.0);
-        let c = analyze(&of(&phase, &t), false).unwrap().clock;
+        let c = analyze(&Probes::columns(&phase, &t), false).unwrap().clock;
         let u = c.fit.uncertainty;
         assert!(worst_error(&c, &t, 0.0, 0.0) <= u, "{c:?}");
         assert!(worst_error(&c, &t, d / 2.0, 0.0) <= u - d / 2.0, "{c:?}");
@@ -462,7 +467,7 @@ mod tests {
             downs.push(50_000.0 + extra(k, 1));
         }
         let (phase, t) = exchange(1500, 1.5e6, -20.0, |k| ups[k], |k| downs[k]);
-        let c = analyze(&of(&phase, &t), false).unwrap().clock;
+        let c = analyze(&Probes::columns(&phase, &t), false).unwrap().clock;
         let worst = worst_error(&c, &t, 1.5e6, -20.0);
         assert!(worst <= c.fit.uncertainty, "{worst} ns: {c:?}");
         assert!(worst < 2_000.0, "{worst} ns: {c:?}");
@@ -476,7 +481,7 @@ mod tests {
         for x in t[1..].iter_mut().flatten() {
             *x += 2e6;
         }
-        let a = analyze(&of(&phase, &t), true).unwrap();
+        let a = analyze(&Probes::columns(&phase, &t), true).unwrap();
         assert_eq!((a.clock.fit.offset, a.clock.uncertainty_us), (0.0, 0.0));
         let up = a.phases[0].up.as_ref().unwrap();
         let down = a.phases[0].down.as_ref().unwrap();

@@ -122,7 +122,7 @@ mod tests {
             t[2].push(a + 60e3 + q + 3e6);
             t[3].push(a + 110e3 + q);
         }
-        let p = probes(&phase, &t);
+        let p = Probes::columns(&phase, &t);
         let l = lanes(&p, &seq, false, 22, 5.0).unwrap();
         assert_eq!(l.t_s[0], 1.0);
         assert!((l.rtt_ms[0] - 0.1).abs() < 1e-9);
@@ -169,7 +169,7 @@ mod tests {
             t[2].push(arrive + 3e3 + 5.5e6);
             t[3].push(arrive + 3e3 + 20e3 + (4e3 - jitter) + down);
         }
-        let p = probes(&phase, &t);
+        let p = Probes::columns(&phase, &t);
         let median = |v: Vec<f64>| crate::stats::Summary::new(&v).unwrap().median;
         for synced in [false, true] {
             let l = lanes(&p, &seq, synced, 600, 5.0).unwrap();
@@ -194,17 +194,6 @@ mod tests {
             assert!((added(&l.up_ms, 2) - 10.0).abs() < 0.01, "{synced}");
             assert!(added(&l.down_ms, 2).abs() < 0.01, "{synced}");
             assert!((added(&l.down_ms, 1) - 4.0).abs() < 0.01, "{synced}");
-        }
-    }
-
-    /// The probes of phase codes `phase` and timestamps `t` (t1 to t4).
-    fn probes<'a>(phase: &'a [u8], t: &'a [Vec<f64>; 4]) -> Probes<'a> {
-        Probes {
-            phase,
-            t1: &t[0],
-            t2: &t[1],
-            t3: &t[2],
-            t4: &t[3],
         }
     }
 
