@@ -165,6 +165,7 @@ pub struct Segments<'a> {
 
 impl<'a> Iterator for Segments<'a> {
     type Item = &'a [u8];
+    #[inline(always)]
     fn next(&mut self) -> Option<&'a [u8]> {
         if self.data.is_empty() {
             return None;
@@ -297,6 +298,7 @@ impl SendBatch {
     }
 
     /// The payload buffer of datagram `i`.
+    #[inline(always)]
     pub fn buf(&mut self, i: usize) -> &mut [u8] {
         &mut self.bufs[i * self.size..(i + 1) * self.size]
     }

@@ -47,6 +47,7 @@ const SHORT: usize = meshperf_protocol::params::UDP_MIN_LEN as usize;
 impl Hdr {
     /// Writes the header at the start of `buf`: the full form when the
     /// datagram has room for it (28 bytes), else the compact one.
+    #[inline(always)]
     pub fn write(&self, buf: &mut [u8]) {
         if buf.len() >= HDR {
             buf[..3].copy_from_slice(b"MPU");
@@ -64,6 +65,7 @@ impl Hdr {
     }
 
     /// Reads a header; `None` if `buf` is not a meshperf datagram.
+    #[inline(always)]
     pub fn read(buf: &[u8]) -> Option<Hdr> {
         let u = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap());
         let u32_at = |i: usize| u32::from_le_bytes(buf[i..i + 4].try_into().unwrap()) as u64;
@@ -88,6 +90,7 @@ impl Hdr {
 
     /// Whether this is a `kind` datagram of the test with `token` (a
     /// compact header carries the token's low 32 bits).
+    #[inline(always)]
     pub fn is(&self, kind: u8, token: u64) -> bool {
         self.kind == kind && (self.token == token || self.token == token & 0xffff_ffff)
     }
@@ -134,6 +137,7 @@ impl Clock {
         }
     }
     /// ns since the start.
+    #[inline(always)]
     pub fn ns(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.start).as_nanos() as u64
     }
@@ -141,6 +145,7 @@ impl Clock {
         self.ns(Instant::now())
     }
     /// A CLOCK_REALTIME timestamp as ns since the start (0 if before it).
+    #[inline(always)]
     pub fn since_realtime(&self, sec: i64, nsec: i64) -> u64 {
         (sec as i128 * 1_000_000_000 + nsec as i128 - self.rt0_ns).max(0) as u64
     }

@@ -216,24 +216,29 @@ impl<'a> Receiver<'a> {
                 continue;
             }
             // One datagram, or the datagrams of a coalesced read (GRO),
-            // which share its kernel time stamp.
+            // which share its kernel time stamp: one arrival time for all
+            // of them, filled in once after the loop.
+            let a = match ts {
+                Some((s, ns)) => clock.since_realtime(s, ns),
+                None => clock.ns(now),
+            };
+            let before = g.seq.len();
             for data in self.batch.datagrams(i) {
                 match Hdr::read(data) {
                     Some(h) if h.is(DATA, leg.token) => {
-                        let a = match ts {
-                            Some((s, ns)) => clock.since_realtime(s, ns),
-                            None => {
-                                g.user_ts += 1;
-                                clock.ns(now)
-                            }
-                        };
-                        g.prev = g.prev.max(a);
                         g.seq.push(h.seq);
-                        g.arr.push(g.prev);
                         g.snt.push(h.t_ns);
                     }
                     Some(h) if h.is(HELLO, leg.token) => {}
                     _ => leg.foreign += 1,
+                }
+            }
+            let data = (g.seq.len() - before) as u64;
+            if data > 0 {
+                g.prev = g.prev.max(a);
+                g.arr.resize(g.seq.len(), g.prev);
+                if ts.is_none() {
+                    g.user_ts += data;
                 }
             }
         }

@@ -210,7 +210,7 @@ impl<'a> Sender<'a> {
         }
         match self.batch.send(&self.leg.sock, due) {
             Ok(n) => {
-                self.times.extend(std::iter::repeat(t).take(n));
+                self.times.resize(self.times.len() + n, t);
                 self.k += n as u64;
                 self.live
                     .fetch_add(n as u64 * self.p.pkt_bytes, Ordering::Relaxed);
