@@ -42,48 +42,56 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
-/// The release binary has a 4 MB target (bench/footprint.mjs). Where the
-/// linker is rustc's own lld (x86_64 glibc Linux, the default since Rust
-/// 1.90, no other linker asked for) a build for size folds identical
-/// functions (`--icf=all`: Rust promises no distinct addresses for
-/// functions) and packs its relative relocations (`-z
-/// pack-relative-relocs`, DT_RELR, read by glibc 2.36 on: only where the
-/// glibc it is built against has it, as it runs there): 4.15 -> 3.99 MB on
-/// 07c518f (docs/performance.md, footprint). Other targets, a chosen linker
-/// and the speed-built test profile link as before.
+/// The release binary has a 4 MB target (bench/footprint.mjs). A build
+/// for size (opt-level "s" or "z": release) for the machine it is built on
+/// folds identical functions (`--icf=all`: Rust promises no distinct
+/// addresses for functions) and packs its relative relocations (`-z
+/// pack-relative-relocs`, DT_RELR, read by glibc 2.36 on): 4.15 -> 3.99 MB
+/// on 07c518f (docs/performance.md, footprint). Each only where a probe
+/// program links with it (rustc's own lld, the default on x86_64 Linux
+/// since Rust 1.90, mold and gold have both; GNU ld has no `--icf`), with
+/// the linker and flags this build uses, and for the relocations where the
+/// probe then runs (a glibc before 2.36 refuses it). Cross builds, other
+/// systems and the speed-built test profile link as before.
 fn size_link_args() {
     let env = |k: &str| std::env::var(k).unwrap_or_default();
     let for_size = matches!(env("OPT_LEVEL").as_str(), "s" | "z");
     let target = env("TARGET");
-    let own_lld = target == "x86_64-unknown-linux-gnu"
-        && env("HOST") == target
-        && std::env::var_os("RUSTC_LINKER").is_none()
-        && !env("CARGO_ENCODED_RUSTFLAGS").contains("link")
-        && rustc_minor() >= Some(90);
-    if !(for_size && own_lld) {
+    if !for_size || env("HOST") != target || !target.contains("-linux-") {
         return;
     }
-    println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
-    if glibc_minor() >= Some(36) {
-        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    let out = PathBuf::from(env("OUT_DIR"));
+    let src = out.join("link_probe.rs");
+    if std::fs::write(&src, "fn main() {}\n").is_err() {
+        return;
+    }
+    for (i, (arg, run)) in [("-Wl,--icf=all", false), ("-Wl,-z,pack-relative-relocs", true)]
+        .into_iter()
+        .enumerate()
+    {
+        if link_probe(&src, &out.join(format!("link_probe{i}")), arg, run) {
+            println!("cargo:rustc-link-arg-bins={arg}");
+        }
     }
 }
 
-/// The minor version of the rustc building this (1.x), from `rustc -vV`.
-fn rustc_minor() -> Option<u32> {
+/// Whether `src` compiles and links to `exe` with the link argument `arg`
+/// (and the linker and flags of this build), and with `run`, runs.
+fn link_probe(src: &Path, exe: &Path, arg: &str, run: bool) -> bool {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = std::process::Command::new(rustc).arg("-vV").output().ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let release = text.lines().find_map(|l| l.strip_prefix("release: "))?;
-    release.split('.').nth(1)?.parse().ok()
-}
-
-/// The minor version of the host's glibc (2.x), from `getconf GNU_LIBC_VERSION`.
-fn glibc_minor() -> Option<u32> {
-    let out = std::process::Command::new("getconf").arg("GNU_LIBC_VERSION").output().ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let version = text.trim().strip_prefix("glibc 2.")?;
-    version.split('.').next()?.parse().ok()
+    let mut cmd = std::process::Command::new(rustc);
+    cmd.arg(src).arg("-o").arg(exe).arg("-C").arg(format!("link-arg={arg}"));
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        cmd.arg("-C").arg(format!("linker={}", PathBuf::from(linker).display()));
+    }
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    cmd.args(flags.split('\x1f').filter(|f| !f.is_empty()));
+    let linked = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    linked && (!run || std::process::Command::new(exe).status().is_ok_and(|s| s.success()))
 }
 
 fn main() {
