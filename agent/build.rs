@@ -65,9 +65,12 @@ fn size_link_args() {
     if std::fs::write(&src, "fn main() {}\n").is_err() {
         return;
     }
-    for (i, (arg, run)) in [("-Wl,--icf=all", false), ("-Wl,-z,pack-relative-relocs", true)]
-        .into_iter()
-        .enumerate()
+    for (i, (arg, run)) in [
+        ("-Wl,--icf=all", false),
+        ("-Wl,-z,pack-relative-relocs", true),
+    ]
+    .into_iter()
+    .enumerate()
     {
         if link_probe(&src, &out.join(format!("link_probe{i}")), arg, run) {
             println!("cargo:rustc-link-arg-bins={arg}");
@@ -80,9 +83,14 @@ fn size_link_args() {
 fn link_probe(src: &Path, exe: &Path, arg: &str, run: bool) -> bool {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let mut cmd = std::process::Command::new(rustc);
-    cmd.arg(src).arg("-o").arg(exe).arg("-C").arg(format!("link-arg={arg}"));
+    cmd.arg(src)
+        .arg("-o")
+        .arg(exe)
+        .arg("-C")
+        .arg(format!("link-arg={arg}"));
     if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
-        cmd.arg("-C").arg(format!("linker={}", PathBuf::from(linker).display()));
+        cmd.arg("-C")
+            .arg(format!("linker={}", PathBuf::from(linker).display()));
     }
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     cmd.args(flags.split('\x1f').filter(|f| !f.is_empty()));
@@ -91,7 +99,11 @@ fn link_probe(src: &Path, exe: &Path, arg: &str, run: bool) -> bool {
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    linked && (!run || std::process::Command::new(exe).status().is_ok_and(|s| s.success()))
+    linked
+        && (!run
+            || std::process::Command::new(exe)
+                .status()
+                .is_ok_and(|s| s.success()))
 }
 
 fn main() {
