@@ -89,8 +89,9 @@ fn link_probe(src: &Path, exe: &Path, arg: &str, run: bool) -> bool {
         .arg("-C")
         .arg(format!("link-arg={arg}"));
     if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
-        cmd.arg("-C")
-            .arg(format!("linker={}", PathBuf::from(linker).display()));
+        let mut set = std::ffi::OsString::from("linker=");
+        set.push(linker);
+        cmd.arg("-C").arg(set);
     }
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     cmd.args(flags.split('\x1f').filter(|f| !f.is_empty()));
