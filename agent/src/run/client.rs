@@ -48,7 +48,10 @@ impl AgentUrl {
             Some(rest) => (true, rest),
             None => (false, url.strip_prefix("http://").ok_or_else(bad)?),
         };
-        let (hostport, frag) = rest.split_once('#').ok_or_else(bad)?;
+        let no_token = || {
+            CtlError::Usage(format!("--agent {url}: no token: give the whole URL the agent printed, with its #token=..."))
+        };
+        let (hostport, frag) = rest.split_once('#').ok_or_else(no_token)?;
         let hostport = hostport.trim_end_matches('/');
         let (host, port) = hostport.rsplit_once(':').ok_or_else(bad)?;
         let port: u16 = port.parse().map_err(|_| bad())?;
@@ -60,7 +63,7 @@ impl AgentUrl {
             .split('&')
             .find_map(|kv| kv.strip_prefix("token="))
             .filter(|t| !t.is_empty())
-            .ok_or_else(bad)?
+            .ok_or_else(no_token)?
             .to_string();
         let fp = match frag.split('&').find_map(|kv| kv.strip_prefix("fp=")) {
             Some(_) if !tls => {
@@ -362,5 +365,25 @@ mod tests {
             AgentUrl::parse("http://h:1/#x=1"),
             Err(CtlError::Usage(_))
         ));
+    }
+
+    /// A URL without its token says so (issue 45, item 25), rather than
+    /// "expected the URL the agent printed" as for a URL of another shape.
+    #[test]
+    fn a_url_without_a_token_says_no_token() {
+        let text = |u: &str| match AgentUrl::parse(u) {
+            Err(CtlError::Usage(m)) => m,
+            other => panic!("{u}: {other:?}"),
+        };
+        for u in [
+            "http://127.0.0.1:7800/",
+            "http://127.0.0.1:7800/#",
+            "http://h:1/#x=1",
+            "http://h:1/#token=",
+        ] {
+            assert!(text(u).contains(": no token: "), "{u}: {}", text(u));
+        }
+        assert!(text("127.0.0.1:7800").contains("expected the URL the agent printed"));
+        assert!(text("http://h/#token=a").contains("expected the URL the agent printed"));
     }
 }

@@ -16,8 +16,8 @@ pub struct PlanFlags {
     #[arg(long, value_name = "NAME", conflicts_with = "kind")]
     pub preset: Option<String>,
     /// A plan of this kind from the flags alone: tcp_stream, tcp_rr,
-    /// tcp_crr, udp_stream, udp_rr, unix_stream, unix_rr (a stream kind
-    /// measures throughput).
+    /// tcp_crr, udp_stream, udp_rr, unix_stream, unix_rr,
+    /// latency_under_load, path (a stream kind measures throughput).
     #[arg(long, value_name = "KIND")]
     pub kind: Option<String>,
     /// Set a parameter (repeatable), over the plan's or preset's own:
@@ -55,4 +55,57 @@ pub fn base_plan(preset: Option<&str>, plan: Option<&str>) -> Result<Option<Plan
     } else {
         None
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use meshperf_protocol::params::Kind;
+
+    #[derive(clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        flags: PlanFlags,
+    }
+
+    fn help_of(arg: &str) -> String {
+        let cmd = Wrap::command();
+        let a = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == arg)
+            .unwrap_or_else(|| panic!("no --{arg}"));
+        format!(
+            "{} {}",
+            a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+            a.get_long_help().map(|h| h.to_string()).unwrap_or_default()
+        )
+    }
+
+    /// `--help` once listed 7 of the 9 kinds (issue 45, item 25): every
+    /// kind the protocol knows is named in `--kind`'s help, and every
+    /// preset in `--preset`'s.
+    #[test]
+    fn the_kind_and_preset_help_name_every_kind_and_preset() {
+        let words = |h: String| -> Vec<String> {
+            h.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map(str::to_string)
+                .collect()
+        };
+        let kinds = words(help_of("kind"));
+        for k in Kind::ALL {
+            assert!(
+                kinds.iter().any(|w| w == k.name()),
+                "--kind's help lacks {}",
+                k.name()
+            );
+        }
+        let presets_help = words(help_of("preset"));
+        for p in presets::names() {
+            assert!(
+                presets_help.iter().any(|w| w == p),
+                "--preset's help lacks {p}"
+            );
+        }
+    }
 }

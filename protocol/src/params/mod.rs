@@ -204,6 +204,10 @@ impl<'a> Reader<'a> {
                         name,
                         format!("must not be negative, got {f}"),
                     )),
+                    Some(f) if f.fract() == 0.0 => Err(ParamError::new(
+                        name,
+                        format!("too large: at most {}, got {v}", u64::MAX),
+                    )),
                     _ => Err(ParamError::new(
                         name,
                         format!("must be a whole number, got {v}"),

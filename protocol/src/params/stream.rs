@@ -329,6 +329,34 @@ mod tests {
         StreamParams::parse(&v, &Limits::default())
     }
 
+    /// 99999999999999999999 messages was "must be a whole number, got
+    /// 1e+20" (issue 45, item 16): a whole number beyond 64 bits is too
+    /// large, and says so; a fraction is still not whole.
+    #[test]
+    fn a_count_beyond_64_bits_is_too_large_not_fractional() {
+        let big: Value = serde_json::from_str(r#"{"count": 99999999999999999999}"#).unwrap();
+        let e = parse(big).unwrap_err();
+        assert_eq!(e.param, "count");
+        assert!(
+            e.message
+                .starts_with("too large: at most 18446744073709551615, got "),
+            "{}",
+            e.message
+        );
+        let e = parse(json!({"count": 2.5})).unwrap_err();
+        assert!(
+            e.message.starts_with("must be a whole number"),
+            "{}",
+            e.message
+        );
+        let e = parse(json!({"count": -3})).unwrap_err();
+        assert!(
+            e.message.starts_with("must not be negative"),
+            "{}",
+            e.message
+        );
+    }
+
     #[test]
     fn defaults_and_values() {
         let p = parse(json!({"msg_bytes": 1048576, "count": 128})).unwrap();
