@@ -37,7 +37,7 @@ pub const VERSION: u32 = 1;
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
 pub enum StreamEvent {
     /// The first line: what runs, between which agents.
-    Start(StreamStart),
+    Start(Box<StreamStart>),
     /// One interval of a stream step.
     Interval(IntervalReport),
     /// A step ended: the result file's step without its samples.

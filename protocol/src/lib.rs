@@ -12,6 +12,7 @@
 //! * [`lul_card`]: a `latency_under_load` step's card; [`verdict`]: its grade
 //!   and sentence in plain words (the CLI's, the page's, the matrix's).
 //! * [`export`]: the CSV export of a result (the CLI's and the page's).
+//! * [`expect`]: pass/fail expectations on a run's figures (`--expect`, a plan's `expect`).
 //! * [`matrix`]: rounds of agent pairs and the headline figure of each cell.
 //! * [`json_stream`]: the lines of `meshperf run --json-stream`.
 //! * [`intervals`]: which of a stream step's intervals are whole, and when its data ended.
@@ -19,6 +20,7 @@
 //!   [`plan_json`]: plans and presets as JSON for the page.
 
 pub mod driver;
+pub mod expect;
 pub mod export;
 pub mod frame;
 pub mod intervals;

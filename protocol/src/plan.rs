@@ -48,6 +48,10 @@ pub struct Plan {
     /// app's histogram panel, `meshperf run -H`); re-binnable afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<HistSpec>,
+    /// Expectations every step must meet (`"bits_per_second >= 9G"`; see
+    /// [`crate::expect`]): `meshperf run` exits 3 when one is not met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Vec<String>>,
 }
 
 /// Histogram bins of a plan, as udp_req_timo's `-b` (width) and `-m` (low

@@ -122,6 +122,7 @@ pub fn build(
             name: None,
             description: None,
             histogram: None,
+            expect: None,
         },
         (None, None) => return Err("give --plan, --preset or --kind".into()),
     };

@@ -44,7 +44,7 @@ impl JsonStream {
             matrix: false,
             error: None,
         };
-        s.write(&StreamEvent::Start(StreamStart {
+        s.write(&StreamEvent::Start(Box::new(StreamStart {
             format: FORMAT.into(),
             version: VERSION,
             created_unix: r.created_unix,
@@ -52,7 +52,7 @@ impl JsonStream {
             agents: r.agents.clone(),
             steps,
             interval_s,
-        }));
+        })));
         Ok(s)
     }
 

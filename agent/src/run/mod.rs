@@ -9,13 +9,15 @@
 //!
 //! Exit status: 0 success, 1 a test failed (or an agent was unreachable), 2 a
 //! usage error (bad flags, unknown preset, unreadable plan, bad agent URL,
-//! wrong token, a parameter an agent would refuse), 130 interrupted (Ctrl-C
+//! wrong token, a parameter an agent would refuse, an `--expect` figure no
+//! step has), 3 an expectation not met ([`gate`]), 130 interrupted (Ctrl-C
 //! or SIGTERM: what was measured is still printed, written and linked; see
 //! [`interrupt`]).
 
 pub(crate) mod client;
 mod cpu_out;
 pub(crate) mod discover;
+mod gate;
 pub(crate) mod inline;
 pub(crate) mod interrupt;
 pub(crate) mod json_stream;
@@ -143,6 +145,17 @@ pub struct RunArgs {
     /// congestion window and RTT (from the raw samples).
     #[arg(short = 'i', long = "interval", value_name = "S", value_parser = interval_arg)]
     interval: Option<f64>,
+    /// A figure every step must meet, as FIGURE OP VALUE: a summary key
+    /// (bits_per_second, retransmits, rtt_us.p99, ...) or a --metric name,
+    /// with a unit that fits it: 'bits_per_second >= 9G', 'rtt_p99 <=
+    /// 2ms', 'loss_pct < 0.1%' (repeatable; a plan's "expect" list adds
+    /// to these). Each prints one line; one not met makes the exit status 3.
+    #[arg(long = "expect", value_name = "EXPR")]
+    expect: Vec<String>,
+    /// Write a JUnit XML report here: a testcase per step (an error when
+    /// it failed) and per step and expectation (a failure when missed).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<String>,
     /// Number of histogram bins; samples past the last count as overflows.
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "histogram")]
     bins: usize,
@@ -215,6 +228,8 @@ struct Asked {
     steps: Vec<meshperf_protocol::plan::Step>,
     metric: Metric,
     urls: Vec<AgentUrl>,
+    /// `--expect` and the plan's `expect`, parsed.
+    expects: Vec<meshperf_protocol::expect::Expect>,
 }
 
 /// How the steps went.
@@ -246,6 +261,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         steps,
         metric,
         urls,
+        expects,
     } = match asked(&a) {
         Ok(x) => x,
         Err(code) => return Ok(code),
@@ -350,6 +366,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         say_interrupted(&a, &result, total, &outcome);
     }
     write_documents(&a, &result)?;
+    let checked = gate::check(&expects, &result);
+    for l in gate::lines(&checked, &result, &names) {
+        eprintln!("meshperf run: {l}");
+    }
+    if let Some(path) = &a.junit {
+        std::fs::write(path, gate::junit(&result, &checked, &names))
+            .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+    }
     let web = a.web.clone().unwrap_or_else(|| {
         let scheme = if urls[0].tls() { "https" } else { "http" };
         format!("{scheme}://{}/", urls[0].hostport())
@@ -361,7 +385,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     } else if outcome.failed {
         1
     } else {
-        0
+        match gate::gate(&checked) {
+            gate::Gate::Unknown => 2,
+            gate::Gate::NotMet => gate::EXIT_NOT_MET,
+            gate::Gate::Met => 0,
+        }
     };
     if let Some(js) = out.json_stream.take() {
         let end = meshperf_protocol::json_stream::StreamEnd {
@@ -400,6 +428,14 @@ fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
             plan.kind.name()
         )));
     }
+    let expects = plan
+        .expect
+        .iter()
+        .flatten()
+        .chain(&a.expect)
+        .map(|t| meshperf_protocol::expect::Expect::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage_code)?;
     let metric = match a.metric.as_deref() {
         None => Metric::default_for(plan.kind),
         Some(m) => Metric::from_name(m).ok_or_else(|| {
@@ -437,6 +473,7 @@ fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
         steps,
         metric,
         urls,
+        expects,
     })
 }
 

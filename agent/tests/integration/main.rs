@@ -13,6 +13,7 @@ mod cpu;
 mod crr;
 mod figures;
 mod fleet;
+mod gate;
 mod limits;
 mod lul;
 mod mesh;
