@@ -128,6 +128,12 @@ for name, dr, peer in (("forth", p.get("forth"), ipa), ("back", p.get("back"), i
     check(m.get("bytes") == 1500 and "lowered_by" not in m and "black_hole_above" not in m, f"{name}: MTU {m}")
     print(f"path {name}: hops {who}, end {dr['end']}, hop 1: {hops[0].get('unverified')} unverified ICMP "
           f"from {hops[0].get('unverified_from')}, {dr.get('unverified_icmp')} in the direction; MTU {m.get('bytes')}")
+# The text says so.
+text = lambda n: open(f"{d}/{n}.json.txt").read()
+check("icmp: " in text("rr") and "ICMP errors" in text("rr"), "udp_rr's text has no icmp line")
+for name in ("forth", "back"):
+    check(f"unverified ICMP {name}: " in text("path"), f"path's text has no unverified ICMP {name} line")
+check(f"* (silent) (" in text("path") and f"unverified ICMP from {fake})" in text("path"), "path's text shows no unverified hop")
 if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)
