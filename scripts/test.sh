@@ -196,6 +196,11 @@ if [ "$(id -u)" -eq 0 ]; then
     # on one link, a DSCP rewrite, a router sending no ICMP and a black
     # hole; meshperf's hops, MTU and marks each way, against tracepath's.
     counted netns-path 120 "$ROOT/tests/netns/path.sh"
+    # Forged ICMP errors (issue 40): a made-up router in a namespace sends
+    # port/host unreachable, fragmentation needed and time exceeded quoting
+    # the test flows' 8-byte UDP headers; udp_rr and udp_stream run to
+    # their ends counting them, a path trace takes none for a hop.
+    counted netns-icmp 120 "$ROOT/tests/netns/icmp.sh"
     # The mesh: five hosts on a bridge, one under tbf at 50 Mbit/s, one
     # pair behind a 5 ms delay line; tcp_stream and tcp_rr matrices must
     # pinpoint exactly those paths, and an agent killed mid-matrix only its

@@ -42,6 +42,7 @@ pub use lul::{
 };
 pub use path::{
     route_changed, MarkResult, PathDirection, PathHop, PathMtu, PathServerSummary, PathSummary,
+    UNVERIFIED_FROM_MAX,
 };
 
 use crate::params::Direction;
@@ -508,6 +509,12 @@ pub struct UdpRrSummary {
     /// Microseconds requests waited for this agent's `--max-udp-rate`
     /// before their send time was taken (0 without a cap).
     pub rate_capped_us: f64,
+    /// ICMP errors (port, host or network unreachable, fragmentation
+    /// needed) the kernel reported on this side's socket for earlier
+    /// datagrams: each counted, the request sent again or the reply
+    /// awaited on, never the end of the test (0 in results from before).
+    #[serde(default)]
+    pub icmp_errors: u64,
     /// udp_req_timo's line ("resp_bytes; req_bytes; 1; sent; bad;
     /// time/frame us; Mbytes/s; ave; min; max; timeouts").
     pub line: String,
@@ -548,6 +555,10 @@ pub struct UdpRrServerSummary {
     /// Requests past the prepared `count`, left unanswered (a requester
     /// that keeps asking gets no more than the test it prepared).
     pub beyond_count: u64,
+    /// ICMP errors the kernel reported on this side's socket, as the
+    /// requester's `icmp_errors`: counted, the test went on.
+    #[serde(default)]
+    pub icmp_errors: u64,
     /// Socket options.
     #[serde(flatten)]
     pub socket: UdpSocketReport,
@@ -606,6 +617,10 @@ pub struct UdpStreamSend {
     /// Send system calls of the burst (`sendmmsg`), the warm-up's included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_calls: Option<u64>,
+    /// ICMP errors the kernel reported on the sender's socket (sends made
+    /// again; absent: an agent from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icmp_errors: Option<u64>,
 }
 
 /// `udp_stream`: the receiver's own figures (`peer::UdpStreamReceiverLine::Stats`).
@@ -648,6 +663,10 @@ pub struct UdpStreamReceive {
     /// however many datagrams it held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_messages: Option<u64>,
+    /// ICMP errors the kernel reported on the receiver's socket (absent:
+    /// an agent from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icmp_errors: Option<u64>,
 }
 
 /// The share of the asked `rate` a `udp_stream` sender must manage for its
@@ -758,6 +777,13 @@ pub struct UdpStreamFigures {
     /// The messages they returned (a coalesced one counts once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_messages: Option<u64>,
+    /// ICMP errors (port, host or network unreachable, fragmentation
+    /// needed) the kernel reported on the flow's sockets, the sender's and
+    /// the receiver's together: each counted, the send made again or the
+    /// receive gone on with, never the end of the burst (absent: neither
+    /// side's figures arrived, or agents from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icmp_errors: Option<u64>,
 }
 
 /// `udp_stream`: one side's summary: both sides' figures, this side's
@@ -935,6 +961,9 @@ mod tests {
             ),
         ] {
             has_all(kind, &k, &rr);
+            if kind == "udp_rr" {
+                has_all(kind, &k, &["icmp_errors"]);
+            }
             let rtt = stats_keys("rtt_us");
             has_all(
                 kind,
@@ -982,6 +1011,7 @@ mod tests {
                 send_calls: Some(1),
                 recv_calls: Some(1),
                 recv_messages: Some(1),
+                icmp_errors: Some(0),
                 ..Default::default()
             },
             ..Default::default()
@@ -1009,6 +1039,7 @@ mod tests {
                 "send_calls",
                 "recv_calls",
                 "recv_messages",
+                "icmp_errors",
             ],
         );
         for of in ["send_gap_us", "interarrival_us"] {

@@ -25,6 +25,13 @@ fn who(h: &PathHop) -> String {
     if let Some(n) = &h.note {
         let _ = write!(s, " [{n}]");
     }
+    if h.unverified > 0 {
+        let _ = write!(s, " ({} unverified ICMP", h.unverified);
+        if !h.unverified_from.is_empty() {
+            let _ = write!(s, " from {}", h.unverified_from.join(", "));
+        }
+        s.push(')');
+    }
     s
 }
 
@@ -154,6 +161,15 @@ pub fn text(summary: &serde_json::Value) -> Option<String> {
     }
     for (name, d) in [("forth", f), ("back", b)] {
         mark_lines(name, d, &mut out);
+    }
+    for (name, d) in [("forth", f), ("back", b)] {
+        if d.unverified_icmp > 0 {
+            let _ = writeln!(
+                out,
+                "unverified ICMP {name}: {}, whose quote does not show a probe of this test: not taken as answers",
+                d.unverified_icmp
+            );
+        }
     }
     Some(out)
 }

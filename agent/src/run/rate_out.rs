@@ -1,6 +1,7 @@
 //! The lines `meshperf run` prints under a stream step paced by `rate` or
 //! with a warm-up left out (`omit_s`): the rate asked and the rates
-//! achieved (as iperf3 reports `-b` runs), and what the warm-up took out.
+//! achieved (as iperf3 reports `-b` runs), and what the warm-up took out;
+//! under a UDP step, the ICMP errors its sockets reported.
 
 use meshperf_protocol::params::{rate_figure, rate_text};
 use meshperf_protocol::result::StepResult;
@@ -61,6 +62,16 @@ pub fn lines(s: &StepResult) -> Vec<String> {
             if let Some(l) = offload(x) {
                 out.push(format!("offload{flow}: {l}"));
             }
+        }
+    }
+    for (flow, x) in [
+        ("", m),
+        (" (serving agent to driving agent)", &m["reverse"]),
+    ] {
+        if let Some(n) = x["icmp_errors"].as_u64().filter(|&n| n > 0) {
+            out.push(format!(
+                "icmp{flow}: {n} ICMP errors (unreachable, fragmentation needed) reported on the test's sockets: counted, the test went on"
+            ));
         }
     }
     if let Some(o) = m["omitted"].as_u64() {

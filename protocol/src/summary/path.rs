@@ -61,6 +61,14 @@ pub struct PathDirection {
     /// up to the end of this trace, us (0: none, left out).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rate_capped_us: u64,
+    /// ICMP errors that came back to the tracing agent's socket while it
+    /// traced and whose quote did not show one of its probes (its header
+    /// and token): quoting only the 8 bytes of UDP header RFC 792 asks
+    /// for, or someone else's datagram. Never taken as a hop's answer, an
+    /// end or an MTU, whoever sent them (docs/security.md); counted here
+    /// and per hop (`unverified`). 0: none, left out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unverified_icmp: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -130,6 +138,23 @@ pub struct PathHop {
     /// packet too big) during the MTU search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// ICMP errors that came while this hop's probes were out and whose
+    /// quote did not show the probe (too short, or not ours): not
+    /// answers, so a hop with only these is `silent` (0: none, left out).
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub unverified: u32,
+    /// Their senders, the first few (at most [`UNVERIFIED_FROM_MAX`]):
+    /// a router that quotes too little to be checked shows here, as may
+    /// anyone forging ICMP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unverified_from: Vec<String>,
+}
+
+/// The most senders of unverified ICMP a hop lists.
+pub const UNVERIFIED_FROM_MAX: usize = 4;
+
+fn is_zero32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The path MTU one way: the largest IP datagram (headers included) that

@@ -234,7 +234,8 @@ pub fn respond(
                             }
                             let t3 = clock.clock.now_ns();
                             answer[T3_AT..T3_AT + 8].copy_from_slice(&t3.to_le_bytes());
-                            if sock.send(&answer).is_ok() {
+                            // Past an ICMP error an earlier datagram left.
+                            if udp::send_past_icmp(&mut 0, || sock.send(&answer)).is_ok() {
                                 answered[phase as usize] += 1;
                             }
                         }
@@ -244,10 +245,8 @@ pub fn respond(
                 }
             }
             Err(e) if udp::is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
-            // An ICMP error from the peer (it is gone): keep listening until stopped.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
+            // An ICMP error (the peer gone, or forged): keep listening until stopped.
+            Err(e) if udp::icmp_error(&e) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => return Err(e),
         }
         if checked.elapsed() >= Duration::from_millis(20) {
@@ -374,8 +373,10 @@ pub fn request(
                     t1s.push(t1);
                     seq += 1;
                 }
-                // The peer's port answered with ICMP: it is gone, or going.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                // An ICMP error came back (the peer's port is gone, or going;
+                // or someone forged one, docs/security.md): this probe did
+                // not leave, the next goes at its time.
+                Err(e) if udp::icmp_error(&e) => {}
                 Err(e) => return Err(e),
             }
             // The next slot of the schedule: a wake-up a little late
@@ -435,7 +436,7 @@ pub fn request(
             Err(e)
                 if e.kind() == io::ErrorKind::WouldBlock
                     || e.kind() == io::ErrorKind::Interrupted
-                    || e.kind() == io::ErrorKind::ConnectionRefused => {}
+                    || udp::icmp_error(&e) => {}
             Err(e) => return Err(e),
         }
     }

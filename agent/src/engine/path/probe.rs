@@ -6,6 +6,16 @@
 //! ICMP time-exceeded, unreachable or fragmentation-needed a hop sent back,
 //! with that hop's address). No raw socket, no privilege.
 //!
+//! An ICMP error is a hop's answer only when its quote shows the probe it
+//! answers: the meshperf header with this test's token and the probe's
+//! sequence. One quoting less (the 8 bytes of UDP header RFC 792 asks for)
+//! or another datagram is counted as unverified, with its sender, and
+//! never taken for an answer: anyone who knows the flow's addresses and
+//! ports can send ICMP quoting them, and before this a made-up router
+//! became a hop, an `unreachable` end or a path MTU (issue 40). The error
+//! such an ICMP leaves on the socket's next send or receive is passed over
+//! the same way (the send made again).
+//!
 //! Echo layout: the meshperf header ([`Hdr`], kind [`PROBE`] out,
 //! [`ECHO`] back, sequence and send time kept), then in the echo the TOS
 //! byte that arrived (byte 28) and the datagram's length (bytes 29 to 32,
@@ -13,7 +23,7 @@
 //! MTU search one way never depends on the other way's MTU.
 
 use crate::engine::pace::RateCap;
-use crate::engine::udp::Hdr;
+use crate::engine::udp::{self, Hdr};
 use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, UdpSocket};
@@ -83,6 +93,11 @@ pub struct Prober {
     /// The agent's `--max-udp-rate` over every datagram this side sends
     /// (probes and echoes), if its operator set one.
     pub cap: Option<RateCap>,
+    /// ICMP errors whose quote did not show a probe of this test, in all.
+    pub unverified: u64,
+    /// Those since the last [`Prober::take_unverified`]: how many, and
+    /// their first few senders.
+    fresh: (u32, Vec<IpAddr>),
 }
 
 fn setopt(fd: RawFd, level: i32, name: i32, v: i32) -> io::Result<()> {
@@ -159,10 +174,30 @@ impl Prober {
             buf: vec![0; 65536],
             sent: 0,
             cap: None,
+            unverified: 0,
+            fresh: (0, Vec::new()),
         };
         p.set_ttl(None)?;
         p.set_tos(0)?;
         Ok(p)
+    }
+
+    /// The unverified ICMP errors since the last call: how many, and
+    /// their first few senders (distinct).
+    pub fn take_unverified(&mut self) -> (u32, Vec<IpAddr>) {
+        std::mem::take(&mut self.fresh)
+    }
+
+    fn unverified_from(&mut self, from: Option<IpAddr>) {
+        use meshperf_protocol::summary::UNVERIFIED_FROM_MAX;
+        self.unverified += 1;
+        self.fresh.0 = self.fresh.0.saturating_add(1);
+        let who = &mut self.fresh.1;
+        if let Some(a) = from.filter(|a| !who.contains(a)) {
+            if who.len() < UNVERIFIED_FROM_MAX {
+                who.push(a);
+            }
+        }
     }
 
     /// The TTL / hop limit of the next datagrams; `None`: the default.
@@ -251,15 +286,29 @@ impl Prober {
         .write(&mut out);
         self.sent += 1;
         self.take(out.len());
-        if let Err(e) = self.sock.send(&out) {
-            if e.raw_os_error() == Some(libc::EMSGSIZE) {
-                let mtu = self
-                    .local_mtu_error()
-                    .or_else(|| self.route_mtu())
-                    .unwrap_or(0);
-                return Ok(Answer::TooBig { mtu });
+        // A send fails with the error an ICMP that came before left (a
+        // late or unverified one): it then sent nothing, so it is made
+        // again; one failing for itself fails every time.
+        let mut tries = 0;
+        while let Err(e) = self.sock.send(&out) {
+            let too_big = e.raw_os_error() == Some(libc::EMSGSIZE);
+            if too_big {
+                // This host refused it (the kernel says so in the error
+                // queue), or an ICMP's fragmentation needed did.
+                if let Some(mtu) = self.local_mtu_error() {
+                    return Ok(Answer::TooBig { mtu });
+                }
+            } else {
+                self.drain_errors();
             }
-            return Err(e);
+            if !is_soft(&e) || tries >= udp::dgram::ICMP_TRIES {
+                if too_big {
+                    let mtu = self.route_mtu().unwrap_or(0);
+                    return Ok(Answer::TooBig { mtu });
+                }
+                return Err(e);
+            }
+            tries += 1;
         }
         let end = sent_at + wait;
         loop {
@@ -270,15 +319,17 @@ impl Prober {
             let ev = poll(self.sock.as_raw_fd(), left)?;
             if ev & libc::POLLERR != 0 {
                 while let Some(e) = self.read_error()? {
-                    if e.seq.is_some_and(|s| s != seq) {
-                        continue;
-                    }
                     let rtt = sent_at.elapsed();
                     match e.origin {
-                        SO_EE_ORIGIN_LOCAL if e.errno == libc::EMSGSIZE => {
+                        SO_EE_ORIGIN_LOCAL
+                            if e.errno == libc::EMSGSIZE && e.seq.map_or(true, |s| s == seq) =>
+                        {
                             return Ok(Answer::TooBig { mtu: e.info })
                         }
-                        SO_EE_ORIGIN_ICMP | SO_EE_ORIGIN_ICMP6 => {
+                        // Only an ICMP quoting this very probe answers it
+                        // (the rest: a late answer to an earlier probe, or
+                        // unverified, counted by `read_error`).
+                        SO_EE_ORIGIN_ICMP | SO_EE_ORIGIN_ICMP6 if e.seq == Some(seq) => {
                             let Some(from) = e.from else { continue };
                             let kind = icmp_kind(e.origin, e.ty, e.code);
                             let mtu = (kind == IcmpKind::FragNeeded).then_some(e.info);
@@ -345,7 +396,8 @@ impl Prober {
         out[28] = tos.unwrap_or(0);
         out[29..33].copy_from_slice(&(n as u32 + self.headers()).to_le_bytes());
         self.take(out.len());
-        let r = self.sock.send(&out);
+        // Past the errors ICMP left (each also in the error queue, counted there).
+        let r = udp::send_past_icmp(&mut 0, || self.sock.send(&out));
         self.set_ttl(u8::try_from(ttl).ok())?;
         if let Ok(t) = u8::try_from(ptos) {
             self.set_tos(t)?;
@@ -456,9 +508,10 @@ impl Prober {
             };
         }
         // The quoted payload: our header when the hop quoted enough of it
-        // (RFC 792 asks only for 8 bytes past the IP header).
+        // (RFC 792 asks only for 8 bytes past the IP header) and the
+        // datagram was one of this test's probes.
         let seq = Hdr::read(&data[..n as usize])
-            .filter(|h| h.is(PROBE, self.token))
+            .filter(|h| h.kind == PROBE && h.token == self.token)
             .map(|h| h.seq);
         let mut out = QueuedError {
             seq,
@@ -477,6 +530,9 @@ impl Prober {
             } else if (level, ty) == (libc::SOL_IP, libc::IP_TOS) && !d.is_empty() {
                 out.tos = Some(d[0]);
             }
+        }
+        if seq.is_none() && matches!(out.origin, SO_EE_ORIGIN_ICMP | SO_EE_ORIGIN_ICMP6) {
+            self.unverified_from(out.from);
         }
         Ok(Some(out))
     }
@@ -536,20 +592,10 @@ fn icmp_kind(origin: u8, ty: u8, code: u8) -> IcmpKind {
     }
 }
 
-/// Errors an ICMP answer leaves on the socket (read from the queue instead).
+/// Errors an ICMP answer leaves on the socket (read from the queue
+/// instead, [`udp::icmp_error`]), and a local firewall's refusal (EPERM).
 fn is_soft(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(
-            libc::ECONNREFUSED
-                | libc::EHOSTUNREACH
-                | libc::ENETUNREACH
-                | libc::EMSGSIZE
-                | libc::EPROTO
-                | libc::EACCES
-                | libc::EPERM
-        )
-    )
+    udp::icmp_error(e) || e.raw_os_error() == Some(libc::EPERM)
 }
 
 /// Waits up to `wait` for the socket to be readable or to have an error.

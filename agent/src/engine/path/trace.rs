@@ -6,7 +6,9 @@
 
 use super::probe::{Answer, IcmpKind, Prober, SMALL};
 use meshperf_protocol::params::{PathParams, MTU_PROBES_MAX};
-use meshperf_protocol::summary::{MarkResult, PathDirection, PathHop, PathMtu};
+use meshperf_protocol::summary::{
+    MarkResult, PathDirection, PathHop, PathMtu, UNVERIFIED_FROM_MAX,
+};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -42,15 +44,25 @@ pub fn direction(
     to: String,
     b: &Budget,
 ) -> io::Result<PathDirection> {
-    let wait = Duration::from_millis(p.wait_ms);
     let mut d = PathDirection {
         from,
         to,
         ..PathDirection::default()
     };
-    trace(pr, p, wait, b, &mut d)?;
+    // What came while echoing the peer's probes is not this direction's.
+    pr.take_unverified();
+    let before = pr.unverified;
+    let r = work(pr, p, b, &mut d);
+    d.unverified_icmp = pr.unverified - before;
+    r.map(|()| d)
+}
+
+/// [`direction`]'s probes, filling `d`.
+fn work(pr: &mut Prober, p: &PathParams, b: &Budget, d: &mut PathDirection) -> io::Result<()> {
+    let wait = Duration::from_millis(p.wait_ms);
+    trace(pr, p, wait, b, d)?;
     let Some(peer_hop) = d.peer_hop else {
-        return Ok(d);
+        return Ok(());
     };
     (b.progress)(0.6);
     if p.mtu && !b.out() {
@@ -68,7 +80,7 @@ pub fn direction(
     if b.out() && d.end == "peer" && Instant::now() >= b.deadline {
         d.end = "time_limit".into();
     }
-    Ok(d)
+    Ok(())
 }
 
 fn small(pr: &Prober) -> u32 {
@@ -126,6 +138,7 @@ fn trace(
                 }
                 Answer::TooBig { .. } | Answer::Silent => {}
             }
+            unverified(&mut hop, pr.take_unverified());
         }
         hop.silent = hop.answered == 0;
         let (peer, silent) = (hop.peer, hop.silent);
@@ -147,6 +160,17 @@ fn trace(
         }
     }
     Ok(())
+}
+
+/// The unverified ICMP errors that came during a probe of `hop`: counted
+/// and their senders listed, never its answer.
+fn unverified(hop: &mut PathHop, (n, from): (u32, Vec<std::net::IpAddr>)) {
+    hop.unverified = hop.unverified.saturating_add(n);
+    for a in from.iter().map(|a| a.to_string()) {
+        if hop.unverified_from.len() < UNVERIFIED_FROM_MAX && !hop.unverified_from.contains(&a) {
+            hop.unverified_from.push(a);
+        }
+    }
 }
 
 fn seen(hop: &mut PathHop, addr: String) {

@@ -423,6 +423,73 @@ pub fn client_bind(
     ))
 }
 
+/// Whether `e` is the error an ICMP message left on a UDP socket for an
+/// earlier datagram, reported once on the socket's next send or receive
+/// (which then moved nothing): port unreachable (ECONNREFUSED; Windows:
+/// WSAECONNRESET), host or network unreachable or prohibited
+/// (EHOSTUNREACH, ENETUNREACH, EHOSTDOWN, ENONET, EACCES), protocol
+/// unreachable or a parameter problem (ENOPROTOOPT, EPROTO), fragmentation
+/// needed / packet too big (EMSGSIZE). Anyone who knows or guesses a
+/// flow's addresses and ports can send such an ICMP (docs/security.md):
+/// the UDP kinds count it and go on ([`send_past_icmp`]), never end on it.
+pub fn icmp_error(e: &io::Error) -> bool {
+    use io::ErrorKind as K;
+    if matches!(e.kind(), K::ConnectionRefused | K::ConnectionReset) {
+        return true;
+    }
+    #[cfg(target_os = "linux")]
+    let more = matches!(
+        e.raw_os_error(),
+        Some(
+            libc::EHOSTUNREACH
+                | libc::ENETUNREACH
+                | libc::EHOSTDOWN
+                | libc::ENONET
+                | libc::EACCES
+                | libc::ENOPROTOOPT
+                | libc::EPROTO
+                | libc::EMSGSIZE
+        )
+    );
+    #[cfg(all(unix, not(target_os = "linux")))]
+    let more = matches!(
+        e.raw_os_error(),
+        Some(libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EHOSTDOWN)
+    );
+    #[cfg(windows)]
+    let more = {
+        use windows_sys::Win32::Networking::WinSock::{
+            WSAEHOSTUNREACH, WSAENETRESET, WSAENETUNREACH,
+        };
+        matches!(
+            e.raw_os_error(),
+            Some(WSAEHOSTUNREACH | WSAENETUNREACH | WSAENETRESET)
+        )
+    };
+    more
+}
+
+/// Sends at most this many times over [`icmp_error`]s in a row: each one
+/// reports one ICMP that came before, so a send failing this often fails
+/// for itself (a datagram this host cannot send), and that is the error.
+pub const ICMP_TRIES: u32 = 8;
+
+/// Runs `send` again while it fails with an [`icmp_error`] (the datagram
+/// did not leave; the error was an earlier ICMP's, now taken), at most
+/// [`ICMP_TRIES`] times, each one added to `icmp`.
+pub fn send_past_icmp<T>(icmp: &mut u64, mut send: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let mut tries = 0;
+    loop {
+        match send() {
+            Err(e) if icmp_error(&e) && tries < ICMP_TRIES => {
+                *icmp += 1;
+                tries += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
 pub fn io_err(e: io::Error) -> TestError {
     TestError::new(ErrorCode::Io, format!("udp socket: {e}"))
 }

@@ -45,9 +45,9 @@ use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::Instant;
 
 pub use dgram::{
-    applied, drain, enable_timestamps, gone, grow_rcvbuf, io_err, is_timeout, open,
-    serve_bind_also, serve_sockets, twin, twin_for, Clock, Hdr, Line, DATA, END, HELLO, REPLY,
-    REQUEST, UDP_HEADER_LEN,
+    applied, drain, enable_timestamps, gone, grow_rcvbuf, icmp_error, io_err, is_timeout, open,
+    send_past_icmp, serve_bind_also, serve_sockets, twin, twin_for, Clock, Hdr, Line, DATA, END,
+    HELLO, REPLY, REQUEST, UDP_HEADER_LEN,
 };
 pub use dgram::{client_bind, serve_bind};
 
@@ -331,5 +331,48 @@ mod tests {
         assert!(!Hdr::read(&b)
             .unwrap()
             .is(DATA, token & 0xffff_ffff_0000_0000));
+    }
+
+    /// The kernel itself: a connected socket whose peer's port is closed
+    /// gets the port unreachable back as ECONNREFUSED on its next send,
+    /// which then sends nothing; `send_past_icmp` counts it and sends
+    /// again, and the datagram leaves (the closed port answers it with
+    /// another ICMP, reported on the receive after).
+    #[test]
+    fn an_icmp_error_on_a_send_is_counted_and_the_datagram_sent_again() {
+        let closed = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = closed.local_addr().unwrap();
+        drop(closed);
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.connect(to).unwrap();
+        s.send(b"first").unwrap();
+        // The port unreachable comes back through loopback at once.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut icmp = 0;
+        let mut calls = 0;
+        let n = send_past_icmp(&mut icmp, || {
+            calls += 1;
+            s.send(b"second")
+        })
+        .unwrap();
+        assert_eq!((n, icmp, calls), (6, 1, 2));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let e = s.recv(&mut [0u8; 16]).unwrap_err();
+        assert!(icmp_error(&e), "{e}");
+        // A send that fails for itself is not taken for an ICMP's forever.
+        let mut tries = 0;
+        let e = send_past_icmp(&mut icmp, || {
+            tries += 1;
+            Err::<usize, _>(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+        })
+        .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(
+            (tries, icmp),
+            (dgram::ICMP_TRIES + 1, 1 + u64::from(dgram::ICMP_TRIES))
+        );
+        assert!(!icmp_error(&std::io::Error::from(
+            std::io::ErrorKind::WouldBlock
+        )));
     }
 }

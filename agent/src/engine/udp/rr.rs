@@ -4,6 +4,10 @@
 //! is counted as `bad` and never taken for the answer to a later request.
 //! The serving side answers only the address bound during set-up (see
 //! [`crate::engine::udp`]); everything else is counted as `foreign` and dropped.
+//! An ICMP error for an earlier datagram (which anyone knowing the flow's
+//! addresses and ports can send) is counted (`icmp_errors`) on either
+//! side and never ends the test: a send it failed is made again
+//! ([`udp::send_past_icmp`]), a receive it failed waits on.
 
 use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, END, REPLY, REQUEST};
 use crate::engine::watchdog::{self, Watchdog};
@@ -87,7 +91,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     let mut buf = vec![0u8; 65536];
     let mut reply = vec![0u8; p.resp_bytes as usize];
     getrandom::fill(&mut reply).expect("the OS random source works");
-    let (mut received, mut replied, mut bad) = (0u64, 0u64, 0u64);
+    let (mut received, mut replied, mut bad, mut icmp) = (0u64, 0u64, 0u64, 0u64);
     // Requests past the prepared count, left unanswered.
     let mut beyond = 0u64;
     let mut cap = crate::engine::pace::RateCap::new(&ctx.limits);
@@ -117,7 +121,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
                     if let Some(c) = cap.as_mut() {
                         c.take(reply.len());
                     }
-                    if f.sock.send(&reply).is_ok() {
+                    if udp::send_past_icmp(&mut icmp, || f.sock.send(&reply)).is_ok() {
                         replied += 1;
                     }
                 }
@@ -129,6 +133,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
             },
             Ok(_) => f.foreign += 1,
             Err(e) if watchdog::woken(&e) => look = true,
+            Err(e) if udp::icmp_error(&e) => icmp += 1,
             Err(e) => return Err(udp::io_err(e)),
         }
         if look || checked.elapsed() >= Duration::from_millis(20) {
@@ -198,6 +203,7 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         peer: f.peer.to_string(),
         rate_capped_us: crate::engine::pace::capped_us(&cap),
         beyond_count: beyond,
+        icmp_errors: icmp,
         socket: udp::applied(&f.sock, &p.sock),
     })
 }
@@ -231,6 +237,15 @@ fn turn(ctx: &TestCtx, due: Instant, until: Option<Instant>) -> Result<bool, Tes
     Ok(true)
 }
 
+/// What the requester counts besides round trips.
+#[derive(Default)]
+struct Counts {
+    /// Datagrams that were not the awaited reply, or came too late.
+    bad: u64,
+    /// ICMP errors reported on the socket ([`udp::icmp_error`]).
+    icmp: u64,
+}
+
 /// Waits for the reply to request `seq` sent at `t0`: `Ok(true)` when it
 /// came in time (its round trip recorded), `Ok(false)` at its timeout,
 /// `Err(note)` when the socket failed; mismatched datagrams count as `bad`.
@@ -241,7 +256,7 @@ fn reply(
     buf: &mut [u8],
     (seq, t0): (u64, Instant),
     rtt: &mut Vec<u64>,
-    bad: &mut u64,
+    counts: &mut Counts,
 ) -> Result<Result<bool, String>, TestError> {
     let timeout = Duration::from_millis(p.timeout_ms);
     loop {
@@ -260,7 +275,7 @@ fn reply(
                         return Ok(Ok(true));
                     }
                     // Mismatched, or this request's reply past its timeout.
-                    _ => *bad += 1,
+                    _ => counts.bad += 1,
                 }
                 if late {
                     return Ok(Ok(false));
@@ -270,6 +285,14 @@ fn reply(
                 if ctx.cancelled() {
                     return Err(TestError::cancelled());
                 }
+                if t0.elapsed() >= timeout {
+                    return Ok(Ok(false));
+                }
+            }
+            // An ICMP error (a closed port, an unreachable): counted; the
+            // reply may still come, or the request times out.
+            Err(e) if udp::icmp_error(&e) => {
+                counts.icmp += 1;
                 if t0.elapsed() >= timeout {
                     return Ok(Ok(false));
                 }
@@ -333,7 +356,8 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     let until = p
         .duration_s
         .map(|d| clock.start + Duration::from_secs_f64(d));
-    let (mut sent, mut timeouts, mut bad, mut in_a_row) = (0u64, 0u64, 0u64, 0u64);
+    let (mut sent, mut timeouts, mut in_a_row) = (0u64, 0u64, 0u64);
+    let mut n = Counts::default();
     let mut note: Option<String> = None;
     let mut tick = Instant::now();
     let interval = Duration::from_millis(p.interval_ms);
@@ -365,12 +389,12 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
         }
         .write(&mut req);
         waiting.store(clock.ns(t0) + 1, Ordering::Relaxed);
-        if let Err(e) = f.sock.send(&req) {
+        if let Err(e) = udp::send_past_icmp(&mut n.icmp, || f.sock.send(&req)) {
             note = Some(format!("sending request {seq} failed: {e}"));
             break;
         }
         sent += 1;
-        let answered = match reply(ctx, p, &f, &mut buf, (seq, t0), &mut rtt, &mut bad)? {
+        let answered = match reply(ctx, p, &f, &mut buf, (seq, t0), &mut rtt, &mut n)? {
             Ok(answered) => answered,
             Err(n) => {
                 note = Some(n);
@@ -429,13 +453,13 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
     let (ave, min, max) = stats.map_or((0.0, 0.0, 0.0), |s| (s.mean, s.min, s.max));
     let line = format!(
         "{}; {}; 1; {}; {}; {:.3}; {:.5}; {:.3}; {:.3}; {:.3}; {}",
-        p.resp_bytes, p.req_bytes, sent, bad, tpf, mbs, ave, min, max, timeouts
+        p.resp_bytes, p.req_bytes, sent, n.bad, tpf, mbs, ave, min, max, timeouts
     );
     Ok(UdpRrSummary {
         count: sent,
         answered: rtt.len() as u64,
         timeouts,
-        bad,
+        bad: n.bad,
         foreign: server.map(|s| s.foreign),
         server_bad: server.map(|s| s.bad),
         server_received: server.map(|s| s.received),
@@ -450,6 +474,7 @@ fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, Te
         complete: note.is_none(),
         note,
         rate_capped_us: crate::engine::pace::capped_us(&cap),
+        icmp_errors: n.icmp,
         line,
         socket: applied,
     })

@@ -53,10 +53,9 @@ impl RecvBatch {
             // nobody this side knows.
             Err(e) if too_long(&e) => (self.buf.len(), None),
             // Windows reports an ICMP error for an earlier send (the peer's
-            // port closed) on the next receive: no datagram came.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
-                return Err(io::ErrorKind::WouldBlock.into())
-            }
+            // port closed, or a forged one) on the next receive
+            // (WSAECONNRESET): no datagram came; the caller counts it
+            // ([`super::dgram::icmp_error`]) and reads on, as on Linux.
             Err(e) => return Err(e),
         };
         self.len = len;

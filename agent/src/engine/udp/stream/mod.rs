@@ -337,6 +337,7 @@ fn combine(p: &UdpStreamParams, legs: &[Ended]) -> UdpStreamFigures {
         omitted: snds.iter().map(|s| s.omitted).sum(),
         gso: Some(snds.iter().all(|s| s.gso == Some(true))),
         send_calls: snds.iter().map(|s| s.send_calls).sum(),
+        icmp_errors: snds.iter().map(|s| s.icmp_errors).sum(),
     });
     let jitters: Vec<f64> = rcvs.iter().filter_map(|r| r.jitter_us).collect();
     let rcv = all(rcvs.len()).then(|| UdpStreamReceive {
@@ -361,6 +362,7 @@ fn combine(p: &UdpStreamParams, legs: &[Ended]) -> UdpStreamFigures {
         gro: Some(rcvs.iter().all(|r| r.gro == Some(true))),
         recv_calls: rcvs.iter().map(|r| r.recv_calls).sum(),
         recv_messages: rcvs.iter().map(|r| r.recv_messages).sum(),
+        icmp_errors: rcvs.iter().map(|r| r.icmp_errors).sum(),
     });
     let note = legs.iter().find_map(|e| e.note.clone());
     let timeouts = legs.iter().map(|e| e.timeouts).sum();
@@ -481,5 +483,12 @@ fn summary(
         send_calls: snd.and_then(|s| s.send_calls),
         recv_calls: rcv.and_then(|r| r.recv_calls),
         recv_messages: rcv.and_then(|r| r.recv_messages),
+        icmp_errors: match (
+            snd.and_then(|s| s.icmp_errors),
+            rcv.and_then(|r| r.icmp_errors),
+        ) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        },
     }
 }

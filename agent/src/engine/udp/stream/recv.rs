@@ -63,6 +63,8 @@ pub struct Receiver<'a> {
     checked: Instant,
     spin: Duration,
     started: bool,
+    /// ICMP errors the socket reported (the receive goes on).
+    icmp: u64,
 }
 
 impl<'a> Receiver<'a> {
@@ -131,6 +133,7 @@ impl<'a> Receiver<'a> {
             checked: now,
             spin: rx_spin(p.wait_us),
             started: false,
+            icmp: 0,
         })
     }
 
@@ -158,6 +161,9 @@ impl<'a> Receiver<'a> {
                     step = Step::Idle;
                 }
             }
+            // An ICMP error for a datagram this socket sent (the hello,
+            // the reverse flow's), or forged: counted, never the end.
+            Err(e) if udp::icmp_error(&e) => self.icmp += 1,
             Err(e) => return Err(udp::io_err(e)),
         }
         let now = Instant::now();
@@ -288,6 +294,7 @@ impl<'a> Receiver<'a> {
             gro: Some(self.gro),
             recv_calls: Some(self.batch.calls),
             recv_messages: Some(self.batch.messages),
+            icmp_errors: Some(self.icmp),
         };
         let timeouts = u64::from(snd.is_none());
         let note = self.note.take();

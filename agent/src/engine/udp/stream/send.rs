@@ -49,6 +49,8 @@ pub struct Sender<'a> {
     sent: Option<(UdpStreamSend, Instant)>,
     /// The receiver's answer: the figures it worked out, and its own.
     reply: Option<Result<(UdpStreamFigures, UdpStreamReceive), TestError>>,
+    /// ICMP errors the socket reported (sends made again).
+    icmp: u64,
 }
 
 impl<'a> Sender<'a> {
@@ -96,6 +98,7 @@ impl<'a> Sender<'a> {
             ended_ns: None,
             sent: None,
             reply: None,
+            icmp: 0,
         })
     }
 
@@ -208,7 +211,10 @@ impl<'a> Sender<'a> {
             };
             h.write(self.batch.buf(i));
         }
-        match self.batch.send(&self.leg.sock, due) {
+        // Past the errors ICMP for earlier datagrams left on the socket:
+        // the datagrams did not leave, and are sent again.
+        let (batch, sock) = (&mut self.batch, &self.leg.sock);
+        match udp::send_past_icmp(&mut self.icmp, || batch.send(sock, due)) {
             Ok(n) => {
                 self.times.resize(self.times.len() + n, t);
                 self.k += n as u64;
@@ -269,6 +275,7 @@ impl<'a> Sender<'a> {
             omitted: p.omit_s.map(|_| omitted as u64),
             gso: Some(self.gso),
             send_calls: Some(self.batch.calls),
+            icmp_errors: Some(self.icmp),
         };
         let wait = Duration::from_millis(p.timeout_ms) + Duration::from_secs(5);
         let r = self.leg.line.send(&SenderLine::Stats { send: snd.clone() });
