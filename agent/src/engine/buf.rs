@@ -7,13 +7,24 @@
 //! loopback receiver reading into it spent 40% of the machine in
 //! `_copy_to_iter` where a page-aligned one spends under 5% (perf record -a,
 //! tcp_stream 128 KiB, one stream). Bulk transfers use these buffers.
+//!
+//! On Unix each buffer is a mapping of its own (anonymous `mmap`), given
+//! back to the kernel with `munmap`, never to the process's allocator: a
+//! zero-copy send ([`super::zerocopy`]) may still hold the buffer's pages
+//! when a test ends (cancelled, failed), and the pages it holds stay the
+//! kernel's until it has done with them, whereas memory handed back to
+//! the allocator would be the next allocation's (a token, a session key)
+//! and could go out on the wire in the payload's place. So a buffer is
+//! always freed: nothing is kept back (a cancelled 64 MiB zero-copy test
+//! kept its payload for good before, issue 40). Elsewhere (Windows: no
+//! zero-copy) the allocator's page-aligned memory.
 
-use std::alloc::{self, Layout};
 use std::ops::{Deref, DerefMut};
 
+#[cfg(not(unix))]
 const ALIGN: usize = 4096;
 
-/// A zero-filled heap buffer whose first byte starts a page.
+/// A zero-filled buffer whose first byte starts a page.
 pub struct PageBuf {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
@@ -28,10 +39,7 @@ unsafe impl Sync for PageBuf {}
 impl PageBuf {
     /// `len` bytes (at least one), all `fill`.
     pub fn new(len: usize, fill: u8) -> PageBuf {
-        let layout = Self::layout(len);
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        let ptr = Self::alloc(len);
         let mut b = PageBuf { ptr, len };
         if fill != 0 {
             b.fill(fill);
@@ -47,8 +55,40 @@ impl PageBuf {
         b
     }
 
-    fn layout(len: usize) -> Layout {
-        Layout::from_size_align(len.max(1), ALIGN).expect("buffer size fits a Layout")
+    /// `len` zero bytes (at least one) of a mapping of their own.
+    #[cfg(unix)]
+    fn alloc(len: usize) -> std::ptr::NonNull<u8> {
+        // SAFETY: a fresh private anonymous mapping (zero-filled pages),
+        // no address asked, no file.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)
+                .expect("buffer size fits a Layout");
+            std::alloc::handle_alloc_error(layout);
+        }
+        std::ptr::NonNull::new(raw.cast()).expect("mmap does not map page 0")
+    }
+
+    #[cfg(not(unix))]
+    fn alloc(len: usize) -> std::ptr::NonNull<u8> {
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        std::ptr::NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+    }
+
+    #[cfg(not(unix))]
+    fn layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len.max(1), ALIGN).expect("buffer size fits a Layout")
     }
 }
 
@@ -68,9 +108,17 @@ impl DerefMut for PageBuf {
 }
 
 impl Drop for PageBuf {
+    #[cfg(unix)]
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this same layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) }
+        // SAFETY: mapped in `alloc` with this length; nothing refers to it
+        // after this (the kernel's own references to its pages are its).
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len.max(1)) };
+    }
+
+    #[cfg(not(unix))]
+    fn drop(&mut self) {
+        // SAFETY: allocated in `alloc` with this same layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) }
     }
 }
 

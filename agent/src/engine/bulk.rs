@@ -19,7 +19,8 @@
 //! and reaps the completions in the same loop, each time it is woken (the
 //! error queue raises EPOLLERR) and whenever the kernel has no option memory
 //! for another (ENOBUFS: reap, then retry; no byte is dropped); a stream
-//! ends only once every send has completed.
+//! ends only once every send has completed, or is aborted (cancelled,
+//! failed: SO_LINGER 0, a reset) with its payload freed.
 
 use super::buf::PageBuf;
 use super::placement::{self, Placement};
@@ -447,16 +448,17 @@ fn worker<S: DataStream>(
             }
         }
     }
-    if slots
+    for s in slots
         .iter()
-        .any(|s| s.zc.as_ref().is_some_and(|z| z.outstanding() > 0))
+        .filter(|s| s.zc.as_ref().is_some_and(|z| z.outstanding() > 0))
     {
         // A stream that ended (cancelled, failed) with zero-copy sends
-        // outstanding: the kernel may still read the payload's pages after
-        // the sockets close, so the payload is never given back to the
-        // allocator (whose next user's bytes would go out instead).
-        std::mem::forget(own);
-        std::mem::forget(plan.file.clone());
+        // outstanding: aborted (a reset when it closes below), so the
+        // kernel drops what it still queued, and the payload's pages with
+        // it, at once rather than send it on after the test. The payload
+        // is freed either way: its own mapping, whose pages the kernel
+        // keeps while it holds them (super::buf), never the allocator's.
+        let _ = socket2::SockRef::from(&s.sock).set_linger(Some(Duration::ZERO));
     }
     slots.into_iter().map(|s| s.out).collect()
 }

@@ -15,7 +15,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Descriptors left for everything else the agent holds during a test
-/// (control connections, listeners, the poll instances of the workers).
+/// (control connections, listeners, the poll instances of the workers,
+/// and the few connections a tcp_crr serving side may hold beyond its
+/// flows, `crr::SPARE_CONNS`).
 #[cfg(target_os = "linux")]
 const FD_SPARE: u64 = 64;
 

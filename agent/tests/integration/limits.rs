@@ -326,3 +326,67 @@ fn flows_above_the_limit_or_the_descriptors_are_refused_in_one_line() {
         "{cl} {sv}"
     );
 }
+
+/// Issue 40 finding 4: a `prepare` whose `cpus` is a CPU list of about
+/// 1 MiB ("0-1023," over and over, as long as a control message may be).
+/// Before, the agent read it on its control loop in time linear in the
+/// ranges times the CPUs (68 KiB: 5.1 s; this one about 77 s) and every
+/// other session waited. Now the list is refused at once in one short
+/// line (without the list), and another session's ping, sent while the
+/// request is being handled, is answered as promptly as one before it.
+/// The bound (3 s) is far from either the 77 s the bug cost or a ping's
+/// milliseconds on a busy machine.
+#[test]
+fn a_megabyte_cpu_list_is_refused_at_once_and_other_sessions_are_served() {
+    let a = AgentProc::start(&[]);
+    let (mut c1, mut c2) = (a.connect(), a.connect());
+    for c in [&mut c1, &mut c2] {
+        // A hang fails within 10 s, not at the helper's 30 s.
+        c.ws.get_mut()
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+    }
+    let ping = |c: &mut crate::util::Ctl| {
+        let t0 = Instant::now();
+        let r = c.request(json!({"type": "ping"}));
+        assert_eq!(r["type"], "pong", "{r}");
+        t0.elapsed()
+    };
+    let before = ping(&mut c2);
+    let list = "0-1023,".repeat((1 << 20) / 7 - 100);
+    let list = list.trim_end_matches(',');
+    for (id, kind) in [(1, "tcp_stream"), (2, "udp_stream")] {
+        let req = json!({"type": "prepare", "id": 1000 + id, "test_id": id, "step": 0,
+            "kind": kind, "params": {"count": 10, "cpus": list}});
+        let text = req.to_string();
+        assert!(text.len() < 1 << 20, "{} bytes", text.len());
+        let t0 = Instant::now();
+        c1.ws.send(Message::text(text)).unwrap();
+        // The other session's ping, while the agent takes the request in.
+        std::thread::sleep(Duration::from_millis(20));
+        let during = ping(&mut c2);
+        let r = loop {
+            let m = c1.next_text();
+            if m["id"] == json!(1000 + id) {
+                break m;
+            }
+        };
+        let took = t0.elapsed();
+        assert_eq!(r["code"], "bad_params", "{kind}: {r}");
+        let msg = r["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("cpus: ") && !msg.contains('\n') && msg.len() < 300,
+            "{kind}: {msg}"
+        );
+        assert!(
+            during < Duration::from_secs(3) && took < Duration::from_secs(3),
+            "{kind}: a ping took {during:?} (one before {before:?}), the refusal {took:?}"
+        );
+        eprintln!(
+            "{kind}: refused in {took:?}; another session's ping {during:?} (before: {before:?})"
+        );
+    }
+    // The agent serves on, the refused session too.
+    ping(&mut c1);
+    ping(&mut c2);
+}

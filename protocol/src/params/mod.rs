@@ -25,7 +25,7 @@ pub use pace::MIN_PACED_MESSAGES;
 mod rate;
 pub use rate::{parse_rate, rate_figure, rate_text};
 mod cpus;
-pub use cpus::{parse_cpu_list, CPU_SETSIZE};
+pub use cpus::{parse_cpu_list, CPU_LIST_CHARS, CPU_LIST_ITEMS, CPU_SETSIZE};
 mod udp;
 pub use udp::{
     gso_segments, UdpGso, UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN,

@@ -8,8 +8,9 @@
 //! connects and broken connections are counted by errno as with one flow;
 //! ports or descriptors running out stop every flow, with the same line.
 //!
-//! The serving side needs nothing of its own: it already holds every
-//! connection at once on one poll (`crr::Server`).
+//! The serving side needs nothing of its own: it already holds its
+//! connections at once on one poll (`crr::Server`), up to `flows` +
+//! [`super::crr::SPARE_CONNS`].
 
 use super::conn::{errno_name, exhausted, progress, Driven, Tally};
 use crate::engine::buf::PageBuf;
