@@ -940,8 +940,12 @@ fn strangers_before_auth_cost_the_agent_little_memory_whatever_they_announce() {
         let _ = s.write_all(&f);
         strangers.push(ws);
     }
-    // A controller with the token still logs in, from an address of its own.
-    ping(&mut a.connect());
+    // A controller with the token still logs in, from an address of its
+    // own, and once in may send messages of up to 1 MiB again.
+    let mut c = a.connect();
+    ping(&mut c);
+    let r = c.request(json!({"type": "auth", "token": "x".repeat(100_000)}));
+    assert_eq!(r["type"], "auth_ok", "{r}");
     let (peak, now) = (a.status_kib("VmHWM"), a.status_kib("VmRSS"));
     eprintln!("agent RSS under 240 strangers before auth: peak {peak} KiB, now {now} KiB");
     assert!(peak < 64 << 10, "agent peak RSS {peak} KiB (now {now} KiB)");
