@@ -1064,6 +1064,7 @@ fn guessers_at_a_controllers_address_delay_meshperf_run_but_do_not_fail_it() {
         rx.recv().unwrap();
     }
     let url = format!("http://{}/#token={}", a.addr(), a.token);
+    let t = Instant::now();
     let o = crate::run::run(&[
         "--agent",
         &url,
@@ -1075,6 +1076,7 @@ fn guessers_at_a_controllers_address_delay_meshperf_run_but_do_not_fail_it() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
+    eprintln!("meshperf run behind 8 guessers took {:?}", t.elapsed());
     for g in guessers {
         let r = g.join().unwrap();
         assert!(
