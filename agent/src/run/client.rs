@@ -113,6 +113,27 @@ pub const READ_CHUNK: usize = 128 * 1024;
 /// The same for a monitor's connections (see [`Ctl::connect_reading`]).
 pub const LEAN_READ_CHUNK: usize = 16 * 1024;
 
+/// How long a controller keeps trying to authenticate while an agent
+/// answers `auth_blocked` (its address is throttled and the places to wait
+/// are taken): the throttle's window.
+pub const AUTH_PATIENCE: Duration = Duration::from_secs(60);
+/// How long a controller waits for the answer to its `auth`: a throttled
+/// address's is answered at its turn, within the agent's `--auth-timeout`
+/// (10 s by default) of `hello`.
+const AUTH_REPLY: Duration = Duration::from_secs(15);
+
+/// When to try again after `auth_blocked` with `message` ("... retry in N
+/// s"): N seconds (1 to 10), else 2.
+fn retry_in(message: &str) -> Duration {
+    message
+        .rsplit_once("retry in ")
+        .and_then(|(_, n)| n.split(' ').next()?.parse::<f64>().ok())
+        .filter(|n| n.is_finite())
+        .map_or(Duration::from_secs(2), |n| {
+            Duration::from_secs_f64(n.clamp(1.0, 10.0))
+        })
+}
+
 /// An authenticated connection to one agent.
 pub struct Ctl {
     ws: WebSocket<CtlStream>,
@@ -139,7 +160,35 @@ impl Ctl {
     /// reads [`READ_CHUNK`] (tungstenite's default: sample frames in few
     /// calls); a monitor, holding a connection to each of a fleet's agents
     /// at once, [`LEAN_READ_CHUNK`] (1000 agents: 16 MB of buffers, not 131).
+    ///
+    /// An agent whose throttled address has no place left for this `auth`
+    /// to wait its turn answers `auth_blocked`, saying when to try again
+    /// ("retry in N s"): the controller waits that long and tries again,
+    /// for up to [`AUTH_PATIENCE`] in all.
     pub fn connect_reading(addr: &AgentUrl, chunk: usize) -> Result<Ctl, CtlError> {
+        let give_up = Instant::now() + AUTH_PATIENCE;
+        loop {
+            match Ctl::connect_once(addr, chunk)? {
+                Ok(c) => return Ok(c),
+                Err(why) => {
+                    let wait = retry_in(&why);
+                    if Instant::now() + wait > give_up {
+                        return Err(CtlError::Auth(format!(
+                            "agent {}: authentication refused for {} s: {}",
+                            addr.hostport(),
+                            AUTH_PATIENCE.as_secs(),
+                            crate::log::one_line(&why)
+                        )));
+                    }
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+    }
+
+    /// One try of [`Ctl::connect_reading`]: `Ok(Err(message))` when the
+    /// agent answered `auth_blocked`.
+    fn connect_once(addr: &AgentUrl, chunk: usize) -> Result<Result<Ctl, String>, CtlError> {
         let sa = (addr.host.as_str(), addr.port)
             .to_socket_addrs()
             .map_err(|e| io(addr, format!("cannot resolve: {e}")))?
@@ -215,7 +264,16 @@ impl Ctl {
                 ),
             ));
         }
-        let r = c.request(json!({"type": "auth", "token": addr.token}), &mut |_| {})?;
+        // A throttled address's auth is answered at its turn, within the
+        // agent's --auth-timeout (10 s by default) of hello.
+        let r = c.request_within(
+            json!({"type": "auth", "token": addr.token}),
+            AUTH_REPLY,
+            &mut |_| {},
+        )?;
+        if r["code"] == "auth_blocked" {
+            return Ok(Err(r["message"].as_str().unwrap_or("").to_string()));
+        }
         if r["type"] != "auth_ok" {
             let why = if r["code"] == "auth_failed" {
                 "authentication failed: it has another token (check #token= in --agent, --token-file or MESHPERF_TOKEN)".to_string()
@@ -233,13 +291,23 @@ impl Ctl {
             .tcp()
             .set_read_timeout(Some(Duration::from_millis(10)))
             .map_err(|e| io(addr, e))?;
-        Ok(c)
+        Ok(Ok(c))
     }
 
     /// Sends a request and waits for its reply; other traffic goes to `other`.
     pub fn request(
         &mut self,
+        v: Value,
+        other: &mut dyn FnMut(Incoming),
+    ) -> Result<Value, CtlError> {
+        self.request_within(v, Duration::from_secs(10), other)
+    }
+
+    /// [`Ctl::request`] waiting `within` for the reply.
+    fn request_within(
+        &mut self,
         mut v: Value,
+        within: Duration,
         other: &mut dyn FnMut(Incoming),
     ) -> Result<Value, CtlError> {
         let id = self.next_id;
@@ -248,13 +316,16 @@ impl Ctl {
         self.ws
             .send(Message::text(v.to_string()))
             .map_err(|e| io(&self.addr, format!("went away ({e})")))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + within;
         loop {
             match self.poll()? {
                 Some(Incoming::Event(e)) if e["id"] == json!(id) => return Ok(e),
                 Some(x) => other(x),
                 None if Instant::now() > deadline => {
-                    return Err(io(&self.addr, "no reply within 10 s"))
+                    return Err(io(
+                        &self.addr,
+                        format!("no reply within {} s", within.as_secs()),
+                    ))
                 }
                 None => {}
             }
@@ -344,6 +415,18 @@ pub fn wait_any(ctls: &[&Ctl], wait: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auth_blocked_says_when_to_try_again() {
+        let s = Duration::from_secs;
+        assert_eq!(retry_in("… one per 2 s, 4 at most …; retry in 2 s"), s(2));
+        assert_eq!(retry_in("retry in 7 s"), s(7));
+        // Bounded, and a message without it means the throttle's turn.
+        assert_eq!(retry_in("retry in 0 s"), s(1));
+        assert_eq!(retry_in("retry in 9999 s"), s(10));
+        assert_eq!(retry_in("retry in NaN s"), s(2));
+        assert_eq!(retry_in("refused for a while"), s(2));
+    }
 
     #[test]
     fn parses_printed_urls() {

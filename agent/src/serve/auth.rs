@@ -10,8 +10,17 @@
 //! guesser gets one answer per [`TURN`] however many it asks for. (Before
 //! issue 22 such an address was refused for a minute unheard, so five
 //! guesses a minute kept a controller at the same address out for good.)
+//!
+//! What waits costs little and not long (issue 40): a waiting session keeps
+//! its token's digest only, at most [`MAX_WAITING`] wait per address, and
+//! none past its session's auth deadline. A session that would wait beyond
+//! either is answered at once, told when a place frees ([`Wait::Full`]);
+//! the controller tries again then. A neighbour guessing without pause from
+//! the same address can so keep the places taken: a controller there gets
+//! one when it asks as one frees, so it is slowed, and can be kept waiting
+//! for as long as the guessing goes on; no other address is affected.
 
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -26,21 +35,49 @@ pub const WINDOW: Duration = Duration::from_secs(60);
 pub const TURN: Duration = Duration::from_secs(2);
 /// Addresses remembered at most (one entry each); expired ones go first.
 const MAX_SOURCES: usize = 4096;
+/// Sessions of one throttled address whose `auth` waits for its turn, at
+/// most; with [`TURN`] the last is answered within `TURN * MAX_WAITING`.
+pub const MAX_WAITING: usize = 4;
+/// The longest token an `auth` may carry (a longer one cannot be the
+/// agent's: `meshperf agent` refuses to start with one).
+pub const MAX_TOKEN_BYTES: usize = 1024;
+
+/// A token as kept and compared: its SHA-256.
+pub type Digest = [u8; 32];
 
 /// The agent's token, kept as its digest.
-pub struct Token([u8; 32]);
+pub struct Token(Digest);
 
 impl Token {
     pub fn new(token: &str) -> Self {
-        Token(Sha256::digest(token.as_bytes()).into())
+        Token(digest(token))
     }
 
     /// Whether `given` is the token; the time taken does not depend on
     /// where it differs or on its length.
     pub fn matches(&self, given: &str) -> bool {
-        let d: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        self.matches_digest(&digest(given))
+    }
+
+    /// Whether a token whose digest is `d` is the token (constant time).
+    pub fn matches_digest(&self, d: &Digest) -> bool {
         bool::from(d.ct_eq(&self.0))
     }
+}
+
+/// The digest of a token given.
+pub fn digest(token: &str) -> Digest {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Why a session's token is not checked now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// It waits for its turn, due then.
+    Turn(Instant),
+    /// No place for it: [`MAX_WAITING`] wait already, or its turn would
+    /// come after its deadline. A place frees then (at the earliest).
+    Full(Instant),
 }
 
 struct Record {
@@ -64,8 +101,15 @@ pub struct Failures {
 impl Failures {
     /// Whether session `sid` from `ip` may have its token checked now: `Ok`
     /// when the address is not throttled or it is this session's turn
-    /// (which it then uses up), else when to ask again.
-    pub fn turn(&mut self, ip: IpAddr, sid: u64, now: Instant) -> Result<(), Instant> {
+    /// (which it then uses up), else when to ask again, or that it has no
+    /// place (the queue is full, or its turn would come after `deadline`).
+    pub fn turn(
+        &mut self,
+        ip: IpAddr,
+        sid: u64,
+        now: Instant,
+        deadline: Instant,
+    ) -> Result<(), Wait> {
         let Some(r) = self.by_ip.get_mut(&ip) else {
             return Ok(());
         };
@@ -74,11 +118,18 @@ impl Failures {
             r.waiting.clear();
             return Ok(());
         }
+        let next = r.next_turn.max(now);
+        let due = |place: usize| next + TURN * place as u32;
         let place = match r.waiting.iter().position(|&w| w == sid) {
             Some(p) => p,
             None => {
+                let place = r.waiting.len();
+                if place >= MAX_WAITING || due(place) > deadline {
+                    // The first place frees at the next turn.
+                    return Err(Wait::Full(next));
+                }
                 r.waiting.push_back(sid);
-                r.waiting.len() - 1
+                place
             }
         };
         if place == 0 && r.next_turn <= now {
@@ -86,7 +137,7 @@ impl Failures {
             r.next_turn = now + TURN;
             return Ok(());
         }
-        Err(r.next_turn.max(now) + TURN * place as u32)
+        Err(Wait::Turn(due(place)))
     }
 
     /// Session `sid` from `ip` ended: it no longer waits for a turn.
@@ -168,33 +219,82 @@ mod tests {
         let ip: IpAddr = [10, 0, 0, 1].into();
         let other: IpAddr = [10, 0, 0, 2].into();
         let s = Duration::from_secs;
+        let far = t0 + s(1000);
         for i in 0..4 {
-            assert_eq!(f.turn(ip, 1, t0 + s(i)), Ok(()));
+            assert_eq!(f.turn(ip, 1, t0 + s(i), far), Ok(()));
             assert!(!f.fail(ip, t0 + s(i)));
         }
         assert!(f.fail(ip, t0 + s(4)));
         assert!(f.throttled(ip, t0 + s(4)));
         // Sessions 7 and 8 wait in order; 9 on another address does not.
-        assert_eq!(f.turn(ip, 7, t0 + s(5)), Err(t0 + s(4) + TURN));
-        assert_eq!(f.turn(ip, 8, t0 + s(5)), Err(t0 + s(4) + TURN * 2));
-        assert_eq!(f.turn(other, 9, t0 + s(5)), Ok(()));
+        assert_eq!(
+            f.turn(ip, 7, t0 + s(5), far),
+            Err(Wait::Turn(t0 + s(4) + TURN))
+        );
+        assert_eq!(
+            f.turn(ip, 8, t0 + s(5), far),
+            Err(Wait::Turn(t0 + s(4) + TURN * 2))
+        );
+        assert_eq!(f.turn(other, 9, t0 + s(5), far), Ok(()));
         // 8 cannot jump the queue; 7 takes its turn, then 8 a turn later.
-        assert!(f.turn(ip, 8, t0 + s(6)).is_err());
-        assert_eq!(f.turn(ip, 7, t0 + s(6)), Ok(()));
+        assert!(f.turn(ip, 8, t0 + s(6), far).is_err());
+        assert_eq!(f.turn(ip, 7, t0 + s(6), far), Ok(()));
         assert!(!f.fail(ip, t0 + s(6)));
-        assert_eq!(f.turn(ip, 8, t0 + s(7)), Err(t0 + s(6) + TURN));
+        assert_eq!(
+            f.turn(ip, 8, t0 + s(7), far),
+            Err(Wait::Turn(t0 + s(6) + TURN))
+        );
         // A session that went away gives its place up.
-        assert!(f.turn(ip, 10, t0 + s(7)).is_err());
+        assert!(f.turn(ip, 10, t0 + s(7), far).is_err());
         f.gone(ip, 8);
-        assert_eq!(f.turn(ip, 10, t0 + s(8)), Ok(()));
+        assert_eq!(f.turn(ip, 10, t0 + s(8), far), Ok(()));
         // The throttle ends a window after the last failure.
         assert!(f.throttled(ip, t0 + s(65)));
         assert!(!f.throttled(ip, t0 + s(66)));
-        assert_eq!(f.turn(ip, 11, t0 + s(66)), Ok(()));
+        assert_eq!(f.turn(ip, 11, t0 + s(66), far), Ok(()));
         // Failures spread wider than the window never throttle.
         let mut f = Failures::default();
         for i in 0..10 {
             assert!(!f.fail(ip, t0 + s(i * 20)));
         }
+    }
+
+    #[test]
+    fn at_most_max_waiting_wait_and_none_past_its_deadline() {
+        let (mut f, t0) = (Failures::default(), Instant::now());
+        let ip: IpAddr = [10, 0, 0, 3].into();
+        let s = Duration::from_secs;
+        let far = t0 + s(1000);
+        for _ in 0..MAX_FAILURES {
+            f.fail(ip, t0);
+        }
+        // The first turn comes at t0 + TURN; four wait, the fifth is told
+        // when the first place frees, and nothing of it is kept.
+        for sid in 0..MAX_WAITING as u64 {
+            assert_eq!(
+                f.turn(ip, sid, t0, far),
+                Err(Wait::Turn(t0 + TURN * (sid as u32 + 1)))
+            );
+        }
+        assert_eq!(f.turn(ip, 99, t0, far), Err(Wait::Full(t0 + TURN)));
+        assert_eq!(f.by_ip[&ip].waiting.len(), MAX_WAITING);
+        // Once the first had its turn, there is room again.
+        assert_eq!(f.turn(ip, 0, t0 + TURN, far), Ok(()));
+        assert_eq!(
+            f.turn(ip, 99, t0 + TURN, far),
+            Err(Wait::Turn(t0 + TURN * 5))
+        );
+        // A session whose turn would come after its deadline gets no place.
+        let ip2: IpAddr = [10, 0, 0, 4].into();
+        for _ in 0..MAX_FAILURES {
+            f.fail(ip2, t0);
+        }
+        assert_eq!(f.turn(ip2, 1, t0, t0 + s(3)), Err(Wait::Turn(t0 + TURN)));
+        assert_eq!(f.turn(ip2, 2, t0, t0 + s(3)), Err(Wait::Full(t0 + TURN)));
+        assert_eq!(f.by_ip[&ip2].waiting.len(), 1);
+        // Digests, not tokens, are what a waiting auth keeps and compares.
+        let t = Token::new("0123456789abcdef");
+        assert!(t.matches_digest(&digest("0123456789abcdef")));
+        assert!(!t.matches_digest(&digest("0123456789abcdeF")));
     }
 }

@@ -37,6 +37,18 @@ pub const MAX_QUEUED_BYTES: usize = 128 << 20;
 pub const STALL_BYTES: usize = 1 << 20;
 /// See [`STALL_BYTES`].
 pub const STALL: std::time::Duration = std::time::Duration::from_secs(5);
+/// A controller's WebSocket messages and frames, at most, once it has
+/// authenticated.
+pub const MAX_MESSAGE: usize = 1 << 20;
+/// The same before `auth_ok` (issue 40: a stranger announcing 1 MiB
+/// frames on 240 connections grew the agent by 268 MiB): `auth` with the
+/// longest token allowed ([`auth::MAX_TOKEN_BYTES`]) fits with room.
+pub const MAX_MESSAGE_BEFORE_AUTH: usize = 4 << 10;
+/// What a WebSocket reads at most per call, and the read buffer every
+/// connection holds from its upgrade on (tungstenite's default, 128 KiB,
+/// was 31 MiB for 240 strangers). A controller's requests are small; a
+/// larger message still comes whole, in more reads.
+pub const READ_BUFFER: usize = 4 << 10;
 
 /// One control WebSocket.
 pub struct Session {
@@ -65,12 +77,16 @@ pub struct Session {
     pub ip: Option<IpAddr>,
     /// An `auth` waiting for its address's turn (see [`auth::Failures`]).
     held: Option<Held>,
+    /// The session ends unless authenticated by then (`--auth-timeout`
+    /// after `hello`): a held `auth` is answered before it.
+    pub auth_by: Instant,
 }
 
-/// An `auth` received from a throttled address, checked at its turn.
+/// An `auth` received from a throttled address, checked at its turn: the
+/// token's digest only, not the message.
 struct Held {
     id: u64,
-    token: String,
+    digest: auth::Digest,
     /// Ask for the turn again then.
     at: Instant,
 }
@@ -90,6 +106,7 @@ impl Session {
             moved: Instant::now(),
             closing: false,
             held: None,
+            auth_by: Instant::now(),
         }
     }
 
@@ -228,8 +245,10 @@ impl Agent {
         &self.counters
     }
 
-    /// Gives a new session its id and queues `hello`.
-    pub fn greet(&mut self, s: &mut Session) {
+    /// Gives a new session its id and queues `hello`; it must authenticate
+    /// by `auth_by`.
+    pub fn greet(&mut self, s: &mut Session, auth_by: Instant) {
+        s.auth_by = auth_by;
         s.sid = self.next_sid;
         self.next_sid += 1;
         // On the record when it authenticates; until then only counted.
@@ -307,8 +326,8 @@ impl Agent {
         if let Some(q) = self.pending.remove(&s.sid) {
             q.into_iter().for_each(|m| s.queue(m));
         }
-        if let Some((id, token)) = s.held.as_ref().map(|h| (h.id, h.token.clone())) {
-            self.auth(s, id, token);
+        if let Some((id, digest)) = s.held.as_ref().map(|h| (h.id, h.digest)) {
+            self.check(s, id, digest);
         }
         loop {
             if s.held.is_some() {
@@ -328,7 +347,14 @@ impl Agent {
                     s.send(&Event::error(
                         None,
                         ErrorCode::TooLarge,
-                        format!("message refused: {e}"),
+                        if s.authed {
+                            format!("message refused: {e}")
+                        } else {
+                            format!(
+                                "message refused: {e}; before auth_ok a message is at most {} KiB",
+                                MAX_MESSAGE_BEFORE_AUTH >> 10
+                            )
+                        },
                     ));
                     s.closing = true;
                     break;
@@ -465,7 +491,7 @@ impl Agent {
         };
         if !s.authed {
             match req {
-                Request::Auth { id, token } => self.auth(s, id, token),
+                Request::Auth { id, token } => self.auth(s, id, &token),
                 _ => {
                     s.send(&Event::error(
                         None,
@@ -594,23 +620,81 @@ impl Agent {
         }
     }
 
-    /// The first `auth` of a session: the token is checked now, or, from
-    /// an address that failed too often lately, at its turn (the session
-    /// holds it until then; nothing else it sent is read meanwhile).
-    fn auth(&mut self, s: &mut Session, id: u64, token: String) {
-        let now = Instant::now();
-        let ip = s.ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        if let Err(at) = self.failures.turn(ip, s.sid, now) {
-            if s.held.is_none() {
-                self.counters.auth_failed(AuthFailure::Blocked);
-            }
-            s.held = Some(Held { id, token, at });
+    /// The first `auth` of a session: a token longer than any token is
+    /// refused at once; else see [`Agent::check`].
+    fn auth(&mut self, s: &mut Session, id: u64, token: &str) {
+        if token.len() > auth::MAX_TOKEN_BYTES {
+            self.counters.auth_failed(AuthFailure::WrongToken);
+            log!(
+                "session {} from {}: a token of {} bytes (at most {}), closing",
+                s.sid,
+                s.from,
+                token.len(),
+                auth::MAX_TOKEN_BYTES
+            );
+            s.send(&Event::error(
+                Some(id),
+                ErrorCode::TooLarge,
+                format!(
+                    "authentication refused: a token is at most {} bytes, this one has {}",
+                    auth::MAX_TOKEN_BYTES,
+                    token.len()
+                ),
+            ));
+            s.closing = true;
             return;
         }
+        self.check(s, id, auth::digest(token));
+    }
+
+    /// Checks a token (its digest) now, or, from an address that failed
+    /// too often lately, at its turn (the session holds the digest until
+    /// then; nothing else it sent is read meanwhile). With no place to
+    /// wait (see [`auth::Wait::Full`]) it is answered `auth_blocked` at
+    /// once, saying when to try again.
+    fn check(&mut self, s: &mut Session, id: u64, digest: auth::Digest) {
+        let now = Instant::now();
+        let ip = s.ip.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        match self.failures.turn(ip, s.sid, now, s.auth_by) {
+            Ok(()) => {}
+            Err(auth::Wait::Turn(at)) => {
+                if s.held.is_none() {
+                    self.counters.auth_failed(AuthFailure::Blocked);
+                }
+                s.held = Some(Held { id, digest, at });
+                return;
+            }
+            Err(auth::Wait::Full(at)) => {
+                // Not on the record line by line: the session closes
+                // unauthenticated and is counted in the once-a-second sum.
+                self.counters.auth_failed(AuthFailure::Blocked);
+                s.held = None;
+                let wait = at
+                    .saturating_duration_since(now)
+                    .as_secs_f64()
+                    .ceil()
+                    .max(1.0);
+                s.send(&Event::error(
+                    Some(id),
+                    ErrorCode::AuthBlocked,
+                    format!(
+                        "this address is throttled after repeated wrong tokens and its authentications wait their turn, one per {} s, {} at most, each within --auth-timeout; retry in {wait} s",
+                        auth::TURN.as_secs(),
+                        auth::MAX_WAITING
+                    ),
+                ));
+                s.closing = true;
+                return;
+            }
+        }
         s.held = None;
-        if self.token.matches(&token) {
+        if self.token.matches_digest(&digest) {
             self.counters.authenticated();
             s.authed = true;
+            s.ws.set_config(|c| {
+                c.max_message_size = Some(MAX_MESSAGE);
+                c.max_frame_size = Some(MAX_MESSAGE);
+            });
             log!("session {} opened from {}", s.sid, s.from);
             s.send(&self.auth_ok(id));
             return;

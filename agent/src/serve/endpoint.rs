@@ -393,5 +393,8 @@ mod tests {
         assert!(host_refused("NODE-1:9465", "meshperf agent", &names).is_none());
         let r = host_refused("evil.example:9465", "meshperf agent", &names).unwrap();
         assert!(String::from_utf8_lossy(&r).starts_with("HTTP/1.1 421"));
+        // Nothing but `:PORT` after the `]` (issue 40).
+        let r = host_refused("[::1]@evil.example", "meshperf agent", &names).unwrap();
+        assert!(String::from_utf8_lossy(&r).starts_with("HTTP/1.1 421"));
     }
 }

@@ -273,6 +273,12 @@ fn token_of(a: &AgentArgs) -> anyhow::Result<(String, bool, String)> {
                 "the token must be at least 8 characters (--token, --token-file or MESHPERF_TOKEN)"
             )
         }
+        Some(t) if t.len() > auth::MAX_TOKEN_BYTES => {
+            bail!(
+                "the token may be at most {} characters (--token, --token-file or MESHPERF_TOKEN)",
+                auth::MAX_TOKEN_BYTES
+            )
+        }
         Some(t) if t.len() < MIN_TOKEN && !a.listen.ip().is_loopback() => {
             bail!("the token must be at least {MIN_TOKEN} characters when the agent listens beyond loopback ({}); leave --token, --token-file and MESHPERF_TOKEN unset for a random one", a.listen.ip())
         }

@@ -22,6 +22,11 @@ impl Read for Replay {
             let n = buf.len().min(self.pre.len() - self.pos);
             buf[..n].copy_from_slice(&self.pre[self.pos..self.pos + n]);
             self.pos += n;
+            if self.pos == self.pre.len() {
+                // Replayed: not held for the connection's life.
+                self.pre = Vec::new();
+                self.pos = 0;
+            }
             return Ok(n);
         }
         self.inner.read(buf)

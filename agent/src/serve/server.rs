@@ -17,7 +17,7 @@
 //! fails (out of file descriptors) closes the oldest unauthenticated
 //! connection and pauses accepting for [`ACCEPT_PAUSE`] instead of spinning.
 
-use super::control::{Agent, Session};
+use super::control::{self, Agent, Session};
 use super::http;
 use super::quiet::Refusals;
 use super::replay::Replay;
@@ -74,10 +74,24 @@ const WRITE_BUFFER: usize = 1 << 20;
 
 /// The host part of a `Host` header value or a name, as compared: lowercase,
 /// without port, brackets or a trailing dot; addresses in their usual form.
+/// A bracketed address followed by anything but `:PORT` is kept whole
+/// (lowercase), so it is no address and names nothing of the agent's.
 pub fn host_key(h: &str) -> String {
     let h = h.trim();
     let name = if let Some(rest) = h.strip_prefix('[') {
-        rest.split(']').next().unwrap_or("")
+        // `[addr]` or `[addr]:port`, nothing else after the `]`
+        // (`[::1]@evil.example` names no address of ours).
+        match rest.split_once(']') {
+            Some((addr, "")) => addr,
+            Some((addr, port))
+                if port.len() > 1
+                    && port.starts_with(':')
+                    && port[1..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                addr
+            }
+            _ => return h.to_ascii_lowercase(),
+        }
     } else {
         match h.rsplit_once(':') {
             Some((n, port)) if !n.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => n,
@@ -213,9 +227,12 @@ pub fn serve(
         per_source: HashMap::new(),
         agent,
         guard: Arc::new(guard),
+        // Until `auth_ok` (which raises the message limits to
+        // control::MAX_MESSAGE): a stranger's WebSocket costs a few KiB.
         cfg: WebSocketConfig::default()
-            .max_message_size(Some(1 << 20))
-            .max_frame_size(Some(1 << 20))
+            .read_buffer_size(control::READ_BUFFER)
+            .max_message_size(Some(control::MAX_MESSAGE_BEFORE_AUTH))
+            .max_frame_size(Some(control::MAX_MESSAGE_BEFORE_AUTH))
             .max_write_buffer_size(WRITE_BUFFER),
         refusals: Refusals::new(Instant::now()),
     };
@@ -420,7 +437,9 @@ impl Server {
             .map(|(k, _)| k)
             .collect();
         for key in due {
-            if matches!(&self.conns[key].conn, Conn::Ws(s) if s.wake_at().is_some()) {
+            if matches!(&self.conns[key].conn, Conn::Ws(s) if s.wake_at().is_some()
+                && (s.authed() || s.auth_by > now))
+            {
                 // Not a deadline: the held auth's turn may have come, or a
                 // controller's time to take its messages ran out.
                 self.step(key);
@@ -487,16 +506,17 @@ impl Server {
             Conn::Handshake(mid) => handshake(mid.handshake()),
             Conn::Ws(mut s) => {
                 if s.sid == 0 {
-                    self.agent.greet(&mut s);
+                    self.agent.greet(&mut s, now + self.guard.auth_timeout);
                     self.by_sid.insert(s.sid, key);
-                    self.conns[key].deadline = Some(now + self.guard.auth_timeout);
+                    self.conns[key].deadline = Some(s.auth_by);
                 }
                 let held = s.held_until().is_some();
                 let open = self.agent.pump(&mut s);
                 if let Some(t) = s.wake_at() {
-                    // A throttled address's auth, answered at its turn, or
-                    // a controller not taking what waits for it.
-                    self.conns[key].deadline = Some(t);
+                    // A throttled address's auth, answered at its turn
+                    // (and the session ended at its auth deadline all the
+                    // same), or a controller not taking what waits for it.
+                    self.conns[key].deadline = Some(if s.authed() { t } else { t.min(s.auth_by) });
                 } else if s.authed() {
                     self.conns[key].deadline = None;
                 } else if held {
@@ -727,4 +747,41 @@ pub fn poll_and_waker() -> io::Result<(Poll, Arc<Waker>)> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     Ok((poll, waker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_key_takes_a_bracketed_address_only_alone_or_with_a_port() {
+        assert_eq!(host_key("[::1]"), "::1");
+        assert_eq!(host_key("[::1]:7800"), "::1");
+        assert_eq!(host_key("[::FFFF:127.0.0.1]:80"), "127.0.0.1");
+        assert_eq!(host_key("127.0.0.1:80"), "127.0.0.1");
+        assert_eq!(host_key("LocalHost.:80"), "localhost");
+        let hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(host_key).to_vec();
+        for bad in [
+            "[::1]@evil.example",
+            "[::1]evil.example",
+            "[::1]:",
+            "[::1]:80x",
+            "[::1]:80@evil.example",
+            "[::1]]",
+            "[::1",
+        ] {
+            let k = host_key(bad);
+            assert!(
+                k.parse::<IpAddr>().is_err() && !hosts.contains(&k),
+                "{bad}: {k}"
+            );
+            let head = format!(
+                "GET /ws HTTP/1.1\r\nHost: {bad}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+            );
+            match parse_head(head.as_bytes(), &hosts) {
+                Head::Respond(r) => assert!(r.starts_with(b"HTTP/1.1 421"), "{bad}"),
+                h => panic!("{bad}: {h:?}"),
+            }
+        }
+    }
 }

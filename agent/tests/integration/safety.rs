@@ -886,3 +886,252 @@ fn a_controller_logs_in_within_a_second_through_a_churn_from_40_addresses() {
         log.join("\n")
     );
 }
+
+/// The header of a masked client text frame of `len` bytes, masked with
+/// zeros (the payload goes as it is).
+fn frame_header(len: u64) -> Vec<u8> {
+    let mut h = vec![0x81, 0x80 | 127];
+    h.extend_from_slice(&len.to_be_bytes());
+    h.extend_from_slice(&[0; 4]);
+    h
+}
+
+#[test]
+fn strangers_before_auth_cost_the_agent_little_memory_whatever_they_announce() {
+    // Issue 40: 240 connections before auth, announcing 1 MiB frames or
+    // sending `auth` with a 1 MiB token from throttled addresses (where a
+    // held auth kept its whole message), grew an agent by 268-469 MiB; even
+    // idle ones held a 128 KiB read buffer each.
+    let a = AgentProc::start_logged(&[]);
+    let srcs: Vec<[u8; 4]> = (0..8).map(|i| [127, 0, 0, 40 + i]).collect();
+    for &src in &srcs {
+        for _ in 0..5 {
+            let (r, _) = auth_from(src, &a, "not-the-token-0000");
+            assert_eq!(r["code"], "auth_failed", "{r}");
+        }
+    }
+    const MIB: usize = 1 << 20;
+    let big_auth = json!({"type": "auth", "id": 1, "token": "x".repeat(MIB)}).to_string();
+    let mut strangers = Vec::new();
+    for i in 0..240 {
+        let mut ws = ws_as(connect_from(srcs[i % 8], a.port), &a.addr()).unwrap();
+        assert_eq!(text(&mut ws)["type"], "hello");
+        let s = ws.get_mut();
+        s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+        let f = match i % 4 {
+            // `auth` with a 1 MiB token, whole.
+            0 => [
+                frame_header(big_auth.len() as u64),
+                big_auth.clone().into_bytes(),
+            ]
+            .concat(),
+            // A 1 MiB frame but its last 200 bytes.
+            1 => {
+                let mut f = frame_header(MIB as u64);
+                f.resize(f.len() + MIB - 200, b'x');
+                f
+            }
+            // The header of a 1 MiB frame alone.
+            2 => frame_header(MIB as u64),
+            // Nothing after the upgrade (a read buffer for each).
+            _ => Vec::new(),
+        };
+        // The agent may close the connection before it took it all.
+        let _ = s.write_all(&f);
+        strangers.push(ws);
+    }
+    // A controller with the token still logs in, from an address of its
+    // own, and once in may send messages of up to 1 MiB again.
+    let mut c = a.connect();
+    ping(&mut c);
+    let r = c.request(json!({"type": "auth", "token": "x".repeat(100_000)}));
+    assert_eq!(r["type"], "auth_ok", "{r}");
+    let (peak, now) = (a.status_kib("VmHWM"), a.status_kib("VmRSS"));
+    eprintln!("agent RSS under 240 strangers before auth: peak {peak} KiB, now {now} KiB");
+    assert!(peak < 64 << 10, "agent peak RSS {peak} KiB (now {now} KiB)");
+    drop(strangers);
+    // A token longer than any token is refused at once, saying why; so is
+    // a message over the before-auth limit, from its frame's header on.
+    let mut ws = ws_as(connect_from([127, 0, 0, 39], a.port), &a.addr()).unwrap();
+    let r = auth(&mut ws, &"x".repeat(2000));
+    assert_eq!(r["code"], "too_large", "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("a token is at most 1024 bytes"),
+        "{r}"
+    );
+    let mut ws = ws_as(connect_from([127, 0, 0, 39], a.port), &a.addr()).unwrap();
+    assert_eq!(text(&mut ws)["type"], "hello");
+    ws.get_mut().write_all(&frame_header(64 << 10)).unwrap();
+    let r = text(&mut ws);
+    assert_eq!(r["code"], "too_large", "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("before auth_ok a message is at most 4 KiB"),
+        "{r}"
+    );
+}
+
+#[test]
+fn held_auths_are_capped_per_address_and_answered_within_the_auth_deadline() {
+    // Issue 40: 9 auths from a throttled address were answered one per
+    // 2 s, the last after 17.6 s, though --auth-timeout was 10 s.
+    let a = AgentProc::start_logged(&["--auth-timeout", "3"]);
+    let src = [127, 0, 0, 9];
+    for _ in 0..5 {
+        let (r, _) = auth_from(src, &a, "not-the-token-0000");
+        assert_eq!(r["code"], "auth_failed", "{r}");
+    }
+    let guesses: Vec<_> = (0..8)
+        .map(|i| {
+            let (port, addr) = (a.port, a.addr());
+            std::thread::spawn(move || {
+                let mut ws = ws_as(connect_from(src, port), &addr).unwrap();
+                ws.get_mut()
+                    .set_read_timeout(Some(Duration::from_secs(30)))
+                    .unwrap();
+                assert_eq!(text(&mut ws)["type"], "hello");
+                let t = Instant::now();
+                ws.send(Message::text(
+                    json!({"type": "auth", "id": 1, "token": format!("guess-{i}-000000000")})
+                        .to_string(),
+                ))
+                .unwrap();
+                (text(&mut ws), t.elapsed())
+            })
+        })
+        .collect();
+    let (mut failed, mut blocked) = (0, 0);
+    for g in guesses {
+        let (r, took) = g.join().unwrap();
+        // The deadline counts from hello, before `t`; 3 s of margin.
+        assert!(
+            took < Duration::from_secs(6),
+            "answered after {took:?} with --auth-timeout 3: {r}"
+        );
+        match r["code"].as_str() {
+            Some("auth_failed") => failed += 1,
+            Some("auth_blocked") => {
+                blocked += 1;
+                let m = r["message"].as_str().unwrap();
+                assert!(m.contains("retry in ") && m.ends_with(" s"), "{r}");
+            }
+            _ => panic!("{r}"),
+        }
+    }
+    assert!(
+        failed >= 1 && blocked >= 1,
+        "{failed} failed, {blocked} blocked"
+    );
+    ping(&mut a.connect());
+}
+
+#[test]
+fn guessers_at_a_controllers_address_delay_meshperf_run_but_do_not_fail_it() {
+    // Issue 40: with 8 guessers' auths waiting at its address, `meshperf
+    // run` from there failed ("no reply within 10 s").
+    let a = AgentProc::start_logged(&[]);
+    let src = [127, 0, 0, 1]; // where `meshperf run` connects from
+    for _ in 0..5 {
+        let (r, _) = auth_from(src, &a, "not-the-token-0000");
+        assert_eq!(r["code"], "auth_failed", "{r}");
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let guessers: Vec<_> = (0..8)
+        .map(|i| {
+            let (port, addr, tx) = (a.port, a.addr(), tx.clone());
+            std::thread::spawn(move || {
+                let mut ws = ws_as(connect_from(src, port), &addr).unwrap();
+                ws.get_mut()
+                    .set_read_timeout(Some(Duration::from_secs(30)))
+                    .unwrap();
+                assert_eq!(text(&mut ws)["type"], "hello");
+                ws.send(Message::text(
+                    json!({"type": "auth", "id": 1, "token": format!("guess-{i}-000000000")})
+                        .to_string(),
+                ))
+                .unwrap();
+                tx.send(()).unwrap();
+                text(&mut ws)
+            })
+        })
+        .collect();
+    for _ in 0..8 {
+        rx.recv().unwrap();
+    }
+    let url = format!("http://{}/#token={}", a.addr(), a.token);
+    let t = Instant::now();
+    let o = crate::run::run(&[
+        "--agent",
+        &url,
+        "--kind",
+        "tcp_rr",
+        "--set",
+        "count=100",
+        "--quiet",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    eprintln!("meshperf run behind 8 guessers took {:?}", t.elapsed());
+    for g in guessers {
+        let r = g.join().unwrap();
+        assert!(
+            r["code"] == "auth_failed" || r["code"] == "auth_blocked",
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn a_host_with_anything_but_a_port_after_its_bracket_is_refused() {
+    // Issue 40: `[::1]@evil.example` was taken for `[::1]`.
+    let a = AgentProc::start(&[]);
+    let status = |host: &str| {
+        let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "GET /ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+        .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(s), &mut line).unwrap();
+        line
+    };
+    let port = a.port;
+    for host in [
+        "[::1]@evil.example".to_string(),
+        format!("[::1]@evil.example:{port}"),
+        format!("[::1]:{port}@evil.example"),
+        "[::1]evil.example".to_string(),
+    ] {
+        let line = status(&host);
+        assert!(line.starts_with("HTTP/1.1 421 "), "{host}: {line}");
+    }
+    let line = status(&format!("[::1]:{port}"));
+    assert!(line.starts_with("HTTP/1.1 101 "), "{line}");
+    ping(&mut a.connect());
+}
+
+#[test]
+fn a_token_of_1024_characters_logs_in_and_a_longer_one_is_refused_at_start() {
+    // `auth` with the longest token allowed fits the before-auth limit.
+    let longest = "t".repeat(1024);
+    let a = AgentProc::start_token(&["--token", &longest], &longest);
+    ping(&mut a.connect());
+    let out = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--token"])
+        .arg("t".repeat(1025))
+        .env_remove("MESHPERF_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("at most 1024 characters"), "{err}");
+    assert!(out.stdout.is_empty());
+}
