@@ -6,8 +6,11 @@
 # scripts/setup.sh --test installs, else kustomize or kubectl on PATH; with
 # none the test fails as not run); then tests/deploy/check.py on the built objects (restricted
 # profile, probes, Secret, ports); then the systemd unit (deploy/systemd/)
-# checked for what docs/deploy.md says it has; then the alerting rules
-# (promtool) and the Grafana dashboard (tests/deploy/grafana.py).
+# checked for what docs/deploy.md says it has; then the alerting and
+# recording rules (promtool's check and its unit tests, and
+# tests/deploy/rules.py: the ConfigMap and the PrometheusRule hold the rules
+# file, every alert fires and stays quiet in a test) and the Grafana
+# dashboard (tests/deploy/grafana.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -21,8 +24,10 @@ trap 'rm -rf "$tmp"' EXIT
 validate() { "$kv_dir/bin/kubernetes-validate" --strict --quiet -k "$k8s_version" "$@" || fail "schema validation (Kubernetes $k8s_version): $*"; }
 
 # The API objects as files (kustomization and component files are not API
-# objects; kustomize itself reads those, below).
-mapfile -t files < <(find deploy/kubernetes -name '*.yaml' ! -name kustomization.yaml | sort)
+# objects; kustomize itself reads those, below). The PrometheusRule is the
+# Prometheus operator's kind, not the API's: kubernetes-validate has no
+# schema for it (it would only warn); tests/deploy/rules.py checks it.
+mapfile -t files < <(find deploy/kubernetes -name '*.yaml' ! -name kustomization.yaml ! -name prometheusrule.yaml | sort)
 validate "${files[@]}"
 echo "deploy: ${#files[@]} files valid against Kubernetes $k8s_version: ${files[*]}"
 
@@ -41,7 +46,15 @@ fi
 k=$root/deploy/kubernetes
 build() { # NAME DIR
   "${kustomize[@]}" "$2" >"$tmp/$1.yaml" || fail "${kustomize[*]} $2"
-  validate "$tmp/$1.yaml"
+  # The API's kinds to kubernetes-validate; the operator's PrometheusRule to
+  # tests/deploy/rules.py (below); any other kind is an error.
+  "$kv_dir/bin/python" -c 'import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+other = [d["kind"] for d in docs if d["apiVersion"].startswith("monitoring.coreos.com/") and d["kind"] != "PrometheusRule"]
+if other: sys.exit(f"unexpected kinds {other}")
+yaml.safe_dump_all([d for d in docs if not d["apiVersion"].startswith("monitoring.coreos.com/")], open(sys.argv[2], "w"))' \
+    "$tmp/$1.yaml" "$tmp/$1.api.yaml" || fail "$2: see above"
+  validate "$tmp/$1.api.yaml"
 }
 build default "$k"
 build node "$k/overlays/node"
@@ -80,11 +93,19 @@ if command -v systemd-analyze >/dev/null; then
 else
   echo "deploy: systemd-analyze not installed: $unit checked for its keys only"
 fi
-# The alerting rules (sharded monitors that overlap): promtool's own check
-# and its unit tests (promtool comes with Debian's prometheus package).
+# The alerting and recording rules: promtool's own check and its unit tests
+# (promtool comes with Debian's prometheus package): the shards
+# (rules.test.yml) and each pair against its baseline, the node rule against
+# N pair alerts, agents and monitors that stop (alerts.test.yml). Then the
+# PrometheusRule is what scripts/prometheus-rule.sh generates from the file,
+# and rules.py checks what kustomize built of both.
 command -v promtool >/dev/null || fail "NOT RUN: no promtool (Debian's prometheus package; scripts/setup.sh --test installs it), so deploy/prometheus/meshperf-rules.yml was not checked"
 promtool check rules deploy/prometheus/meshperf-rules.yml >/dev/null || fail "promtool check rules deploy/prometheus/meshperf-rules.yml"
-promtool test rules tests/deploy/rules.test.yml >/dev/null || fail "promtool test rules tests/deploy/rules.test.yml: run it to see which alert"
+for t in tests/deploy/rules.test.yml tests/deploy/alerts.test.yml; do
+  promtool test rules "$t" >/dev/null || fail "promtool test rules $t: run it to see which alert"
+done
+bash scripts/prometheus-rule.sh --check || fail "deploy/kubernetes/components/prometheus-rule/prometheusrule.yaml: see above"
+"$kv_dir/bin/python" tests/deploy/rules.py "$tmp/default.yaml" "$tmp/component-prometheus-rule.yaml" || fail "the shipped rules: see above"
 echo "deploy: deploy/prometheus/meshperf-rules.yml: promtool check and unit tests pass"
 # The Grafana dashboard: parses, has the pair heatmap, and queries only the
 # metrics meshperf monitor exports.

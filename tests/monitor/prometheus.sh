@@ -4,6 +4,11 @@
 # scraping its /metrics every second; then PromQL through Prometheus's HTTP
 # API (/api/v1/query) must return one RTT series per ordered pair (6), with
 # loopback-plausible values, and the monitor's run counter at 2 or more.
+# Prometheus also loads deploy/prometheus/meshperf-rules.yml (evaluated every
+# second): its pair figures are recorded for the 6 pairs, and every rule it
+# has evaluated reports health ok (no evaluation error on a real monitor's
+# series); the hourly baselines, which may not have had their turn yet, run
+# as queries without error.
 # Everything (processes, Prometheus's data dir) is removed on exit, whether
 # the checks pass or not; every process is bounded by `timeout`.
 set -euo pipefail
@@ -46,6 +51,9 @@ cat >"$dir/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - '$root/deploy/prometheus/meshperf-rules.yml'
 scrape_configs:
   - job_name: meshperf
     static_configs:
@@ -78,7 +86,27 @@ up = query('sum(meshperf_pair_up{job="meshperf"})')
 assert float(up[0]["value"][1]) == 6, up
 worst = query('topk(1, meshperf_pair_rtt_seconds{job="meshperf",quantile="0.99"})')
 assert len(worst) == 1 and 0 < float(worst[0]["value"][1]) < 0.1, worst
+# The alerting rules on these series: the recorded figures, and no rule in
+# error (each evaluated one: health ok).
+import json, time, urllib.error, urllib.request
+deadline = time.time() + 30
+while len(query('meshperf:pair_rtt_p99_seconds{job="meshperf"}')) != 6:
+    assert time.time() < deadline, query('meshperf:pair_rtt_p99_seconds')
+    time.sleep(0.5)
+with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/rules", timeout=5) as r:
+    groups = json.load(r)["data"]["groups"]
+rules = [(g["name"], x.get("name"), x.get("health"), x.get("lastError")) for g in groups for x in g["rules"]]
+assert len(groups) == 4 and len(rules) > 20, rules
+bad = [x for x in rules if x[2] not in ("ok", "unknown") or x[3] or (x[2] == "unknown" and x[0] != "meshperf-pair-baselines")]
+assert not bad, bad
+# Those not yet evaluated (the hourly group) run as queries: no error.
+for x in (x for g in groups for x in g["rules"] if x["health"] == "unknown"):
+    try:
+        query(x["query"])
+    except urllib.error.HTTPError as e:
+        sys.exit(f"rule {x['name']}: {e.read().decode(errors='replace')}")
 print(f"monitor prometheus: ok (Prometheus scraped {target}; 6 ordered pairs among {len(agents)} agents, "
       f"median RTT {min(float(s['value'][1]) for s in rtt) * 1e6:.0f} to {max(float(s['value'][1]) for s in rtt) * 1e6:.0f} us; "
-      f"runs_total {runs:.0f})")
+      f"runs_total {runs:.0f}; {len(rules)} alerting and recording rules loaded, "
+      f"{sum(x[2] == 'ok' for x in rules)} evaluated without error)")
 PY
