@@ -491,8 +491,14 @@ mod tests {
             "1500 us"
         );
         assert_eq!(Expect::parse("loss_pct <= 1").unwrap().show(0.7), "0.7%");
-        assert_eq!(Expect::parse("bytes >= 1").unwrap().show(2097152.0), "2097152 bytes");
-        assert_eq!(Expect::parse("rtt_p50 <= 1").unwrap().show(0.0001234), "1.234e-4 us");
+        assert_eq!(
+            Expect::parse("bytes >= 1").unwrap().show(2097152.0),
+            "2097152 bytes"
+        );
+        assert_eq!(
+            Expect::parse("rtt_p50 <= 1").unwrap().show(0.0001234),
+            "1.234e-4 us"
+        );
         let f = figures_of(&json!({"bits_per_second": 1, "rtt_us": {"p99": 2}, "x": "y"}));
         assert_eq!(
             f,

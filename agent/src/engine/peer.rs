@@ -198,6 +198,30 @@ impl Line {
         self.r.get_ref()
     }
 
+    /// Whether the peer has sent something or closed its end, without
+    /// waiting. Mid-test, when a side sends nothing on the line until the
+    /// test's end, that means the peer ended (a limit, a failure, a
+    /// cancel); an ICMP error on the test's UDP flow, which anyone who
+    /// knows its addresses can forge, does not (issue 40).
+    pub fn peer_spoke(&self) -> bool {
+        if !self.r.buffer().is_empty() || !self.partial.is_empty() {
+            return true;
+        }
+        let s = self.stream();
+        if s.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let r = s.peek(&mut [0u8; 1]);
+        let _ = s.set_nonblocking(false);
+        match r {
+            Ok(_) => true,
+            Err(e) => !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ),
+        }
+    }
+
     /// The connection's descriptor, to watch it from another thread (what
     /// is already buffered here does not make it readable).
     pub fn fd(&self) -> RawSock {

@@ -290,9 +290,16 @@ fn reply(
                 }
             }
             // An ICMP error (a closed port, an unreachable): counted; the
-            // reply may still come, or the request times out.
+            // reply may still come, or the request times out. Only the
+            // peer's line says the responder ended (its duration limit,
+            // say): an ICMP error alone may be forged.
             Err(e) if udp::icmp_error(&e) => {
                 counts.icmp += 1;
+                if f.line.peer_spoke() {
+                    return Ok(Err(format!(
+                        "the peer ended the test (its UDP port closed: {e})"
+                    )));
+                }
                 if t0.elapsed() >= timeout {
                     return Ok(Ok(false));
                 }
