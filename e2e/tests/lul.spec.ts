@@ -234,6 +234,38 @@ test('a latency_under_load matrix cell says the verdict of its pair in its toolt
   );
 });
 
+test('a latency_under_load matrix cell whose added delay is below zero reads none (±U), not the figure', async ({ page, agents }) => {
+  const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
+  const down = summary.phases.find((p: { phase: string }) => p.phase === 'download');
+  down.added_rtt_us.median = -10.17;
+  const result = {
+    format: 'meshperf-result',
+    version: 1,
+    plan: { kind: 'latency_under_load' },
+    agents: [
+      { endpoint: '127.0.0.1:7800', hostname: 'a' },
+      { endpoint: '127.0.0.1:7801', hostname: 'b' },
+    ],
+    steps: [{ index: 0, kind: 'latency_under_load', params: { probe_ms: 5 }, pair: { client: 0, server: 1 }, summary, samples: [] }],
+  };
+  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'matrix-none.json');
+  writeFileSync(file, JSON.stringify(result));
+  await page.goto(`${agents.a.origin}/`);
+  await page.getByTestId('import').setInputFiles(file);
+  // Row 1 (the serving agent) sends the download: its cell is the download phase's added round trip.
+  const cell = page.getByTestId('heatmap').locator('[data-testid=cell][data-row="1"][data-col="0"]');
+  await expect(cell).toHaveAttribute('data-state', 'done');
+  await expect(cell).toHaveText('none');
+  await cell.hover();
+  const tip = page.getByTestId('heatmap-tip');
+  await expect(tip).toContainText(/: .* none \(±[\d.]+ (µs|ms)\)\. Grade/);
+  await expect(tip).not.toContainText('-10.17');
+  // The upload's cell keeps its figure (12.87 ms added).
+  const up = page.getByTestId('heatmap').locator('[data-testid=cell][data-row="0"][data-col="1"]');
+  await up.hover();
+  await expect(tip).toContainText('12870');
+});
+
 /** The statistics table's figure `stat` of quantity `q`, as a number. */
 async function statOf(page: Page, q: string, stat: string): Promise<number> {
   const cell = page.getByTestId('stats').locator(`td[data-stat=${stat}][data-quantity=${q}]`);

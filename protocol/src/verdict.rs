@@ -157,6 +157,9 @@ impl Added {
     }
 }
 
+/// Which statistics of a phase an added delay is the difference of.
+type PhaseStats = fn(&LulPhaseSummary) -> Option<&Stats>;
+
 /// What phase `p` added over `idle`, each way: `rtt`, `up` or `down`, at
 /// quantile `q`; None when the summary has no such added figure.
 pub fn added(
@@ -165,7 +168,7 @@ pub fn added(
     way: &str,
     q: Quantile,
 ) -> Option<Added> {
-    let (a, of): (Option<AddedLatency>, fn(&LulPhaseSummary) -> Option<&Stats>) = match way {
+    let (a, of): (Option<AddedLatency>, PhaseStats) = match way {
         "rtt" => (p.added_rtt_us, |p| p.rtt_us.as_ref()),
         "up" => (p.added_up_us, |p| p.up_us.as_ref()),
         _ => (p.added_down_us, |p| p.down_us.as_ref()),
