@@ -115,6 +115,28 @@ test('udp_stream and tcp_stream with two streams both ways, run from the page, s
     await expect(page.getByTestId('step-error')).toHaveCount(0);
     expect(errors, `${kind} run from the page`).toEqual([]);
   }
+  // tcp_stream both ways (issue 45, item 2): each direction's rate as its
+  // receiver counted it, on that receiver's panel, and the sum said to be one.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
+  const step = JSON.parse(readFileSync((await dl.path())!, 'utf8')).steps[0];
+  const dd = (panel: string, label: string) => page.getByTestId(panel).locator('dt').filter({ hasText: new RegExp(`^${label}$`) }).locator('+ dd');
+  const UNIT: Record<string, number> = { 'bit/s': 1, 'kbit/s': 1e3, 'Mbit/s': 1e6, 'Gbit/s': 1e9 };
+  const shownRate = async (panel: string, label: string) => {
+    const m = /^([\d.,]+) ([kMG]?bit\/s)/.exec((await dd(panel, label).textContent()) ?? '');
+    expect(m, `${panel}: ${label}`).toBeTruthy();
+    return Number(m![1].replace(/,/g, '')) * UNIT[m![2]];
+  };
+  for (const [panel, role, label] of [
+    ['summary-server', 'server', 'rate received, driving agent to serving agent'],
+    ['summary-client', 'client', 'rate received, serving agent to driving agent'],
+  ] as const) {
+    const side = step.sides[role];
+    const want = (side.received_bytes * 8) / side.recv_seconds;
+    const got = await shownRate(panel, label);
+    expect(Math.abs(got / want - 1), `${label}: ${got} shown, ${want} in the file`).toBeLessThan(1e-3);
+    await expect(dd(panel, 'rate, both directions summed')).toHaveCount(1);
+    await expect(dd(panel, 'rate')).toHaveCount(0);
+  }
 });
 
 test('a result the page cannot show says so in one line and keeps the export of its figures', async ({ agents, page }) => {
