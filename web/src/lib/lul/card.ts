@@ -3,7 +3,7 @@
 // pointers into the step's summary they were read from.
 
 import type { View } from '../wasm';
-import { formatRate, formatUs } from '../units';
+import { fmt, formatRate, formatUs, timeUnit } from '../units';
 
 export interface CardFigure {
   key: string;
@@ -52,7 +52,12 @@ export function shown(f: Pick<CardFigure, 'value' | 'unit' | 'text' | 'uncertain
   if (f.unit === 'Mbit/s') return split(formatRate(f.value * 1e6));
   if (f.unit === 'ms') {
     // An added delay within its uncertainty, or below zero: no figure (protocol/src/verdict.rs).
-    if (f.none_within != null) return { num: `none (±${formatUs(f.none_within * 1e3)})`, unit: '' };
+    // U to 2 significant digits, beside "none" as its unit is beside a figure: the card's columns stay one line.
+    if (f.none_within != null) {
+      const us = f.none_within * 1e3;
+      const u = timeUnit(us);
+      return { num: 'none', unit: `(±${fmt(us / u.div, 2)} ${u.unit})` };
+    }
     if (f.uncertain && f.text.startsWith('<±')) {
       const u = split(formatUs(Number(f.text.slice(2)) * 1e3));
       return { num: `<±${u.num}`, unit: u.unit };
