@@ -106,6 +106,14 @@ function checkAgainst(figs: Fig[], summary: any, count = 33) {
     expect(Number(f.value), f.key).toBe(sum / f.div);
     const oneWay = /^[a-z]+\.(up|down)\.median$/.test(f.key);
     expect(f.uncertain, f.key).toBe(oneWay && Math.abs(sum) <= unc);
+    // An added delay within its uncertainty, or below zero, reads none (±U), never a figure.
+    const none = /^none \(±[\d.]+\)$/.test(f.text);
+    if (/\.added_/.test(f.key) && sum <= 0) expect(none, `${f.key}: ${f.text} for ${sum}`).toBe(true);
+    if (none) {
+      expect(f.key).toMatch(/\.added_/);
+      expect(f.shown, f.key).toMatch(/^none \(±[\d.,]+ (µs|ms)\)/);
+      continue;
+    }
     if (f.uncertain) expect(f.text, f.key).toBe(`<±${(unc / 1e3).toFixed(3)}`);
     else if (f.basis !== 'count') expect(f.text, f.key).toBe((sum / f.div).toFixed(f.div === 1e6 ? 1 : 3));
     // The page shows it in its own units (µs or ms, bit/s to Gbit/s), to four significant digits.
@@ -158,7 +166,8 @@ const TABLE: [string, number, string, boolean][] = [
   ['download.added_up.median', 0.0147, '0.015', false],
   ['download.added_down.median', 4.0408, '4.041', false],
   ['upload.added_up.median', 12.9304, '12.930', false],
-  ['upload.added_down.median', -0.0337, '-0.034', false],
+  // Below zero: none, with the difference's own uncertainty (protocol/src/verdict.rs).
+  ['upload.added_down.median', -0.0337, 'none (±0.0004)', false],
   ['both.added_up.median', 8.8116, '8.812', false],
   ['both.added_down.median', 4.863, '4.863', false],
   ['loss.up', 7, '7 of 760 (0.92%)', false],
@@ -223,6 +232,38 @@ test('a latency_under_load matrix cell says the verdict of its pair in its toolt
   await expect(page.getByTestId('heatmap-tip')).toContainText(
     '. Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run;',
   );
+});
+
+test('a latency_under_load matrix cell whose added delay is below zero reads none (±U), not the figure', async ({ page, agents }) => {
+  const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
+  const down = summary.phases.find((p: { phase: string }) => p.phase === 'download');
+  down.added_rtt_us.median = -10.17;
+  const result = {
+    format: 'meshperf-result',
+    version: 1,
+    plan: { kind: 'latency_under_load' },
+    agents: [
+      { endpoint: '127.0.0.1:7800', hostname: 'a' },
+      { endpoint: '127.0.0.1:7801', hostname: 'b' },
+    ],
+    steps: [{ index: 0, kind: 'latency_under_load', params: { probe_ms: 5 }, pair: { client: 0, server: 1 }, summary, samples: [] }],
+  };
+  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'matrix-none.json');
+  writeFileSync(file, JSON.stringify(result));
+  await page.goto(`${agents.a.origin}/`);
+  await page.getByTestId('import').setInputFiles(file);
+  // Row 1 (the serving agent) sends the download: its cell is the download phase's added round trip.
+  const cell = page.getByTestId('heatmap').locator('[data-testid=cell][data-row="1"][data-col="0"]');
+  await expect(cell).toHaveAttribute('data-state', 'done');
+  await expect(cell).toHaveText('none');
+  await cell.hover();
+  const tip = page.getByTestId('heatmap-tip');
+  await expect(tip).toContainText(/: .* none \(±[\d.]+ (µs|ms)\)\. Grade/);
+  await expect(tip).not.toContainText('-10.17');
+  // The upload's cell keeps its figure (12.87 ms added).
+  const up = page.getByTestId('heatmap').locator('[data-testid=cell][data-row="0"][data-col="1"]');
+  await up.hover();
+  await expect(tip).toContainText('12870');
 });
 
 /** The statistics table's figure `stat` of quantity `q`, as a number. */
@@ -423,12 +464,13 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
   for (const ph of ['idle', 'download', 'upload', 'both']) {
     const row = rows.find((l) => l.startsWith(`${ph} `));
     expect(row, `${ph} row in:\n${r.stderr}`).toBeTruthy();
-    const cells = row!.trim().split(/\s+/);
+    // `none (±U)` is one cell: its space kept out of the split.
+    const cells = row!.trim().replace(/none \(/g, 'none(').split(/\s+/);
     // phase, down, up, RTT p50, p90, p99, added, up p50, down p50, ...
     expect(cells[7], `${ph} up`).toBe(text(`${ph}.up.median`));
     expect(cells[8], `${ph} down`).toBe(text(`${ph}.down.median`));
     if (ph === 'idle') expect(cells[3]).toBe(text('idle.rtt.median'));
-    else expect(cells[6]).toBe(['median', 'p90', 'p99'].map((q) => text(`${ph}.added_rtt.${q}`)).join('/'));
+    else expect(cells[6]).toBe(['median', 'p90', 'p99'].map((q) => text(`${ph}.added_rtt.${q}`).replace('none (', 'none(')).join('/'));
     if (ph === 'download') expect(cells[1]).toBe(text('download.down'));
     if (ph === 'upload') expect(cells[2]).toBe(text('upload.up'));
   }

@@ -190,3 +190,38 @@ test('a UDP and a Standard-test link too long for their samples show their histo
     site.server.close();
   }
 });
+
+// A permalink pasted into the address bar of a tab that shows meshperf
+// changes only the hash (issue 45, item 3): the page opens it at once, as a
+// load would, without a reload.
+test('a permalink pasted into the open tab opens on hashchange', async ({ agents, page }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const agentUrl = (a: typeof agents.a) => `${a.origin}/#token=${a.token}`;
+  const link = (kind: string, sets: string[]) => {
+    const r = spawnSync(AGENT_BIN, ['run', '--agent', agentUrl(agents.a), '--agent', agentUrl(agents.b), '--kind', kind, ...sets.flatMap((s) => ['--set', s])], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    return new URL(lines[lines.length - 1]);
+  };
+  const rr = link('tcp_rr', ['count=300']);
+  const udp = link('udp_stream', ['rate=50M', 'duration_s=0.2']);
+  await page.goto(rr.href);
+  await expect(page.getByTestId('result')).toHaveAttribute('data-kind', 'tcp_rr', { timeout: 20_000 });
+  // The same document throughout: a mark set now survives only if nothing reloads.
+  await page.evaluate(() => ((window as unknown as { mark: number }).mark = 1));
+  await page.evaluate((hash) => (location.hash = hash), udp.hash);
+  await expect(page.getByTestId('result')).toHaveAttribute('data-kind', 'udp_stream');
+  await expect(page.getByTestId('result')).toContainText('opened from a link');
+  expect(await page.evaluate(() => (window as unknown as { mark?: number }).mark)).toBe(1);
+  // And back: the first link again.
+  await page.evaluate((hash) => (location.hash = hash), rr.hash);
+  await expect(page.getByTestId('result')).toHaveAttribute('data-kind', 'tcp_rr');
+  // A damaged link pasted the same way says so.
+  await page.evaluate((hash) => (location.hash = hash), udp.hash.slice(0, udp.hash.length - 40));
+  await expect(page.getByTestId('error')).toBeVisible();
+  expect(errors).toEqual([]);
+});

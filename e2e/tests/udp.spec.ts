@@ -195,7 +195,11 @@ test('udp_stream both ways at a rate typed into the form: the page shows each fl
   for (const panel of ['summary-client', 'summary-server']) {
     for (const [f, to] of [[fwd, ''], [rev, ', serving agent to driving agent']] as const) {
       await expect(dd(panel, `sent / received${to}`)).toHaveText(`${n(f.sent)} / ${n(f.received)}`);
-      await expect(dd(panel, `lost / out of order / dup${to}`)).toHaveText(`${f.lost} / ${f.out_of_order} / ${f.duplicates}`);
+      // Lost of sent with its share (issue 45, item 6), not a bare count.
+      await expect(dd(panel, `lost / out of order / dup${to}`)).toHaveText(new RegExp(`^${n(f.lost)} of ${n(f.sent)} \\((0|[\\d.]+)%\\) / ${f.out_of_order} / ${f.duplicates}$`));
+      const pct = (f.lost / f.sent) * 100;
+      const shown = Number((await dd(panel, `lost / out of order / dup${to}`).textContent())!.match(/\(([\d.]+)%\)/)![1]);
+      expect(Math.abs(shown - pct), `${panel}${to}: ${shown}% of ${pct}%`).toBeLessThanOrEqual(pct * 0.005 + 1e-9);
     }
     // Each seed line as its record, under the seed's headings.
     const cells = (line: string) => line.split(';').map((v) => v.trim());

@@ -14,6 +14,7 @@
 
 use crate::params::LulPhase;
 use crate::summary::{ClockBasis, LulPhaseSummary, LulSummary, Stats, Timestamps};
+use crate::verdict::Quantile;
 use serde::Serialize;
 
 /// Milliseconds from us, as the CLI prints them.
@@ -77,6 +78,10 @@ pub struct Figure {
     pub basis: Basis,
     /// The clock's uncertainty is larger than this figure: `text` says so.
     pub uncertain: bool,
+    /// An added delay no larger than its uncertainty, or below zero
+    /// ([`crate::verdict::Added`]): that uncertainty in `unit`, and `text`
+    /// reads `none (±U)`; `value` keeps the raw difference.
+    pub none_within: Option<f64>,
 }
 
 /// A titled group of figures.
@@ -150,6 +155,7 @@ impl Builder<'_> {
             text: raw.map_or_else(|| "-".into(), fmt),
             basis,
             uncertain: false,
+            none_within: None,
         }
     }
 
@@ -226,9 +232,23 @@ impl Builder<'_> {
         }
     }
 
+    /// An added delay's figure follows the rule of [`crate::verdict::Added`]:
+    /// `none (±U)` when it is no larger than its uncertainty, or below zero.
+    fn none_rule(&self, mut f: Figure, ph: LulPhase, way: &str, q: Quantile) -> Figure {
+        let idle = crate::verdict::idle_phase(self.s);
+        let a = self
+            .phase(ph)
+            .and_then(|(_, p)| crate::verdict::added(idle, p, way, q));
+        if let Some(a) = a.filter(|a| a.none()) {
+            f.text = a.text(ms);
+            f.none_within = Some(a.uncertainty_us / f.div);
+        }
+        f
+    }
+
     fn added_rtt(&self, ph: LulPhase) -> Section {
-        let q = |name: &str, read: fn(&crate::summary::AddedLatency) -> f64| {
-            self.fig(
+        let q = |name: &str, read: fn(&crate::summary::AddedLatency) -> f64, qu: Quantile| {
+            let f = self.fig(
                 format!("{}.added_rtt.{name}", ph.name()),
                 name,
                 ph,
@@ -236,14 +256,15 @@ impl Builder<'_> {
                 |p| p.added_rtt_us.as_ref().map(read),
                 "ms",
                 Basis::Rtt,
-            )
+            );
+            self.none_rule(f, ph, "rtt", qu)
         };
         Section {
             title: format!("Added round trip, {}", ph.name()),
             figures: vec![
-                q("median", |a| a.median),
-                q("p90", |a| a.p90),
-                q("p99", |a| a.p99),
+                q("median", |a| a.median, Quantile::Median),
+                q("p90", |a| a.p90, Quantile::P90),
+                q("p99", |a| a.p99, Quantile::P99),
             ],
         }
     }
@@ -280,7 +301,7 @@ impl Builder<'_> {
         }
         for ph in [LulPhase::Download, LulPhase::Upload, LulPhase::Both] {
             for (dir, arrow) in [("up", "↑"), ("down", "↓")] {
-                figures.push(self.fig(
+                let f = self.fig(
                     format!("{}.added_{dir}.median", ph.name()),
                     &format!("added {} {arrow}", ph.name()),
                     ph,
@@ -295,7 +316,8 @@ impl Builder<'_> {
                     },
                     "ms",
                     self.one_way,
-                ));
+                );
+                figures.push(self.none_rule(f, ph, dir, Quantile::Median));
             }
         }
         Section {
@@ -319,6 +341,7 @@ impl Builder<'_> {
             },
             basis: Basis::Count,
             uncertain: false,
+            none_within: None,
         };
         Section {
             title: "Probe loss".into(),
@@ -511,11 +534,13 @@ mod tests {
         ("upload.down.median", -0.0124, "<±0.030", true),
         ("both.up.median", 8.8329, "8.833", false),
         ("both.down.median", 7.3446, "7.345", false),
-        // Changes are exact: -33.7 us is shown although below the uncertainty.
+        // Changes do not rest on the clock's offset, but are differences of
+        // two medians: -33.7 us (below zero) reads none, with the
+        // difference's own uncertainty; 14.7 us is beyond its own.
         ("download.added_up.median", 0.0147, "0.015", false),
         ("download.added_down.median", 4.0408, "4.041", false),
         ("upload.added_up.median", 12.9304, "12.930", false),
-        ("upload.added_down.median", -0.0337, "-0.034", false),
+        ("upload.added_down.median", -0.0337, "none (±0.0004)", false),
         ("both.added_up.median", 8.8116, "8.812", false),
         ("both.added_down.median", 4.863, "4.863", false),
         // The whole test's probes, not any phase's.
@@ -538,7 +563,17 @@ mod tests {
                 "{key}: {v}, expected {value}"
             );
             assert_eq!((f.text.as_str(), f.uncertain), (text, uncertain), "{key}");
+            // The uncertainty in the figure's unit goes with every `none`.
+            assert_eq!(f.none_within.is_some(), text.starts_with("none"), "{key}");
         }
+        let down = figs
+            .iter()
+            .find(|f| f.key == "upload.added_down.median")
+            .unwrap();
+        assert!(
+            (down.none_within.unwrap() - 0.0004).abs() < 0.00005,
+            "{down:?}"
+        );
         let basis = |k: &str| figs.iter().find(|f| f.key == k).unwrap().basis;
         assert_eq!(basis("both.sum"), Basis::Tcp);
         assert_eq!(basis("idle.rtt.p99"), Basis::Rtt);

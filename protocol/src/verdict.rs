@@ -24,7 +24,7 @@
 //! the matrix cell of a `latency_under_load` pair shows it in its tooltip.
 
 use crate::params::LulPhase;
-use crate::summary::{LulPhaseSummary, LulSummary, Stats};
+use crate::summary::{AddedLatency, LulPhaseSummary, LulSummary, Stats};
 use serde::Serialize;
 
 /// Upper bounds (ms, exclusive) of the grades A+ to D; F above the last.
@@ -84,17 +84,115 @@ fn meaning(grade: &str) -> &'static str {
     }
 }
 
-/// The standard error of a median of `s` (us), from its MAD.
-fn median_se(s: &Stats) -> f64 {
+/// A quantile of a phase's delays: the standard error of a sample quantile
+/// q of n values is sqrt(q (1 - q) / n) / f(x_q); for a normal shape of
+/// sigma 1.4826 MAD, `factor` sigma / sqrt(n) (median: 1.2533).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantile {
+    Median,
+    P90,
+    P99,
+}
+
+impl Quantile {
+    fn factor(self) -> f64 {
+        match self {
+            Quantile::Median => 1.2533,
+            Quantile::P90 => 1.7094,
+            Quantile::P99 => 3.7328,
+        }
+    }
+}
+
+/// The standard error of quantile `q` of `s` (us), from its MAD.
+fn quantile_se(s: &Stats, q: Quantile) -> f64 {
     if s.n == 0 {
         return f64::INFINITY;
     }
-    1.2533 * 1.4826 * s.mad / (s.n as f64).sqrt()
+    q.factor() * 1.4826 * s.mad / (s.n as f64).sqrt()
+}
+
+/// An added delay (loaded minus idle, us) and its uncertainty (us): about
+/// two standard errors of the difference of the two quantiles.
+///
+/// The one rule every reader follows (the card, the verdict, `meshperf
+/// run`'s table, the matrix's tooltip): an added delay no larger than its
+/// uncertainty, or below zero, reads `none (±U)`, never as a figure. Files
+/// (JSON, CSV) keep the raw difference.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Added {
+    pub us: f64,
+    pub uncertainty_us: f64,
+}
+
+impl Added {
+    /// The added delay of `added_us` between quantile `q` of `idle` and of
+    /// `loaded`; without either's statistics only the sign rule applies.
+    pub fn of(added_us: f64, idle: Option<&Stats>, loaded: Option<&Stats>, q: Quantile) -> Added {
+        let uncertainty_us = match (idle, loaded) {
+            (Some(i), Some(l)) => {
+                2.0 * (quantile_se(i, q).powi(2) + quantile_se(l, q).powi(2)).sqrt()
+            }
+            _ => 0.0,
+        };
+        Added {
+            us: added_us,
+            uncertainty_us,
+        }
+    }
+
+    /// No delay beyond the uncertainty (or below zero).
+    pub fn none(&self) -> bool {
+        self.us <= self.uncertainty_us
+    }
+
+    /// `none (±U)`, U in ms as the verdict writes it ([`ms_text`]), or the
+    /// delay written by `fmt` from us (the CLI's ms).
+    pub fn text(&self, fmt: impl Fn(f64) -> String) -> String {
+        if self.none() {
+            format!("none (±{})", ms_text(self.uncertainty_us / 1e3))
+        } else {
+            fmt(self.us)
+        }
+    }
+}
+
+/// Which statistics of a phase an added delay is the difference of.
+type PhaseStats = fn(&LulPhaseSummary) -> Option<&Stats>;
+
+/// What phase `p` added over `idle`, each way: `rtt`, `up` or `down`, at
+/// quantile `q`; None when the summary has no such added figure.
+pub fn added(
+    idle: Option<&LulPhaseSummary>,
+    p: &LulPhaseSummary,
+    way: &str,
+    q: Quantile,
+) -> Option<Added> {
+    let (a, of): (Option<AddedLatency>, PhaseStats) = match way {
+        "rtt" => (p.added_rtt_us, |p| p.rtt_us.as_ref()),
+        "up" => (p.added_up_us, |p| p.up_us.as_ref()),
+        _ => (p.added_down_us, |p| p.down_us.as_ref()),
+    };
+    let a = a?;
+    let v = match q {
+        Quantile::Median => a.median,
+        Quantile::P90 => a.p90,
+        Quantile::P99 => a.p99,
+    };
+    Some(Added::of(v, idle.and_then(of), of(p), q))
+}
+
+/// The idle phase of a summary: what the added delays are over.
+pub fn idle_phase(s: &LulSummary) -> Option<&LulPhaseSummary> {
+    s.phases.iter().find(|p| p.phase == LulPhase::Idle)
 }
 
 /// Milliseconds as the verdict writes them: 3 significant figures at most,
 /// never "-0".
 pub fn ms_text(ms: f64) -> String {
+    if ms == 0.0 {
+        return "0".into();
+    }
     let a = ms.abs();
     let t = if a >= 100.0 {
         format!("{ms:.0}")
@@ -122,8 +220,8 @@ fn phase_verdict(idle: &Stats, p: &LulPhaseSummary) -> Option<PhaseVerdict> {
     let added_us = p
         .added_rtt_us
         .map_or(loaded.median - idle.median, |a| a.median);
-    let unc_us = 2.0 * (median_se(idle).powi(2) + median_se(loaded).powi(2)).sqrt();
-    let none = added_us <= unc_us;
+    let a = Added::of(added_us, Some(idle), Some(loaded), Quantile::Median);
+    let (unc_us, none) = (a.uncertainty_us, a.none());
     Some(PhaseVerdict {
         phase: p.phase,
         added_ms: added_us / 1e3,
@@ -432,5 +530,30 @@ mod tests {
         assert_eq!(ms_text(1.234), "1.23");
         assert_eq!(ms_text(0.0166), "0.017");
         assert_eq!(ms_text(-0.00001), "0.0000");
+    }
+
+    #[test]
+    fn an_added_delay_within_its_uncertainty_or_below_zero_reads_none() {
+        let st = |med: f64, mad: f64, n: u64| -> Stats {
+            serde_json::from_value(json!({"n": n, "min": med, "max": med, "mean": med,
+                "sigma": mad, "skew": 0.0, "kurtosis": 0.0, "median": med, "iq25": med,
+                "iq75": med, "p90": med, "p99": med, "p999": med, "p9999": med, "mad": mad}))
+            .unwrap()
+        };
+        let (idle, loaded) = (st(100.0, 10.0, 100), st(104.0, 10.0, 100));
+        // 2 sqrt(2) 1.2533 1.4826 10 / 10 = 5.26 us: +4 us is within it.
+        let a = Added::of(4.0, Some(&idle), Some(&loaded), Quantile::Median);
+        assert!((a.uncertainty_us - 5.2556).abs() < 1e-3, "{a:?}");
+        assert!(a.none());
+        assert_eq!(a.text(crate::lul_card::ms), "none (±0.0053)");
+        // A p99 is less certain than a median of the same probes.
+        let p99 = Added::of(4.0, Some(&idle), Some(&loaded), Quantile::P99);
+        assert!(p99.uncertainty_us > 2.9 * a.uncertainty_us, "{p99:?}");
+        // Beyond it: the figure, as the CLI prints it.
+        let b = Added::of(12.0, Some(&idle), Some(&loaded), Quantile::Median);
+        assert_eq!(b.text(crate::lul_card::ms), "0.012");
+        // Below zero reads none whatever the uncertainty; never "-0.010".
+        let c = Added::of(-10.17, None, None, Quantile::Median);
+        assert_eq!(c.text(crate::lul_card::ms), "none (±0)");
     }
 }

@@ -43,6 +43,9 @@ test("the Standard test's card shows the page's units; its text stays the CLI's"
   assert.deepEqual(shown({ value: 25.125, unit: 'ms', text: '25.125', uncertain: false }), { num: '25.13', unit: 'ms' });
   // `<±U` keeps its rule, U in the page's unit.
   assert.deepEqual(shown({ value: 0.01, unit: 'ms', text: '<±0.120', uncertain: true }), { num: '<±120', unit: 'µs' });
+  // An added delay within its uncertainty, or below zero: none, with U in the page's unit, never -10.17 µs.
+  assert.deepEqual(shown({ value: -0.01017, unit: 'ms', text: 'none (±0.0033)', uncertain: false, none_within: 0.0033 }), { num: 'none', unit: '(±3.3 µs)' });
+  assert.deepEqual(shown({ value: -0.0005, unit: 'ms', text: 'none (±0.0004721)', uncertain: false, none_within: 0.0004721 }), { num: 'none', unit: '(±0.47 µs)' });
   // Counts and missing figures as the card module wrote them.
   assert.deepEqual(shown({ value: 3, unit: 'probes', text: '3', uncertain: false }), { num: '3', unit: '' });
   assert.deepEqual(shown({ value: null, unit: 'ms', text: '-', uncertain: false }), { num: '-', unit: '' });

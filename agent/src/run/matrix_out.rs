@@ -5,9 +5,10 @@ use super::output::Output;
 use meshperf_protocol::driver::AgentRef;
 use meshperf_protocol::matrix::Metric;
 use meshperf_protocol::params::Kind;
+use meshperf_protocol::params::LulPhase;
 use meshperf_protocol::result::{RunResult, StepResult};
 use meshperf_protocol::summary::LulSummary;
-use meshperf_protocol::verdict;
+use meshperf_protocol::verdict::{self, Quantile};
 use std::io::Write;
 
 /// A figure with the precision its metric needs.
@@ -19,6 +20,36 @@ fn figure(metric: Metric, v: f64) -> String {
         Metric::AddedRtt => format!("{v:.1}"),
         Metric::Tps | Metric::Hops | Metric::PathMtu | Metric::MarksChanged => format!("{v:.0}"),
     }
+}
+
+/// A cell's text: a figure, except that latency_under_load's added round
+/// trip within its uncertainty, or below zero, reads `none (±U)` (U in us,
+/// as the cell's figures), the rule of protocol/src/verdict.rs (`Added`)
+/// that the page's cell and tooltip follow too. Row `row` sends: the
+/// upload phase's when it is the driving agent, else the download's.
+fn cell_text(metric: Metric, s: &StepResult, row: usize, v: f64) -> String {
+    if matches!(metric, Metric::AddedRtt) && s.kind == Kind::LatencyUnderLoad {
+        if let (Some(p), Ok(lul)) = (
+            s.pair,
+            serde_json::from_value::<LulSummary>(s.summary.clone()),
+        ) {
+            let phase = if row == p.client {
+                LulPhase::Upload
+            } else {
+                LulPhase::Download
+            };
+            let idle = verdict::idle_phase(&lul);
+            let a = lul
+                .phases
+                .iter()
+                .find(|x| x.phase == phase)
+                .and_then(|x| verdict::added(idle, x, "rtt", Quantile::Median));
+            if let Some(a) = a.filter(|a| a.none()) {
+                return format!("none (±{:.1})", a.uncertainty_us);
+            }
+        }
+    }
+    figure(metric, v)
 }
 
 /// The short name of agent `i` in the table: A, B, ... Z, then A1, B1, ...
@@ -43,7 +74,7 @@ impl Output {
                     .cells(s)
                     .into_iter()
                     .map(|(row, col, v)| {
-                        let v = v.map_or_else(|| "?".to_string(), |v| figure(metric, v));
+                        let v = v.map_or_else(|| "?".to_string(), |v| cell_text(metric, s, row, v));
                         if row == p.client {
                             v
                         } else {
@@ -87,7 +118,7 @@ pub fn table(r: &RunResult, refs: &[AgentRef], metric: Metric) -> Vec<String> {
         for (row, col, v) in metric.cells(s) {
             cells[row][col] = match (&s.error, v) {
                 (Some(_), _) => "FAILED".into(),
-                (None, Some(v)) => figure(metric, v),
+                (None, Some(v)) => cell_text(metric, s, row, v),
                 (None, None) => "?".into(),
             };
         }
@@ -95,7 +126,7 @@ pub fn table(r: &RunResult, refs: &[AgentRef], metric: Metric) -> Vec<String> {
     let width = cells
         .iter()
         .flatten()
-        .map(String::len)
+        .map(|c| c.chars().count())
         .chain([6])
         .max()
         .unwrap_or(6);
@@ -130,5 +161,34 @@ mod tests {
         assert_eq!(super::short(0), "A");
         assert_eq!(super::short(25), "Z");
         assert_eq!(super::short(26), "A1");
+    }
+
+    #[test]
+    fn an_added_round_trip_below_zero_reads_none_in_its_cell() {
+        use super::*;
+        let mut summary: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../protocol/tests/fixtures/lul-card-phases.json"
+        ))
+        .unwrap();
+        let down = summary["phases"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|p| p["phase"] == "download")
+            .unwrap();
+        down["added_rtt_us"]["median"] = serde_json::json!(-10.17);
+        let s: StepResult = serde_json::from_value(serde_json::json!({"index": 0,
+            "kind": "latency_under_load", "pair": {"client": 0, "server": 1}, "summary": summary}))
+        .unwrap();
+        let cells = Metric::AddedRtt.cells(&s);
+        let text = |row: usize| {
+            let (_, _, v) = cells.iter().find(|c| c.0 == row).unwrap();
+            cell_text(Metric::AddedRtt, &s, row, v.unwrap())
+        };
+        // Row 1, the serving agent, sends the download: -10.17 us is none.
+        assert!(text(1).starts_with("none (±"), "{}", text(1));
+        assert!(!text(1).contains('-'), "{}", text(1));
+        // The upload's 12.87 ms stays a figure.
+        assert_eq!(text(0), "12869.8");
     }
 }

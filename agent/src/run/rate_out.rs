@@ -36,9 +36,27 @@ pub fn lines(s: &StepResult) -> Vec<String> {
         );
         let got = match (snd, rcv) {
             (Some(snd), Some(rcv)) => {
-                format!("sent {}, received {}", rate_figure(snd), rate_figure(rcv))
+                // The received rate is over the receiver's own span of
+                // arrivals (first to last datagram), not the test's length.
+                let over = x["recv_seconds"].as_f64().map_or(String::new(), |t| {
+                    format!(" over the receiver's {t:.3} s of arrivals")
+                });
+                format!(
+                    "sent {}, received {}{over}",
+                    rate_figure(snd),
+                    rate_figure(rcv)
+                )
             }
             _ => rate_figure(x["bits_per_second"].as_f64().unwrap_or(0.0)),
+        };
+        // udp_stream: lost of sent, as iperf3 prints Lost/Total.
+        let lost = match (x["lost"].as_u64(), x["sent"].as_u64()) {
+            (Some(0), Some(sent)) if sent > 0 => format!("; lost 0 of {sent} datagrams (0%)"),
+            (Some(lost), Some(sent)) if sent > 0 => format!(
+                "; lost {lost} of {sent} datagrams ({})",
+                share(lost as f64 / sent as f64)
+            ),
+            _ => String::new(),
         };
         let short = match (x["rate_reached"].as_bool(), snd) {
             (Some(false), Some(snd)) => format!(
@@ -49,7 +67,7 @@ pub fn lines(s: &StepResult) -> Vec<String> {
             _ => String::new(),
         };
         out.push(format!(
-            "rate asked {}{flow}: {got}{short}",
+            "rate asked {}{flow}: {got}{lost}{short}",
             rate_text(asked)
         ));
     }
@@ -177,6 +195,23 @@ mod tests {
         assert_eq!(
             lines(&s),
             ["rate asked 20 Mbit/s: sent 1 Mbit/s, received 1 Mbit/s"]
+        );
+    }
+
+    #[test]
+    fn a_udp_rate_line_says_what_was_lost_of_what_was_sent_and_over_what_time() {
+        // The issue's run: 40% of datagrams lost, the receiver's rate over its 1.39 s of arrivals.
+        let s = step(json!({
+            "rate": 200e6, "rate_reached": true, "sent": 447_457, "received": 268_983,
+            "lost": 178_474, "send_bits_per_second": 200.1e6, "recv_bits_per_second": 174.2e6,
+            "recv_seconds": 1.387_654,
+        }));
+        assert_eq!(
+            lines(&s),
+            [
+                "rate asked 200 Mbit/s: sent 200.1 Mbit/s, received 174.2 Mbit/s over the \
+              receiver's 1.388 s of arrivals; lost 178474 of 447457 datagrams (39.9%)"
+            ]
         );
     }
 }

@@ -6,7 +6,7 @@
 //! average of every figure over the runs (the Perl seed's packet-averages.pl).
 
 use meshperf_protocol::export::scalars;
-use meshperf_protocol::params::Kind;
+use meshperf_protocol::params::{rate_figure, Kind};
 use meshperf_protocol::result::StepResult;
 use serde_json::Value;
 
@@ -27,12 +27,23 @@ pub fn stream_lines(s: &StepResult) -> Vec<String> {
         }
         out.push(l);
     }
+    let both = m["direction"].as_str() == Some("both");
     if let Some(bps) = m["bits_per_second"].as_f64() {
         out.push(format!(
-            "speed (bits): {}; speed (bytes): {}",
+            "speed (bits): {}; speed (bytes): {}{}",
             sockbench_rate(bps, 10.0, "bit"),
-            sockbench_rate(bps / 8.0, 1.0, "Byte")
+            sockbench_rate(bps / 8.0, 1.0, "Byte"),
+            if both {
+                " (both directions summed)"
+            } else {
+                ""
+            }
         ));
+    }
+    if both {
+        if let Some(l) = each_direction(s) {
+            out.push(l);
+        }
     }
     if let Some(l) = buffers(s) {
         out.push(l);
@@ -55,6 +66,30 @@ pub fn stream_lines(s: &StepResult) -> Vec<String> {
         }
     }
     out
+}
+
+/// The rate of one direction: its receiver's bytes over its receiver's
+/// time (first byte to last), bits per second.
+fn received_rate(side: &Option<Value>) -> Option<f64> {
+    let v = side.as_ref()?;
+    let secs = v["recv_seconds"].as_f64().filter(|&t| t > 0.0)?;
+    Some(v["received_bytes"].as_f64()? * 8.0 / secs)
+}
+
+/// `direction=both`: each direction's rate as its receiver counted it (as
+/// iperf3 --bidir reports each), and their sum labelled as one:
+/// `each direction: driving agent to serving agent 9.8 Gbit/s, serving
+/// agent to driving agent 10.1 Gbit/s (each over its receiver's time); sum 19.9 Gbit/s`.
+pub fn each_direction(s: &StepResult) -> Option<String> {
+    let up = received_rate(&s.sides.server)?;
+    let down = received_rate(&s.sides.client)?;
+    Some(format!(
+        "each direction: driving agent to serving agent {}, serving agent to driving agent {} \
+         (each over its receiver's time); sum {}",
+        rate_figure(up),
+        rate_figure(down),
+        rate_figure(up + down)
+    ))
 }
 
 /// A side that sent with `zerocopy`: `zerocopy: client 8192 sends with

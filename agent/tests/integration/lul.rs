@@ -290,6 +290,23 @@ fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json
         printed.starts_with(&format!("Grade {}: ", verdict.grade)),
         "{printed}"
     );
+    // An added delay within its uncertainty, or below zero, is printed as
+    // `none (±U)` (protocol/src/verdict.rs), never as a negative figure: on
+    // a busy loopback the loaded round trips are often faster than idle.
+    let typed: meshperf_protocol::summary::LulSummary = serde_json::from_value(s.clone()).unwrap();
+    let idle = meshperf_protocol::verdict::idle_phase(&typed);
+    for (row, p) in rows[2..5].iter().zip(&typed.phases[1..]) {
+        use meshperf_protocol::verdict::{added, Quantile};
+        let want = [Quantile::Median, Quantile::P90, Quantile::P99]
+            .map(|q| {
+                added(idle, p, "rtt", q)
+                    .unwrap()
+                    .text(meshperf_protocol::lul_card::ms)
+            })
+            .join("/");
+        assert!(row.contains(&format!(" {want} ")), "{row}: expected {want}");
+        assert!(!row.contains(" -0.") && !row.contains("/-"), "{row}");
+    }
     // The table's figures are the JSON's: the both phase's RTT p50, in ms.
     let p50 = f(&s["phases"][3]["rtt_us"]["median"]) / 1e3;
     assert!(

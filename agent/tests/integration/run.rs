@@ -1288,3 +1288,54 @@ fn count_times_wait_beyond_the_duration_limit_is_refused_before_traffic() {
     );
     assert!(r.steps[0].error.is_none());
 }
+
+/// tcp_stream `direction=both` (issue 45, item 2): each direction's rate as
+/// its receiver counted it, and the sum said to be a sum, as iperf3 --bidir
+/// reports them.
+#[test]
+fn a_tcp_stream_both_ways_prints_each_direction_and_labels_the_sum() {
+    let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
+    let (out, r) = run_ok(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_stream",
+            "--set",
+            "direction=both",
+            "--set",
+            "count=64",
+            "--set",
+            "msg_bytes=64K",
+        ],
+    );
+    let s = &r.steps[0];
+    let rate = |side: &Option<serde_json::Value>| {
+        let v = side.as_ref().unwrap();
+        v["received_bytes"].as_f64().unwrap() * 8.0 / v["recv_seconds"].as_f64().unwrap()
+    };
+    // The driving agent (B, client) sends up to the serving one (A, server).
+    let (up, down) = (rate(&s.sides.server), rate(&s.sides.client));
+    assert_eq!(
+        s.sides.server.as_ref().unwrap()["received_bytes"],
+        64 * 65536
+    );
+    assert_eq!(
+        s.sides.client.as_ref().unwrap()["received_bytes"],
+        64 * 65536
+    );
+    let fig = meshperf_protocol::params::rate_figure;
+    let want = format!(
+        "each direction: driving agent to serving agent {}, serving agent to driving agent {} \
+         (each over its receiver's time); sum {}",
+        fig(up),
+        fig(down),
+        fig(up + down)
+    );
+    assert!(out.lines().any(|l| l == want), "{out}\nexpected: {want}");
+    let speed = out
+        .lines()
+        .find(|l| l.starts_with("speed (bits): "))
+        .unwrap();
+    assert!(speed.ends_with(" (both directions summed)"), "{speed}");
+}

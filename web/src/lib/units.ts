@@ -29,6 +29,8 @@ export function formatSize(bytes: number): string {
 
 /** Bytes with thousands separators, exact. */
 export function formatBytes(bytes: number): string {
+  // A figure a file lacks is a dash, as fmt shows it, not a thrown error.
+  if (typeof bytes !== 'number' || !Number.isFinite(bytes)) return '–';
   return bytes.toLocaleString('en-US');
 }
 

@@ -7,6 +7,8 @@
 import type { StepResult } from '../result/result';
 import type { View } from '../wasm';
 import type { Fill } from './grid';
+import type { Verdict } from '../lul/card';
+import { formatUs } from '../units';
 
 const cache = new WeakMap<StepResult, Map<string, Fill[]>>();
 
@@ -26,19 +28,15 @@ export function fills(c: View, s: StepResult, metric: string): Fill[] {
   return m.get(metric) ?? [];
 }
 
-const verdicts = new WeakMap<StepResult, string | null>();
+const verdicts = new WeakMap<StepResult, Verdict | null>();
 
-/**
- * The verdict sentence of a `latency_under_load` pair (protocol/src/verdict.rs,
- * the words `meshperf run` prints), for its cells' tooltip; null for other
- * kinds and for a failed pair.
- */
-export function verdictOf(c: Pick<View, 'lul_verdict'>, s: StepResult): string | null {
+/** The verdict of a `latency_under_load` pair (protocol/src/verdict.rs); null for other kinds and a failed pair. */
+function lulVerdict(c: Pick<View, 'lul_verdict'>, s: StepResult): Verdict | null {
   if (!verdicts.has(s)) {
-    let v: string | null = null;
+    let v: Verdict | null = null;
     if (s.kind === 'latency_under_load' && s.summary && !s.error) {
       try {
-        v = (JSON.parse(c.lul_verdict(JSON.stringify(s.summary))) as { sentence: string }).sentence;
+        v = JSON.parse(c.lul_verdict(JSON.stringify(s.summary))) as Verdict;
       } catch (e) {
         console.warn((e as Error).message);
       }
@@ -46,4 +44,26 @@ export function verdictOf(c: Pick<View, 'lul_verdict'>, s: StepResult): string |
     verdicts.set(s, v);
   }
   return verdicts.get(s) ?? null;
+}
+
+/**
+ * The verdict sentence of a `latency_under_load` pair (the words `meshperf
+ * run` prints), for its cells' tooltip; null for other kinds and for a
+ * failed pair.
+ */
+export function verdictOf(c: Pick<View, 'lul_verdict'>, s: StepResult): string | null {
+  return lulVerdict(c, s)?.sentence ?? null;
+}
+
+/**
+ * A `latency_under_load` pair's cell of the `added_rtt` figure (row `row`
+ * sends: the upload phase's when the driving agent is the row, else the
+ * download's) when that added delay reads none: `none (±U)`, the verdict's
+ * rule and uncertainty; null otherwise.
+ */
+export function noneOf(c: Pick<View, 'lul_verdict'>, s: StepResult, metric: string, row: number): string | null {
+  if (metric !== 'added_rtt' || !s.pair) return null;
+  const phase = row === s.pair.client ? 'upload' : 'download';
+  const p = lulVerdict(c, s)?.phases.find((x) => x.phase === phase);
+  return p?.none ? `none (±${formatUs(p.uncertainty_ms * 1e3)})` : null;
 }

@@ -25,6 +25,11 @@ export interface Cell {
   error?: string;
   /** The pair's verdict in words (latency_under_load), shown in the tooltip. */
   verdict?: string;
+  /**
+   * An added delay within its uncertainty, or below zero (latency_under_load,
+   * `added_rtt`): `none (±U)` in place of the figure (protocol/src/verdict.rs).
+   */
+  none?: string;
 }
 export type MatrixPhase = 'idle' | 'checking' | 'running' | 'done' | 'cancelled' | 'failed';
 

@@ -284,7 +284,7 @@ export function wholeIntervals(step: StepResult, role: Role, iv: Series[], n: nu
   const side = step.sides[role] as Summary | null | undefined;
   const dt = intervalMs(step) / 1000;
   const omitted = Number(side?.omitted_s ?? 0);
-  const streams = iv.map((s) => (side?.streams as Record<string, any>[] | undefined)?.find((x) => Number(x.index) === s.stream));
+  const streams = iv.map((s) => (side?.streams as (Record<string, any> | null)[] | undefined)?.find((x) => Number(x?.index) === s.stream));
   const ends = streams.map((x) => Number(x?.seconds)).filter(Number.isFinite);
   const starts = streams.map((x) => Number(x?.first_seconds)).filter(Number.isFinite);
   const old: [number, number] = [0, n > 1 ? n - 1 : n];
