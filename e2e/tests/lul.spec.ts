@@ -12,8 +12,7 @@
 // checked against the pointers the card declares; the card of a result whose
 // four phases all differ is checked against a table written by hand.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from '@playwright/test';
@@ -165,7 +164,7 @@ const TABLE: [string, number, string, boolean][] = [
   ['loss.down', 3, '3 of 753 (0.40%)', false],
 ];
 
-test('the card of a result whose phases all differ shows the 33 hand-written figures', async ({ page, agents }) => {
+test('the card of a result whose phases all differ shows the 33 hand-written figures', async ({ page, agents, scratch }) => {
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
@@ -175,7 +174,7 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
     plan: { kind: 'latency_under_load' },
     steps: [{ kind: 'latency_under_load', params: { probe_ms: 5 }, summary, samples: [] }],
   };
-  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'phases.json');
+  const file = join(scratch, 'phases.json');
   writeFileSync(file, JSON.stringify(result));
   await page.goto(`${agents.a.origin}/`);
   await page.getByTestId('import').setInputFiles(file);
@@ -198,7 +197,7 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
   expect(errors).toEqual([]);
 });
 
-test('a latency_under_load matrix cell says the verdict of its pair in its tooltip', async ({ page, agents }) => {
+test('a latency_under_load matrix cell says the verdict of its pair in its tooltip', async ({ page, agents, scratch }) => {
   const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
   const step = (client: number, server: number) => ({ kind: 'latency_under_load', params: { probe_ms: 5 }, pair: { client, server }, summary, samples: [] });
   const result = {
@@ -211,7 +210,7 @@ test('a latency_under_load matrix cell says the verdict of its pair in its toolt
     ],
     steps: [step(0, 1)],
   };
-  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'matrix.json');
+  const file = join(scratch, 'matrix.json');
   writeFileSync(file, JSON.stringify(result));
   await page.goto(`${agents.a.origin}/`);
   await page.getByTestId('import').setInputFiles(file);
@@ -398,7 +397,7 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   expect(errors).toEqual([]);
 });
 
-test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures for the same file', async ({ page, agents }) => {
+test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures for the same file', async ({ page, agents, scratch }) => {
   test.setTimeout(90_000);
   const url = (a: typeof agents.a) => `${a.origin}/#token=${a.token}`;
   const sets = ['idle_s=1', 'download_s=1', 'upload_s=1', 'both_s=1', 'gap_s=0.25', 'streams=2'].flatMap((x) => ['--set', x]);
@@ -410,7 +409,7 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
   const result = JSON.parse(r.stdout);
   const s = result.steps[0].summary;
   expect(s.phases.map((p: { phase: string }) => p.phase)).toEqual(['idle', 'download', 'upload', 'both']);
-  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'bufferbloat.json');
+  const file = join(scratch, 'bufferbloat.json');
   writeFileSync(file, r.stdout);
 
   await page.goto(`${agents.a.origin}/`);

@@ -115,8 +115,7 @@ fn nagle_and_delayed_ack_make_request_response_crawl() {
 
 #[test]
 fn unix_sockets_run_inside_one_agent_with_one_time_keys() {
-    let tmp = std::env::temp_dir().join(format!("meshperf-test-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = crate::util::TempDir::new("unix");
     let a = AgentProc::start_env(&[], &[("TMPDIR", tmp.to_str().unwrap())]);
     let (mut srv, mut cli) = (a.connect(), a.connect());
     let (cl, sv) = run_pair(
@@ -164,7 +163,6 @@ fn unix_sockets_run_inside_one_agent_with_one_time_keys() {
         "params": {"count": 5}, "peer": {"host": "x", "port": 0, "key": prep["key"]}}),
     );
     assert_eq!(again["code"], "bad_key", "{again}");
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]
