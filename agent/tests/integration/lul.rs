@@ -353,8 +353,13 @@ fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
         .collect();
     assert_eq!(names, ["idle", "both"], "{s}");
     let (idle, both) = (&s["phases"][0], &s["phases"][1]);
-    // The lead-in: 0.2 s of the idle path (20 probes of 5 ms, at least 0.2 s).
-    assert!((f(&idle["seconds"]) - 0.2).abs() < 0.05, "{idle}");
+    // The lead-in: 0.2 s of the idle path. The agent sleeps until 0.2 s
+    // have passed, so never less; more by how late its last wake-up was
+    // (tens of ms on a busy host: 50 ms was a bound a stall could pass;
+    // half a second still tells a lead of the wrong length), and the probe
+    // count below must fit the time it reports.
+    let lead = f(&idle["seconds"]);
+    assert!((0.2..0.7).contains(&lead), "{idle}");
     // The loaded phase is the streams' time, and its rates are the
     // driving side's own figures each way.
     let secs = f(&both["seconds"]);
@@ -449,7 +454,8 @@ fn a_udp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
         .collect();
     assert_eq!(names, ["idle", "both"], "{s}");
     let (idle, both) = (&s["phases"][0], &s["phases"][1]);
-    assert!((f(&idle["seconds"]) - 0.2).abs() < 0.05, "{idle}");
+    // The lead-in, as above: at least 0.2 s, more by a late wake-up.
+    assert!((0.2..0.7).contains(&f(&idle["seconds"])), "{idle}");
     assert!((0.99..1.6).contains(&f(&both["seconds"])), "{both}");
     // Each direction's loaded rate is its receiver's count over its time:
     // up the driving agent's flow (the top-level figures), down the
