@@ -800,10 +800,12 @@ fn a_churn_of_upgrades_at_the_cap_never_closes_a_controller_before_its_auth() {
 
 /// Issue 22's churn flood as it was found: upgrades from 40 addresses as
 /// fast as two threads can make them, while a controller from an address of
-/// its own logs in again and again. Every login gets through, each within
-/// 1 s (before the fix 0 of 8 did: the flood evicted it before its auth).
+/// its own logs in again and again. Every login gets through (before the
+/// fix 0 of 8 did: the flood evicted it before its auth), each within the
+/// agent's `--auth-timeout` (10 s), past which it would have closed it: 1 s
+/// asked a speed of two cores the flood keeps busy (a few ms when idle).
 #[test]
-fn a_controller_logs_in_within_a_second_through_a_churn_from_40_addresses() {
+fn a_controller_logs_in_through_a_churn_from_40_addresses() {
     let a = AgentProc::start_logged(&[]);
     let stop = Arc::new(AtomicBool::new(false));
     // The flood stops however the test ends (a failed check panics).
@@ -868,7 +870,7 @@ fn a_controller_logs_in_within_a_second_through_a_churn_from_40_addresses() {
     let secs = flooding.elapsed().as_secs() as usize + 1;
     let slowest = took.iter().max().unwrap();
     assert!(
-        *slowest < Duration::from_secs(1),
+        *slowest < Duration::from_secs(10),
         "the slowest of 8 logins through the churn took {slowest:?} ({took:?})"
     );
     assert!(during >= 500, "the churn made {during} upgrades");
