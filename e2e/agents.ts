@@ -6,7 +6,9 @@
 // MESHPERF_TOKEN, is never printed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test as base } from '@playwright/test';
 
@@ -101,8 +103,18 @@ export interface Pair {
   url(opts?: { tokenA?: string; tokenB?: string }): string;
 }
 
-/** `agents`: a fresh pair A + B for every test, stopped afterwards. */
-export const test = base.extend<{ agents: Pair }>({
+/** `agents`: a fresh pair A + B for every test, stopped afterwards.
+ * `scratch`: a folder of the test's own in the temp dir (result files, plans),
+ * removed with what it holds when the test ends, passed or failed. */
+export const test = base.extend<{ agents: Pair; scratch: string }>({
+  scratch: async ({}, use) => {
+    const dir = mkdtempSync(join(tmpdir(), 'meshperf-e2e-'));
+    try {
+      await use(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
   agents: async ({}, use, testInfo) => {
     const a = await startAgent('A');
     let b: Agent;

@@ -38,7 +38,9 @@ run_phase() {
 # 128 random bits as 32 hex digits.
 random_token() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 
-# cargo-fuzz (the fuzz targets in fuzz/, on nightly), pinned, in .tools/.
+# cargo-fuzz (the fuzz targets in fuzz/, on nightly), pinned, in .tools/,
+# and the dated nightly it builds them with (fuzz/rust-toolchain.toml).
+FUZZ_TOOLCHAIN="$(sed -n 's/^channel = "\(.*\)"$/\1/p' "$ROOT/fuzz/rust-toolchain.toml")"
 CARGO_FUZZ_VERSION=0.13.2
 CARGO_FUZZ_ROOT="$ROOT/.tools/cargo-fuzz-$CARGO_FUZZ_VERSION"
 CARGO_FUZZ_BIN="$CARGO_FUZZ_ROOT/bin/cargo-fuzz"

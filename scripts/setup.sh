@@ -9,14 +9,16 @@
 #                              .tools/kustomize-VERSION, as root
 #                              NetfilterQueue (PyPI) in .tools/nfq, and as
 #                              root the netns tests' Debian packages (dnsmasq,
-#                              umoci, buildah, prometheus, tracepath) and Rust's x86_64-unknown-linux-musl target,
+#                              umoci, buildah, tracepath, ethtool) and Rust's x86_64-unknown-linux-musl target,
+#                              prometheus (and promtool) and systemd (systemd-analyze),
 #                              and for tests/platforms/ gcc-aarch64-linux-gnu, qemu-user-static,
 #                              lintian, groff and Rust's aarch64-unknown-linux-musl target,
 #                              gcc-mingw-w64-x86-64 and wine64 (without their recommends)
 #                              and Rust's x86_64-pc-windows-gnu, x86_64-apple-darwin and
 #                              aarch64-apple-darwin targets (the Windows agent, the macOS check),
-#                              and for the fuzz targets a nightly toolchain
-#                              (rustup) and cargo-fuzz in .tools/cargo-fuzz-VERSION
+#                              and for the fuzz targets the nightly toolchain
+#                              fuzz/rust-toolchain.toml names (rustup) and
+#                              cargo-fuzz in .tools/cargo-fuzz-VERSION
 #
 # Works as root without a terminal (CI=true, no stdin) and as a normal user
 # (apt-get then goes through sudo).
@@ -153,9 +155,15 @@ if [ $want_test -eq 1 ]; then
         [ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ] || missing+=(libnetfilter-queue-dev)
         python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null || missing+=(python3-dev)
         command -v cc >/dev/null || missing+=(gcc)
-        # A real Prometheus scraping `meshperf monitor` (tests/monitor/prometheus.sh).
-        command -v prometheus >/dev/null || missing+=(prometheus)
+        # tests/netns/lul.sh turns the veths' segmentation offloads off.
+        command -v ethtool >/dev/null || missing+=(ethtool)
     fi
+    # A real Prometheus scraping `meshperf monitor` (tests/monitor/prometheus.sh,
+    # no root needed), and its promtool for tests/deploy/validate.sh.
+    command -v prometheus >/dev/null || missing+=(prometheus)
+    # systemd-analyze verify of the unit (tests/deploy/validate.sh, and
+    # tests/platforms/deb.sh on the installed package).
+    command -v systemd-analyze >/dev/null || missing+=(systemd)
     # tests/platforms/: the arm64 agent (Debian's cross gcc links the static
     # aarch64-unknown-linux-musl binary, qemu-user-static runs it), the .deb
     # (lintian), the man pages (groff renders them).
@@ -239,9 +247,10 @@ if [ $want_test -eq 1 ]; then
     # --- the fuzz targets (fuzz/): a nightly toolchain and cargo-fuzz, pinned,
     # into .tools/cargo-fuzz-VERSION (git-ignored) -----------------------------
     if command -v rustup >/dev/null; then
-        if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-            run_phase "rustup toolchain install nightly (fuzz targets)" \
-                rustup toolchain install nightly --profile minimal
+        # The dated nightly of fuzz/rust-toolchain.toml (lib.sh: FUZZ_TOOLCHAIN).
+        if ! rustup run "$FUZZ_TOOLCHAIN" rustc --version >/dev/null 2>&1; then
+            run_phase "rustup toolchain install $FUZZ_TOOLCHAIN (fuzz targets)" \
+                rustup toolchain install "$FUZZ_TOOLCHAIN" --profile minimal
         fi
         fuzz_ok() { [ -x "$CARGO_FUZZ_BIN" ] && [ "$("$CARGO_FUZZ_BIN" fuzz --version 2>/dev/null)" = "cargo-fuzz $CARGO_FUZZ_VERSION" ]; }
         if ! fuzz_ok; then

@@ -12,8 +12,7 @@
 // checked against the pointers the card declares; the card of a result whose
 // four phases all differ is checked against a table written by hand.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from '@playwright/test';
@@ -129,6 +128,75 @@ function checkAgainst(figs: Fig[], summary: any, count = 33) {
   }
 }
 
+/** Linear-interpolation quantile (numpy's default) of ascending `v`. */
+function quantile(v: number[], p: number): number {
+  const h = (v.length - 1) * p;
+  const k = Math.floor(h);
+  return k + 1 < v.length ? v[k] + (h - k) * (v[k + 1] - v[k]) : v[k];
+}
+
+/**
+ * The card's round-trip and throughput figures against the exported step's
+ * raw samples, computed here (not through the pointers the card declares,
+ * which `checkAgainst` follows): each answered probe's round trip from its
+ * four times, (arrival - send) - (peer send - peer receive), grouped by its
+ * `probe_phase`; the phases' medians, p90 and p99 (ms), the loaded ones
+ * over the idle one; and each load's rate against its streams' 100 ms
+ * intervals (the phase's bytes over a time between its intervals less one
+ * and all of them). A figure read from the wrong phase, direction or
+ * statistic fails here. Returns how many figures it checked.
+ */
+function checkAgainstSamples(figs: Fig[], step: any): number {
+  const col = (kind: string) => step.samples.find((x: any) => x.kind === kind && x.role === 'client').values as number[];
+  const [t1, t2, t3, t4, ph] = ['send_time_ns', 'peer_recv_ns', 'peer_send_ns', 'arrival_ns', 'probe_phase'].map(col);
+  expect(new Set([t1.length, t2.length, t3.length, t4.length, ph.length]).size).toBe(1);
+  const names = ['idle', 'download', 'upload', 'both'];
+  const rtt = names.map((_, code) =>
+    t1
+      .map((_, i) => i)
+      .filter((i) => ph[i] === code)
+      .map((i) => (t4[i] - t1[i] - (t3[i] - t2[i])) / 1e6) // ms
+      .sort((a, b) => a - b),
+  );
+  const fig = (key: string) => {
+    const f = figs.find((x) => x.key === key);
+    expect(f, key).toBeTruthy();
+    return Number(f!.value);
+  };
+  let checked = 0;
+  const near = (key: string, want: number) => {
+    // 1 ns: the agent sums in f64 with its clock shift added to both peer times.
+    expect(Math.abs(fig(key) - want), `${key}: card ${fig(key)}, samples ${want}`).toBeLessThanOrEqual(1e-6);
+    checked++;
+  };
+  for (const [stat, p] of [['median', 0.5], ['p90', 0.9], ['p99', 0.99]] as const) {
+    near(`idle.rtt.${stat}`, quantile(rtt[0], p));
+    for (const code of [1, 2, 3]) near(`${names[code]}.added_rtt.${stat}`, quantile(rtt[code], p) - quantile(rtt[0], p));
+  }
+  // Loads: the engine numbers the streams up 0..n upload, n..2n both (the
+  // serving side's intervals), down 2n..3n download, 3n..4n both (the driving side's).
+  const n = step.params.streams;
+  const dt = (step.params.interval_ms ?? 100) / 1000;
+  const load = (key: string, role: string, from: number) => {
+    const iv = step.samples.filter((x: any) => x.kind === 'interval_bytes' && x.role === role && x.stream >= from && x.stream < from + n);
+    expect(iv.length, key).toBe(n);
+    const bytes = iv.reduce((a: number, x: any) => a + x.values.reduce((b: number, v: number) => b + v, 0), 0);
+    const len = Math.max(...iv.map((x: any) => x.values.length));
+    const rate = fig(key) * 1e6; // Mbit/s
+    expect(bytes, key).toBeGreaterThan(0);
+    const secs = (bytes * 8) / rate;
+    expect(secs, `${key}: ${bytes} B at ${rate} bit/s, ${len} intervals`).toBeGreaterThan((len - 1) * dt - 0.005);
+    expect(secs, `${key}: ${bytes} B at ${rate} bit/s, ${len} intervals`).toBeLessThanOrEqual(len * dt + 0.005);
+    checked++;
+    return rate;
+  };
+  load('download.down', 'client', 2 * n);
+  load('upload.up', 'server', 0);
+  const sum = load('both.down', 'client', 3 * n) + load('both.up', 'server', n);
+  expect(Math.abs(fig('both.sum') * 1e6 - sum), 'both.sum').toBeLessThanOrEqual(sum * 1e-9 + 1);
+  return checked + 1;
+}
+
 /**
  * A summary whose four phases all differ (protocol/tests/fixtures/lul-card-phases.json)
  * and the card's 33 figures written out by hand from it: key, value in the
@@ -174,7 +242,7 @@ const TABLE: [string, number, string, boolean][] = [
   ['loss.down', 3, '3 of 753 (0.40%)', false],
 ];
 
-test('the card of a result whose phases all differ shows the 33 hand-written figures', async ({ page, agents }) => {
+test('the card of a result whose phases all differ shows the 33 hand-written figures', async ({ page, agents, scratch }) => {
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
@@ -184,7 +252,7 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
     plan: { kind: 'latency_under_load' },
     steps: [{ kind: 'latency_under_load', params: { probe_ms: 5 }, summary, samples: [] }],
   };
-  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'phases.json');
+  const file = join(scratch, 'phases.json');
   writeFileSync(file, JSON.stringify(result));
   await page.goto(`${agents.a.origin}/`);
   await page.getByTestId('import').setInputFiles(file);
@@ -207,7 +275,7 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
   expect(errors).toEqual([]);
 });
 
-test('a latency_under_load matrix cell says the verdict of its pair in its tooltip', async ({ page, agents }) => {
+test('a latency_under_load matrix cell says the verdict of its pair in its tooltip', async ({ page, agents, scratch }) => {
   const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
   const step = (client: number, server: number) => ({ kind: 'latency_under_load', params: { probe_ms: 5 }, pair: { client, server }, summary, samples: [] });
   const result = {
@@ -220,7 +288,7 @@ test('a latency_under_load matrix cell says the verdict of its pair in its toolt
     ],
     steps: [step(0, 1)],
   };
-  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'matrix.json');
+  const file = join(scratch, 'matrix.json');
   writeFileSync(file, JSON.stringify(result));
   await page.goto(`${agents.a.origin}/`);
   await page.getByTestId('import').setInputFiles(file);
@@ -314,6 +382,9 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   expect(s.complete).toBe(true);
   const figs = await cardFigures(page);
   checkAgainst(figs, s);
+  // 17 of the 33 from the raw samples (the one-way delays rest on the clock
+  // fit, the losses on the serving agent's counts: those the summary's).
+  expect(checkAgainstSamples(figs, step)).toBe(17);
   expect(Number(figs.find((f) => f.key === 'download.down')!.value)).toBeGreaterThan(0);
 
   // The lanes: three uPlot charts with their series, drawn (pixels on every canvas).
@@ -439,7 +510,7 @@ test('the Standard test: card = exported JSON, lanes drawn, phases in every view
   expect(errors).toEqual([]);
 });
 
-test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures for the same file', async ({ page, agents }) => {
+test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures for the same file', async ({ page, agents, scratch }) => {
   test.setTimeout(90_000);
   const url = (a: typeof agents.a) => `${a.origin}/#token=${a.token}`;
   const sets = ['idle_s=1', 'download_s=1', 'upload_s=1', 'both_s=1', 'gap_s=0.25', 'streams=2'].flatMap((x) => ['--set', x]);
@@ -451,13 +522,14 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
   const result = JSON.parse(r.stdout);
   const s = result.steps[0].summary;
   expect(s.phases.map((p: { phase: string }) => p.phase)).toEqual(['idle', 'download', 'upload', 'both']);
-  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'bufferbloat.json');
+  const file = join(scratch, 'bufferbloat.json');
   writeFileSync(file, r.stdout);
 
   await page.goto(`${agents.a.origin}/`);
   await page.getByTestId('import').setInputFiles(file);
   const figs = await cardFigures(page);
   checkAgainst(figs, s);
+  expect(checkAgainstSamples(figs, result.steps[0])).toBe(17);
   // The CLI's per-phase table (on stderr with --json -) prints the card's texts.
   const text = (k: string) => figs.find((f) => f.key === k)!.text;
   const rows = r.stderr.split('\n');

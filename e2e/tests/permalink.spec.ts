@@ -4,8 +4,7 @@
 // app and shows the statistics the run measured.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { extname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test, expect, AGENT_BIN } from '../agents';
@@ -27,10 +26,10 @@ async function staticSite(): Promise<{ server: Server; base: string }> {
   return { server, base: `http://127.0.0.1:${addr.port}/` };
 }
 
-test('a permalink printed by meshperf run opens with no agent running and shows the same statistics', async ({ agents, browser }) => {
+test('a permalink printed by meshperf run opens with no agent running and shows the same statistics', async ({ agents, browser, scratch }) => {
   const site = await staticSite();
   try {
-    const dir = mkdtempSync(join(tmpdir(), 'meshperf-e2e-'));
+    const dir = scratch;
     const plan = join(dir, 'plan.json');
     const json = join(dir, 'result.json');
     writeFileSync(plan, JSON.stringify({ kind: 'tcp_rr', params: { req_bytes: 64, resp_bytes: 64, count: 3000 } }));
@@ -120,11 +119,11 @@ test('links of every older format open in the page with the statistics of their 
 // Links too long for every raw sample (issue 29, item 5): what they carry is
 // shown (histograms with every value counted, summaries, the short series
 // such as throughput per interval), and what they cannot carry is said once.
-test('a UDP and a Standard-test link too long for their samples show their histograms and phases in a fresh context', async ({ agents, browser }) => {
+test('a UDP and a Standard-test link too long for their samples show their histograms and phases in a fresh context', async ({ agents, browser, scratch }) => {
   test.setTimeout(120_000);
   const site = await staticSite();
   try {
-    const dir = mkdtempSync(join(tmpdir(), 'meshperf-e2e-'));
+    const dir = scratch;
     const agentUrl = (a: typeof agents.a) => `${a.origin}/#token=${a.token}`;
     const run = (name: string, args: string[]) => {
       const json = join(dir, `${name}.json`);

@@ -5,8 +5,10 @@
 #
 # 1. tc tbf at 20 Mbit/s with a queue limit of L bytes on R's way to B only
 #    (the download direction): in the download phase the round trip grows
-#    by L x 8 / rate within 20%, and the other direction's one-way delay
-#    (up, estimated clocks) by no more than 1 ms.
+#    by what the queue held (its backlog, sampled from tc every 10-20 ms:
+#    the median's bytes x 8 / rate) within 20% + 0.5 ms, and never more
+#    than L x 8 / rate + 1 ms; the other direction's one-way delay (up,
+#    estimated clocks) by no more than 1 ms.
 # 2. iptables in R dropping 3% of the probes on their way up (-m statistic,
 #    matched on the serving agent's data port and the probe's length): the
 #    up probe loss equals the rule's DROP counter exactly, the down loss is 0.
@@ -29,7 +31,7 @@ set -euo pipefail
 
 name="latency under load"
 . "$(dirname "$0")/agents.sh"
-netns_begin ip tc iptables node
+netns_begin ip tc iptables node ethtool
 id=mpl$$
 A=${id}a B=${id}b R=${id}r
 net=$((16 + $$ % 200))
@@ -49,10 +51,23 @@ mkdir -p "$dir"
 
 # A - R - B (topology.sh).
 . "$root/tests/netns/topology.sh"
-# No segmentation offloads on the veths: tbf then queues wire-sized packets.
+# No segmentation offloads on the veths: tbf then queues wire-sized packets
+# (the queue's L bytes are then L / 1514 packets, as check 1 reckons).
 for d in "$A:${id}a0" "$R:${id}a1" "$R:${id}b1" "$B:${id}b0"; do
-  ip netns exec "${d%%:*}" ethtool -K "${d#*:}" tso off gso off gro off >/dev/null 2>&1 || true
+  out=$(ip netns exec "${d%%:*}" ethtool -K "${d#*:}" tso off gso off gro off 2>&1) \
+    || fail "ethtool -K ${d#*:} tso off gso off gro off: $out"
 done
+# gro_a0 on|off: GRO where A receives the upload. Check 1 has it on, as a
+# host's NIC would: without it A acks every second segment of a 1-6 Gbit/s
+# upload, about 24 Mbit/s of ACKs on the way down, more than the 20 Mbit/s
+# tbf there, and the unshaped upload phase added 3.3 ms (seen when ethtool
+# first ran here; before, ethtool was missing and its failure ignored, so
+# the veths passed 64 KiB segments and A acked each once). The other checks
+# have it off: a veth with GRO receives through a 256-packet ring, which a
+# 7 Gbit/s upload overflows, losing probes no rule counted (2 of 2751).
+gro_a0() {
+  out=$(ip netns exec "$A" ethtool -K "${id}a0" gro "$1" 2>&1) || fail "ethtool -K ${id}a0 gro $1: $out"
+}
 
 start_agent "$A" "$ipa" url_a "--data-ports $port-$port"
 start_agent "$B" "$ipb" url_b ""
@@ -70,11 +85,38 @@ run() { # result file, then --set NAME=VALUE...
 # 1. A queue of L bytes at 20 Mbit/s on the way down.
 limit=50000
 ip netns exec "$R" tc qdisc add dev "${id}b1" root tbf rate 20mbit burst 1600 limit "$limit"
+# The queue's own backlog, sampled through the run (ground truth for what a
+# probe waits behind): "SECONDS BYTES" lines, the time from the run's start.
+(
+  exec 2>/dev/null
+  t0=$(date +%s%N)
+  while :; do
+    b=$(ip netns exec "$R" tc -s qdisc show dev "${id}b1" | sed -n 's/^ *backlog \([0-9]*\)b .*/\1/p')
+    echo "$((($(date +%s%N) - t0) / 1000000)) $b"
+    sleep 0.01
+  done
+) >"$dir/backlog" &
+sampler=$!
+pids+=("$sampler")
+gro_a0 on
 run "$dir/tbf.json" idle_s=2 download_s=4 upload_s=1 both_s=1 gap_s=1 streams=4 probe_ms=5
+gro_a0 off
+kill "$sampler"
 ip netns exec "$R" tc -s qdisc show dev "${id}b1" | head -3
 ip netns exec "$R" tc qdisc del dev "${id}b1" root
 node -e '
-  const [file, limit] = [process.argv[1], Number(process.argv[2])];
+  const [file, limit, backlogFile] = [process.argv[1], Number(process.argv[2]), process.argv[3]];
+  // The queue as the kernel held it: the download phase runs from 3 s (2 s
+  // idle, a 1 s gap) to 7 s after the run began; its middle, away from slow
+  // start and the phase ends, is what the probes waited behind.
+  const rows = require("fs").readFileSync(backlogFile, "utf8").trim().split("\n").map((l) => l.split(" ").map(Number))
+    .filter(([, b]) => Number.isFinite(b));
+  const bl = rows.filter(([ms]) => ms >= 3500 && ms <= 6500).map(([, b]) => b).sort((x, y) => x - y);
+  if (bl.length < 20) throw new Error(`only ${bl.length} samples of the queue in the download phase`);
+  const queued = (bl[Math.floor((bl.length - 1) / 2)] + bl[Math.ceil((bl.length - 1) / 2)]) / 2 * 8 / 20e6 * 1e6; // us
+  const whole = rows.filter(([ms]) => ms >= 3000 && ms <= 7000);
+  const busy = whole.filter(([, b]) => b > 0).length / whole.length;
+  console.log(`queue in the download phase (${bl.length} samples): median ${queued.toFixed(0)} us, ${bl[0]}-${bl[bl.length - 1]} B; backlog > 0 in ${(busy * 100).toFixed(0)}% of ${whole.length}`);
   const s = JSON.parse(require("fs").readFileSync(file, "utf8")).steps[0].summary;
   const d = s.phases.find((p) => p.phase === "download");
   if (!d) throw new Error(`no download phase: ${s.note}`);
@@ -83,19 +125,35 @@ node -e '
   console.log(`tbf 20 Mbit/s, limit ${limit} B: queue ${expect.toFixed(0)} us; download phase added RTT p50 ${added.toFixed(0)} us, ` +
     `one-way up ${up.toFixed(0)} us, down ${down.toFixed(0)} us (clock ${s.clock.basis}, offset ${s.clock.offset_us.toFixed(1)} us, ` +
     `drift ${s.clock.drift_ppm.toFixed(2)} ppm); download ${(d.down_bits_per_second / 1e6).toFixed(2)} Mbit/s`);
-  if (Math.abs(added - expect) > 0.2 * expect) throw new Error(`added RTT ${added} us is not ${expect} us within 20%`);
+  // The probes wait behind what the queue holds (TCP keeps it below its
+  // limit part of the time, more so on busy cores: 15.6 ms of the 20 once),
+  // never more than a full queue; within 20% of the sampled median, and
+  // 0.5 ms for the sampling (every 10-20 ms).
+  if (Math.abs(added - queued) > 0.2 * queued + 500) throw new Error(`added RTT ${added} us is not the median queue of ${queued.toFixed(0)} us within 20%`);
+  if (added > expect + 1000) throw new Error(`added RTT ${added} us is more than a full queue (${expect} us)`);
   if (Math.abs(up) > 1000) throw new Error(`the unshaped direction rose by ${up} us`);
-  if (d.down_bits_per_second < 15e6 || d.down_bits_per_second > 21e6) throw new Error(`download ${d.down_bits_per_second} bit/s, shaped to 20 Mbit/s`);
-' "$dir/tbf.json" "$limit" || fail "the tbf queue is not where the probes put it"
+  // TCP payload (1448 of each 1514-byte frame the tbf counts) at most 20
+  // Mbit/s x 1448/1514, and the link was busy at least while a packet queued.
+  const most = 20e6 * 1448 / 1514;
+  if (d.down_bits_per_second > most * 1.01 || d.down_bits_per_second < 0.9 * most * busy)
+    throw new Error(`download ${d.down_bits_per_second} bit/s, shaped to 20 Mbit/s (${most.toFixed(0)} of payload) and busy ${(busy * 100).toFixed(0)}% of the phase`);
+' "$dir/tbf.json" "$limit" "$dir/backlog" || fail "the tbf queue is not where the probes put it"
 # The verdict in words (the line before the table): a 20 ms queue on the
 # way down is grade A (5 to 30 ms added), named where it is; the upload
-# phase, unshaped, adds none.
+# phase, unshaped, adds none, or under 1 ms as the unshaped direction's
+# check above allows (its uncertainty is a few us: busy cores moved the
+# median by 1.9 us once, which the verdict rightly reports as added).
 verdict=$(grep -m1 '^Grade ' "$dir/tbf.json.txt") || fail "no verdict line in: $(cat "$dir/tbf.json.txt")"
 echo "$verdict"
 case "$verdict" in
-  "Grade A: "*"downloads add "*" ms (on the way down)"*"uploads add none (±"*) ;;
+  "Grade A: "*"downloads add "*" ms (on the way down)"*) ;;
   *) fail "the verdict does not name the download queue: $verdict" ;;
 esac
+if [[ "$verdict" =~ uploads\ add\ ([0-9.]+)\ ms ]]; then
+  awk -v ms="${BASH_REMATCH[1]}" 'BEGIN { exit !(ms < 1) }' || fail "the unshaped upload adds ${BASH_REMATCH[1]} ms: $verdict"
+else
+  [[ "$verdict" == *"uploads add none (±"* ]] || fail "the verdict says nothing of the upload: $verdict"
+fi
 
 # 2. 3% of the probes dropped on the way up (B to A), counted by the rule.
 probe=64

@@ -4,7 +4,7 @@
 //! with one address, a name listing the monitor itself, an agent with
 //! another token). Real processes on loopback.
 
-use crate::util::{http_get, scrapes_survive_slow_clients, AgentProc, Ctl};
+use crate::util::{http_get, random_token, scrapes_survive_slow_clients, AgentProc, Ctl};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -22,20 +22,15 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// A file in this test's own directory holding `content` with `mode`.
+/// A file in this test binary's scratch folder (removed at its exit)
+/// holding `content` with `mode`.
 fn file(name: &str, content: &str, mode: u32) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("meshperf-cluster-{}", std::process::id()));
+    let dir = crate::util::scratch_root().join("cluster");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, content).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
     p
-}
-
-fn random_token() -> String {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).unwrap();
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// An agent whose token is only in `token_file`.

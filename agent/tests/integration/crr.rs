@@ -187,7 +187,11 @@ fn a_peer_that_dies_mid_test_is_counted_by_errno_not_a_crash() {
 fn connections_from_strangers_are_closed_unanswered() {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     let (mut ca, mut cb) = (a.connect(), b.connect());
-    let p = json!({"duration_s": 1.0});
+    // The strangers must land while the test runs: 3 s, and the time they
+    // took is checked against it below (a 1 s test with a 300 ms sleep
+    // first left a busy host 0.7 s for three connects and their closes).
+    let secs = 3.0;
+    let p = json!({"duration_s": secs});
     let prep = ca.request(
         json!({"type": "prepare", "test_id": 1, "step": 0, "kind": "tcp_crr", "params": p}),
     );
@@ -196,7 +200,8 @@ fn connections_from_strangers_are_closed_unanswered() {
         json!({"type": "start", "test_id": 1, "step": 0, "kind": "tcp_crr",
         "params": p, "peer": {"host": "127.0.0.1", "port": port, "key": prep["key"]}}),
     );
-    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    std::thread::sleep(Duration::from_millis(100));
     let mut answered = 0;
     for _ in 0..3 {
         let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
@@ -213,6 +218,11 @@ fn connections_from_strangers_are_closed_unanswered() {
         answered += s.read(&mut buf).unwrap_or(0);
     }
     assert_eq!(answered, 0);
+    let took = started.elapsed().as_secs_f64();
+    assert!(
+        took < secs,
+        "the strangers took {took} s, past the {secs} s test"
+    );
     let (cl, sv) = (cb.wait_end(1), ca.wait_end(1));
     assert_eq!(sv["summary"]["strangers"], 3, "{sv}");
     let n = cl["summary"]["transactions"].as_u64().unwrap();

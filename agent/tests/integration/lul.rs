@@ -277,19 +277,14 @@ fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json
     let s = &r["steps"][0]["summary"];
     assert_eq!(r["steps"][0]["kind"], "latency_under_load");
     assert_eq!(s["phases"].as_array().unwrap().len(), 4, "{s}");
-    // The verdict comes first, the same sentence the page and the matrix
-    // show for this result file's summary.
-    let verdict = meshperf_protocol::verdict::lul(&serde_json::from_value(s.clone()).unwrap());
+    // The verdict comes first: the sentence worked out from this result
+    // file's figures (the page and the matrix show the same words).
     let printed = err
         .lines()
         .take_while(|l| !l.starts_with("phase "))
         .last()
         .unwrap();
-    assert_eq!(printed, verdict.sentence, "{err}");
-    assert!(
-        printed.starts_with(&format!("Grade {}: ", verdict.grade)),
-        "{printed}"
-    );
+    assert_eq!(printed, verdict_by_hand(s), "{err}");
     // An added delay within its uncertainty, or below zero, is printed as
     // `none (±U)` (protocol/src/verdict.rs), never as a negative figure: on
     // a busy loopback the loaded round trips are often faster than idle.
@@ -375,8 +370,13 @@ fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
         .collect();
     assert_eq!(names, ["idle", "both"], "{s}");
     let (idle, both) = (&s["phases"][0], &s["phases"][1]);
-    // The lead-in: 0.2 s of the idle path (20 probes of 5 ms, at least 0.2 s).
-    assert!((f(&idle["seconds"]) - 0.2).abs() < 0.05, "{idle}");
+    // The lead-in: 0.2 s of the idle path. The agent sleeps until 0.2 s
+    // have passed, so never less; more by how late its last wake-up was
+    // (tens of ms on a busy host: 50 ms was a bound a stall could pass;
+    // half a second still tells a lead of the wrong length), and the probe
+    // count below must fit the time it reports.
+    let lead = f(&idle["seconds"]);
+    assert!((0.2..0.7).contains(&lead), "{idle}");
     // The loaded phase is the streams' time, and its rates are the
     // driving side's own figures each way.
     let secs = f(&both["seconds"]);
@@ -471,7 +471,8 @@ fn a_udp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
         .collect();
     assert_eq!(names, ["idle", "both"], "{s}");
     let (idle, both) = (&s["phases"][0], &s["phases"][1]);
-    assert!((f(&idle["seconds"]) - 0.2).abs() < 0.05, "{idle}");
+    // The lead-in, as above: at least 0.2 s, more by a late wake-up.
+    assert!((0.2..0.7).contains(&f(&idle["seconds"])), "{idle}");
     assert!((0.99..1.6).contains(&f(&both["seconds"])), "{both}");
     // Each direction's loaded rate is its receiver's count over its time:
     // up the driving agent's flow (the top-level figures), down the
@@ -565,4 +566,141 @@ fn probe_ms_is_refused_where_no_probe_flow_can_run() {
     let r = ca.request(json!({"type": "prepare", "test_id": 400, "step": 0,
         "kind": "tcp_stream", "params": {"probe_ms": 100, "duration_s": 1}}));
     assert_eq!(r["type"], "prepared", "{r}");
+}
+
+/// The verdict line `meshperf run` must print for a driving side's summary
+/// `s`, worked out here from the summary's own figures by the rule
+/// protocol/src/verdict.rs's comment states (its tests work sentences out
+/// by hand), not by calling that code, which prints it: each loaded phase's added round trip (its
+/// `added_rtt_us` median) against the uncertainty of two medians (2 x the
+/// root of the summed squares of 1.2533 x 1.4826 MAD / sqrt(n)), the worst
+/// phase's grade on DSLReports' scale, its words, the others after it.
+pub(crate) fn verdict_by_hand(s: &Value) -> String {
+    let phases = s["phases"].as_array().unwrap();
+    let se = |st: &Value| 1.2533 * 1.4826 * f(&st["mad"]) / f(&st["n"]).sqrt();
+    let idle = &phases.iter().find(|p| p["phase"] == "idle").unwrap()["rtt_us"];
+    let ms3 = |ms: f64| {
+        let a = ms.abs();
+        let places = [(100.0, 0), (10.0, 1), (1.0, 2), (0.01, 3)]
+            .iter()
+            .find(|(from, _)| a >= *from)
+            .map_or(4, |(_, p)| *p);
+        let t = format!("{ms:.places$}");
+        if t.trim_start_matches('-')
+            .chars()
+            .all(|c| c == '0' || c == '.')
+        {
+            t.trim_start_matches('-').to_string()
+        } else {
+            t
+        }
+    };
+    // (phase, clause, added ms or None for "none", grade)
+    let grade = |ms: f64| match ms {
+        x if x < 5.0 => "A+",
+        x if x < 30.0 => "A",
+        x if x < 60.0 => "B",
+        x if x < 200.0 => "C",
+        x if x < 400.0 => "D",
+        _ => "F",
+    };
+    let mut v = Vec::new();
+    for p in phases.iter().filter(|p| p["phase"] != "idle") {
+        let (what, verb, when) = match p["phase"].as_str().unwrap() {
+            "download" => ("downloads", "add", "while you download"),
+            "upload" => ("uploads", "add", "while you upload"),
+            _ => (
+                "uploading and downloading at once",
+                "adds",
+                "while both run",
+            ),
+        };
+        let added = f(&p["added_rtt_us"]["median"]);
+        let unc = 2.0 * (se(idle).powi(2) + se(&p["rtt_us"]).powi(2)).sqrt();
+        // The way the queue built: the larger added one-way delay, when it
+        // is at least twice the other (both measured).
+        let way = match (
+            p["added_up_us"]["median"].as_f64(),
+            p["added_down_us"]["median"].as_f64(),
+        ) {
+            (Some(u), Some(d)) if u > 0.0 && u >= 2.0 * d.max(0.0) => " (on the way up)",
+            (Some(u), Some(d)) if d > 0.0 && d >= 2.0 * u.max(0.0) => " (on the way down)",
+            _ => "",
+        };
+        let clause = if added <= unc {
+            format!("{what} {verb} none (±{} ms)", ms3(unc / 1e3))
+        } else {
+            format!("{what} {verb} {} ms{way}", ms3(added / 1e3))
+        };
+        let worst = if added <= unc {
+            f64::NEG_INFINITY
+        } else {
+            added
+        };
+        let g = grade(if added <= unc { 0.0 } else { added / 1e3 });
+        v.push((clause, worst, g, when));
+    }
+    let words = |g: &str| match g {
+        "A+" => "calls and games will not notice",
+        "A" => "calls and games will hardly notice",
+        "B" => "games may lag a little",
+        "C" => "a video call will stutter",
+        "D" => "a video call will break up",
+        _ => "calls and games will be unusable",
+    };
+    // The worst: the largest added delay beyond its uncertainty (the last
+    // of equals, as a maximum is taken).
+    let w = (0..v.len()).fold(0, |w, i| if v[i].1 >= v[w].1 { i } else { w });
+    let (clause, worst, g, when) = &v[w];
+    if *worst == f64::NEG_INFINITY {
+        let all: Vec<&str> = v.iter().map(|x| x.0.as_str()).collect();
+        return format!(
+            "Grade {g}: the load added no delay beyond the measurement's uncertainty: {}; {}.",
+            all.join(", "),
+            words(g)
+        );
+    }
+    let rest: Vec<&str> = (0..v.len())
+        .filter(|&i| i != w)
+        .map(|i| v[i].0.as_str())
+        .collect();
+    let mut line = format!("Grade {g}: {clause}: {} {when}", words(g));
+    if !rest.is_empty() {
+        line.push_str("; ");
+        line.push_str(&rest.join(", "));
+    }
+    line.push('.');
+    line
+}
+
+/// The worked verdict itself, on a file whose sentence is written out by
+/// hand (protocol/tests/fixtures/lul-card-phases.json, the one the page's
+/// card test shows): a wrong grade, phase, way or figure fails here.
+#[test]
+fn the_verdict_worked_by_hand_is_the_hand_written_one_of_a_known_file() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../protocol/tests/fixtures/lul-card-phases.json"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(
+        verdict_by_hand(&s),
+        "Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly \
+         notice while both run; downloads add 4.10 ms (on the way down), uploads add 12.9 ms \
+         (on the way up)."
+    );
+    // The same figures with the both phase's added delay within its
+    // uncertainty and the upload's at 250 ms: grade D, named by the upload.
+    let mut t = s.clone();
+    t["phases"][3]["added_rtt_us"]["median"] = json!(0.001);
+    t["phases"][2]["added_rtt_us"]["median"] = json!(250_000.0);
+    let line = verdict_by_hand(&t);
+    assert!(
+        line.starts_with(
+            "Grade D: uploads add 250 ms (on the way up): a video call will break up while you \
+             upload; downloads add 4.10 ms (on the way down), uploading and downloading at once \
+             adds none (±"
+        ),
+        "{line}"
+    );
 }

@@ -99,16 +99,16 @@ fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
         0.05,
         "received, first to last",
     );
-    within(f(&m["send_bits_per_second"]), 20e6, 0.03, "sent rate");
-    // 1400-byte datagrams every 560 us for 1 s.
-    within(f(&m["sent"]), 1786.0, 0.02, "datagrams");
-    assert!(f(&m["send_seconds"]) <= 1.01, "{m}");
+    // 1400-byte datagrams every 560 us for 1 s (1786), by the pacer's rule
+    // (a stall near the end may cut it short: util::paced_at), the burst
+    // over at its time but for the last wake-up's lateness.
+    crate::util::paced_at(m, 20e6, 1400.0, 1.0);
+    assert!(
+        f(&m["send_seconds"]) <= 1.0 + f(&m["send_gap_us"]["max"]) / 1e6,
+        "{m}"
+    );
     assert!(out.contains("rate asked 20 Mbit/s"), "{out}");
-    // Reached, unless a stall past the bucket slipped the schedule or
-    // held the sender past the end of the burst.
     let reached = m["rate_reached"].as_bool().unwrap();
-    let short = f(&m["sent"]) < f(&m["count"]);
-    assert!(reached || m["schedule_slips"] != 0 || short, "{m}");
     assert_eq!(out.contains("not reached"), !reached, "{out}");
 
     // direction both: each agent sends 20 Mbit/s to the other at once.
@@ -120,8 +120,12 @@ fn udp_stream_by_rate_for_a_time_both_ways_and_over_the_agent_limit() {
     );
     let m = &s.summary;
     let rev = &m["reverse"];
-    for (what, x) in [("driving to serving", m), ("serving to driving", rev)] {
-        within(f(&x["received"]) * 1400.0 * 8.0 / 0.5, 20e6, 0.05, what);
+    // Each way at the rate by the pacer's rule (both senders share the two
+    // cores with both receivers: a stall near the end may cut one short),
+    // and every datagram sent is received or counted lost.
+    for x in [m, rev] {
+        crate::util::paced_at(x, 20e6, 1400.0, 0.5);
+        assert_eq!(f(&x["received"]) + f(&x["lost"]), f(&x["sent"]), "{x}");
     }
     // Each flow's samples: the forward flow's arrivals at the serving
     // agent (stream 0), the reverse flow's at the driving one (stream 1).
@@ -294,10 +298,12 @@ fn udp_stream_by_rate_with_gso_keeps_its_rate_and_counts_every_datagram() {
         0.03,
         "received rate",
     );
-    within(f(&m["send_bits_per_second"]), 50e6, 0.03, "sent rate");
-    // 1400-byte datagrams every 224 us for 1 s.
-    within(f(&m["sent"]), 4464.0, 0.02, "datagrams");
-    assert!(f(&m["send_seconds"]) <= 1.01, "{m}");
+    // 1400-byte datagrams every 224 us for 1 s (4465), by the pacer's rule.
+    crate::util::paced_at(m, 50e6, 1400.0, 1.0);
+    assert!(
+        f(&m["send_seconds"]) <= 1.0 + f(&m["send_gap_us"]["max"]) / 1e6,
+        "{m}"
+    );
     let sent = values(&s, Role::Client, SampleKind::SendTimeNs, 0);
     assert_eq!(sent.len() as u64, m["sent"].as_u64().unwrap());
     assert!(

@@ -66,8 +66,9 @@ pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// A path in this test binary's scratch folder (removed at its exit).
 pub(crate) fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("meshperf-run-test-{}", std::process::id()));
+    let d = crate::util::scratch_root().join("run");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }

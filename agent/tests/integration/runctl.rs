@@ -230,11 +230,10 @@ fn a_second_ctrl_c_exits_at_once_and_the_agents_serve_again() {
     signal(b.child.id(), libc::SIGCONT);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(
-        t0.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        t0.elapsed()
-    );
+    // Without the second Ctrl-C the run would wait for the stopped agent
+    // (its 5 s test, then the cancel's wait), so an exit within 2 s is the
+    // second one's; 500 ms measured how fast a busy host schedules it.
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     assert!(
         err.contains("meshperf run: interrupted: 0 of 1 steps done, step 1 of 1"),
         "{err}"

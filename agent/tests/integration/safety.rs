@@ -507,8 +507,7 @@ fn whole_output(how: &[&str], env_token: Option<&str>, token: Option<&str>) -> S
 #[test]
 fn a_given_token_is_never_printed_and_a_made_one_is() {
     let token = "given-token-0123456789abcdef";
-    let dir = std::env::temp_dir().join(format!("meshperf-safety-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::TempDir::new("safety");
     let file = dir.join("token");
     std::fs::write(&file, format!("{token}\n")).unwrap();
     std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
@@ -656,7 +655,7 @@ fn a_request_with_two_host_headers_is_refused() {
 
 #[test]
 fn a_hard_link_in_the_payload_dir_is_refused() {
-    let base = std::env::temp_dir().join(format!("meshperf-safety-link-{}", std::process::id()));
+    let base = crate::util::TempDir::new("safety-link");
     let dir = base.join("payload");
     std::fs::create_dir_all(&dir).unwrap();
     // A file outside the directory, linked into it.
@@ -684,7 +683,6 @@ fn a_hard_link_in_the_payload_dir_is_refused() {
     // A file with one link is taken.
     let r = prepare(&mut c, 2, "plain.dat");
     assert_eq!(r["type"], "prepared", "{r}");
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 /// Issue 22 item 7: a count-bounded test reads no more of its payload file
@@ -692,8 +690,7 @@ fn a_hard_link_in_the_payload_dir_is_refused() {
 /// whole file in memory before.
 #[test]
 fn a_count_bounded_test_reads_only_what_it_sends_of_a_payload_file() {
-    let dir = std::env::temp_dir().join(format!("meshperf-safety-big-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::TempDir::new("safety-big");
     // Sparse: 128 MiB of zeros on no disk blocks, 128 MiB of memory once read.
     std::fs::File::create(dir.join("big.dat"))
         .unwrap()
@@ -721,7 +718,6 @@ fn a_count_bounded_test_reads_only_what_it_sends_of_a_payload_file() {
         peak < before + 32 * 1024,
         "the serving agent's peak RSS grew from {before} to {peak} KiB for a 256 KiB test"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue 22 item 1: a churn of WebSocket upgrades from 8 addresses at the
@@ -804,12 +800,22 @@ fn a_churn_of_upgrades_at_the_cap_never_closes_a_controller_before_its_auth() {
 
 /// Issue 22's churn flood as it was found: upgrades from 40 addresses as
 /// fast as two threads can make them, while a controller from an address of
-/// its own logs in again and again. Every login gets through, each within
-/// 1 s (before the fix 0 of 8 did: the flood evicted it before its auth).
+/// its own logs in again and again. Every login gets through (before the
+/// fix 0 of 8 did: the flood evicted it before its auth), each within the
+/// agent's `--auth-timeout` (10 s), past which it would have closed it: 1 s
+/// asked a speed of two cores the flood keeps busy (a few ms when idle).
 #[test]
-fn a_controller_logs_in_within_a_second_through_a_churn_from_40_addresses() {
+fn a_controller_logs_in_through_a_churn_from_40_addresses() {
     let a = AgentProc::start_logged(&[]);
     let stop = Arc::new(AtomicBool::new(false));
+    // The flood stops however the test ends (a failed check panics).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let _stop = Stop(stop.clone());
     let upgrades = Arc::new(AtomicUsize::new(0));
     let flood: Vec<_> = (0..2)
         .map(|t| {
@@ -833,7 +839,14 @@ fn a_controller_logs_in_within_a_second_through_a_churn_from_40_addresses() {
         })
         .collect();
     let flooding = Instant::now();
+    // 500 upgrades take well under a second on two idle cores; 60 s is the
+    // deadline of an agent that stopped upgrading, not a speed asked of it.
     while upgrades.load(Ordering::Relaxed) < 500 {
+        assert!(
+            flooding.elapsed() < Duration::from_secs(60),
+            "the churn made only {} upgrades in 60 s",
+            upgrades.load(Ordering::Relaxed)
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     let mut took = Vec::new();
@@ -857,7 +870,7 @@ fn a_controller_logs_in_within_a_second_through_a_churn_from_40_addresses() {
     let secs = flooding.elapsed().as_secs() as usize + 1;
     let slowest = took.iter().max().unwrap();
     assert!(
-        *slowest < Duration::from_secs(1),
+        *slowest < Duration::from_secs(10),
         "the slowest of 8 logins through the churn took {slowest:?} ({took:?})"
     );
     assert!(during >= 500, "the churn made {during} upgrades");

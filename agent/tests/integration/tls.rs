@@ -52,8 +52,7 @@ fn tls_agent(extra: &[&str]) -> AgentProc {
 fn meshperf_run_pinned_by_fp_runs_tcp_rr_and_tcp_stream_over_tls() {
     let (a, b) = (tls_agent(&[]), tls_agent(&[]));
     assert_ne!(a.fp, b.fp, "every agent makes its own certificate");
-    let dir = std::env::temp_dir().join(format!("meshperf-tls-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::TempDir::new("tls-test");
     for (kind, set, want) in [
         ("tcp_rr", vec!["count=300"], "answered 300 requests"),
         (
@@ -197,8 +196,7 @@ fn write(dir: &std::path::Path, name: &str, body: &str) -> String {
 
 #[test]
 fn tls_cert_and_key_from_pem_files_are_served_and_bad_ones_refused_in_one_line() {
-    let dir = std::env::temp_dir().join(format!("meshperf-tls-pem-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::TempDir::new("tls-pem");
     let ck =
         rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let cert = write(&dir, "cert.pem", &ck.cert.pem());
@@ -266,8 +264,7 @@ fn tls_cert_and_key_from_pem_files_are_served_and_bad_ones_refused_in_one_line()
 /// line (exit 1) and nothing runs.
 #[test]
 fn without_fp_the_certificate_is_checked_against_the_trusted_roots_and_the_name() {
-    let dir = std::env::temp_dir().join(format!("meshperf-tls-ca-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::util::TempDir::new("tls-ca");
     let ca = |name: &str| {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);

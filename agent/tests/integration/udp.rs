@@ -96,8 +96,15 @@ fn udp_stream_counts_every_datagram_in_both_directions() {
     // 4 KiB of kernel memory each on loopback), so none can be lost
     // whatever the receiving thread's scheduling and the counts are exact.
     // Unprivileged, the buffer is what rmem_max allows (208 KiB by default):
-    // a receiver held off the CPU may lose some, so only the sum is known.
+    // a receiver held off the CPU may lose some, so only the sum is known,
+    // and the test counts as skipped (scripts/test.sh), not passed.
     let holds_burst = grown_rcvbuf(root) >= 3000 * 4096;
+    if !holds_burst {
+        crate::util::skipped(&format!(
+            "exact counts need a 12 MB receive buffer (root), this one is {} bytes",
+            grown_rcvbuf(root)
+        ));
+    }
     for (id, dir) in [(2u32, "send"), (3, "receive")] {
         let params = json!({"pkt_bytes": 1000, "count": 3000, "wait_us": 30, "direction": dir});
         let (client, server) = run_pair(&mut cb, &mut ca, id, "udp_stream", params);
@@ -752,7 +759,7 @@ fn grown_rcvbuf(privileged: bool) -> u64 {
 fn an_unprivileged_agent_gets_the_largest_buffer_it_may_and_says_it_runs_at_its_own_priority() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to start agents as another user (setpriv)");
+        crate::util::skipped("needs root to start agents as another user (setpriv)");
         return;
     }
     // Agents as nobody, no capabilities: how most users run them.
@@ -1116,6 +1123,13 @@ fn gso_and_gro_move_every_datagram_with_exact_counts() {
         let (client, server) = run_pair(&mut cb, &mut ca, id, "udp_stream", params);
         check_done("udp_stream", &client, &server, count);
         let holds = grown_rcvbuf(root) >= count * 4096;
+        if !holds {
+            crate::util::skipped(&format!(
+                "exact counts need a receive buffer of {} bytes (root), this one is {}",
+                count * 4096,
+                grown_rcvbuf(root)
+            ));
+        }
         // The flows: the driving agent's, and with `both` the serving one's.
         let mut flows = vec![&client["summary"], &server["summary"]];
         if dir == "both" {

@@ -102,12 +102,7 @@ impl AgentProc {
         nofile: Option<u32>,
         given: Option<&str>,
     ) -> AgentProc {
-        let token = given.map(str::to_string).unwrap_or_else(|| {
-            format!(
-                "tok{:016x}",
-                std::process::id() as u64 * 7919 + Instant::now().elapsed().as_nanos() as u64
-            )
-        });
+        let token = given.map(str::to_string).unwrap_or_else(random_token);
         let bin = env!("CARGO_BIN_EXE_meshperf");
         let mut cmd = match nofile {
             None => Command::new(bin),
@@ -214,6 +209,100 @@ impl Drop for AgentProc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A token of 128 random bits (the OS's generator), in hex: no two agents
+/// of a run share one, as a pid and a clock reading could.
+pub fn random_token() -> String {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).expect("random bytes from the OS");
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// This test binary's scratch folder, `meshperf-test-PID-RANDOM` in the
+/// temp dir, mode 0700 (it holds tokens and TLS keys): made on first use
+/// and removed with all it holds when the binary exits, whether its tests
+/// passed or panicked (the harness ends with `exit`, which runs `atexit`).
+/// Only a killed binary leaves it behind, and a later one never reuses it.
+pub fn scratch_root() -> &'static std::path::Path {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    extern "C" fn remove_root() {
+        if let Some(root) = ROOT.get() {
+            let _ = std::fs::remove_dir_all(root);
+        }
+    }
+    ROOT.get_or_init(|| {
+        use std::os::unix::fs::DirBuilderExt;
+        let root = std::env::temp_dir().join(format!(
+            "meshperf-test-{}-{}",
+            std::process::id(),
+            &random_token()[..8]
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&root)
+            .expect("scratch folder in the temp dir");
+        // SAFETY: registers a plain function with no arguments, once.
+        unsafe { libc::atexit(remove_root) };
+        root
+    })
+}
+
+/// A folder of one test's own under [`scratch_root`] (`tag` names it),
+/// removed with all it holds when dropped: at the test's end, and on a
+/// failed assertion too (the panic unwinds through it). It is the folder's
+/// path (`Deref`, `AsRef<Path>`).
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let dir = scratch_root().join(format!("{tag}-{}", &random_token()[..8]));
+        std::fs::create_dir(&dir).expect("a test's scratch folder");
+        TempDir(dir)
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Says that the calling test could not check all it should here (`why`:
+/// no root, say) and went on with what it could: printed, and appended as
+/// `TEST: WHY` to the file `$MESHPERF_SKIP_LOG` names, from which `npm test`
+/// (scripts/test.sh) counts that test as skipped, not passed. The test's
+/// name is its harness thread's.
+pub fn skipped(why: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed test")
+        .to_string();
+    eprintln!("skipped: {why}");
+    if let Some(log) = std::env::var_os("MESHPERF_SKIP_LOG") {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("MESHPERF_SKIP_LOG opens for appending");
+        // One write of one line: appends of tests on other threads do not mix.
+        f.write_all(format!("{test}: {why}\n").as_bytes())
+            .expect("MESHPERF_SKIP_LOG written");
     }
 }
 
@@ -620,4 +709,44 @@ pub fn cancelling_many_flows_closes_every_connection(kind: &str, flows: u32) {
     assert_eq!(end_b["code"], "cancelled", "{end_b}");
     assert_eq!(end_a["type"], "error", "{end_a}");
     assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
+}
+
+/// The rule a rate-paced `udp_stream` sender keeps, stated once for the
+/// tests (`s`: a summary, or one flow of it, asked `rate` bit/s of
+/// `pkt_bytes`-byte datagrams for `duration_s`). Its pacer (engine/pace.rs,
+/// a token bucket) sends on schedule and makes up a stall shorter than the
+/// bucket's depth, except one that reaches the burst's end, which cuts the
+/// burst there: so it sends the schedule (never more), less at most what
+/// fell due in its longest stall (the largest send gap, one gap of the
+/// schedule more for the datagram due at the very end). `rate_reached` is
+/// what the agent's rule ([`RATE_REACHED`] of the rate over its send time)
+/// makes of its own figures. A host that cannot send at the rate falls
+/// behind with no stall to show for it and fails here; one that stalled 31
+/// ms near the end of a 1.5 s run (5 348 of 5 360 sent, 98.7 % of the rate
+/// by the agent's rule) does not.
+///
+/// [`RATE_REACHED`]: meshperf_protocol::summary::RATE_REACHED
+pub fn paced_at(s: &Value, rate: f64, pkt_bytes: f64, duration_s: f64) {
+    let num = |v: &Value| {
+        v.as_f64()
+            .unwrap_or_else(|| panic!("not a number: {v} in {s}"))
+    };
+    let sent = num(&s["sent"]);
+    let wait_s = pkt_bytes * 8.0 / rate;
+    let due = (duration_s / wait_s - 1e-9).ceil();
+    let stall_s = num(&s["send_gap_us"]["max"]) / 1e6;
+    let short = ((stall_s + wait_s) / wait_s).ceil() + 1.0;
+    assert!(sent <= due, "{sent} sent, {due} due: {s}");
+    assert!(
+        sent >= due - short,
+        "{sent} sent of {due} due: short by more than the longest stall ({} ms) held up: {s}",
+        stall_s * 1e3
+    );
+    let bps = num(&s["send_bits_per_second"]);
+    assert!(bps <= rate * 1.02, "{bps} b/s, asked {rate}: {s}");
+    assert_eq!(
+        s["rate_reached"].as_bool(),
+        Some(bps >= rate * meshperf_protocol::summary::RATE_REACHED),
+        "{s}"
+    );
 }
