@@ -297,7 +297,7 @@ fn reply(
                 counts.icmp += 1;
                 if f.line.peer_spoke() {
                     return Ok(Err(format!(
-                        "the peer ended the test (its UDP port closed: {e})"
+                        "the peer stopped answering: it ended its side (its UDP port: {e})"
                     )));
                 }
                 if t0.elapsed() >= timeout {
