@@ -7,8 +7,8 @@
 //! worker threads, and the samples the workers hand to the side's thread,
 //! which sends them on in order of hand-over, every sample exactly once.
 
+use super::error::Refusal;
 use super::placement::{self, Placement};
-use super::Refusal;
 use meshperf_protocol::msg::ErrorCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

@@ -15,7 +15,7 @@
 //! use, or more threads than it has CPUs, is refused in one line naming the
 //! parameter before any traffic ([`plan`], called by `prepare`/`start`).
 
-use super::Refusal;
+use super::error::Refusal;
 use meshperf_protocol::msg::{ErrorCode, Role};
 use meshperf_protocol::params::StreamParams;
 use std::io;

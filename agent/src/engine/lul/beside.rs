@@ -16,9 +16,11 @@
 use super::probe::LINE_WAIT;
 use super::probe::{self, ProbeClock, Requested, Responded};
 use super::summary::{self, Ran};
+use crate::engine::bind;
+use crate::engine::ctx::{EngineEnv, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use crate::engine::peer::{self, Line};
 use crate::engine::udp::dgram as udp;
-use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{LulPhase, ProbeParams, UdpSocketParams, GAP_PHASE};
 use meshperf_protocol::peer::{LulDriverLine, LulServerLine};

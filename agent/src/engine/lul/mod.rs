@@ -28,7 +28,9 @@ mod load;
 mod probe;
 mod summary;
 
-use super::{bind, peer, udp, EngineEnv, Job, Refusal, TestCtx, TestError};
+use super::{bind, peer, udp};
+use crate::engine::ctx::{EngineEnv, Job, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use load::Conns;
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{

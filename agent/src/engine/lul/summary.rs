@@ -3,7 +3,7 @@
 //! (`meshperf_stats::lul`), and the raw probes as sample frames.
 
 use super::probe::{Answer, Requested, CODES};
-use crate::engine::TestCtx;
+use crate::engine::ctx::TestCtx;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{Clocks, LulPhase, ProbeParams};
 use meshperf_protocol::peer::LulTally;

@@ -32,9 +32,11 @@
 use super::conn::{errno_name, exhausted, progress, Driven, Tally};
 use super::crr_flows;
 use crate::engine::buf::PageBuf;
+use crate::engine::ctx::{EngineEnv, Job, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use crate::engine::peer::{self, Connected, Line};
 use crate::engine::rr_loop::stats_us;
-use crate::engine::{bind, flows, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
+use crate::engine::{bind, flows, sockopt};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{CrrParams, Kind, TcpSocketParams};
 use meshperf_protocol::peer::PeerDone;

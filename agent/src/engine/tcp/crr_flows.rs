@@ -14,8 +14,10 @@
 
 use super::conn::{errno_name, exhausted, progress, Driven, Tally};
 use crate::engine::buf::PageBuf;
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use crate::engine::flows::{self, Collected};
-use crate::engine::{sockopt, TestCtx, TestError};
+use crate::engine::sockopt;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{CrrParams, TcpSocketParams};

@@ -4,9 +4,11 @@
 //! loops live in [`crate::engine::rr_loop`]. Also builds the summaries `unix_rr` shares.
 
 use super::rr_flows;
+use crate::engine::ctx::{EngineEnv, Job, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use crate::engine::peer::{self, Connected};
 use crate::engine::rr_loop::{self, client_summary, server_summary};
-use crate::engine::{bind, flows, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
+use crate::engine::{bind, flows, sockopt};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, RrParams};
 use meshperf_protocol::summary::{RrSummary, TcpRrSocket};

@@ -16,9 +16,10 @@
 //! request and response sizes, not one per flow.
 
 use crate::engine::buf::PageBuf;
+use crate::engine::ctx::{done_fraction, TestCtx};
+use crate::engine::error::TestError;
 use crate::engine::flows::{self, Collected};
 use crate::engine::rr_loop::{self, ClientOut, Served};
-use crate::engine::{done_fraction, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{flow_share, RrParams};

@@ -36,7 +36,9 @@ mod single;
 pub mod stream;
 
 use super::lul::beside;
-use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
+use super::{bind, peer};
+use crate::engine::ctx::{EngineEnv, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, ProbeParams, UdpSocketParams};
 use serde::Serialize;
@@ -200,7 +202,7 @@ pub trait UdpTest: Sized + Send + 'static {
 pub fn prepare<T: UdpTest>(
     params: &Value,
     env: &EngineEnv,
-) -> Result<(u16, [u8; 16], super::Job), Refusal> {
+) -> Result<(u16, [u8; 16], super::ctx::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     p.check_kernel(true)?;
     p.check_side(true)?;
@@ -234,7 +236,7 @@ pub fn serving_job<S, F>(
     listener: TcpListener,
     sock: UdpSocket,
     serve: F,
-) -> Result<(u16, [u8; 16], super::Job), Refusal>
+) -> Result<(u16, [u8; 16], super::ctx::Job), Refusal>
 where
     S: Serialize,
     F: FnOnce(&TestCtx, TcpListener, UdpSocket, &[u8; 16]) -> Result<S, TestError> + Send + 'static,
@@ -260,7 +262,7 @@ pub fn start<T: UdpTest>(
     params: Value,
     peer_addr: PeerAddr,
     env: &EngineEnv,
-) -> Result<super::Job, Refusal> {
+) -> Result<super::ctx::Job, Refusal> {
     let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     bind::check_client(p.sock().client_bind, p.sock().server_bind, &peer_addr)?;
     p.check_kernel(false)?;

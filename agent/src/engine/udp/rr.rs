@@ -9,9 +9,10 @@
 //! side and never ends the test: a send it failed is made again
 //! ([`udp::send_past_icmp`]), a receive it failed waits on.
 
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, END, REPLY, REQUEST};
 use crate::engine::watchdog::{self, Watchdog};
-use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams, UdpSocketParams};

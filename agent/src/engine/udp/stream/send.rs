@@ -4,11 +4,13 @@
 //! itself, as the single-flow sender always did.
 
 use super::{summary, Ended, Leg, Step, BATCH};
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use crate::engine::pace::{floor_gap_ns, Bucket, Pacer, SPIN};
 use crate::engine::peer::unexpected;
 use crate::engine::udp::batch::{self, SendBatch};
 use crate::engine::udp::{self, Clock, Hdr, DATA, HELLO};
-use crate::engine::{watchdog, TestCtx, TestError};
+use crate::engine::watchdog;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{gso_segments, UdpGso, UdpStreamParams};

@@ -16,9 +16,11 @@
 use super::recv::Receiver;
 use super::send::{Sender, Urgent};
 use super::{Ended, Leg, Step};
+use crate::engine::cpu;
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use crate::engine::pace;
 use crate::engine::placement::{self, Placement};
-use crate::engine::{cpu, TestCtx, TestError};
 use crate::platform;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::UdpStreamParams;
@@ -99,7 +101,7 @@ pub fn run(
                 let elapsed = start.elapsed().as_secs_f64();
                 let all = sends * p.count * p.pkt_bytes;
                 let expected = p.duration_s.is_none().then_some((bytes, all));
-                let fraction = crate::engine::done_fraction(expected, elapsed, p.duration_s);
+                let fraction = crate::engine::ctx::done_fraction(expected, elapsed, p.duration_s);
                 ctx.progress(elapsed, bytes, fraction);
             }
         }
