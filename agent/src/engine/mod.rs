@@ -19,7 +19,8 @@
 //! * [`bulk`]: the bulk-transfer workers (one mio `Poll` per worker thread),
 //!   generic over TCP and AF_UNIX; [`side`]: one stream-test side run with
 //!   live progress and samples; [`placement`]: how many workers a side
-//!   runs and on which CPUs (`threads`, `cpus`, `server_cpus`).
+//!   runs and on which CPUs (`threads`, `cpus`, `server_cpus`); [`pool`]:
+//!   the worker threads of a placement (bulk, many flows, `udp_stream`).
 //! * [`rr_loop`]: the request/response loops of `tcp_rr` and `unix_rr`;
 //!   [`flows`]: many concurrent connections (`flows` of `tcp_rr` and
 //!   `tcp_crr`) over worker threads.
@@ -48,6 +49,7 @@ pub mod path;
 pub mod payload;
 pub mod peer;
 pub mod placement;
+pub mod pool;
 pub mod rr_loop;
 pub mod seedfmt;
 pub mod side;

@@ -184,6 +184,14 @@ impl Placement {
     }
 
     /// The CPU of worker `w`, if the workers are pinned.
+    /// `workers` threads, on no CPU in particular.
+    pub fn unpinned(workers: usize) -> Placement {
+        Placement {
+            workers,
+            cpus: Vec::new(),
+        }
+    }
+
     pub fn cpu_of(&self, w: usize) -> Option<usize> {
         (!self.cpus.is_empty()).then(|| self.cpus[w % self.cpus.len()])
     }
