@@ -19,6 +19,7 @@ use crate::engine::buf::PageBuf;
 use crate::engine::ctx::{done_fraction, TestCtx};
 use crate::engine::error::TestError;
 use crate::engine::flows::Collected;
+use crate::engine::pace;
 use crate::engine::placement::Placement;
 use crate::engine::pool;
 use crate::engine::rr_loop::{self, ClientOut, Served};
@@ -338,9 +339,8 @@ fn requester(sh: &Shared, group: Vec<(usize, TcpStream)>) -> Result<WorkerOut, T
         }
         let mut timeout = if p.busy_poll { Duration::ZERO } else { SLICE };
         if let Some(due) = next_due {
-            let left = due.saturating_duration_since(now);
-            // Timer wake-ups come up to ~200 us late: spin below that.
-            timeout = timeout.min(left.saturating_sub(Duration::from_micros(250)));
+            // Timer wake-ups come late: spin the last stretch.
+            timeout = pace::poll_timeout(due, timeout);
         }
         if let Some(e) = end.filter(|_| !over) {
             timeout = timeout.min(e.saturating_duration_since(now));

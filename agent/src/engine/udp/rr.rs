@@ -227,14 +227,9 @@ fn turn(ctx: &TestCtx, due: Instant, until: Option<Instant>) -> Result<bool, Tes
     if until.is_some_and(|u| due >= u) {
         return Ok(false);
     }
-    // Long waits in slices, so a cancel is seen within 20 ms.
-    while due.saturating_duration_since(Instant::now()) > Duration::from_millis(20) {
-        if ctx.cancelled() {
-            return Err(TestError::cancelled());
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if !crate::engine::pace::sleep_until_or_cancel(due, &ctx.cancel) {
+        return Err(TestError::cancelled());
     }
-    crate::engine::pace::sleep_until(due);
     Ok(true)
 }
 
