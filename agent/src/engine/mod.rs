@@ -6,7 +6,9 @@
 //! * [`tcp`]: `tcp_stream` ([`tcp::stream`]), `tcp_rr` ([`tcp::rr`]) and
 //!   `tcp_crr` ([`tcp::crr`]), both roles.
 //! * [`udp`]: what the UDP kinds share (datagram header, peer binding,
-//!   sockets), batched I/O ([`udp::batch`]), `udp_rr` ([`udp::rr`]) and
+//!   sockets), batched I/O ([`udp::batch`]), the latency probes that
+//!   `latency_under_load` and `probe_ms` share ([`udp::probe`]), `udp_rr`
+//!   ([`udp::rr`]) and
 //!   `udp_stream` ([`udp::stream`]).
 //! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
 //!

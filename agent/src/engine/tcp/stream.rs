@@ -5,13 +5,13 @@
 use crate::engine::bulk::{Flow, Outcome};
 use crate::engine::ctx::TestCtx;
 use crate::engine::error::TestError;
-use crate::engine::lul::beside;
 use crate::engine::pace;
 use crate::engine::payload;
 use crate::engine::peer::{self, Connected};
 use crate::engine::placement;
 use crate::engine::side::{figures, layout, limited_by, ms_per_read};
 use crate::engine::sockopt::{self, Applied};
+use crate::engine::udp::probe::beside;
 use crate::engine::warmup;
 use crate::engine::zerocopy;
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};

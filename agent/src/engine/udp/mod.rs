@@ -27,6 +27,7 @@ pub mod batch;
 #[path = "single.rs"]
 pub mod batch;
 pub mod dgram;
+pub mod probe;
 pub mod rr;
 /// Linux's tests run the portable path's sends and receives too (its GSO
 /// stand-ins go unused there: Linux's own are in use).
@@ -35,12 +36,12 @@ pub mod rr;
 mod single;
 pub mod stream;
 
-use super::lul::beside;
 use super::{bind, peer};
 use crate::engine::ctx::{EngineEnv, TestCtx};
 use crate::engine::error::{Refusal, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, ProbeParams, UdpSocketParams};
+use probe::beside;
 use serde::Serialize;
 use serde_json::Value;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
