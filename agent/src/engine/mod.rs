@@ -67,35 +67,92 @@ pub mod zerocopy;
 pub use ctx::{done_fraction, EngineEnv, Job, Limit, Outbound, Sink, TestCtx, LIMIT_GRACE};
 pub use error::{Refusal, TestError};
 
-#[cfg(not(target_os = "linux"))]
-use meshperf_protocol::msg::ErrorCode;
-use meshperf_protocol::msg::PeerAddr;
+use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, UdpRrParams, UdpStreamParams};
 use serde_json::Value;
 
-/// The kinds this agent runs: every kind on Linux; elsewhere the ones
-/// built on portable sockets, `udp_stream` and `latency_under_load` on
-/// their portable paths (see [`crate::platform`]).
-#[cfg(target_os = "linux")]
-pub const KINDS: &[Kind] = &[
-    Kind::TcpStream,
-    Kind::TcpRr,
-    Kind::TcpCrr,
-    Kind::UnixStream,
-    Kind::UnixRr,
-    Kind::UdpRr,
-    Kind::UdpStream,
-    Kind::LatencyUnderLoad,
-    Kind::Path,
+/// A kind's serving-side set-up (see [`prepare`]).
+type Prepare = fn(&Value, &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal>;
+
+/// One kind's engine, as neper's `struct neper_fn`: how its serving side
+/// is set up and how its driving side starts. A new kind is one row of
+/// [`ENGINES`] (and its folder).
+struct Engine {
+    kind: Kind,
+    /// Serving side: validates the parameters, opens what the peer will
+    /// connect to and returns the data port, the one-time key and the job.
+    prepare: Prepare,
+    /// Driving side: validates the parameters and returns the job that
+    /// connects to the peer.
+    start: fn(Value, PeerAddr, &EngineEnv) -> Result<Job, Refusal>,
+}
+
+/// The kinds this agent runs and their engines: every kind on Linux;
+/// elsewhere the ones built on portable sockets, `udp_stream` and
+/// `latency_under_load` on their portable paths (see [`crate::platform`]).
+const ENGINES: &[Engine] = &[
+    Engine {
+        kind: Kind::TcpStream,
+        prepare: tcp::stream::prepare,
+        start: tcp::stream::start,
+    },
+    Engine {
+        kind: Kind::TcpRr,
+        prepare: tcp::rr::prepare,
+        start: tcp::rr::start,
+    },
+    #[cfg(target_os = "linux")]
+    Engine {
+        kind: Kind::TcpCrr,
+        prepare: tcp::crr::prepare,
+        start: tcp::crr::start,
+    },
+    #[cfg(target_os = "linux")]
+    Engine {
+        kind: Kind::UnixStream,
+        prepare: |p, env| unix::prepare(Kind::UnixStream, p, env),
+        start: |p, peer, env| unix::start(Kind::UnixStream, p, peer, env),
+    },
+    #[cfg(target_os = "linux")]
+    Engine {
+        kind: Kind::UnixRr,
+        prepare: |p, env| unix::prepare(Kind::UnixRr, p, env),
+        start: |p, peer, env| unix::start(Kind::UnixRr, p, peer, env),
+    },
+    Engine {
+        kind: Kind::UdpRr,
+        prepare: udp::prepare::<UdpRrParams>,
+        start: udp::start::<UdpRrParams>,
+    },
+    Engine {
+        kind: Kind::UdpStream,
+        prepare: udp::prepare::<UdpStreamParams>,
+        start: udp::start::<UdpStreamParams>,
+    },
+    Engine {
+        kind: Kind::LatencyUnderLoad,
+        prepare: lul::prepare,
+        start: lul::start,
+    },
+    #[cfg(target_os = "linux")]
+    Engine {
+        kind: Kind::Path,
+        prepare: udp::prepare::<path::Path>,
+        start: udp::start::<path::Path>,
+    },
 ];
-#[cfg(not(target_os = "linux"))]
-pub const KINDS: &[Kind] = &[
-    Kind::TcpStream,
-    Kind::TcpRr,
-    Kind::UdpRr,
-    Kind::UdpStream,
-    Kind::LatencyUnderLoad,
-];
+
+/// The kinds this agent runs (the hello's `capabilities`), in the order of
+/// [`ENGINES`].
+pub const KINDS: &[Kind] = &{
+    let mut kinds = [Kind::TcpStream; ENGINES.len()];
+    let mut i = 0;
+    while i < kinds.len() {
+        kinds[i] = ENGINES[i].kind;
+        i += 1;
+    }
+    kinds
+};
 
 /// Why `kind` does not run on this platform (None: it does), in the one
 /// line an agent refuses it with: `unix_stream needs Linux (unix sockets);
@@ -123,6 +180,16 @@ fn linux_only(_kind: Kind, _params: &Value) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// The engine of `kind`, or why this agent does not run it.
+fn engine(kind: Kind) -> Result<&'static Engine, Refusal> {
+    ENGINES.iter().find(|e| e.kind == kind).ok_or_else(|| {
+        (
+            ErrorCode::UnsupportedKind,
+            unavailable(kind).unwrap_or_default(),
+        )
+    })
+}
+
 /// Serving side: validates `params`, opens what the peer will connect to and
 /// returns the data port, the one-time key and the job that runs the test.
 pub fn prepare(
@@ -131,45 +198,11 @@ pub fn prepare(
     env: &EngineEnv,
 ) -> Result<(u16, [u8; 16], Job), Refusal> {
     linux_only(kind, params)?;
-    match kind {
-        Kind::TcpStream => tcp::stream::prepare(params, env),
-        Kind::TcpRr => tcp::rr::prepare(params, env),
-        #[cfg(target_os = "linux")]
-        Kind::TcpCrr => tcp::crr::prepare(params, env),
-        #[cfg(target_os = "linux")]
-        Kind::UnixStream | Kind::UnixRr => unix::prepare(kind, params, env),
-        Kind::UdpRr => udp::prepare::<UdpRrParams>(params, env),
-        Kind::UdpStream => udp::prepare::<UdpStreamParams>(params, env),
-        Kind::LatencyUnderLoad => lul::prepare(params, env),
-        #[cfg(target_os = "linux")]
-        Kind::Path => udp::prepare::<path::Path>(params, env),
-        #[cfg(not(target_os = "linux"))]
-        _ => Err((
-            ErrorCode::UnsupportedKind,
-            unavailable(kind).unwrap_or_default(),
-        )),
-    }
+    (engine(kind)?.prepare)(params, env)
 }
 
 /// Driving side: validates `params` and returns the job that connects to `peer`.
 pub fn start(kind: Kind, params: Value, peer: PeerAddr, env: &EngineEnv) -> Result<Job, Refusal> {
     linux_only(kind, &params)?;
-    match kind {
-        Kind::TcpStream => tcp::stream::start(params, peer, env),
-        Kind::TcpRr => tcp::rr::start(params, peer, env),
-        #[cfg(target_os = "linux")]
-        Kind::TcpCrr => tcp::crr::start(params, peer, env),
-        #[cfg(target_os = "linux")]
-        Kind::UnixStream | Kind::UnixRr => unix::start(kind, params, peer, env),
-        Kind::UdpRr => udp::start::<UdpRrParams>(params, peer, env),
-        Kind::UdpStream => udp::start::<UdpStreamParams>(params, peer, env),
-        Kind::LatencyUnderLoad => lul::start(params, peer, env),
-        #[cfg(target_os = "linux")]
-        Kind::Path => udp::start::<path::Path>(params, peer, env),
-        #[cfg(not(target_os = "linux"))]
-        _ => Err((
-            ErrorCode::UnsupportedKind,
-            unavailable(kind).unwrap_or_default(),
-        )),
-    }
+    (engine(kind)?.start)(params, peer, env)
 }
