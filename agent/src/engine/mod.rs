@@ -75,8 +75,8 @@ use serde_json::Value;
 type Prepare = fn(&Value, &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal>;
 
 /// One kind's engine, as neper's `struct neper_fn`: how its serving side
-/// is set up and how its driving side starts. A new kind is one row of
-/// [`ENGINES`] (and its folder).
+/// is set up and how its driving side starts. In the engine a new kind is
+/// its folder and one row of [`ENGINES`].
 struct Engine {
     kind: Kind,
     /// Serving side: validates the parameters, opens what the peer will
