@@ -3,7 +3,7 @@
 //! Checked before any traffic: the address must be on this host and of the
 //! same family as the peer, or the request is refused naming the parameter.
 
-use super::Refusal;
+use super::error::Refusal;
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use std::io;
 use std::net::{IpAddr, SocketAddr};

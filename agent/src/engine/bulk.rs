@@ -23,7 +23,8 @@
 //! failed: SO_LINGER 0, a reset) with its payload freed.
 
 use super::buf::PageBuf;
-use super::placement::{self, Placement};
+use super::placement::Placement;
+use super::pool;
 use super::sockopt::{self, TcpInfo};
 use super::zerocopy::{self, Counts, Ledger};
 use crate::platform::{AsRawSock, AsSock};
@@ -223,51 +224,27 @@ pub fn run_workers<S: DataStream>(
     cancel: &AtomicBool,
     live: &[LiveStream],
     place: &Placement,
-    mut tick: impl FnMut(),
+    tick: impl FnMut(),
 ) -> Vec<Outcome> {
-    let n = streams.len();
-    let workers = place.workers.clamp(1, n.max(1));
-    let mut groups: Vec<Vec<(usize, S, Flow)>> = (0..workers).map(|_| Vec::new()).collect();
-    for (i, (s, d)) in streams.into_iter().enumerate() {
-        groups[i % workers].push((i, s, d));
-    }
-    let finished = AtomicU64::new(0);
-    // The test side's CPU figures count the workers too.
-    let meter = super::cpu::current();
-    let mut all: Vec<Outcome> = std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
-            .into_iter()
-            .enumerate()
-            .map(|(w, g)| {
-                let finished = &finished;
-                let meter = meter.as_deref();
-                let cpu = place.cpu_of(w);
-                // Named, so `top -H` and /proc/PID/task tell the workers apart.
-                let thread = std::thread::Builder::new().name(format!("stream-w{w}"));
-                thread.spawn_scoped(scope, move || {
-                    let _cpu = super::cpu::Worker::count(meter);
-                    let pinned = cpu.map_or(Ok(()), |c| {
-                        placement::pin(c).map_err(|e| format!("cannot run on CPU {c}: {e}"))
-                    });
-                    let r = match pinned {
-                        Ok(()) => worker(g, plan, start, cancel, live),
-                        Err(e) => failed(g, e),
-                    };
-                    finished.fetch_add(1, Ordering::Release);
-                    r
-                })
-            })
-            .collect::<Result<_, _>>()
-            .expect("the OS starts a thread");
-        while finished.load(Ordering::Acquire) < workers as u64 {
-            std::thread::sleep(Duration::from_millis(20));
-            tick();
-        }
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("stream worker panicked"))
-            .collect()
-    });
+    let items: Vec<(usize, S, Flow)> = streams
+        .into_iter()
+        .enumerate()
+        .map(|(i, (s, d))| (i, s, d))
+        .collect();
+    let mut all: Vec<Outcome> = pool::run(
+        "stream",
+        place,
+        items,
+        |_, g, pinned| match pinned {
+            Ok(()) => worker(g, plan, start, cancel, live),
+            Err(e) => failed(g, e),
+        },
+        tick,
+    )
+    .expect("the OS starts a thread")
+    .into_iter()
+    .flat_map(|r| r.expect("stream worker panicked"))
+    .collect();
     all.sort_by_key(|o| o.index);
     all
 }

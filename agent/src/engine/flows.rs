@@ -1,18 +1,17 @@
 //! Many flows (`flows` of `tcp_rr` and `tcp_crr`, neper's model): a
 //! side's concurrent connections spread over worker threads (`threads`,
 //! by default one per flow up to the CPUs the agent may use), each worker
-//! with its own mio `Poll`, named `flow-w{N}` so `top -H` tells them apart.
+//! with its own mio `Poll`, named `flow-w{N}` so `top -H` tells them apart
+//! (the threads are the engine's worker pool, [`super::pool`], unpinned).
 //! This module owns what both kinds share: the checks before any traffic
-//! (threads within the agent's CPUs, descriptors within RLIMIT_NOFILE), the
-//! worker threads, and the samples the workers hand to the side's thread,
-//! which sends them on in order of hand-over, every sample exactly once.
+//! (threads within the agent's CPUs, descriptors within RLIMIT_NOFILE) and
+//! the samples the workers hand to the side's thread, which sends them on
+//! in order of hand-over, every sample exactly once.
 
+use super::error::Refusal;
 use super::placement::{self, Placement};
-use super::Refusal;
 use meshperf_protocol::msg::ErrorCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// Descriptors left for everything else the agent holds during a test
 /// (control connections, listeners, the poll instances of the workers,
@@ -84,52 +83,6 @@ fn descriptors(more: u64) -> Result<(), Refusal> {
     ))
 }
 
-/// Flow `i` of `flows` goes to worker `i % workers`: each worker's flow
-/// numbers, in order.
-pub fn groups(flows: usize, workers: usize) -> Vec<Vec<usize>> {
-    let w = workers.clamp(1, flows.max(1));
-    (0..w).map(|k| (k..flows).step_by(w).collect()).collect()
-}
-
-/// Runs `work(w, group)` for every group on its own named thread, counted
-/// in the side's CPU figures; calls `tick` about every 20 ms from this
-/// thread until all are done. Results in group order.
-pub fn run<G: Send, R: Send>(
-    groups: Vec<G>,
-    work: impl Fn(usize, G) -> R + Sync,
-    mut tick: impl FnMut(),
-) -> Vec<R> {
-    let n = groups.len() as u64;
-    let finished = AtomicU64::new(0);
-    let meter = super::cpu::current();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
-            .into_iter()
-            .enumerate()
-            .map(|(w, g)| {
-                let (finished, work, meter) = (&finished, &work, meter.as_deref());
-                std::thread::Builder::new()
-                    .name(format!("flow-w{w}"))
-                    .spawn_scoped(scope, move || {
-                        let _cpu = super::cpu::Worker::count(meter);
-                        let r = work(w, g);
-                        finished.fetch_add(1, Ordering::Release);
-                        r
-                    })
-            })
-            .collect::<Result<_, _>>()
-            .expect("the OS starts a thread");
-        while finished.load(Ordering::Acquire) < n {
-            std::thread::sleep(Duration::from_millis(20));
-            tick();
-        }
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("flow worker panicked"))
-            .collect()
-    })
-}
-
 /// Samples the workers hand over: one or two series kept aligned (the
 /// same index is the same transaction), and the running count.
 #[derive(Default)]
@@ -182,14 +135,6 @@ impl Collected {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn flows_go_to_the_workers_in_turn() {
-        assert_eq!(groups(5, 2), vec![vec![0, 2, 4], vec![1, 3]]);
-        assert_eq!(groups(2, 8), vec![vec![0], vec![1]]);
-        let g = groups(1000, 3);
-        assert_eq!(g.iter().map(Vec::len).sum::<usize>(), 1000);
-    }
 
     #[test]
     fn descriptors_within_the_limit_pass_and_beyond_it_are_refused() {

@@ -2,9 +2,11 @@
 //!
 //! * Waits: a thread that waits for a deadline sleeps to [`SPIN`] before
 //!   it and spins the rest, because timer wake-ups arrive late
-//!   ([`sleep_until`]: tcp_rr, unix_rr and udp_rr requests by `wait_us`;
-//!   [`poll_timeout`]: the bulk workers' write schedule; udp_stream's
-//!   senders).
+//!   ([`sleep_until`]: tcp_rr and unix_rr requests by `wait_us`;
+//!   [`sleep_until_or_cancel`]: udp_rr's; [`poll_timeout`]: the bulk
+//!   workers' write schedule, the many-flow tcp_rr workers, udp_stream's
+//!   threads of several flows; [`nap`]: a udp_stream sender alone on its
+//!   thread).
 //! * Stream writes by `wait_us` or `rate` ([`write_wait`]) and the kernel's
 //!   own pacing of a TCP sender ([`socket_rate`], [`PACING_HEADROOM`]).
 //! * `udp_stream`'s schedules: [`Pacer`] by `wait_us`, [`Bucket`] (a token
@@ -25,6 +27,7 @@ use meshperf_protocol::params::{Limits, StreamParams};
 use std::io;
 #[cfg(target_os = "linux")]
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Time before a deadline that is spun rather than slept.
@@ -45,6 +48,34 @@ pub fn sleep_until(due: Instant) {
         } else {
             std::hint::spin_loop();
         }
+    }
+}
+
+/// How often a long wait looks at its cancel ([`sleep_until_or_cancel`]).
+const CANCEL_SLICE: Duration = Duration::from_millis(20);
+
+/// [`sleep_until`] in slices of [`CANCEL_SLICE`] while more than that is
+/// left, so a cancel is seen within one: false when `cancel` was set.
+pub fn sleep_until_or_cancel(due: Instant, cancel: &AtomicBool) -> bool {
+    while due.saturating_duration_since(Instant::now()) > CANCEL_SLICE {
+        if cancel.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(CANCEL_SLICE);
+    }
+    sleep_until(due);
+    true
+}
+
+/// One step of a wait for `due` by a loop that looks at other things in
+/// between (a cancel): sleeps as [`poll_timeout`] allows, at most `most`,
+/// or spins once when `due` is too close to sleep.
+pub fn nap(due: Instant, most: Duration) {
+    let t = poll_timeout(due, most);
+    if t.is_zero() {
+        std::hint::spin_loop();
+    } else {
+        std::thread::sleep(t);
     }
 }
 

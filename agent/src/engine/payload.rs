@@ -9,7 +9,7 @@
 //! never part of what is measured.
 
 use super::buf::PageBuf;
-use super::Refusal;
+use super::error::Refusal;
 use meshperf_protocol::msg::ErrorCode;
 use std::fs::File;
 use std::io::{self, Read};

@@ -9,7 +9,8 @@
 //! but its own slot: the right key wins whatever strangers do, the window
 //! is a hard bound and cancel is seen within [`TICK`].
 
-use super::{TestCtx, TestError};
+use super::ctx::{TestCtx, ACCEPT_WINDOW};
+use super::error::TestError;
 use crate::platform::{RawSock, Watch};
 use hmac::{Hmac, Mac};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
@@ -109,8 +110,6 @@ struct Seal {
     got: u64,
 }
 
-/// How long a prepared test waits for its peer.
-pub const ACCEPT_WINDOW: Duration = Duration::from_secs(10);
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the accept loop looks at cancel when nothing happens.
 const TICK: Duration = Duration::from_millis(50);
@@ -367,7 +366,7 @@ pub fn data_listener(
     ip: IpAddr,
     ports: Option<(u16, u16)>,
     p: &TcpSocketParams,
-) -> Result<(TcpListener, u16), super::Refusal> {
+) -> Result<(TcpListener, u16), super::error::Refusal> {
     let listener = super::bind::on_data_port(ports, |port| listen(ip, port, p))
         .map_err(|e| (ErrorCode::Io, format!("cannot open a data listener: {e}")))?;
     let port = listener

@@ -15,7 +15,7 @@
 //! use, or more threads than it has CPUs, is refused in one line naming the
 //! parameter before any traffic ([`plan`], called by `prepare`/`start`).
 
-use super::Refusal;
+use super::error::Refusal;
 use meshperf_protocol::msg::{ErrorCode, Role};
 use meshperf_protocol::params::StreamParams;
 use std::io;
@@ -184,6 +184,14 @@ impl Placement {
     }
 
     /// The CPU of worker `w`, if the workers are pinned.
+    /// `workers` threads, on no CPU in particular.
+    pub fn unpinned(workers: usize) -> Placement {
+        Placement {
+            workers,
+            cpus: Vec::new(),
+        }
+    }
+
     pub fn cpu_of(&self, w: usize) -> Option<usize> {
         (!self.cpus.is_empty()).then(|| self.cpus[w % self.cpus.len()])
     }

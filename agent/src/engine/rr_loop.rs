@@ -11,8 +11,9 @@
 //! a non-blocking read so the thread never sleeps at all.
 
 use super::buf::PageBuf;
+use super::ctx::{done_fraction, TestCtx};
+use super::error::TestError;
 use super::watchdog::{self, Watchdog};
-use super::{done_fraction, TestCtx, TestError};
 use crate::platform::AsRawSock;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;

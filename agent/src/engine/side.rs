@@ -5,7 +5,8 @@
 //! series, at the end.
 
 use super::bulk::{self, DataStream, Flow, LiveStream, Outcome, Workload};
-use super::{TestCtx, TestError};
+use super::ctx::TestCtx;
+use super::error::TestError;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::{ErrorCode, Role};
 use meshperf_protocol::params::{Direction, Payload, StreamParams};
@@ -98,7 +99,8 @@ pub fn run_streams_with<S: DataStream>(
         }
         let bytes: u64 = live.iter().map(|b| b.bytes.load(Ordering::Relaxed)).sum();
         let elapsed = now.duration_since(start).as_secs_f64();
-        let fraction = super::done_fraction(expected.map(|e| (bytes, e)), elapsed, p.duration_s);
+        let fraction =
+            super::ctx::done_fraction(expected.map(|e| (bytes, e)), elapsed, p.duration_s);
         ctx.progress(elapsed, bytes, fraction);
     });
     if ctx.cancelled() {

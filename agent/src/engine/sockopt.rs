@@ -51,7 +51,7 @@ pub fn pre_connect(sock: &socket2::Socket, p: &TcpSocketParams) -> io::Result<()
 /// Refuses a congestion control algorithm this host cannot give the test:
 /// not available, or (without root) not in the allowed list.
 #[cfg(not(target_os = "linux"))]
-pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
+pub fn check_congestion(name: Option<&str>) -> Result<(), super::error::Refusal> {
     match name {
         None => Ok(()),
         Some(_) => Err((
@@ -64,7 +64,7 @@ pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
 /// Refuses a congestion control algorithm this host cannot give the test:
 /// not available, or (without root) not in the allowed list.
 #[cfg(target_os = "linux")]
-pub fn check_congestion(name: Option<&str>) -> Result<(), super::Refusal> {
+pub fn check_congestion(name: Option<&str>) -> Result<(), super::error::Refusal> {
     let Some(name) = name else { return Ok(()) };
     let read = |f: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"));
     // SAFETY: geteuid has no preconditions.

@@ -27,9 +27,9 @@
 //! agent has used since (docs/security.md). Nothing is kept back: a
 //! cancelled 64 MiB test kept its payload for good before (issue 40).
 
+use super::error::Refusal;
 #[cfg(target_os = "linux")]
 use super::sockopt::set_int;
-use super::Refusal;
 #[cfg(target_os = "linux")]
 use meshperf_protocol::msg::ErrorCode;
 #[cfg(target_os = "linux")]

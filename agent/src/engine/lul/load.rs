@@ -4,7 +4,8 @@
 
 use super::super::bulk::{self, Flow, LiveStream, Outcome, Workload};
 use super::super::sockopt;
-use super::super::{udp, TestCtx};
+use super::super::udp;
+use crate::engine::ctx::TestCtx;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{LulParams, LulPhase};
 use std::net::TcpStream;

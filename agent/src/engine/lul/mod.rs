@@ -23,12 +23,12 @@
 //! stops answering probes (or whose streams fail) ends the test with the
 //! phases measured so far, and the summary says why.
 
-pub mod beside;
 mod load;
-mod probe;
-mod summary;
 
-use super::{bind, peer, udp, EngineEnv, Job, Refusal, TestCtx, TestError};
+use super::udp::probe::{self, summary};
+use super::{bind, peer, udp};
+use crate::engine::ctx::{EngineEnv, Job, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use load::Conns;
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{
@@ -298,7 +298,7 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
                 None => why.clone(),
             });
         }
-        let server = match end_counts(&mut line, &r.sent) {
+        let server = match probe::end_counts(&mut line, &r.sent) {
             Ok(s) => Some(s),
             Err(e) => {
                 note.get_or_insert(e.message);
@@ -317,30 +317,6 @@ fn drive(ctx: &TestCtx, p: &LulParams, peer_addr: &PeerAddr) -> Result<LulSummar
             note,
             0,
         ))
-    })
-}
-
-/// The driving side's end of the probe flow: its counts of probes sent,
-/// answered by the serving side's (probes received, its phases, its clock).
-fn end_counts(line: &mut peer::Line, sent: &[u64]) -> Result<summary::Server, TestError> {
-    line.send(&LulDriverLine::Done {
-        sent: sent.to_vec(),
-    })
-    .map_err(peer::gone)?;
-    let LulServerLine::Done {
-        probes,
-        phases,
-        base_ns,
-        foreign,
-        bad: _,
-        timestamps,
-    } = line.expect(LINE_WAIT, "the serving agent sent no end line")?;
-    Ok(summary::Server {
-        probes,
-        phases,
-        base_ns,
-        foreign,
-        timestamps,
     })
 }
 

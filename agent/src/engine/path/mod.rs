@@ -18,7 +18,8 @@ mod trace;
 
 use super::pace::RateCap;
 use super::udp::{self, Flow, UdpTest};
-use super::{TestCtx, TestError};
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use meshperf_protocol::params::{Kind, Limits, ParamError, PathParams, UdpSocketParams};
 use meshperf_protocol::peer::PathLine;
 use meshperf_protocol::summary::{PathDirection, PathServerSummary, PathSummary};

@@ -3,7 +3,7 @@
 //! that ends a test whose ports or descriptors ran out, and the driving
 //! side's tally of its transactions.
 
-use crate::engine::{done_fraction, TestCtx};
+use crate::engine::ctx::{done_fraction, TestCtx};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::CrrParams;
 use std::collections::BTreeMap;

@@ -30,11 +30,13 @@
 //! limited to 1 024 before, and a controller's login waited 9.5 s.
 
 use super::conn::{errno_name, exhausted, progress, Driven, Tally};
-use super::crr_flows;
+use super::{crr_flows, setup};
 use crate::engine::buf::PageBuf;
+use crate::engine::ctx::{EngineEnv, Job, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use crate::engine::peer::{self, Connected, Line};
 use crate::engine::rr_loop::stats_us;
-use crate::engine::{bind, flows, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
+use crate::engine::{bind, sockopt};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{CrrParams, Kind, TcpSocketParams};
 use meshperf_protocol::peer::PeerDone;
@@ -69,22 +71,14 @@ const CONTROL: Token = Token(usize::MAX - 1);
 fn parse(params: &Value, env: &EngineEnv) -> Result<(CrrParams, usize), Refusal> {
     let p =
         CrrParams::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
-    sockopt::check_congestion(p.congestion.as_deref())?;
-    let workers = match (p.flows, p.threads) {
-        (1, None) => 1,
-        (f, t) => flows::workers(f, t)?,
-    };
+    let workers = setup::workers(p.congestion.as_deref(), p.flows, p.threads)?;
     Ok((p, workers))
 }
 
 /// Serving side set-up (see [`crate::engine::prepare`]).
 pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal> {
     let (p, _) = parse(params, env)?;
-    let sp = p.socket();
-    bind::check_server(sp.server_bind)?;
-    let ip = sp.server_bind.unwrap_or(env.data_ip);
-    let (listener, port) = peer::data_listener(ip, env.data_ports, &sp)?;
-    let key = peer::new_key();
+    let (listener, port, key) = setup::listen(&p.socket(), env)?;
     Ok((port, key, Box::new(move |ctx| serve(ctx, p, listener, key))))
 }
 

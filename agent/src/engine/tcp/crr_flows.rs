@@ -14,8 +14,12 @@
 
 use super::conn::{errno_name, exhausted, progress, Driven, Tally};
 use crate::engine::buf::PageBuf;
-use crate::engine::flows::{self, Collected};
-use crate::engine::{sockopt, TestCtx, TestError};
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
+use crate::engine::flows::Collected;
+use crate::engine::placement::Placement;
+use crate::engine::pool;
+use crate::engine::sockopt;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{CrrParams, TcpSocketParams};
@@ -347,8 +351,7 @@ pub fn drive(
     workers: usize,
 ) -> Result<Driven, TestError> {
     let n = p.flows as usize;
-    let groups = flows::groups(n, workers);
-    let threads = groups.len();
+    let threads = workers.clamp(1, n.max(1));
     let start = Instant::now();
     let sh = Shared {
         p,
@@ -364,9 +367,11 @@ pub fn drive(
     let interval = Duration::from_millis(p.interval_ms as u64);
     let mut flushed = 0usize;
     let mut next_report = start + interval;
-    let results = flows::run(
-        groups,
-        |_, g| {
+    let results = pool::run(
+        "flow",
+        &Placement::unpinned(workers),
+        (0..n).collect(),
+        |_, g, _| {
             let r = worker(&sh, g);
             if r.is_err() {
                 sh.stop.store(true, Ordering::Relaxed);
@@ -387,7 +392,10 @@ pub fn drive(
             let attempts = sh.attempts.load(Ordering::Relaxed);
             progress(ctx, p, start, attempts, flushed as u64);
         },
-    );
+    )
+    .expect("the OS starts a thread")
+    .into_iter()
+    .map(|r| r.expect("flow worker panicked"));
     if ctx.cancelled() {
         return Err(TestError::cancelled());
     }

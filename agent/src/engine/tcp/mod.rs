@@ -11,4 +11,5 @@ pub mod crr;
 mod crr_flows;
 pub mod rr;
 pub mod rr_flows;
+mod setup;
 pub mod stream;

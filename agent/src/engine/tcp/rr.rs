@@ -3,10 +3,12 @@
 //! `tcp_stream` one (one-time key, control line, one data connection); the
 //! loops live in [`crate::engine::rr_loop`]. Also builds the summaries `unix_rr` shares.
 
-use super::rr_flows;
+use super::{rr_flows, setup};
+use crate::engine::ctx::{EngineEnv, Job, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use crate::engine::peer::{self, Connected};
 use crate::engine::rr_loop::{self, client_summary, server_summary};
-use crate::engine::{bind, flows, sockopt, EngineEnv, Job, Refusal, TestCtx, TestError};
+use crate::engine::{bind, sockopt};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, RrParams};
 use meshperf_protocol::summary::{RrSummary, TcpRrSocket};
@@ -18,22 +20,14 @@ use std::net::TcpListener;
 fn parse(params: &Value, env: &EngineEnv) -> Result<(RrParams, usize), Refusal> {
     let p =
         RrParams::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
-    sockopt::check_congestion(p.congestion.as_deref())?;
-    let workers = match (p.flows, p.threads) {
-        (1, None) => 1,
-        (f, t) => flows::workers(f, t)?,
-    };
+    let workers = setup::workers(p.congestion.as_deref(), p.flows, p.threads)?;
     Ok((p, workers))
 }
 
 /// Serving side set-up (see [`crate::engine::prepare`]).
 pub fn prepare(params: &Value, env: &EngineEnv) -> Result<(u16, [u8; 16], Job), Refusal> {
     let (p, workers) = parse(params, env)?;
-    let sp = p.socket();
-    bind::check_server(sp.server_bind)?;
-    let ip = sp.server_bind.unwrap_or(env.data_ip);
-    let (listener, port) = peer::data_listener(ip, env.data_ports, &sp)?;
-    let key = peer::new_key();
+    let (listener, port, key) = setup::listen(&p.socket(), env)?;
     Ok((
         port,
         key,

@@ -16,9 +16,13 @@
 //! request and response sizes, not one per flow.
 
 use crate::engine::buf::PageBuf;
-use crate::engine::flows::{self, Collected};
+use crate::engine::ctx::{done_fraction, TestCtx};
+use crate::engine::error::TestError;
+use crate::engine::flows::Collected;
+use crate::engine::pace;
+use crate::engine::placement::Placement;
+use crate::engine::pool;
 use crate::engine::rr_loop::{self, ClientOut, Served};
-use crate::engine::{done_fraction, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{flow_share, RrParams};
@@ -335,9 +339,8 @@ fn requester(sh: &Shared, group: Vec<(usize, TcpStream)>) -> Result<WorkerOut, T
         }
         let mut timeout = if p.busy_poll { Duration::ZERO } else { SLICE };
         if let Some(due) = next_due {
-            let left = due.saturating_duration_since(now);
-            // Timer wake-ups come up to ~200 us late: spin below that.
-            timeout = timeout.min(left.saturating_sub(Duration::from_micros(250)));
+            // Timer wake-ups come late: spin the last stretch.
+            timeout = pace::poll_timeout(due, timeout);
         }
         if let Some(e) = end.filter(|_| !over) {
             timeout = timeout.min(e.saturating_duration_since(now));
@@ -470,16 +473,6 @@ fn run_side(
     requesting: bool,
 ) -> Result<(Vec<u64>, WorkerOut, Vec<u64>, Duration), TestError> {
     let n = conns.len();
-    let groups = flows::groups(n, workers);
-    let mut slots: Vec<Option<TcpStream>> = conns.into_iter().map(Some).collect();
-    let groups: Vec<Vec<(usize, TcpStream)>> = groups
-        .iter()
-        .map(|g| {
-            g.iter()
-                .map(|&i| (i, slots[i].take().expect("one flow per connection")))
-                .collect()
-        })
-        .collect();
     let sh = Shared {
         p,
         start: Instant::now(),
@@ -507,9 +500,11 @@ fn run_side(
         let fraction = done_fraction(p.count.map(|c| (done, c)), elapsed, p.duration_s);
         ctx.progress(elapsed, done * (p.req_bytes + p.resp_bytes), fraction);
     };
-    let results = flows::run(
-        groups,
-        |_, g| {
+    let results = pool::run(
+        "flow",
+        &Placement::unpinned(workers),
+        conns.into_iter().enumerate().collect(),
+        |_, g, _| {
             let r = if requesting {
                 requester(&sh, g)
             } else {
@@ -526,7 +521,10 @@ fn run_side(
                 report(&mut flushed);
             }
         },
-    );
+    )
+    .expect("the OS starts a thread")
+    .into_iter()
+    .map(|r| r.expect("flow worker panicked"));
     // The first failure that is not another worker stopping for it.
     let mut all = WorkerOut::default();
     let mut per_flow = vec![0u64; n];

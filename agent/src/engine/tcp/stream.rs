@@ -3,16 +3,17 @@
 //! differ only in how the connections are set up.
 
 use crate::engine::bulk::{Flow, Outcome};
-use crate::engine::lul::beside;
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use crate::engine::pace;
 use crate::engine::payload;
 use crate::engine::peer::{self, Connected};
 use crate::engine::placement;
 use crate::engine::side::{figures, layout, limited_by, ms_per_read};
 use crate::engine::sockopt::{self, Applied};
+use crate::engine::udp::probe::beside;
 use crate::engine::warmup;
 use crate::engine::zerocopy;
-use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, LulPhase, StreamParams};
 use meshperf_protocol::summary::{StreamSummary, TcpStreamSocket};
@@ -23,8 +24,8 @@ use std::sync::Arc;
 /// Serving side set-up (see [`crate::engine::prepare`]).
 pub fn prepare(
     params: &Value,
-    env: &crate::engine::EngineEnv,
-) -> Result<(u16, [u8; 16], crate::engine::Job), crate::engine::Refusal> {
+    env: &crate::engine::ctx::EngineEnv,
+) -> Result<(u16, [u8; 16], crate::engine::ctx::Job), crate::engine::error::Refusal> {
     let p = StreamParams::parse(params, env.limits)
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     crate::engine::bind::check_server(p.server_bind)?;
@@ -50,8 +51,8 @@ pub fn prepare(
 pub fn start(
     params: Value,
     peer_addr: PeerAddr,
-    env: &crate::engine::EngineEnv,
-) -> Result<crate::engine::Job, crate::engine::Refusal> {
+    env: &crate::engine::ctx::EngineEnv,
+) -> Result<crate::engine::ctx::Job, crate::engine::error::Refusal> {
     let p = StreamParams::parse(&params, env.limits)
         .map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     crate::engine::bind::check_client(p.client_bind, p.server_bind, &peer_addr)?;
@@ -68,7 +69,11 @@ pub fn start(
 /// `zerocopy` on a side that sends: refused now, before any connection,
 /// where this kernel refuses SO_ZEROCOPY on a TCP socket (a side that only
 /// receives has nothing to send zero-copy and ignores it).
-fn check_zerocopy(p: &StreamParams, role: Role, ipv6: bool) -> Result<(), crate::engine::Refusal> {
+fn check_zerocopy(
+    p: &StreamParams,
+    role: Role,
+    ipv6: bool,
+) -> Result<(), crate::engine::error::Refusal> {
     if p.zerocopy && layout(p, role).contains(&Flow::Send) {
         zerocopy::check_tcp(ipv6)?;
     }
@@ -81,8 +86,8 @@ fn check_zerocopy(p: &StreamParams, role: Role, ipv6: bool) -> Result<(), crate:
 fn open_payload(
     p: &StreamParams,
     role: Role,
-    env: &crate::engine::EngineEnv,
-) -> Result<Option<payload::Opened>, crate::engine::Refusal> {
+    env: &crate::engine::ctx::EngineEnv,
+) -> Result<Option<payload::Opened>, crate::engine::error::Refusal> {
     match &p.payload_file {
         Some(name) if layout(p, role).contains(&Flow::Send) => {
             payload::open(env.payload_dir, name).map(Some)

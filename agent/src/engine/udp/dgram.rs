@@ -4,9 +4,11 @@
 //! on the control line. It imports nothing of `udp/` or `lul/`, so both
 //! can use it without a loop.
 
+use crate::engine::bind;
+use crate::engine::ctx::{EngineEnv, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 #[cfg(target_os = "linux")]
 use crate::engine::sockopt::set_int;
-use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::UdpSocketParams;
 use meshperf_protocol::peer::{UdpBound, UdpSetup};

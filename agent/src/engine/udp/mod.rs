@@ -27,6 +27,7 @@ pub mod batch;
 #[path = "single.rs"]
 pub mod batch;
 pub mod dgram;
+pub mod probe;
 pub mod rr;
 /// Linux's tests run the portable path's sends and receives too (its GSO
 /// stand-ins go unused there: Linux's own are in use).
@@ -35,10 +36,12 @@ pub mod rr;
 mod single;
 pub mod stream;
 
-use super::lul::beside;
-use super::{bind, peer, EngineEnv, Refusal, TestCtx, TestError};
+use super::{bind, peer};
+use crate::engine::ctx::{EngineEnv, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr};
 use meshperf_protocol::params::{Kind, Limits, ParamError, ProbeParams, UdpSocketParams};
+use probe::beside;
 use serde::Serialize;
 use serde_json::Value;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
@@ -200,7 +203,7 @@ pub trait UdpTest: Sized + Send + 'static {
 pub fn prepare<T: UdpTest>(
     params: &Value,
     env: &EngineEnv,
-) -> Result<(u16, [u8; 16], super::Job), Refusal> {
+) -> Result<(u16, [u8; 16], super::ctx::Job), Refusal> {
     let p = T::parse(params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     p.check_kernel(true)?;
     p.check_side(true)?;
@@ -234,7 +237,7 @@ pub fn serving_job<S, F>(
     listener: TcpListener,
     sock: UdpSocket,
     serve: F,
-) -> Result<(u16, [u8; 16], super::Job), Refusal>
+) -> Result<(u16, [u8; 16], super::ctx::Job), Refusal>
 where
     S: Serialize,
     F: FnOnce(&TestCtx, TcpListener, UdpSocket, &[u8; 16]) -> Result<S, TestError> + Send + 'static,
@@ -260,7 +263,7 @@ pub fn start<T: UdpTest>(
     params: Value,
     peer_addr: PeerAddr,
     env: &EngineEnv,
-) -> Result<super::Job, Refusal> {
+) -> Result<super::ctx::Job, Refusal> {
     let p = T::parse(&params, env.limits).map_err(|e| (ErrorCode::BadParams, e.to_string()))?;
     bind::check_client(p.sock().client_bind, p.sock().server_bind, &peer_addr)?;
     p.check_kernel(false)?;

@@ -9,9 +9,10 @@
 //! side and never ends the test: a send it failed is made again
 //! ([`udp::send_past_icmp`]), a receive it failed waits on.
 
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use crate::engine::udp::{self, Clock, Flow, Hdr, UdpTest, END, REPLY, REQUEST};
 use crate::engine::watchdog::{self, Watchdog};
-use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{Kind, Limits, ParamError, UdpRrParams, UdpSocketParams};
@@ -226,14 +227,9 @@ fn turn(ctx: &TestCtx, due: Instant, until: Option<Instant>) -> Result<bool, Tes
     if until.is_some_and(|u| due >= u) {
         return Ok(false);
     }
-    // Long waits in slices, so a cancel is seen within 20 ms.
-    while due.saturating_duration_since(Instant::now()) > Duration::from_millis(20) {
-        if ctx.cancelled() {
-            return Err(TestError::cancelled());
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if !crate::engine::pace::sleep_until_or_cancel(due, &ctx.cancel) {
+        return Err(TestError::cancelled());
     }
-    crate::engine::pace::sleep_until(due);
     Ok(true)
 }
 

@@ -18,7 +18,9 @@ use super::bulk::Flow;
 use super::peer::{preamble, preamble_index};
 use super::placement;
 use super::rr_loop::{client_summary, server_summary};
-use super::{peer, rr_loop, EngineEnv, Job, Refusal, TestCtx, TestError};
+use super::{peer, rr_loop};
+use crate::engine::ctx::{EngineEnv, Job, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use meshperf_protocol::msg::{ErrorCode, PeerAddr, Role};
 use meshperf_protocol::params::{Kind, RrParams, StreamParams};
 use meshperf_protocol::peer::{parse_key, KEY_LEN, PREAMBLE_LEN};
@@ -65,7 +67,7 @@ impl Go {
 
     /// The serving side's start, once it has one.
     fn wait(&self, ctx: &TestCtx) -> Result<Instant, TestError> {
-        let deadline = Instant::now() + peer::ACCEPT_WINDOW + Duration::from_secs(5);
+        let deadline = Instant::now() + super::ctx::ACCEPT_WINDOW + Duration::from_secs(5);
         let mut at = self.at.lock().unwrap();
         loop {
             match *at {
@@ -312,7 +314,7 @@ fn accept_peer(
 ) -> Result<Vec<UnixStream>, TestError> {
     l.set_nonblocking(true)
         .map_err(|e| TestError::new(ErrorCode::Io, e.to_string()))?;
-    let deadline = Instant::now() + peer::ACCEPT_WINDOW;
+    let deadline = Instant::now() + super::ctx::ACCEPT_WINDOW;
     let mut socks: Vec<Option<UnixStream>> = (0..n).map(|_| None).collect();
     while socks.iter().any(Option::is_none) {
         if ctx.cancelled() {
@@ -323,7 +325,7 @@ fn accept_peer(
                 ErrorCode::PeerTimeout,
                 format!(
                     "nobody started this test within {} s",
-                    peer::ACCEPT_WINDOW.as_secs()
+                    super::ctx::ACCEPT_WINDOW.as_secs()
                 ),
             ));
         }

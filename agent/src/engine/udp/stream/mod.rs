@@ -24,11 +24,12 @@ mod recv;
 mod send;
 mod worker;
 
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::{Refusal, TestError};
 use crate::engine::placement;
 use crate::engine::seedfmt::g6;
 use crate::engine::udp::batch;
 use crate::engine::udp::{self, Flow, Line, UdpTest};
-use crate::engine::{Refusal, TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{

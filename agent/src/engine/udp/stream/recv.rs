@@ -5,10 +5,11 @@
 //! single-flow receiver always did.
 
 use super::{summary, Ended, Leg, Step, BATCH};
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
 use crate::engine::peer::unexpected;
 use crate::engine::udp::batch::{self, RecvBatch, GRO_BUF};
 use crate::engine::udp::{self, Clock, Hdr, DATA, HELLO};
-use crate::engine::{TestCtx, TestError};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{UdpGso, UdpStreamParams};

@@ -4,11 +4,13 @@
 //! itself, as the single-flow sender always did.
 
 use super::{summary, Ended, Leg, Step, BATCH};
-use crate::engine::pace::{floor_gap_ns, Bucket, Pacer, SPIN};
+use crate::engine::ctx::TestCtx;
+use crate::engine::error::TestError;
+use crate::engine::pace::{self, floor_gap_ns, Bucket, Pacer};
 use crate::engine::peer::unexpected;
 use crate::engine::udp::batch::{self, SendBatch};
 use crate::engine::udp::{self, Clock, Hdr, DATA, HELLO};
-use crate::engine::{watchdog, TestCtx, TestError};
+use crate::engine::watchdog;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{gso_segments, UdpGso, UdpStreamParams};
@@ -157,20 +159,14 @@ impl<'a> Sender<'a> {
         } else if (t as f64) < self.next_ns {
             // Never asleep past the end: a datagram due after it never leaves.
             let at = self.next_ns.min(self.end_ns as f64);
-            let gap = Duration::from_nanos((at - t as f64) as u64);
+            let due = self.clock.start + Duration::from_nanos(at as u64);
             if !solo {
-                return Ok(Step::Wait(
-                    self.clock.start + Duration::from_nanos(at as u64),
-                ));
+                return Ok(Step::Wait(due));
             }
-            if gap > SPIN {
-                // Long waits sleep in slices so a cancel is seen promptly.
-                std::thread::sleep((gap - SPIN).min(Duration::from_millis(50)));
-                if self.ctx.cancelled() {
-                    return Err(TestError::cancelled());
-                }
-            } else {
-                std::hint::spin_loop();
+            // Long waits sleep in slices so a cancel is seen promptly.
+            pace::nap(due, Duration::from_millis(50));
+            if self.ctx.cancelled() {
+                return Err(TestError::cancelled());
             }
             return Ok(Step::Busy);
         } else {

@@ -16,9 +16,11 @@
 use super::recv::Receiver;
 use super::send::{Sender, Urgent};
 use super::{Ended, Leg, Step};
+use crate::engine::ctx::{done_fraction, TestCtx};
+use crate::engine::error::TestError;
 use crate::engine::pace;
-use crate::engine::placement::{self, Placement};
-use crate::engine::{cpu, TestCtx, TestError};
+use crate::engine::placement::Placement;
+use crate::engine::pool;
 use crate::platform;
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::UdpStreamParams;
@@ -45,81 +47,61 @@ pub fn run(
     place: &Placement,
 ) -> Result<Vec<Ended>, TestError> {
     let n = legs.len();
-    let workers = place.workers.clamp(1, n.max(1));
     let sends = legs.iter().filter(|l| l.send).count() as u64;
     let live: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-    let mut groups: Vec<Vec<(Leg, &AtomicU64)>> = (0..workers).map(|_| Vec::new()).collect();
-    for (i, (leg, l)) in legs.into_iter().zip(&live).enumerate() {
-        groups[i % workers].push((leg, l));
-    }
-    let (stop, finished) = (AtomicBool::new(false), AtomicU64::new(0));
+    let stop = AtomicBool::new(false);
     // The first error in time is the side's (the other threads then stop,
     // or fail waiting for what the failed one never said).
     let first: Mutex<Option<TestError>> = Mutex::new(None);
-    // The side's CPU figures count the workers too.
-    let meter = cpu::current();
     let start = Instant::now();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
-            .into_iter()
-            .enumerate()
-            .map(|(w, g)| {
-                let (stop, finished, first) = (&stop, &finished, &first);
-                let meter = meter.as_deref();
-                let cpu = place.cpu_of(w);
-                let thread = std::thread::Builder::new().name(format!("udp-w{w}"));
-                thread.spawn_scoped(scope, move || {
-                    let _cpu = cpu::Worker::count(meter);
-                    let r = match cpu.map(placement::pin) {
-                        Some(Err(e)) => Err(TestError::new(
-                            ErrorCode::Io,
-                            format!("cannot run on CPU {}: {e}", cpu.unwrap_or(0)),
-                        )),
-                        _ => worker(ctx, p, g, stop),
-                    };
-                    if let Err(e) = &r {
-                        let mut f = first.lock().unwrap_or_else(|e| e.into_inner());
-                        if f.is_none() {
-                            *f = Some(e.clone());
-                        }
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    finished.fetch_add(1, Ordering::Release);
-                    r
-                })
-            })
-            .collect::<Result<_, _>>()
-            .map_err(|e| TestError::new(ErrorCode::Internal, format!("worker thread: {e}")))?;
-        let mut tick = Instant::now();
-        while finished.load(Ordering::Acquire) < workers as u64 {
-            std::thread::sleep(Duration::from_millis(20));
+    let mut tick = Instant::now();
+    let joined = pool::run(
+        "udp",
+        place,
+        legs.into_iter().zip(&live).collect(),
+        |_, g, pinned| {
+            let r = match pinned {
+                Err(e) => Err(TestError::new(ErrorCode::Io, e)),
+                Ok(()) => worker(ctx, p, g, &stop),
+            };
+            if let Err(e) = &r {
+                let mut f = first.lock().unwrap_or_else(|e| e.into_inner());
+                if f.is_none() {
+                    *f = Some(e.clone());
+                }
+                stop.store(true, Ordering::Relaxed);
+            }
+            r
+        },
+        || {
             if sends > 0 && tick.elapsed() >= Duration::from_millis(100) {
                 tick = Instant::now();
                 let bytes: u64 = live.iter().map(|b| b.load(Ordering::Relaxed)).sum();
                 let elapsed = start.elapsed().as_secs_f64();
                 let all = sends * p.count * p.pkt_bytes;
                 let expected = p.duration_s.is_none().then_some((bytes, all));
-                let fraction = crate::engine::done_fraction(expected, elapsed, p.duration_s);
+                let fraction = done_fraction(expected, elapsed, p.duration_s);
                 ctx.progress(elapsed, bytes, fraction);
             }
-        }
-        let mut ended = Vec::with_capacity(n);
-        for h in handles {
-            match h.join() {
-                Ok(Ok(v)) => ended.extend(v),
-                Ok(Err(_)) => {}
-                Err(_) => {
-                    return Err(TestError::new(ErrorCode::Internal, "a flow panicked"));
-                }
+        },
+    )
+    .map_err(|e| TestError::new(ErrorCode::Internal, format!("worker thread: {e}")))?;
+    let mut ended = Vec::with_capacity(n);
+    for h in joined {
+        match h {
+            Ok(Ok(v)) => ended.extend(v),
+            Ok(Err(_)) => {}
+            Err(_) => {
+                return Err(TestError::new(ErrorCode::Internal, "a flow panicked"));
             }
         }
-        let first = first.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match first {
-            Some(_) if ctx.cancelled() => Err(TestError::cancelled()),
-            Some(e) => Err(e),
-            None => Ok(ended),
-        }
-    })
+    }
+    let first = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match first {
+        Some(_) if ctx.cancelled() => Err(TestError::cancelled()),
+        Some(e) => Err(e),
+        None => Ok(ended),
+    }
 }
 
 /// One thread's legs, from set-up to their ends.

@@ -1,3 +1,8 @@
+//! The latency probes: the probe flow of `latency_under_load`, and the
+//! same flow beside a bulk test ([`beside`], `probe_ms` of `tcp_stream` and
+//! `udp_stream`), with the summary of its phases ([`summary`]). Here, under
+//! the UDP kinds, because both `lul` and `udp` use it.
+//!
 //! The probe flow of `latency_under_load` (datagram layout in
 //! `meshperf_protocol::params::lul`): the driving agent sends a probe every
 //! `probe_ms` on an absolute schedule, tagged with the phase it is in; the
@@ -10,14 +15,20 @@
 //! milliseconds later (the threads wait behind the load's) and would be
 //! counted as delay. Off Linux there are none: the times are taken in user
 //! space right as each read returns (one datagram a call,
-//! [`super::super::udp::batch`]), and the summary's `timestamps` says
+//! [`super::batch`]), and the summary's `timestamps` says
 //! `user`.
 
-use super::super::pace::RateCap;
-use super::super::udp::batch::RecvBatch;
-use super::super::udp::dgram::{self as udp, Clock, Hdr};
+pub mod beside;
+pub mod summary;
+
+use super::batch::RecvBatch;
+use super::dgram::{self as udp, Clock, Hdr};
+use crate::engine::error::TestError;
+use crate::engine::pace::{self, RateCap};
+use crate::engine::peer::{self, Line};
 use meshperf_protocol::params::{Limits, GAP_PHASE};
 use meshperf_protocol::peer::LulTally;
+use meshperf_protocol::peer::{LulDriverLine, LulServerLine};
 use meshperf_protocol::summary::Timestamps;
 use std::collections::HashSet;
 use std::io;
@@ -90,6 +101,12 @@ fn realtime_ns() -> u64 {
 pub struct ProbeClock {
     pub clock: Clock,
     pub base_ns: u64,
+}
+
+impl Default for ProbeClock {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl ProbeClock {
@@ -270,7 +287,7 @@ pub fn respond(
         tally,
         bad,
         foreign,
-        capped_us: super::super::pace::capped_us(&cap),
+        capped_us: pace::capped_us(&cap),
         kernel_stamps,
     })
 }
@@ -445,9 +462,33 @@ pub fn request(
         skipped,
         arrivals,
         silent: why,
-        capped_us: super::super::pace::capped_us(&cap),
+        capped_us: pace::capped_us(&cap),
         seconds: start.elapsed().as_secs_f64(),
         kernel_stamps,
+    })
+}
+
+/// The driving side's end of the probe flow: its counts of probes sent,
+/// answered by the serving side's (probes received, its phases, its clock).
+pub fn end_counts(line: &mut Line, sent: &[u64]) -> Result<summary::Server, TestError> {
+    line.send(&LulDriverLine::Done {
+        sent: sent.to_vec(),
+    })
+    .map_err(peer::gone)?;
+    let LulServerLine::Done {
+        probes,
+        phases,
+        base_ns,
+        foreign,
+        bad: _,
+        timestamps,
+    } = line.expect(LINE_WAIT, "the serving agent sent no end line")?;
+    Ok(summary::Server {
+        probes,
+        phases,
+        base_ns,
+        foreign,
+        timestamps,
     })
 }
 

@@ -1,7 +1,7 @@
 //! A probe flow beside a bulk test (`probe_ms` on `tcp_stream` and
 //! `udp_stream`), so the
 //! stream reports the latency under its own load: the probes, answers and
-//! end exchange of `latency_under_load` ([`super::probe`]) over a UDP
+//! end exchange of `latency_under_load` ([`super`]) over a UDP
 //! socket of their own, bound on the stream test's control line before its
 //! go (as `udp_rr` binds: the serving side answers only the address that
 //! proved itself). The driving agent probes the idle path for
@@ -13,12 +13,13 @@
 //! same code ([`super::summary`]); its raw probes are stream
 //! [`BESIDE_STREAM`] of the driving side, apart from the test's own series.
 
-use super::probe::LINE_WAIT;
-use super::probe::{self, ProbeClock, Requested, Responded};
 use super::summary::{self, Ran};
+use crate::engine::bind;
+use crate::engine::ctx::{EngineEnv, TestCtx};
+use crate::engine::error::{Refusal, TestError};
 use crate::engine::peer::{self, Line};
 use crate::engine::udp::dgram as udp;
-use crate::engine::{bind, EngineEnv, Refusal, TestCtx, TestError};
+use crate::engine::udp::probe::{self, ProbeClock, Requested, Responded, LINE_WAIT};
 use meshperf_protocol::msg::ErrorCode;
 use meshperf_protocol::params::{LulPhase, ProbeParams, UdpSocketParams, GAP_PHASE};
 use meshperf_protocol::peer::{LulDriverLine, LulServerLine};
@@ -268,7 +269,7 @@ impl Driving {
             .expect("probe requester panicked")
             .map_err(udp::io_err)?;
         let mut note = r.silent.clone();
-        let server = match super::end_counts(line, &r.sent) {
+        let server = match probe::end_counts(line, &r.sent) {
             Ok(s) => Some(s),
             Err(e) => {
                 note.get_or_insert(e.message);

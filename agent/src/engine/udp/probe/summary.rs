@@ -2,8 +2,8 @@
 //! the serving side's counts, through the statistics crate
 //! (`meshperf_stats::lul`), and the raw probes as sample frames.
 
-use super::probe::{Answer, Requested, CODES};
-use crate::engine::TestCtx;
+use super::{Answer, Requested, CODES};
+use crate::engine::ctx::TestCtx;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::params::{Clocks, LulPhase, ProbeParams};
 use meshperf_protocol::peer::LulTally;
