@@ -15,9 +15,8 @@
 //! credentials are allowed (there are none), GET and HEAD only: no
 //! preflight.
 
-use super::metrics::CONTENT_TYPE;
-use crate::serve::endpoint::{self, method_refused, ok, ok_with, Limits, Request};
-use crate::serve::http::simple;
+use crate::endpoint::answer::METRICS_CONTENT_TYPE;
+use crate::endpoint::{self, method_refused, ok, ok_with, simple, Limits, Request};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
@@ -129,7 +128,7 @@ fn respond(
     let compact = query.split('&').any(|kv| kv == "form=compact");
     match Some(route) {
         Some("/healthz") => simple(200, "OK", "ok\n"),
-        Some("/metrics") => ok(method, CONTENT_TYPE, &page()),
+        Some("/metrics") => ok(method, METRICS_CONTENT_TYPE, &page()),
         Some(p @ ("/matrix" | "/matrix.json")) if latest.is_some() => {
             let now = latest.and_then(|l| l.lock().ok()?.clone());
             match (now, p) {
