@@ -96,3 +96,11 @@ pub fn first_test_id() -> u32 {
     getrandom::fill(&mut seed).expect("the OS random source works");
     u32::from_le_bytes(seed)
 }
+
+/// Now, in seconds since the Unix epoch (a result's `created`, a step's
+/// start).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

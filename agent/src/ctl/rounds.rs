@@ -7,6 +7,7 @@
 
 use super::client::{self, Ctl, CtlError, Incoming};
 use super::progress::Progress;
+use super::unix_now;
 use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun};
 use meshperf_protocol::matrix::{Next, Outcome, Pair, Schedule, BUSY_RETRY_S};
 use meshperf_protocol::msg::{Event, Request};
@@ -14,7 +15,7 @@ use meshperf_protocol::plan::Step;
 use meshperf_protocol::result::StepResult;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// How long a cancelled step waits for its agents to report before it is
 /// given up (they answer within a fraction of a second when alive).
@@ -78,12 +79,6 @@ impl Agents {
             c.cancel(test_id);
         }
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// A step of a round as it ended.

@@ -28,7 +28,9 @@ use crate::ctl::flags::AgentFlags;
 use crate::ctl::plan_flags::PlanFlags;
 use crate::ctl::progress::Progress;
 use crate::ctl::sample::{self, Sampled, Shard};
-use crate::ctl::{agent_refs, first_test_id, hellos, inline, peers_line, rounds, with_endpoints};
+use crate::ctl::{
+    agent_refs, first_test_id, hellos, inline, peers_line, rounds, unix_now, with_endpoints,
+};
 use crate::flags::{AllowHost, FlagText, Listen};
 use meshperf_protocol::matrix::Pair;
 use meshperf_protocol::plan::{Plan, Step};
@@ -38,7 +40,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// The light default: short udp_rr between every pair.
 const DEFAULT_SETS: [&str; 2] = ["count=200", "timeout_ms=500"];
@@ -141,12 +143,6 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
     eprintln!("meshperf monitor: {msg}");
     Ok(ExitCode::from(2))
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn random_below(max: Duration) -> Duration {

@@ -29,7 +29,9 @@ mod seedtext;
 use crate::ctl::client::{AgentUrl, Ctl, CtlError};
 use crate::ctl::flags::AgentFlags;
 use crate::ctl::plan_flags::PlanFlags;
-use crate::ctl::{agent_refs, first_test_id, hellos, peers_line, rounds, sample, with_endpoints};
+use crate::ctl::{
+    agent_refs, first_test_id, hellos, peers_line, rounds, sample, unix_now, with_endpoints,
+};
 use meshperf_protocol::driver::{check_step, AgentRef};
 use meshperf_protocol::matrix::{self, Metric, Pair};
 use meshperf_protocol::plan::Plan;
@@ -38,7 +40,6 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("what").args(["plan", "preset", "kind"]).required(true).multiple(true)))]
@@ -259,13 +260,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(ran) => ended(&a, &asked, ran, &stop, doc_on_stdout),
         Err(code) => Ok(code),
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// `--matrix`: the one step between every pair (or this round's sample of

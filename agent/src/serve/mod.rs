@@ -297,22 +297,8 @@ fn spawn_metrics(
         allow_host.names(bound.ip()),
         endpoint::Limits::default(),
         move |r: &endpoint::Request| {
-            if let Some(refused) = endpoint::method_refused(r.method) {
-                return refused;
-            }
-            match r.path.split('?').next() {
-                Some("/metrics") => endpoint::ok(
-                    r.method,
-                    endpoint::answer::METRICS_CONTENT_TYPE,
-                    &counters.render(),
-                ),
-                Some("/healthz") => endpoint::simple(200, "OK", "ok\n"),
-                _ => endpoint::simple(
-                    404,
-                    "Not Found",
-                    "not found: this is meshperf agent's --metrics (/metrics, /healthz)\n",
-                ),
-            }
+            let page = || std::sync::Arc::new(counters.render());
+            endpoint::answer::metrics_page(r, page, "meshperf agent's --metrics", "", |_, _| None)
         },
     );
     Ok(())
