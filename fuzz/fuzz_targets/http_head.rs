@@ -9,7 +9,8 @@
 mod fixed_keys;
 
 use libfuzzer_sys::fuzz_target;
-use meshperf_agent::serve::server::{host_key, parse_head, Guard, Head, OriginCheck};
+use meshperf_agent::endpoint::names::host_key;
+use meshperf_agent::serve::server::{parse_head, Guard, Head, OriginCheck};
 use std::io::{self, Cursor, Read, Write};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

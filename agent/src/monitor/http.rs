@@ -1,7 +1,8 @@
 //! The monitor's HTTP endpoint: `GET /metrics` (the latest snapshot),
 //! `GET /healthz`, and `/matrix`, `/matrix.json` (`?form=compact`): the
-//! routes. Connections, caps, deadlines and `Host` are the agent's
-//! endpoint's ([`endpoint`]).
+//! routes, besides those every metrics endpoint answers
+//! ([`metrics_page`]). Connections, caps, deadlines and `Host` are the
+//! agent's endpoint's ([`endpoint`]).
 //!
 //! Cross-origin reads (CORS): everything here is read-only figures, served
 //! to anyone who can reach the port; what a CORS header adds is that a
@@ -15,9 +16,8 @@
 //! credentials are allowed (there are none), GET and HEAD only: no
 //! preflight.
 
-use super::metrics::CONTENT_TYPE;
-use crate::serve::endpoint::{self, method_refused, ok, ok_with, Limits, Request};
-use crate::serve::http::simple;
+use crate::endpoint::answer::metrics_page;
+use crate::endpoint::{self, ok_with, simple, Limits, Request};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
@@ -113,7 +113,8 @@ pub fn spawn<P>(
     );
 }
 
-/// The answer to one request.
+/// The answer to one request: the metrics page's routes
+/// ([`endpoint::answer::metrics_page`]) and, with `latest`, the matrix's.
 fn respond(
     r: &Request,
     own: Option<SocketAddr>,
@@ -121,65 +122,62 @@ fn respond(
     page: &dyn Fn() -> Arc<String>,
     latest: Option<&LatestMatrix>,
 ) -> Vec<u8> {
-    let (method, path) = (r.method, r.path);
-    if let Some(refused) = method_refused(method) {
-        return refused;
-    }
-    let (route, query) = path.split_once('?').unwrap_or((path, ""));
+    let more = if latest.is_some() {
+        ", /matrix, /matrix.json"
+    } else {
+        ""
+    };
+    metrics_page(r, page, who, more, |route, query| match (route, latest) {
+        ("/matrix" | "/matrix.json", Some(latest)) => Some(matrix(r, route, query, own, latest)),
+        _ => None,
+    })
+}
+
+/// `/matrix` (a redirect to the page showing the latest matrix) or
+/// `/matrix.json` (`?form=compact`).
+fn matrix(
+    r: &Request,
+    route: &str,
+    query: &str,
+    own: Option<SocketAddr>,
+    latest: &LatestMatrix,
+) -> Vec<u8> {
     let compact = query.split('&').any(|kv| kv == "form=compact");
-    match Some(route) {
-        Some("/healthz") => simple(200, "OK", "ok\n"),
-        Some("/metrics") => ok(method, CONTENT_TYPE, &page()),
-        Some(p @ ("/matrix" | "/matrix.json")) if latest.is_some() => {
-            let now = latest.and_then(|l| l.lock().ok()?.clone());
-            match (now, p) {
-                (None, _) => simple(
-                    404,
-                    "Not Found",
-                    "no run has ended yet: /matrix answers after the first\n",
-                ),
-                (Some(l), "/matrix.json") => ok_with(
-                    method,
-                    "application/json",
-                    &cors(r.origin, &l),
-                    if compact { &l.compact } else { &l.json },
-                ),
-                (Some(l), _) => {
-                    let link = match &l.link {
-                        Link::Permalink(link) => link.clone(),
-                        Link::Fleet { page } => {
-                            let host = r
-                                .host
-                                .map(str::to_string)
-                                .or_else(|| own.map(|a| a.to_string()))
-                                .unwrap_or_default();
-                            format!(
-                                "{page}#matrix={}",
-                                encoded(&format!("http://{host}/matrix.json?form=compact"))
-                            )
-                        }
-                    };
-                    format!(
-                        "HTTP/1.1 303 See Other\r\nLocation: {link}\r\nContent-Type: text/plain\r\n\
-                         Content-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{link}\n",
-                        link.len() + 1,
-                    )
-                    .into_bytes()
-                }
-            }
-        }
-        _ => simple(
+    let now = latest.lock().ok().and_then(|l| l.clone());
+    match (now, route) {
+        (None, _) => simple(
             404,
             "Not Found",
-            &format!(
-                "not found: this is {who} (/metrics, /healthz{})\n",
-                if latest.is_some() {
-                    ", /matrix, /matrix.json"
-                } else {
-                    ""
-                }
-            ),
+            "no run has ended yet: /matrix answers after the first\n",
         ),
+        (Some(l), "/matrix.json") => ok_with(
+            r.method,
+            "application/json",
+            &cors(r.origin, &l),
+            if compact { &l.compact } else { &l.json },
+        ),
+        (Some(l), _) => {
+            let link = match &l.link {
+                Link::Permalink(link) => link.clone(),
+                Link::Fleet { page } => {
+                    let host = r
+                        .host
+                        .map(str::to_string)
+                        .or_else(|| own.map(|a| a.to_string()))
+                        .unwrap_or_default();
+                    format!(
+                        "{page}#matrix={}",
+                        encoded(&format!("http://{host}/matrix.json?form=compact"))
+                    )
+                }
+            };
+            format!(
+                "HTTP/1.1 303 See Other\r\nLocation: {link}\r\nContent-Type: text/plain\r\n\
+                 Content-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{link}\n",
+                link.len() + 1,
+            )
+            .into_bytes()
+        }
     }
 }
 

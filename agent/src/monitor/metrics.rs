@@ -31,8 +31,6 @@ use prometheus::{
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-pub use crate::serve::metrics::CONTENT_TYPE;
-
 /// The latest rendered page, shared with the HTTP thread.
 #[derive(Clone, Default)]
 pub struct Snapshot(Arc<Mutex<Arc<String>>>);
@@ -325,69 +323,56 @@ impl State {
         self.agents = agents;
     }
 
-    /// The page, rendered now.
+    /// The page, rendered now: the pairs' series, the agents, the routes
+    /// of a `path` monitor, the per-node aggregates, the monitor's own.
     pub fn render(&self) -> String {
-        let reg = Registry::new();
+        let page = Page::new();
+        self.render_pairs(&page);
+        self.render_paths(&page);
+        self.render_nodes(&page);
+        shard_info(&page, self.shard);
+        self.render_monitor(&page);
+        page.text()
+    }
+
+    /// Each pair's figures of its last run, whether it was measured, when
+    /// last, and its failures.
+    fn render_pairs(&self, page: &Page) {
         let pair = ["src", "dst"];
-        let gauge = |name: &str, help: &str, labels: &[&str]| {
-            let g = GaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
-            reg.register(Box::new(g.clone())).expect("registered once");
-            g
-        };
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
-            reg.register(Box::new(c.clone())).expect("registered once");
-            c
-        };
-        let scalar = |name: &str, help: &str, v: f64| {
-            let g = Gauge::new(name, help).expect("valid metric");
-            g.set(v);
-            reg.register(Box::new(g)).expect("registered once");
-        };
-        let count = |name: &str, help: &str, v: u64| {
-            let c = IntCounter::new(name, help).expect("valid metric");
-            c.inc_by(v);
-            reg.register(Box::new(c)).expect("registered once");
-        };
-        let rtt = gauge(
+        let rtt = page.gauge(
             "meshperf_pair_rtt_seconds",
             "Round-trip time of the last run, quantile over its requests (src drives, dst serves).",
             &["src", "dst", "quantile"],
         );
-        let loss = gauge(
+        let loss = page.gauge(
             "meshperf_pair_loss_ratio",
             "Requests unanswered (udp_rr) or datagrams lost (udp_stream) in the last run, 0 to 1.",
             &pair,
         );
-        let bps = gauge(
+        let bps = page.gauge(
             "meshperf_pair_throughput_bits_per_second",
             "Throughput of the last run (stream kinds only).",
             &pair,
         );
-        let up = gauge(
+        let up = page.gauge(
             "meshperf_pair_up",
             "1 if the last run measured the pair, 0 if it failed.",
             &pair,
         );
-        let last = gauge(
+        let last = page.gauge(
             "meshperf_pair_last_success_timestamp_seconds",
             "Unix time of the last run that measured the pair.",
             &pair,
         );
-        let fails = counter(
+        let fails = page.counter(
             "meshperf_pair_failures_total",
             "Runs in which the pair's test failed.",
             &pair,
         );
-        let info = gauge(
-            "meshperf_agent_info",
-            "An agent of the last run, by address, with the hostname it reported.",
-            &["agent", "hostname"],
-        );
-        let kind = gauge(
-            "meshperf_monitor_info",
-            "The test kind the monitor runs between every pair.",
-            &["kind"],
+        let measured = page.gauge(
+            "meshperf_pair_last_measured_timestamp_seconds",
+            "Unix time of the last run that tried the pair, measured or failed (its age: time() minus this).",
+            &pair,
         );
         for ((s, d), p) in &self.pairs {
             let l = [s.as_str(), d.as_str()];
@@ -408,113 +393,115 @@ impl State {
                 last.with_label_values(&l).set(t);
             }
             fails.with_label_values(&l).inc_by(p.failures);
+            measured.with_label_values(&l).set(p.last_measured);
         }
+    }
+
+    /// The monitor's own series: the last run's agents and kind, the
+    /// pairs, the sampling, the run counters and times.
+    fn render_monitor(&self, page: &Page) {
+        let info = page.gauge(
+            "meshperf_agent_info",
+            "An agent of the last run, by address, with the hostname it reported.",
+            &["agent", "hostname"],
+        );
         for a in &self.agents {
             info.with_label_values(&[a.addr.as_str(), a.hostname.as_str()])
                 .set(1.0);
         }
-        let measured = gauge(
-            "meshperf_pair_last_measured_timestamp_seconds",
-            "Unix time of the last run that tried the pair, measured or failed (its age: time() minus this).",
-            &pair,
-        );
-        for ((s, d), p) in &self.pairs {
-            measured
-                .with_label_values(&[s.as_str(), d.as_str()])
-                .set(p.last_measured);
-        }
-        self.render_paths(&gauge, &counter);
-        self.render_nodes(&gauge);
-        shard_info(&gauge, self.shard);
-        scalar(
-            "meshperf_monitor_pairs_owned",
-            "Ordered pairs of the last run's agents this monitor owns (its --shard's; all without).",
-            self.owned as f64,
-        );
-        scalar(
-            "meshperf_monitor_pairs",
-            "Pairs with series now: measured within the staleness window.",
-            self.pairs.len() as f64,
-        );
-        scalar(
-            "meshperf_monitor_peers",
-            "Peers each agent measured in the last run (--peers; N-1 for the full mesh).",
-            self.peers as f64,
-        );
-        scalar(
-            "meshperf_monitor_rotation_runs",
-            "Consecutive runs that measure every ordered pair (1 for the full mesh).",
-            self.rotation.max(1) as f64,
-        );
-        scalar(
-            "meshperf_monitor_stale_seconds",
-            "A pair not measured within this many seconds loses its series (--stale).",
-            self.stale_seconds,
-        );
-        kind.with_label_values(&[self.kind.as_str()]).set(1.0);
-        scalar(
-            "meshperf_monitor_agents",
-            "Agents in the last run.",
-            self.agents.len() as f64,
-        );
-        count(
-            "meshperf_monitor_runs_total",
-            "Matrix runs finished.",
-            self.runs,
-        );
-        count(
-            "meshperf_monitor_overruns_total",
-            "Runs that took longer than --every (the next one waited).",
-            self.overruns,
-        );
-        count(
-            "meshperf_monitor_resolve_errors_total",
-            "Runs skipped because an --agent could not be resolved (no addresses).",
-            self.resolve_errors,
-        );
-        if let Some(v) = self.last_run_seconds {
-            scalar(
+        page.gauge(
+            "meshperf_monitor_info",
+            "The test kind the monitor runs between every pair.",
+            &["kind"],
+        )
+        .with_label_values(&[self.kind.as_str()])
+        .set(1.0);
+        let scalars = [
+            (
+                "meshperf_monitor_pairs_owned",
+                "Ordered pairs of the last run's agents this monitor owns (its --shard's; all without).",
+                Some(self.owned as f64),
+            ),
+            (
+                "meshperf_monitor_pairs",
+                "Pairs with series now: measured within the staleness window.",
+                Some(self.pairs.len() as f64),
+            ),
+            (
+                "meshperf_monitor_peers",
+                "Peers each agent measured in the last run (--peers; N-1 for the full mesh).",
+                Some(self.peers as f64),
+            ),
+            (
+                "meshperf_monitor_rotation_runs",
+                "Consecutive runs that measure every ordered pair (1 for the full mesh).",
+                Some(self.rotation.max(1) as f64),
+            ),
+            (
+                "meshperf_monitor_stale_seconds",
+                "A pair not measured within this many seconds loses its series (--stale).",
+                Some(self.stale_seconds),
+            ),
+            (
+                "meshperf_monitor_agents",
+                "Agents in the last run.",
+                Some(self.agents.len() as f64),
+            ),
+            (
                 "meshperf_monitor_run_duration_seconds",
                 "How long the last run took.",
-                v,
-            );
-        }
-        if let Some(v) = self.last_run_end {
-            scalar(
+                self.last_run_seconds,
+            ),
+            (
                 "meshperf_monitor_last_run_timestamp_seconds",
                 "Unix time the last run ended.",
-                v,
-            );
+                self.last_run_end,
+            ),
+        ];
+        for (name, help, v) in scalars {
+            if let Some(v) = v {
+                page.scalar(name, help, v);
+            }
         }
-        let mut out = Vec::new();
-        TextEncoder::new()
-            .encode(&reg.gather(), &mut out)
-            .expect("text encoding of valid metrics");
-        String::from_utf8(out).expect("the encoder writes UTF-8")
+        for (name, help, v) in [
+            (
+                "meshperf_monitor_runs_total",
+                "Matrix runs finished.",
+                self.runs,
+            ),
+            (
+                "meshperf_monitor_overruns_total",
+                "Runs that took longer than --every (the next one waited).",
+                self.overruns,
+            ),
+            (
+                "meshperf_monitor_resolve_errors_total",
+                "Runs skipped because an --agent could not be resolved (no addresses).",
+                self.resolve_errors,
+            ),
+        ] {
+            page.count(name, help, v);
+        }
     }
 
     /// `path`'s pair series: hops and path MTU each way, and the route
     /// changes each way since the pair appeared.
-    fn render_paths(
-        &self,
-        gauge: &dyn Fn(&str, &str, &[&str]) -> GaugeVec,
-        counter: &dyn Fn(&str, &str, &[&str]) -> IntCounterVec,
-    ) {
+    fn render_paths(&self, page: &Page) {
         if !self.pairs.values().any(|p| p.path.is_some()) {
             return;
         }
         let labels = ["src", "dst", "direction"];
-        let hops = gauge(
+        let hops = page.gauge(
             "meshperf_pair_path_hops",
             "Hops to the peer agent in the last run (path): direction forth is src's trace to dst, back dst's to src.",
             &labels,
         );
-        let mtu = gauge(
+        let mtu = page.gauge(
             "meshperf_pair_path_mtu_bytes",
             "Path MTU of the last run, bytes: the largest datagram that reached the peer with DF set (path; forth src to dst, back dst to src).",
             &labels,
         );
-        let changes = counter(
+        let changes = page.counter(
             "meshperf_pair_path_changes_total",
             "Runs whose list of responding hops differed from the run before (path; forth src's trace, back dst's): another hop count, or a hop answering from another address.",
             &labels,
@@ -537,34 +524,34 @@ impl State {
     /// The per-node aggregates over the pairs kept: each node as the
     /// driving end (`src`, its row) and the serving end (`dst`, its
     /// column).
-    fn render_nodes(&self, gauge: &dyn Fn(&str, &str, &[&str]) -> GaugeVec) {
+    fn render_nodes(&self, page: &Page) {
         let labels = ["agent", "role", "stat"];
-        let pairs = gauge(
+        let pairs = page.gauge(
             "meshperf_node_pairs",
             "Pairs of the node with series (measured within the staleness window), as src (it drives) or dst (it serves).",
             &["agent", "role"],
         );
-        let failing = gauge(
+        let failing = page.gauge(
             "meshperf_node_pairs_failing",
             "Of those, pairs whose last test failed.",
             &["agent", "role"],
         );
-        let rtt = gauge(
+        let rtt = page.gauge(
             "meshperf_node_rtt_seconds",
             "Median RTT of the node's pairs: the worst (highest) and the median over its peers.",
             &labels,
         );
-        let loss = gauge(
+        let loss = page.gauge(
             "meshperf_node_loss_ratio",
             "Loss ratio of the node's pairs: the worst (highest) and the median over its peers.",
             &labels,
         );
-        let bps = gauge(
+        let bps = page.gauge(
             "meshperf_node_throughput_bits_per_second",
             "Throughput of the node's pairs: the worst (lowest) and the median over its peers.",
             &labels,
         );
-        let worst = gauge(
+        let worst = page.gauge(
             "meshperf_node_worst_peer_info",
             "The node's worst peer: one whose last test failed, else the highest RTT, else the lowest throughput, else the highest loss.",
             &["agent", "role", "peer"],
@@ -572,17 +559,17 @@ impl State {
         let paths = self.pairs.values().any(|p| p.path.is_some());
         let path_gauges = paths.then(|| {
             (
-                gauge(
+                page.gauge(
                     "meshperf_node_path_hops",
                     "Hops to the peer over the node's pairs (path, each pair's src-to-dst trace): the worst (most) and the median over its peers.",
                     &labels,
                 ),
-                gauge(
+                page.gauge(
                     "meshperf_node_path_mtu_bytes",
                     "Path MTU over the node's pairs (path, src to dst), bytes: the worst (lowest) and the median over its peers.",
                     &labels,
                 ),
-                gauge(
+                page.gauge(
                     "meshperf_node_pairs_path_changed",
                     "Of the node's pairs, those whose last run found the route changed either way (path).",
                     &["agent", "role"],
@@ -647,15 +634,67 @@ impl State {
 /// this monitor measures (0 of 1 without --shard). Two monitors with the
 /// same labels, or with different counts, overlap: the rules in
 /// deploy/prometheus/meshperf-rules.yml say so.
-fn shard_info(gauge: &dyn Fn(&str, &str, &[&str]) -> GaugeVec, shard: Option<(u32, u32)>) {
+fn shard_info(page: &Page, shard: Option<(u32, u32)>) {
     let (i, n) = shard.unwrap_or((0, 1));
-    gauge(
+    page.gauge(
         "meshperf_monitor_shard_info",
         "This monitor's shard of the pairs (--shard I/N; 0 of 1 without): monitors of one set share shards and differ in shard.",
         &["shard", "shards"],
     )
     .with_label_values(&[i.to_string().as_str(), n.to_string().as_str()])
     .set(1.0);
+}
+
+/// A page being rendered: the series registered on it, each once.
+struct Page {
+    reg: Registry,
+}
+
+impl Page {
+    fn new() -> Page {
+        Page {
+            reg: Registry::new(),
+        }
+    }
+
+    fn gauge(&self, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+        let g = GaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
+        self.reg
+            .register(Box::new(g.clone()))
+            .expect("registered once");
+        g
+    }
+
+    fn counter(&self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+        self.reg
+            .register(Box::new(c.clone()))
+            .expect("registered once");
+        c
+    }
+
+    /// A gauge without labels, set to `v`.
+    fn scalar(&self, name: &str, help: &str, v: f64) {
+        let g = Gauge::new(name, help).expect("valid metric");
+        g.set(v);
+        self.reg.register(Box::new(g)).expect("registered once");
+    }
+
+    /// A counter without labels, at `v`.
+    fn count(&self, name: &str, help: &str, v: u64) {
+        let c = IntCounter::new(name, help).expect("valid metric");
+        c.inc_by(v);
+        self.reg.register(Box::new(c)).expect("registered once");
+    }
+
+    /// The page in the text format.
+    fn text(&self) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.reg.gather(), &mut out)
+            .expect("text encoding of valid metrics");
+        String::from_utf8(out).expect("the encoder writes UTF-8")
+    }
 }
 
 /// The median of sorted, non-empty `v` (the mean of the middle two of an

@@ -15,7 +15,7 @@
 //! others are measured. A run longer than `--every` delays the next one
 //! (never two at once), and says so on stderr.
 //!
-//! For a fleet (`run::sample`): `--peers K` measures each run's round of a
+//! For a fleet (`ctl::sample`): `--peers K` measures each run's round of a
 //! rotation (K peers per agent) instead of every pair, `--shard I/N` only
 //! the pairs this monitor owns of N, and `--stale` bounds the pairs kept.
 
@@ -23,8 +23,15 @@ pub mod compact;
 pub mod http;
 pub mod metrics;
 
-use crate::run::client::{AgentUrl, Ctl, CtlError};
-use crate::run::{agent_refs, discover, inline, output, rounds};
+use crate::ctl::client::{self, AgentUrl, Ctl, CtlError};
+use crate::ctl::flags::AgentFlags;
+use crate::ctl::plan_flags::PlanFlags;
+use crate::ctl::progress::Progress;
+use crate::ctl::sample::{self, Sampled, Shard};
+use crate::ctl::{
+    agent_refs, first_test_id, hellos, inline, peers_line, rounds, unix_now, with_endpoints,
+};
+use crate::flags::{AllowHost, FlagText, Listen};
 use meshperf_protocol::matrix::Pair;
 use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::result::{RunResult, StepResult};
@@ -33,27 +40,26 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// The light default: short udp_rr between every pair.
 const DEFAULT_SETS: [&str; 2] = ["count=200", "timeout_ms=500"];
 
 #[derive(clap::Args)]
+#[command(
+    flag("agent", |a| a.help(
+        "Agent URL (http://HOST:PORT/#token=T) or dns:NAME[:PORT][#token=T] (every address of NAME, token from --token-file or $MESHPERF_TOKEN); repeatable. Resolved again before every run")),
+    flag("max_resolve", |a| a.help(
+        "Most addresses a dns: name may give: a name with more is refused with its count (in that run's line), never cut to a subset")),
+    flag("token_file", |a| a.help(
+        "Read the token of every --agent given without one (a dns: name, or a URL with no #token=) from this file, e.g. a mounted Kubernetes Secret, instead of $MESHPERF_TOKEN; read once, at start")),
+    flag("listen", |a| a.help("Serve /metrics and /healthz here").default_value("127.0.0.1:9464")),
+    flag("allow_host", |a| a.help(
+        "Another name /metrics and /matrix may be reached by (repeatable), e.g. monitor.example.net; addresses, the host name and, bound to loopback or any, localhost need none")),
+)]
 pub struct MonitorArgs {
-    /// Agent URL (http://HOST:PORT/#token=T) or dns:NAME[:PORT][#token=T]
-    /// (every address of NAME, token from --token-file or $MESHPERF_TOKEN); repeatable.
-    /// Resolved again before every run.
-    #[arg(long, value_name = "URL", required = true)]
-    agent: Vec<String>,
-    /// Most addresses a dns: name may give: a name with more is refused
-    /// with its count (in that run's line), never cut to a subset.
-    #[arg(long, value_name = "N", default_value_t = crate::dns::DEFAULT_MAX_ADDRESSES as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    max_resolve: u32,
-    /// Read the token of every --agent given without one (a dns: name, or
-    /// a URL with no #token=) from this file, e.g. a mounted Kubernetes
-    /// Secret, instead of $MESHPERF_TOKEN; read once, at start.
-    #[arg(long, value_name = "PATH")]
-    token_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    agents: AgentFlags,
     /// --token-file's token, read at start.
     #[arg(skip)]
     token: Option<String>,
@@ -68,21 +74,17 @@ pub struct MonitorArgs {
     /// tenth of --every).
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     jitter: Option<Duration>,
-    /// Serve /metrics and /healthz here.
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9464")]
-    listen: SocketAddr,
-    /// Another name /metrics and /matrix may be reached by (repeatable),
-    /// e.g. monitor.example.net; addresses, the host name and, bound to
-    /// loopback or any, localhost need none.
-    #[arg(long = "allow-host", value_name = "NAME")]
-    allow_host: Vec<String>,
+    #[command(flatten)]
+    listen: Listen,
+    #[command(flatten)]
+    allow_host: AllowHost,
     /// The origin of a page that may read /matrix.json from a browser
     /// (CORS), e.g. https://meshperf.example.net (repeatable; * for any):
     /// the last run's agents, --web and pages on loopback need none.
     #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = origin_arg)]
     allow_origin: Vec<String>,
     #[command(flatten)]
-    plan: crate::run::plan_flags::PlanFlags,
+    plan: PlanFlags,
     /// One pair at a time (links that share a bottleneck).
     #[arg(long)]
     serial: bool,
@@ -93,15 +95,15 @@ pub struct MonitorArgs {
     /// For a fleet: each run, every agent measures K peers instead of every
     /// other, rotating so that any ceil((N-1)/K) consecutive runs measure
     /// every ordered pair (K of N-1 or more: the full mesh, said once).
-    #[arg(long, value_name = "K", value_parser = crate::run::sample::peers_arg)]
+    #[arg(long, value_name = "K", value_parser = sample::peers_arg)]
     peers: Option<usize>,
     /// This monitor's share of the pairs, shard I of N (0 to N-1), e.g.
     /// 0/2; ordinal/N takes I from the host name's -NUMBER suffix (a
     /// StatefulSet's pod). The N monitors of a set, each given the same N,
     /// split the ordered pairs by a stable hash of their agents' names:
     /// together every pair, each once; /metrics says the shard.
-    #[arg(long, value_name = "I/N", env = "MESHPERF_SHARD", value_parser = crate::run::sample::shard_arg)]
-    shard: Option<crate::run::sample::Shard>,
+    #[arg(long, value_name = "I/N", env = "MESHPERF_SHARD", value_parser = sample::shard_arg)]
+    shard: Option<Shard>,
     /// Per-pair series only for pairs measured within this window, e.g.
     /// 15m (default: twice --every); the per-node aggregates cover the
     /// same pairs.
@@ -141,12 +143,6 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
 fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
     eprintln!("meshperf monitor: {msg}");
     Ok(ExitCode::from(2))
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn random_below(max: Duration) -> Duration {
@@ -283,15 +279,11 @@ fn checked(a: &mut MonitorArgs) -> Result<(Plan, Step, Duration), String> {
         ));
     }
     a.stale = Some(stale);
-    if let Some(path) = &a.token_file {
-        a.token = Some(crate::token_file::read(path, "meshperf monitor")?);
-    }
+    a.token = a.agents.token("meshperf monitor")?;
     // Bad agent arguments (syntax, a missing token) are usage errors now;
     // a name with no addresses is only reported, run by run.
-    for arg in &a.agent {
-        if let Err(CtlError::Usage(m)) =
-            discover::agents_within(arg, a.token.as_deref(), a.max_resolve as usize)
-        {
+    for (_, found) in a.agents.resolve(a.token.as_deref()) {
+        if let Err(CtlError::Usage(m)) = found {
             return Err(m);
         }
     }
@@ -303,9 +295,10 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
         Ok(x) => x,
         Err(e) => return usage(e),
     };
-    let listener = match TcpListener::bind(a.listen) {
+    let at = a.listen.listen;
+    let listener = match TcpListener::bind(at) {
         Ok(l) => l,
-        Err(e) => return usage(format!("--listen {}: {e}", a.listen)),
+        Err(e) => return usage(format!("--listen {at}: {e}")),
     };
     let stop = Arc::new(AtomicBool::new(false));
     for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -326,7 +319,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
     http::spawn(
         listener,
         "meshperf monitor",
-        crate::serve::own_names(bound.ip(), &a.allow_host),
+        a.allow_host.names(bound.ip()),
         move || page.get(),
         Some(last_matrix.clone()),
     );
@@ -338,9 +331,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
         bound,
     );
 
-    let mut seed = [0u8; 4];
-    getrandom::fill(&mut seed).expect("the OS random source works");
-    let mut next_id = u32::from_le_bytes(seed);
+    let mut next_id = first_test_id();
     let mut slot = Instant::now();
     let mut due = slot + random_below(jitter);
     let mut done = 0u64;
@@ -370,7 +361,7 @@ pub fn run(mut a: MonitorArgs) -> anyhow::Result<ExitCode> {
                     .filter(|_| !said_full && n >= 2 && sampled.rotation == 1)
                 {
                     said_full = true;
-                    said.push(crate::run::peers_line(k, n, round, 1));
+                    said.push(peers_line(k, n, round, 1));
                 }
                 state.peers = sampled.peers;
                 state.rotation = sampled.rotation;
@@ -468,7 +459,7 @@ fn latest(
     steps: &str,
     kept: Vec<StepResult>,
 ) -> (String, http::Link, String) {
-    crate::run::with_endpoints(&mut hellos, urls);
+    with_endpoints(&mut hellos, urls);
     let mut doc = RunResult::new(plan.clone(), hellos, unix_now());
     let head = serde_json::to_string(&doc).unwrap_or_default();
     // `steps` is the last field written (samples_replaced, after it, is
@@ -503,10 +494,10 @@ fn run_once(
     next_id: &mut u32,
     first: bool,
     round: u64,
-) -> Result<(Collected, crate::run::sample::Sampled), RunError> {
+) -> Result<(Collected, Sampled), RunError> {
     let mut urls: Vec<AgentUrl> = Vec::new();
-    for arg in &a.agent {
-        match discover::agents_within(arg, a.token.as_deref(), a.max_resolve as usize) {
+    for (arg, found) in a.agents.resolve(a.token.as_deref()) {
+        match found {
             Ok(u) => urls.extend(u.into_iter().filter(|u| !is_self(arg, u, a.own))),
             Err(CtlError::Usage(m) | CtlError::Auth(m) | CtlError::Io(m)) => {
                 return Err(RunError::Resolve(m))
@@ -521,8 +512,7 @@ fn run_once(
     // round of the --peers rotation, of this --shard's pairs; pairs an
     // agent refuses as busy (another controller) tried again later.
     let names: Vec<String> = urls.iter().map(AgentUrl::hostport).collect();
-    let (schedule, sampled) =
-        crate::run::sample::schedule(&names, a.peers, round, a.shard, a.serial);
+    let (schedule, sampled) = sample::schedule(&names, a.peers, round, a.shard, a.serial);
     let least = least_run_time(step, schedule.planned_rounds());
     if least >= a.every.as_secs_f64() {
         let m = format!(
@@ -539,7 +529,7 @@ fn run_once(
     let mut ctls = Vec::with_capacity(n);
     let mut gone = Vec::with_capacity(n);
     for u in &urls {
-        match Ctl::connect_reading(u, crate::run::client::LEAN_READ_CHUNK) {
+        match Ctl::connect_reading(u, client::LEAN_READ_CHUNK) {
             Ok(c) => {
                 ctls.push(Some(c));
                 gone.push(None);
@@ -564,16 +554,10 @@ fn run_once(
         })
         .collect();
     let refs = agent_refs(&urls, &ctls);
-    let hellos: Vec<serde_json::Value> = ctls
-        .iter()
-        .map(|c| {
-            c.as_ref()
-                .map_or(serde_json::Value::Null, |c| c.hello.clone())
-        })
-        .collect();
+    let hellos = hellos(&ctls);
     let mut agents = rounds::Agents { ctls, refs, gone };
     let total = schedule.pairs();
-    let mut out = output::Output::new(true, None, plan, total);
+    let mut out = Progress::new(total);
     let mut figures = Vec::with_capacity(total);
     let mut steps = String::new();
     let mut kept = Vec::new();

@@ -14,26 +14,24 @@
 //! or SIGTERM: what was measured is still printed, written and linked; see
 //! [`interrupt`]).
 
-pub(crate) mod client;
 mod cpu_out;
-pub(crate) mod discover;
 mod gate;
-pub(crate) mod inline;
 pub(crate) mod interrupt;
 pub(crate) mod json_stream;
 mod lul_out;
 mod matrix_out;
 pub(crate) mod output;
 mod path_out;
-pub mod pin;
-pub(crate) mod plan_flags;
 mod rate_out;
-pub(crate) mod rounds;
-pub(crate) mod sample;
 mod seed_out;
 mod seedtext;
 
-use client::{AgentUrl, Ctl, CtlError};
+use crate::ctl::client::{AgentUrl, Ctl, CtlError};
+use crate::ctl::flags::AgentFlags;
+use crate::ctl::plan_flags::PlanFlags;
+use crate::ctl::{
+    agent_refs, first_test_id, hellos, peers_line, rounds, sample, unix_now, with_endpoints,
+};
 use meshperf_protocol::driver::{check_step, AgentRef};
 use meshperf_protocol::matrix::{self, Metric, Pair};
 use meshperf_protocol::plan::Plan;
@@ -42,27 +40,12 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("what").args(["plan", "preset", "kind"]).required(true).multiple(true)))]
 pub struct RunArgs {
-    /// Agent URL as the agent printed it (http://HOST:PORT/#token=T, or
-    /// https://HOST:PORT/#token=T&fp=HEX with TLS: the certificate is pinned), or
-    /// dns:NAME[:PORT][#token=T] for an agent at every address of NAME (port
-    /// 7800 and --token-file's or $MESHPERF_TOKEN's token by default). The first serves, the second
-    /// drives; one agent plays both ends; with --matrix, any number.
-    #[arg(long, value_name = "URL", required = true)]
-    agent: Vec<String>,
-    /// Most addresses a dns: name may give: a name with more is refused
-    /// with its count, never cut to a subset.
-    #[arg(long, value_name = "N", default_value_t = crate::dns::DEFAULT_MAX_ADDRESSES as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    max_resolve: u32,
-    /// Read the token of every --agent given without one (a dns: name, or
-    /// a URL with no #token=) from this file, e.g. a mounted Kubernetes
-    /// Secret, instead of $MESHPERF_TOKEN; one trailing newline is dropped.
-    #[arg(long, value_name = "PATH")]
-    token_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    agents: AgentFlags,
     /// Run the step between every ordered pair of the agents given (three
     /// or more, or two for both directions) and print the matrix: rows
     /// drive, columns serve. Pairs with no agent in common run at once.
@@ -89,7 +72,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME", requires = "matrix")]
     metric: Option<String>,
     #[command(flatten)]
-    plan: plan_flags::PlanFlags,
+    plan: PlanFlags,
     /// Send this file's bytes in a tcp_stream (the Perl seed's --file): a
     /// file name in the sending agent's --payload-dir, which that agent
     /// reads into memory once before the test; --set payload_file=NAME.
@@ -242,117 +225,133 @@ struct Outcome {
     partial: Option<usize>,
 }
 
-/// A matrix's agents as the page writes them: each `hello` with the
-/// `endpoint` (HOST:PORT) it was reached at, by which two matrices' agents
-/// are matched (two agents on one host share every other field); an agent
-/// that could not be reached stays `null`.
-pub(crate) fn with_endpoints(hellos: &mut [serde_json::Value], urls: &[AgentUrl]) {
-    for (h, u) in hellos.iter_mut().zip(urls) {
-        if let Some(o) = h.as_object_mut() {
-            o.insert("endpoint".into(), u.hostport().into());
-        }
-    }
+/// A run under way: its result so far, its output, how its steps went.
+struct Ran {
+    result: RunResult,
+    out: output::Output,
+    outcome: Outcome,
+    /// Steps (or pairs) planned.
+    total: usize,
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let Asked {
-        plan,
-        hist,
-        steps,
-        metric,
-        urls,
-        expects,
-    } = match asked(&a) {
+    let asked = match asked(&a) {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
-    let (ctls, gone) = match connect(&urls, a.matrix) {
+    let (ctls, gone) = match connect(&asked.urls, a.matrix) {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
     let stop = Arc::new(AtomicBool::new(false));
     interrupt::install(&stop)?;
-    let created = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    let mut hellos: Vec<serde_json::Value> = ctls
-        .iter()
-        .map(|c| {
-            c.as_ref()
-                .map_or(serde_json::Value::Null, |c| c.hello.clone())
-        })
-        .collect();
-    if a.matrix {
-        with_endpoints(&mut hellos, &urls);
-    }
-    let mut result = RunResult::new(plan.clone(), hellos, created);
     let doc_on_stdout = match doc_on_stdout(&a) {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
-    let refs = agent_refs(&urls, &ctls);
+    let refs = agent_refs(&asked.urls, &ctls);
+    let agents = rounds::Agents { ctls, refs, gone };
+    let ran = if a.matrix {
+        matrix_mode(&a, &asked, agents, &stop, doc_on_stdout)?
+    } else {
+        steps_mode(&a, &asked, agents, &stop, doc_on_stdout)?
+    };
+    match ran {
+        Ok(ran) => ended(&a, &asked, ran, &stop, doc_on_stdout),
+        Err(code) => Ok(code),
+    }
+}
+
+/// `--matrix`: the one step between every pair (or this round's sample of
+/// them, `--peers`), a cell printed per pair and the table at the end; a
+/// limit any pair breaks is the usage error's code.
+fn matrix_mode(
+    a: &RunArgs,
+    asked: &Asked,
+    mut agents: rounds::Agents,
+    stop: &AtomicBool,
+    doc_on_stdout: bool,
+) -> anyhow::Result<Result<Ran, ExitCode>> {
+    let (plan, step, urls) = (&asked.plan, &asked.steps[0], &asked.urls);
+    let mut hellos = hellos(&agents.ctls);
+    with_endpoints(&mut hellos, urls);
+    let mut result = RunResult::new(plan.clone(), hellos, unix_now());
     let n = urls.len();
-    let both_ways = a.matrix && matrix::both_ways(plan.kind, &steps[0].params);
+    let both_ways = matrix::both_ways(plan.kind, &step.params);
     let names: Vec<String> = urls.iter().map(AgentUrl::hostport).collect();
-    let (sampled_schedule, sampled) = sample::schedule(
-        &names,
-        a.peers.filter(|_| a.matrix),
-        a.round,
-        None,
-        a.serial,
-    );
+    let (sampled_schedule, sampled) = sample::schedule(&names, a.peers, a.round, None, a.serial);
     let schedule = if both_ways {
         matrix::Schedule::new(n, a.serial, both_ways)
     } else {
         sampled_schedule
     };
-    let checked = match checked_pairs(&a, &plan, &steps, &refs, &ctls, both_ways) {
-        Ok(x) => x,
-        Err(code) => return Ok(code),
-    };
-    let total = if a.matrix {
-        schedule.pairs()
-    } else {
-        steps.len()
-    };
-    if a.matrix {
-        announce_matrix(&a, &plan, &schedule, &refs, both_ways, total);
-        if let Some(k) = a.peers {
-            eprintln!("{}", peers_line(k, n, a.round, sampled.rotation));
-        }
+    if let Err(code) = checked_pairs(a, plan, &asked.steps, &agents.refs, &agents.ctls, both_ways) {
+        return Ok(Err(code));
     }
-    let mut out = output::Output::new(a.quiet || a.matrix, hist, &plan, total);
-    out.interval_s = a.interval;
-    out.to_stderr = doc_on_stdout;
-    out.say_interrupt = true;
-    if let Some(path) = &a.json_stream {
-        let every = a.interval.unwrap_or(json_stream::DEFAULT_INTERVAL_S);
-        let mut js = json_stream::JsonStream::open(path, every, &result, total)?;
-        js.matrix = a.matrix;
-        out.json_stream = Some(js);
+    let total = schedule.pairs();
+    announce_matrix(a, plan, &schedule, &agents.refs, both_ways, total);
+    if let Some(k) = a.peers {
+        eprintln!("{}", peers_line(k, n, a.round, sampled.rotation));
     }
-    let mut agents = rounds::Agents { ctls, refs, gone };
-    let outcome = if a.matrix {
-        run_matrix(
-            &mut agents,
-            &steps[0],
-            schedule,
-            &stop,
-            &mut out,
-            &mut result,
-            metric,
-        )
-    } else {
-        run_pairs(&mut agents, &steps, &checked, &stop, &mut out, &mut result)
-    };
+    let mut out = output(a, asked, &result, total, doc_on_stdout)?;
+    let outcome = run_matrix(
+        &mut agents,
+        step,
+        schedule,
+        stop,
+        &mut out,
+        &mut result,
+        asked.metric,
+    );
     out.finish();
-    if a.matrix {
-        let mut text = out.text();
-        for l in matrix_out::table(&result, &agents.refs, metric) {
-            let _ = writeln!(text, "{l}");
-        }
-    } else if !a.quiet {
+    let mut text = out.text();
+    for l in matrix_out::table(&result, &agents.refs, asked.metric) {
+        let _ = writeln!(text, "{l}");
+    }
+    drop(text);
+    Ok(Ok(Ran {
+        result,
+        out,
+        outcome,
+        total,
+    }))
+}
+
+/// Between one or two agents: the plan's steps one after the other, each
+/// step's text as it ends, the fits and totals at the end; a limit a step
+/// breaks is the usage error's code.
+fn steps_mode(
+    a: &RunArgs,
+    asked: &Asked,
+    mut agents: rounds::Agents,
+    stop: &AtomicBool,
+    doc_on_stdout: bool,
+) -> anyhow::Result<Result<Ran, ExitCode>> {
+    let hellos = hellos(&agents.ctls);
+    let mut result = RunResult::new(asked.plan.clone(), hellos, unix_now());
+    let checked = match checked_pairs(
+        a,
+        &asked.plan,
+        &asked.steps,
+        &agents.refs,
+        &agents.ctls,
+        false,
+    ) {
+        Ok(x) => x,
+        Err(code) => return Ok(Err(code)),
+    };
+    let total = asked.steps.len();
+    let mut out = output(a, asked, &result, total, doc_on_stdout)?;
+    let outcome = run_pairs(
+        &mut agents,
+        &asked.steps,
+        &checked,
+        stop,
+        &mut out,
+        &mut result,
+    );
+    out.finish();
+    if !a.quiet {
         let mut text = out.text();
         for l in output::fits(&result)
             .into_iter()
@@ -361,12 +360,60 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             let _ = writeln!(text, "{l}");
         }
     }
+    Ok(Ok(Ran {
+        result,
+        out,
+        outcome,
+        total,
+    }))
+}
+
+/// The run's output: text (a matrix's cells, or each step's text unless
+/// --quiet), progress, and the --json-stream lines.
+fn output(
+    a: &RunArgs,
+    asked: &Asked,
+    result: &RunResult,
+    total: usize,
+    doc_on_stdout: bool,
+) -> anyhow::Result<output::Output> {
+    let mut out = output::Output::new(a.quiet || a.matrix, asked.hist, &asked.plan, total);
+    out.interval_s = a.interval;
+    out.to_stderr = doc_on_stdout;
+    out.say_interrupt = true;
+    if let Some(path) = &a.json_stream {
+        let every = a.interval.unwrap_or(json_stream::DEFAULT_INTERVAL_S);
+        let mut js = json_stream::JsonStream::open(path, every, result, total)?;
+        js.matrix = a.matrix;
+        out.json_stream = Some(js);
+    }
+    Ok(out)
+}
+
+/// What every run ends with: what Ctrl-C left, the documents, the
+/// expectations and the JUnit report, the permalink, the --json-stream's
+/// end line; the exit status.
+fn ended(
+    a: &RunArgs,
+    asked: &Asked,
+    ran: Ran,
+    stop: &AtomicBool,
+    doc_on_stdout: bool,
+) -> anyhow::Result<ExitCode> {
+    let Ran {
+        result,
+        mut out,
+        outcome,
+        total,
+    } = ran;
+    let urls = &asked.urls;
+    let names: Vec<String> = urls.iter().map(AgentUrl::hostport).collect();
     let stopped = stop.load(Ordering::Relaxed);
     if stopped {
-        say_interrupted(&a, &result, total, &outcome);
+        say_interrupted(a, &result, total, &outcome);
     }
-    write_documents(&a, &result)?;
-    let checked = gate::check(&expects, &result);
+    write_documents(a, &result)?;
+    let checked = gate::check(&asked.expects, &result);
     for l in gate::lines(&checked, &result, &names) {
         eprintln!("meshperf run: {l}");
     }
@@ -408,7 +455,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 /// The plan, its steps, the histogram, the matrix metric and the agents'
 /// URLs from the flags (dns: names resolved), or the usage error's code.
 fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
-    if a.agent.len() > 2 && !a.matrix {
+    if a.agents.agent.len() > 2 && !a.matrix {
         return Err(usage_code(
             "give one or two --agent URLs, or --matrix to measure between every pair of more",
         ));
@@ -443,13 +490,10 @@ fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
             usage_code(format!("--metric {m:?}: known: {}", known.join(", ")))
         })?,
     };
-    let token = match &a.token_file {
-        Some(path) => Some(crate::token_file::read(path, "meshperf run").map_err(usage_code)?),
-        None => None,
-    };
+    let token = a.agents.token("meshperf run").map_err(usage_code)?;
     let mut urls: Vec<AgentUrl> = Vec::new();
-    for arg in &a.agent {
-        match discover::agents_within(arg, token.as_deref(), a.max_resolve as usize) {
+    for (_, found) in a.agents.resolve(token.as_deref()) {
+        match found {
             Ok(u) => urls.extend(u),
             Err(CtlError::Usage(m)) | Err(CtlError::Auth(m)) => return Err(usage_code(m)),
             Err(CtlError::Io(m)) => {
@@ -583,19 +627,6 @@ fn checked_pairs(
     Ok(checked)
 }
 
-/// What `--peers K` does over `n` agents, said once: the round of the
-/// rotation and how many measure every pair, or that K is the full mesh.
-pub(crate) fn peers_line(k: usize, n: usize, round: u64, rotation: u64) -> String {
-    let others = n.saturating_sub(1);
-    if k >= others {
-        format!("--peers {k} with {n} agents: each measures all {others} others, the full mesh")
-    } else {
-        format!(
-            "--peers {k}: each of {n} agents measures {k} of its {others} peers, round {round} of a rotation that measures every ordered pair within {rotation} rounds"
-        )
-    }
-}
-
 /// The matrix's first lines on stderr: its size, rounds and binding limits.
 fn announce_matrix(
     a: &RunArgs,
@@ -625,15 +656,6 @@ fn announce_matrix(
     for l in matrix::strictest(refs) {
         eprintln!("meshperf run: the strictest limit binds: {l}");
     }
-}
-
-/// A random first test id, as the page's: two controllers started in the
-/// same second took the same ids, and an agent refused the second as a
-/// duplicate.
-fn first_test_id() -> u32 {
-    let mut seed = [0u8; 4];
-    getrandom::fill(&mut seed).expect("the OS random source works");
-    u32::from_le_bytes(seed)
 }
 
 /// `--matrix`: the one step between every pair, a cell printed per pair.
@@ -809,29 +831,4 @@ fn print_permalink(web: &str, result: &RunResult, to_stderr: bool) {
         }
         Err(e) => eprintln!("meshperf run: no permalink: {e}"),
     }
-}
-
-/// How the step driver names and reaches each agent (a lost agent keeps
-/// its place, with no addresses or limits).
-pub(crate) fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
-    urls.iter()
-        .zip(ctls)
-        .map(|(u, c)| {
-            let hello = c.as_ref().map(|c| &c.hello);
-            AgentRef {
-                label: format!("agent {}", u.hostport()),
-                host: u.host.clone(),
-                addresses: hello
-                    .and_then(|h| serde_json::from_value(h["addresses"].clone()).ok())
-                    .unwrap_or_default(),
-                limits: hello.and_then(|h| serde_json::from_value(h["limits"].clone()).ok()),
-                capabilities: hello
-                    .and_then(|h| serde_json::from_value(h["capabilities"].clone()).ok()),
-                instance: hello
-                    .and_then(|h| h["instance"].as_str())
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string),
-            }
-        })
-        .collect()
 }

@@ -3,23 +3,23 @@
 //! (a bar on a terminal, plain lines otherwise), and the CSV export.
 
 use super::seedtext;
+use crate::ctl::progress::Progress;
+use crate::ctl::rounds::Watch;
+use meshperf_protocol::driver::StepRun;
 use meshperf_protocol::export::scalars;
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::msg::Role;
 use meshperf_protocol::params::Kind;
-use meshperf_protocol::plan::Plan;
+use meshperf_protocol::plan::{Plan, Step};
 use meshperf_protocol::result::{primary_role, RunResult, StepResult};
 use meshperf_stats::hist::{Histogram, Upper};
 use serde_json::Value;
-use std::io::{IsTerminal, Write};
-use std::time::Instant;
+use std::io::Write;
 
 pub struct Output {
     quiet: bool,
-    tty: bool,
-    total: usize,
-    done: usize,
-    last_plain: Instant,
+    /// The bar or lines on stderr, and how many steps have ended.
+    progress: Progress,
     sweep: bool,
     repeat: u32,
     /// The headline figure of each repetition of the current point.
@@ -53,7 +53,6 @@ pub struct HistOpts {
 
 impl Output {
     pub fn new(quiet: bool, hist: Option<HistOpts>, plan: &Plan, total: usize) -> Self {
-        let tty = std::io::stderr().is_terminal();
         if !quiet {
             let name = plan.name.as_deref().unwrap_or(plan.kind.name());
             eprintln!(
@@ -63,10 +62,7 @@ impl Output {
         }
         Output {
             quiet,
-            tty,
-            total,
-            done: 0,
-            last_plain: Instant::now(),
+            progress: Progress::new(total),
             sweep: !plan.sweep.is_empty() || plan.repeat > 1,
             repeat: plan.repeat,
             reps: Vec::new(),
@@ -80,39 +76,9 @@ impl Output {
         }
     }
 
-    /// A `progress` event of the running step.
-    /// The running step is `f` done (0 to 1).
-    pub fn progress(&mut self, f: f64) {
-        let overall = (self.done as f64 + f) / self.total.max(1) as f64;
-        if self.tty {
-            let w = 30;
-            let fill = (overall * w as f64).round() as usize;
-            eprint!(
-                "\r[{}{}] {:5.1}%  step {}/{}",
-                "#".repeat(fill.min(w)),
-                " ".repeat(w - fill.min(w)),
-                overall * 100.0,
-                self.done + 1,
-                self.total
-            );
-            let _ = std::io::stderr().flush();
-        } else if self.last_plain.elapsed().as_secs() >= 2 {
-            self.last_plain = Instant::now();
-            eprintln!(
-                "progress: step {}/{} {:.0}%",
-                self.done + 1,
-                self.total,
-                f * 100.0
-            );
-        }
-    }
-
     /// A finished step: its text on stdout.
     pub fn step(&mut self, s: &StepResult) {
-        self.done += 1;
-        if self.tty {
-            eprint!("\r{}\r", " ".repeat(60));
-        }
+        self.progress.step_done();
         for n in notes(s) {
             eprintln!("meshperf run: {n}");
         }
@@ -251,18 +217,15 @@ impl Output {
 
     /// One more step has ended (clears a progress bar).
     pub fn step_done(&mut self) {
-        self.done += 1;
-        if self.tty {
-            eprint!("\r{}\r", " ".repeat(60));
-        }
+        self.progress.step_done();
     }
 
     pub fn done(&self) -> usize {
-        self.done
+        self.progress.done()
     }
 
     pub fn total(&self) -> usize {
-        self.total
+        self.progress.total()
     }
 
     /// Where the step text goes: stdout, or stderr (see `to_stderr`).
@@ -275,8 +238,36 @@ impl Output {
     }
 
     pub fn finish(&mut self) {
-        if self.tty {
-            eprint!("\r{}\r", " ".repeat(60));
+        self.progress.finish();
+    }
+}
+
+/// The rounds as `meshperf run` shows them: the progress bar, the
+/// `--json-stream` lines, and where Ctrl-C stopped the run.
+impl Watch for Output {
+    fn progress(&mut self, fraction: f64) {
+        self.progress.progress(fraction);
+    }
+
+    fn samples(&mut self, run: &StepRun) {
+        if let Some(js) = self.json_stream.as_mut() {
+            js.samples(run);
+        }
+    }
+
+    fn step_ended(&mut self, test_id: u32, result: &StepResult) {
+        if let Some(js) = self.json_stream.as_mut() {
+            js.step_ended(test_id, result);
+        }
+    }
+
+    fn interrupted(&mut self, running: &[(&Step, f64)]) {
+        if self.say_interrupt {
+            self.finish();
+            eprintln!(
+                "{}",
+                super::interrupt::where_it_stood(self.done(), self.total(), running)
+            );
         }
     }
 }

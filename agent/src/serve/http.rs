@@ -2,6 +2,7 @@
 //! table built at compile time (see `build.rs`); there is no file system
 //! access, so no path can escape it.
 
+use crate::endpoint::simple;
 use std::io::Read;
 
 /// One embedded file, stored gzip-compressed.
@@ -75,16 +76,6 @@ pub fn respond(method: &str, path: &str, accepts_gzip: bool) -> Vec<u8> {
         out.extend_from_slice(&body);
     }
     out
-}
-
-/// A plain-text response with a status line.
-pub fn simple(code: u16, reason: &str, body: &str) -> Vec<u8> {
-    format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
-         X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
 }
 
 #[cfg(test)]

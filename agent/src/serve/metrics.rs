@@ -14,9 +14,6 @@
 
 use meshperf_protocol::msg::{ErrorCode, Role};
 
-/// The content type of a metrics page (Prometheus text format 0.0.4), the
-/// agent's and the monitor's.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 use meshperf_protocol::params::Kind;
 use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
 

@@ -9,8 +9,8 @@
 //! * [`control`]: the control sessions (auth through [`auth`], requests,
 //!   replies, the tests this agent runs or serves).
 //! * [`metrics`]: the agent's own counters, on `--metrics ADDR:PORT`,
-//!   served by [`endpoint`]: the small hardened HTTP server the monitor's
-//!   `/metrics` uses too.
+//!   served by [`crate::endpoint`]: the small hardened HTTP server the
+//!   monitor's `/metrics` uses too.
 //! * [`quiet`]: what a flood would write to the record line by line, put
 //!   there once a second instead.
 //!
@@ -19,7 +19,6 @@
 
 pub mod auth;
 pub mod control;
-pub mod endpoint;
 pub mod http;
 pub mod metrics;
 pub mod quiet;
@@ -27,6 +26,8 @@ pub mod replay;
 pub mod server;
 pub mod tls;
 
+use crate::endpoint;
+use crate::flags::{AllowHost, FlagText, Listen, MaxResolve, TokenFile};
 use crate::sysinfo;
 use anyhow::{bail, Context};
 use control::Agent;
@@ -39,26 +40,26 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(clap::Args)]
+#[command(
+    flag("token_file", |a| a
+        .help("Read the control token from this file instead (e.g. a mounted Kubernetes Secret); one trailing newline is dropped")
+        .conflicts_with("token")),
+    flag("max_resolve", |a| a.help(
+        "Most addresses the page's `dns:` lookups through this agent may give; a name with more is refused with its count (a sampled fleet needs no more than it measures)")),
+)]
 pub struct AgentArgs {
-    /// Address and port to serve the web app and control WebSocket on.
-    #[arg(long, default_value = "127.0.0.1:7800", value_name = "ADDR:PORT")]
-    listen: SocketAddr,
+    #[command(flatten)]
+    listen: Listen,
     /// Control token (default: $MESHPERF_TOKEN, else 128 random bits).
     #[arg(long, value_name = "T")]
     token: Option<String>,
-    /// Read the control token from this file instead (e.g. a mounted
-    /// Kubernetes Secret); one trailing newline is dropped.
-    #[arg(long, value_name = "PATH", conflicts_with = "token")]
-    token_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    token_file: TokenFile,
     /// Another web origin allowed to drive this agent (repeatable), e.g. http://127.0.0.1:7800.
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
-    /// Another name the control WebSocket (and --metrics) may be reached by
-    /// (repeatable), e.g. node1.example.net; the listen address, the host
-    /// name and, bound to loopback or any, localhost and the interface
-    /// addresses need none.
-    #[arg(long = "allow-host", value_name = "NAME")]
-    allow_host: Vec<String>,
+    #[command(flatten)]
+    allow_host: AllowHost,
     /// Most connections held at once (web app, WebSocket, control sessions).
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..=65536))]
     max_connections: u32,
@@ -85,11 +86,8 @@ pub struct AgentArgs {
     /// each is a descriptor on both agents, within their RLIMIT_NOFILE.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_flows, value_parser = clap::value_parser!(u32).range(1..=65536))]
     max_flows: u32,
-    /// Most addresses the page's `dns:` lookups through this agent may
-    /// give; a name with more is refused with its count (a sampled fleet
-    /// needs no more than it measures).
-    #[arg(long, value_name = "N", default_value_t = crate::dns::DEFAULT_MAX_ADDRESSES as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    max_resolve: u32,
+    #[command(flatten)]
+    max_resolve: MaxResolve,
     /// Highest UDP burst rate, in bits per second of payload (suffixes k, M,
     /// G: powers of 1000); a udp_stream asking for more is refused.
     #[arg(long, value_name = "BITS", value_parser = rate_arg)]
@@ -196,23 +194,6 @@ fn random_token() -> String {
 /// Tokens shorter than this are refused unless the agent listens on loopback.
 const MIN_TOKEN: usize = 16;
 
-/// What the `Host` of a WebSocket upgrade may name (see `server::Guard`).
-pub(crate) fn own_names(listen: IpAddr, extra: &[String]) -> Vec<String> {
-    let mut names = vec![listen.to_string(), sysinfo::hostname()];
-    if listen.is_loopback() || listen.is_unspecified() {
-        names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
-    }
-    if listen.is_unspecified() {
-        names.extend(
-            sysinfo::addresses()
-                .into_iter()
-                .map(|(_, ip)| ip.to_string()),
-        );
-    }
-    names.extend(extra.iter().cloned());
-    names.iter().map(|n| server::host_key(n)).collect()
-}
-
 /// The address the ready URL shows for an agent bound to any address: the
 /// first non-loopback IPv4 one, else 127.0.0.1; `None` when bound to one.
 fn shown_ip(bound: IpAddr) -> Option<IpAddr> {
@@ -250,7 +231,7 @@ fn ready_url(host: SocketAddr, token: Option<&str>, fp: Option<&str>, source: &s
 /// token the agent made: a given one is the operator's secret, and stdout is
 /// often a log others read, e.g. `kubectl logs`). A weak token is refused.
 fn token_of(a: &AgentArgs) -> anyhow::Result<(String, bool, String)> {
-    let (given, source) = match &a.token_file {
+    let (given, source) = match &a.token_file.token_file {
         Some(path) => (
             Some(crate::token_file::read(path, "meshperf agent").map_err(anyhow::Error::msg)?),
             format!("the token is in {}", path.display()),
@@ -279,8 +260,8 @@ fn token_of(a: &AgentArgs) -> anyhow::Result<(String, bool, String)> {
                 auth::MAX_TOKEN_BYTES
             )
         }
-        Some(t) if t.len() < MIN_TOKEN && !a.listen.ip().is_loopback() => {
-            bail!("the token must be at least {MIN_TOKEN} characters when the agent listens beyond loopback ({}); leave --token, --token-file and MESHPERF_TOKEN unset for a random one", a.listen.ip())
+        Some(t) if t.len() < MIN_TOKEN && !a.listen.listen.ip().is_loopback() => {
+            bail!("the token must be at least {MIN_TOKEN} characters when the agent listens beyond loopback ({}); leave --token, --token-file and MESHPERF_TOKEN unset for a random one", a.listen.listen.ip())
         }
         Some(t)
             if !t
@@ -303,7 +284,7 @@ fn token_of(a: &AgentArgs) -> anyhow::Result<(String, bool, String)> {
 /// The agent's own `--metrics` endpoint (/metrics, /healthz) on its thread.
 fn spawn_metrics(
     at: SocketAddr,
-    allow_host: &[String],
+    allow_host: &AllowHost,
     counters: std::sync::Arc<metrics::Counters>,
 ) -> anyhow::Result<()> {
     let l = std::net::TcpListener::bind(at)
@@ -313,23 +294,11 @@ fn spawn_metrics(
     endpoint::spawn(
         l,
         "meshperf agent",
-        own_names(bound.ip(), allow_host),
+        allow_host.names(bound.ip()),
         endpoint::Limits::default(),
         move |r: &endpoint::Request| {
-            if let Some(refused) = endpoint::method_refused(r.method) {
-                return refused;
-            }
-            match r.path.split('?').next() {
-                Some("/metrics") => {
-                    endpoint::ok(r.method, metrics::CONTENT_TYPE, &counters.render())
-                }
-                Some("/healthz") => http::simple(200, "OK", "ok\n"),
-                _ => http::simple(
-                    404,
-                    "Not Found",
-                    "not found: this is meshperf agent's --metrics (/metrics, /healthz)\n",
-                ),
-            }
+            let page = || std::sync::Arc::new(counters.render());
+            endpoint::answer::metrics_page(r, page, "meshperf agent's --metrics", "", |_, _| None)
         },
     );
     Ok(())
@@ -346,7 +315,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             bail!("--allow-origin {o}: give an origin like http://host:port (scheme, host, port; no path)");
         }
     }
-    let listener = server::bind(a.listen)?;
+    let listener = server::bind(a.listen.listen)?;
     let local_ip = listener
         .local_addr()
         .context("reading the bound address")?
@@ -354,7 +323,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     let tls = match (&a.tls_cert, &a.tls_key) {
         (Some(cert), Some(key)) => Some(tls::from_pem(cert, key)?),
         _ if a.tls_self_signed => {
-            let mut names = own_names(local_ip, &a.allow_host);
+            let mut names = a.allow_host.names(local_ip);
             names.extend(shown_ip(local_ip).map(|ip| ip.to_string()));
             // A certificate names hosts in ASCII (IDNs as punycode).
             names.retain(|n| n.is_ascii() && !n.is_empty());
@@ -394,7 +363,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     };
     let mut agent = Agent::new(token.clone(), info, local.ip(), tx, waker);
     agent.data_ports = a.data_ports;
-    agent.max_resolve = a.max_resolve as usize;
+    agent.max_resolve = a.max_resolve.get();
     if let Some(dir) = &a.payload_dir {
         if !dir.is_dir() {
             anyhow::bail!("--payload-dir {}: not a directory", dir.display());
@@ -424,7 +393,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         max_per_source: a.max_per_source as usize,
         head_timeout: Duration::from_secs_f64(a.head_timeout),
         auth_timeout: Duration::from_secs_f64(a.auth_timeout),
-        hosts: own_names(local.ip(), &a.allow_host),
+        hosts: a.allow_host.names(local.ip()),
         origins: a.allow_origin,
         tls: tls.map(|id| id.config),
     };

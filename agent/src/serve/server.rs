@@ -22,6 +22,8 @@ use super::http;
 use super::quiet::Refusals;
 use super::replay::Replay;
 use super::tls::{Stream, TlsStream};
+use crate::endpoint::names::host_key;
+use crate::endpoint::simple;
 use crate::engine::Outbound;
 #[cfg(unix)]
 use mio::net::UnixStream;
@@ -71,38 +73,6 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// The WebSocket's write buffer; past it messages wait in the session's
 /// queue (bounded by `control::MAX_QUEUED`).
 const WRITE_BUFFER: usize = 1 << 20;
-
-/// The host part of a `Host` header value or a name, as compared: lowercase,
-/// without port, brackets or a trailing dot; addresses in their usual form.
-/// A bracketed address followed by anything but `:PORT` is kept whole
-/// (lowercase), so it is no address and names nothing of the agent's.
-pub fn host_key(h: &str) -> String {
-    let h = h.trim();
-    let name = if let Some(rest) = h.strip_prefix('[') {
-        // `[addr]` or `[addr]:port`, nothing else after the `]`
-        // (`[::1]@evil.example` names no address of ours).
-        match rest.split_once(']') {
-            Some((addr, "")) => addr,
-            Some((addr, port))
-                if port.len() > 1
-                    && port.starts_with(':')
-                    && port[1..].bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                addr
-            }
-            _ => return h.to_ascii_lowercase(),
-        }
-    } else {
-        match h.rsplit_once(':') {
-            Some((n, port)) if !n.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => n,
-            _ => h,
-        }
-    };
-    match name.parse::<IpAddr>() {
-        Ok(ip) => ip.to_canonical().to_string(),
-        Err(_) => name.trim_end_matches('.').to_ascii_lowercase(),
-    }
-}
 
 /// Refuses WebSocket upgrades from foreign origins: a random web page must
 /// not drive an agent. Requests without `Origin` (non-browser clients such as
@@ -400,7 +370,7 @@ impl Server {
         // On a TLS port the client could not read a plain answer: it sees
         // the connection closed.
         if self.guard.tls.is_none() {
-            let _ = sock.write(&http::simple(
+            let _ = sock.write(&simple(
                 503,
                 "Service Unavailable",
                 "this agent holds too many connections (from your address); try again later\n",
@@ -448,7 +418,7 @@ impl Server {
             match &mut self.conns[key].conn {
                 Conn::Ws(s) => self.agent.expire(s, self.guard.auth_timeout),
                 Conn::Http { sock, out, .. } if out.is_empty() => {
-                    let _ = sock.write(&http::simple(
+                    let _ = sock.write(&simple(
                         408,
                         "Request Timeout",
                         "the request head did not arrive in time\n",
@@ -661,7 +631,7 @@ pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
         // arrived in the same read.
         Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => Head::Respond(too_large()),
         Ok(httparse::Status::Partial) => Head::Respond(too_large()),
-        Err(_) => Head::Respond(http::simple(400, "Bad Request", "malformed HTTP request\n")),
+        Err(_) => Head::Respond(simple(400, "Bad Request", "malformed HTTP request\n")),
         Ok(httparse::Status::Complete(_)) => {
             let header = |name: &str| {
                 req.headers
@@ -679,11 +649,7 @@ pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
                 .count();
             if hosts_given > 1 {
                 // Only one would be checked, another maybe believed.
-                return Head::Respond(http::simple(
-                    400,
-                    "Bad Request",
-                    "more than one Host header\n",
-                ));
+                return Head::Respond(simple(400, "Bad Request", "more than one Host header\n"));
             }
             if !header("upgrade").contains("websocket") {
                 return Head::Respond(http::respond(
@@ -694,7 +660,7 @@ pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
             }
             let host = header("host");
             if path.split('?').next() != Some("/ws") {
-                Head::Respond(http::simple(
+                Head::Respond(simple(
                     404,
                     "Not Found",
                     "the control WebSocket is at /ws\n",
@@ -702,7 +668,7 @@ pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
             } else if !hosts.contains(&host_key(&host)) {
                 // DNS rebinding: a page from evil.example whose name
                 // now points here would pass the origin check.
-                Head::Respond(http::simple(
+                Head::Respond(simple(
                     421,
                     "Misdirected Request",
                     &format!(
@@ -718,7 +684,7 @@ pub fn parse_head(head: &[u8], hosts: &[String]) -> Head {
 }
 
 fn too_large() -> Vec<u8> {
-    http::simple(
+    simple(
         431,
         "Request Header Fields Too Large",
         "request head too large (16 KiB at most)\n",

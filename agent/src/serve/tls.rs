@@ -14,7 +14,7 @@
 //! loop and tungstenite already use, so the TLS handshake happens while
 //! the loop waits for the HTTP request head, under the same deadline.
 
-use super::http;
+use crate::endpoint::simple;
 use anyhow::{bail, Context};
 use mio::net::TcpStream;
 use rustls::pki_types::pem::PemObject;
@@ -123,7 +123,7 @@ impl TlsStream {
         let mut first = [0u8; 1];
         match self.sock.peek(&mut first) {
             Ok(1) if first[0] != 0x16 && first[0].is_ascii_alphabetic() => {
-                let _ = self.sock.write(&http::simple(
+                let _ = self.sock.write(&simple(
                     400,
                     "Bad Request",
                     "this agent serves https and wss only; use the https:// URL it printed\n",

@@ -5,7 +5,7 @@
 
 use crate::run::{run, text};
 use crate::util::{self, peer_hello, peer_reply_ok, AgentProc};
-use meshperf_agent::run::pin::{self, CtlStream};
+use meshperf_agent::ctl::pin::{self, CtlStream};
 use meshperf_protocol::result;
 use serde_json::{json, Value};
 use sha2::Digest;

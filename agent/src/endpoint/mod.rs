@@ -18,9 +18,16 @@
 //! * `Host`, when given, must be an address or one of the names the server
 //!   answers to (DNS rebinding: a page from a name that now points here
 //!   reads nothing), and only once.
+//!
+//! Beside the server: [`answer`], the answers every HTTP server of the
+//! binary writes (the agent's port too); [`names`], the names a server
+//! answers to ([`names::host_key`], the agent's WebSocket checks them too).
 
-use super::http::simple;
-use super::server::host_key;
+pub mod answer;
+pub mod names;
+
+pub use answer::{method_refused, ok, ok_with, simple};
+use names::host_key;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -275,36 +282,6 @@ fn host_refused(host: &str, who: &str, names: &[String]) -> Option<Vec<u8>> {
         "Misdirected Request",
         &format!("Host {key:?} is not a name of this {who}; scrape it by address or by a name it was given\n"),
     ))
-}
-
-/// A 200 answer with `body` (the head alone for HEAD).
-pub fn ok(method: &str, content_type: &str, body: &str) -> Vec<u8> {
-    ok_with(method, content_type, "", body)
-}
-
-/// [`ok`] with more header lines (`extra`: each ending in CRLF).
-pub fn ok_with(method: &str, content_type: &str, extra: &str, body: &str) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\n{extra}Connection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    if method == "GET" {
-        out.extend_from_slice(body.as_bytes());
-    }
-    out
-}
-
-/// GET and HEAD only: the refusal of any other method.
-pub fn method_refused(method: &str) -> Option<Vec<u8>> {
-    (method != "GET" && method != "HEAD").then(|| {
-        simple(
-            405,
-            "Method Not Allowed",
-            "only GET and HEAD are served here\n",
-        )
-    })
 }
 
 #[cfg(test)]

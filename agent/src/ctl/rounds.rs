@@ -6,7 +6,8 @@
 //! a round of one step at a time; a matrix runs the circle method's rounds.
 
 use super::client::{self, Ctl, CtlError, Incoming};
-use super::output;
+use super::progress::Progress;
+use super::unix_now;
 use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun};
 use meshperf_protocol::matrix::{Next, Outcome, Pair, Schedule, BUSY_RETRY_S};
 use meshperf_protocol::msg::{Event, Request};
@@ -14,11 +15,32 @@ use meshperf_protocol::plan::Step;
 use meshperf_protocol::result::StepResult;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// How long a cancelled step waits for its agents to report before it is
 /// given up (they answer within a fraction of a second when alive).
 const CANCEL_GRACE: Duration = Duration::from_secs(15);
+
+/// Whoever shows the rounds as they go: `meshperf run`'s output (a
+/// progress bar, `--json-stream`, where Ctrl-C stopped it) or the
+/// monitor's [`Progress`].
+pub trait Watch {
+    /// A running step is `fraction` done (0 to 1; a `progress` event).
+    fn progress(&mut self, fraction: f64);
+    /// Samples of `run` came in.
+    fn samples(&mut self, _run: &StepRun) {}
+    /// Step `test_id` of a round ended (its pair not set yet).
+    fn step_ended(&mut self, _test_id: u32, _result: &StepResult) {}
+    /// Ctrl-C stopped the round: the steps still running and how far each
+    /// had got (said once).
+    fn interrupted(&mut self, _running: &[(&Step, f64)]) {}
+}
+
+impl Watch for Progress {
+    fn progress(&mut self, fraction: f64) {
+        Progress::progress(self, fraction);
+    }
+}
 
 /// One step of a round and the agents that run it.
 pub struct Job<'a> {
@@ -59,12 +81,6 @@ impl Agents {
     }
 }
 
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// A step of a round as it ended.
 pub struct Ended {
     pub result: StepResult,
@@ -81,7 +97,7 @@ pub fn run_round(
     agents: &mut Agents,
     jobs: &[Job],
     stop: &AtomicBool,
-    out: &mut output::Output,
+    out: &mut impl Watch,
 ) -> Vec<Ended> {
     let mut lives: Vec<Live> = Vec::new();
     // Which running step each agent takes part in.
@@ -132,7 +148,7 @@ pub fn run_round(
             break;
         }
         let stopping = stop.load(Ordering::Relaxed);
-        if stopping && !announced && out.say_interrupt {
+        if stopping && !announced {
             announced = true;
             let running: Vec<(&Step, f64)> = lives
                 .iter()
@@ -140,11 +156,7 @@ pub fn run_round(
                 .filter(|(l, _)| !l.run.is_done())
                 .map(|(l, j)| (j.step, l.run.progress()))
                 .collect();
-            out.finish();
-            eprintln!(
-                "{}",
-                super::interrupt::where_it_stood(out.done(), out.total(), &running)
-            );
+            out.interrupted(&running);
         }
         for l in lives.iter_mut().filter(|l| !l.run.is_done()) {
             if stopping && !l.run.is_cancelling() {
@@ -200,9 +212,7 @@ pub fn run_round(
         .zip(jobs)
         .map(|(mut l, job)| {
             let mut result = l.run.result(l.began.elapsed().as_secs_f64());
-            if let Some(js) = out.json_stream.as_mut() {
-                js.step_ended(job.test_id, &result);
-            }
+            out.step_ended(job.test_id, &result);
             result.pair = Some(job.pair);
             Ended {
                 result,
@@ -220,15 +230,15 @@ pub fn run_round(
 /// pair's result as its round ends, except a busy one that will be tried
 /// again (`who` names the command in the line that says so).
 #[allow(clippy::too_many_arguments)]
-pub fn run_matrix(
+pub fn run_matrix<W: Watch>(
     agents: &mut Agents,
     step: &Step,
     mut schedule: Schedule,
     next_id: &mut u32,
     stop: &AtomicBool,
-    out: &mut output::Output,
+    out: &mut W,
     who: &str,
-    mut each: impl FnMut(StepResult, &Agents, &mut output::Output),
+    mut each: impl FnMut(StepResult, &Agents, &mut W),
 ) {
     let clock = Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -292,7 +302,7 @@ fn send(
     owner: &[Option<usize>],
     o: Outgoing,
     queue: &mut VecDeque<Outgoing>,
-    out: &mut output::Output,
+    out: &mut impl Watch,
 ) {
     let i = o.agent;
     if let Request::Cancel { test_id, .. } = o.request {
@@ -326,7 +336,7 @@ fn feed(
     i: usize,
     x: Incoming,
     queue: &mut VecDeque<Outgoing>,
-    out: &mut output::Output,
+    out: &mut impl Watch,
 ) {
     let Some(k) = owner[i] else { return };
     let run = &mut lives[k].run;
@@ -341,9 +351,7 @@ fn feed(
         }
         Incoming::Frame(h, v) => {
             if run.on_samples(&h, v) {
-                if let Some(js) = out.json_stream.as_mut() {
-                    js.samples(run);
-                }
+                out.samples(run);
             }
         }
     }
