@@ -44,7 +44,6 @@ pub mod payload;
 pub mod peer;
 pub mod placement;
 pub mod rr_loop;
-pub mod seedfmt;
 pub mod side;
 pub mod sockopt;
 pub mod tcp;

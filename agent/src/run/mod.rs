@@ -831,6 +831,8 @@ pub(crate) fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRe
                     .and_then(|h| h["instance"].as_str())
                     .filter(|s| !s.is_empty())
                     .map(str::to_string),
+                // Not checked here: the agent's own refusal names its CPUs.
+                cores: None,
             }
         })
         .collect()

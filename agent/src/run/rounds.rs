@@ -7,7 +7,7 @@
 
 use super::client::{self, Ctl, CtlError, Incoming};
 use super::output;
-use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun};
+use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun, CANCEL_GRACE_S};
 use meshperf_protocol::matrix::{Next, Outcome, Pair, Schedule, BUSY_RETRY_S};
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::plan::Step;
@@ -15,10 +15,6 @@ use meshperf_protocol::result::StepResult;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// How long a cancelled step waits for its agents to report before it is
-/// given up (they answer within a fraction of a second when alive).
-const CANCEL_GRACE: Duration = Duration::from_secs(15);
 
 /// One step of a round and the agents that run it.
 pub struct Job<'a> {
@@ -152,9 +148,10 @@ pub fn run_round(
             }
             if l.run.is_cancelling() {
                 let at = *l.cancelled_at.get_or_insert_with(Instant::now);
-                if at.elapsed() > CANCEL_GRACE {
-                    l.run
-                        .abandon("the agents did not confirm the cancel within 15 s");
+                if at.elapsed() > Duration::from_secs_f64(CANCEL_GRACE_S) {
+                    l.run.abandon(&format!(
+                        "the agents did not confirm the cancel within {CANCEL_GRACE_S} s"
+                    ));
                 }
             }
             if l.began.elapsed().as_secs() > 3600 {

@@ -25,7 +25,6 @@ mod send;
 mod worker;
 
 use crate::engine::placement;
-use crate::engine::seedfmt::g6;
 use crate::engine::udp::batch;
 use crate::engine::udp::{self, Flow, Line, UdpTest};
 use crate::engine::{Refusal, TestCtx, TestError};
@@ -39,6 +38,7 @@ use meshperf_protocol::summary::{
     PacingError, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend, UdpStreamSummary,
     RATE_REACHED,
 };
+use meshperf_protocol::units::g6;
 use serde_json::Value;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::SystemTime;
