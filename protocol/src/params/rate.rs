@@ -125,13 +125,9 @@ mod tests {
 
     #[test]
     fn rates_read_with_suffixes_in_powers_of_1000() {
-        assert_eq!(parse_rate("20M"), Some(20e6));
+        // The suffixes are units.rs's (its test has the cases).
         assert_eq!(parse_rate("1.5G"), Some(1.5e9));
-        assert_eq!(parse_rate("64k"), Some(64e3));
-        assert_eq!(parse_rate("1000"), Some(1000.0));
-        assert_eq!(parse_rate("M"), None);
         assert_eq!(parse_rate("fast"), None);
-        assert_eq!(parse_rate(""), None);
         assert_eq!(rate_text(2.0), "2 bit/s");
         assert_eq!(rate_text(2240.0), "2.24 kbit/s");
         assert_eq!(rate_text(20e6), "20 Mbit/s");
