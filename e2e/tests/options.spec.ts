@@ -102,3 +102,35 @@ test('a transport sweep unix, tcp runs the Unix step inside agent A and the TCP 
   expect(lines[0]).toMatch(/^step;kind;transport;repeat;started_unix;wall_seconds;/);
   expect(lines.slice(1).map((l) => l.split(';').slice(0, 3).join(';'))).toEqual(['0;unix_stream;unix', '1;tcp_stream;tcp']);
 });
+
+test("threads beyond an agent's cores are refused beside the field before Run, and no test starts (issue 45 item 8)", async ({ page, agents }) => {
+  // Every request the page sends an agent: a refused plan sends no prepare or start.
+  const sent: string[] = [];
+  page.on('websocket', (ws) => ws.on('framesent', (f) => typeof f.payload === 'string' && sent.push(f.payload)));
+  await openPlan(page, agents.url(), 16);
+  // The agents' cores, as their cards show them (their hello's).
+  const coresOf = async (id: string) => Number(await page.getByTestId(id).locator('xpath=.//dt[normalize-space()="cores"]/following-sibling::dd[1]').textContent());
+  const cores = Math.min(await coresOf('agent-a'), await coresOf('agent-b'));
+  expect(cores).toBeGreaterThanOrEqual(1);
+  await page.getByText('more options').click();
+  await page.getByTestId('streams').fill(String(cores + 1));
+  await page.getByTestId('threads').fill(String(cores + 1));
+  await expect(page.getByTestId('why-threads')).toHaveText(
+    new RegExp(`^agent [AB] would refuse it: ${cores + 1} is more than the ${cores} CPUs this agent may use; give at most ${cores}$`),
+  );
+  await expect(page.getByTestId('plan-problem')).toContainText(`is more than the ${cores} CPUs`);
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('threads')).toBeFocused();
+  await expect(page.getByTestId('error')).toBeHidden();
+  await expect(page.getByTestId('result')).toHaveCount(0);
+  expect(sent.filter((m) => /"type":"(prepare|start)"/.test(m))).toEqual([]);
+  // At the agents' cores the field is clear and the test runs on them.
+  await page.getByTestId('threads').fill(String(cores));
+  await expect(page.getByTestId('why-threads')).toHaveCount(0);
+  await expect(page.getByTestId('plan-problem')).toHaveCount(0);
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('result')).toHaveAttribute('data-steps', '1', { timeout: 30_000 });
+  await expect(page.getByTestId('cancel')).toBeDisabled({ timeout: 30_000 });
+  await expect(page.getByTestId('step-error')).toHaveCount(0);
+  expect(sent.some((m) => /"type":"start"/.test(m))).toBe(true);
+});

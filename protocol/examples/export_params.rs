@@ -1,5 +1,8 @@
 //! Writes the kinds' parameter tables (`protocol/src/params/spec.rs`) as the
-//! TypeScript module the web app's form is built from:
+//! TypeScript module the web app's form is built from, with the other
+//! tables the page shares with the agent: the agent's limits
+//! (`params/limits.rs`), the SI prefixes (`units.rs`) and the cancel grace
+//! (`driver.rs`):
 //!
 //! ```text
 //! cargo run -q -p meshperf-protocol --example export_params -- web/src/lib/generated/params.ts
@@ -10,7 +13,7 @@
 //! nothing). scripts/build.sh and web/package.json's `params` script run it
 //! before anything reads the module; the file is generated, never committed.
 
-use meshperf_protocol::params::{DefaultValue, Kind, Max, Min, ParamSpec};
+use meshperf_protocol::params::{DefaultValue, Kind, Max, Min, ParamSpec, LIMITS};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
@@ -19,8 +22,6 @@ const HEAD: &str = "\
 // (npm run params -w web). Do not edit: change the Rust table and build again.
 
 export type ParamType = 'size' | 'int' | 'float' | 'bool' | 'enum' | 'text' | 'rate';
-/** One of the serving agent's limits (its `hello` carries them). */
-export type LimitName = 'max_msg_bytes' | 'max_duration_s' | 'max_streams' | 'max_count' | 'max_flows';
 
 export interface ParamSpec {
   name: string;
@@ -98,6 +99,47 @@ fn entry(s: &ParamSpec) -> Value {
 
 fn module() -> String {
     let mut out = String::from(HEAD);
+    // The agent's limits (protocol/src/params/limits.rs): the names a
+    // parameter's `maxLimit` takes, and what the agent cards show.
+    let names: Vec<String> = LIMITS.iter().map(|l| format!("'{}'", l.name)).collect();
+    writeln!(
+        out,
+        "\n/** One of the serving agent's limits (its `hello` carries them). */\nexport type LimitName = {};",
+        names.join(" | ")
+    )
+    .unwrap();
+    out.push_str(
+        "\n/** One of the agent's limits: its name in `hello`, the agent's flag (absent: fixed), what it counts and what it bounds. */\n\
+         export interface LimitSpec {\n  name: LimitName;\n  flag?: string;\n  unit: 'bytes' | 's' | 'count' | 'bit/s';\n  what: string;\n}\n\
+         \n/** Every limit, in the order the page lists them (protocol/src/params/limits.rs `LIMITS`). */\n\
+         export const LIMITS: readonly LimitSpec[] = [\n",
+    );
+    for l in LIMITS {
+        let mut o = Map::new();
+        o.insert("name".into(), json!(l.name));
+        if let Some(f) = l.flag {
+            o.insert("flag".into(), json!(f));
+        }
+        o.insert("unit".into(), json!(l.unit.name()));
+        o.insert("what".into(), json!(l.what));
+        writeln!(out, "  {},", Value::Object(o)).unwrap();
+    }
+    out.push_str("];\n");
+    // The SI prefixes (protocol/src/units.rs): rates' k, M, G.
+    out.push_str(
+        "\n/** SI prefixes, largest first: factor and prefix (rates' k, M, G: powers of 1000; protocol/src/units.rs). */\n\
+         export const SI_PREFIXES: readonly { div: number; prefix: string }[] = [\n",
+    );
+    for (div, prefix) in meshperf_protocol::units::SI_PREFIXES {
+        writeln!(out, "  {},", json!({"div": div, "prefix": prefix})).unwrap();
+    }
+    out.push_str("];\n");
+    writeln!(
+        out,
+        "\n/** Seconds a cancelled step waits for its agents to confirm (protocol/src/driver.rs `CANCEL_GRACE_S`). */\nexport const CANCEL_GRACE_S = {};",
+        meshperf_protocol::driver::CANCEL_GRACE_S
+    )
+    .unwrap();
     // One array per table; kinds that share a table (the unix kinds) share it.
     let mut written: Vec<(&'static [ParamSpec], &'static str)> = Vec::new();
     for kind in Kind::ALL {

@@ -56,7 +56,18 @@ pub struct AgentRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub instance: Option<String>,
+    /// The CPUs the agent may use (its info's `cores`; absent: not
+    /// known): a step asking more `threads` is refused before it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub cores: Option<u32>,
 }
+
+/// How long a cancelled step waits for its agents to confirm before it is
+/// given up (they answer within a fraction of a second when alive):
+/// `meshperf run`'s and the page's (web/src/lib/run/drive.ts, through the
+/// generated tables).
+pub const CANCEL_GRACE_S: f64 = 15.0;
 
 impl AgentRef {
     /// The agent's first local non-loopback IPv4 address (transport `tcp_local`).
@@ -171,8 +182,27 @@ pub fn check_step(
             .check_params(&params, &limits)
             .map_err(|e| format!("{} would refuse it: {e}", a.label))?;
     }
+    for i in place.agents() {
+        check_threads(&params, &agents[i])?;
+    }
     check_bind(&params, "client_bind", &agents[place.client])?;
     check_bind(&params, "server_bind", &agents[place.server])
+}
+
+/// `params`' `threads` (per side) is within the CPUs the agent said it
+/// may use (its info's `cores`; the agent refuses more, with the list,
+/// agent/src/engine/placement.rs); not checked when it did not say.
+fn check_threads(params: &Value, agent: &AgentRef) -> Result<(), String> {
+    let (Some(t), Some(cores)) = (params["threads"].as_u64(), agent.cores) else {
+        return Ok(());
+    };
+    if t <= u64::from(cores) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} would refuse it: threads: {t} is more than the {cores} CPUs this agent may use; give at most {cores}",
+        agent.label
+    ))
 }
 
 /// `params[name]`, an address the agent must bind to, is one of the

@@ -7,15 +7,12 @@
 //! every reader of those ticks outside the agent: `meshperf run -i` and
 //! `--json-stream` give the last interval its real end ([`data_end_s`]), and
 //! a permalink's histogram of bytes per interval counts only the ticks
-//! [`whole_intervals`] keeps, as the page's statistics do
-//! (web/src/lib/result/result.ts `wholeIntervals`, the same rule).
+//! [`whole_intervals`] keeps, as the page's statistics do (the same rule,
+//! `meshperf_stats::series::whole_ticks`, reached through wasm).
 
 use crate::msg::Role;
 use crate::result::StepResult;
 use serde_json::Value;
-
-/// A millionth of a tick of slack: a tick that ends where a stream ended is whole.
-const EPS: f64 = 1e-6;
 
 /// The step's sample tick in seconds: the summaries' `interval_ms`, the
 /// parameters', else the kind's default.
@@ -98,15 +95,10 @@ pub fn data_end_s(step: &StepResult, role: Role, streams: &[u16]) -> Option<f64>
 /// stopped (`seconds`), the warm-up (`omitted_s`) out. Without a stream's
 /// times (older results) every tick but the last. At least one tick.
 pub fn whole_intervals(step: &StepResult, role: Role, streams: &[u16], n: usize) -> (usize, usize) {
-    let old = (0, if n > 1 { n - 1 } else { n });
     let t = times(step, role, streams);
     let Some(t) = t.into_iter().collect::<Option<Vec<_>>>() else {
-        return old;
+        return meshperf_stats::series::whole_ticks(&[], &[], 0.0, 1.0, n);
     };
-    if t.is_empty() {
-        return old;
-    }
-    let dt = tick_s(step);
     let omitted = match role {
         Role::Client => step.sides.client.as_ref(),
         Role::Server => step.sides.server.as_ref(),
@@ -114,16 +106,13 @@ pub fn whole_intervals(step: &StepResult, role: Role, streams: &[u16], n: usize)
     .and_then(|s| s.get("omitted_s"))
     .and_then(Value::as_f64)
     .unwrap_or(0.0);
-    let end = t.iter().map(|x| x.1).fold(f64::MAX, f64::min);
-    let to = n.min((end / dt + EPS).floor().max(0.0) as usize);
-    let starts: Option<Vec<f64>> = t.iter().map(|x| x.0).collect();
-    let first = starts.map_or(omitted, |s| s.into_iter().fold(f64::MIN, f64::max));
-    let from = ((first / dt - EPS).ceil().max(0.0) as usize).min(to);
-    if to - from >= 1 {
-        (from, to)
-    } else {
-        old
-    }
+    let ends: Vec<f64> = t.iter().map(|x| x.1).collect();
+    let starts: Vec<f64> = t
+        .iter()
+        .map(|x| x.0)
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    meshperf_stats::series::whole_ticks(&ends, &starts, omitted, tick_s(step), n)
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 //! * [`intervals`]: which of a stream step's intervals are whole, and when its data ended.
 //! * [`permalink`]: the permalink codec (a whole result in a URL fragment);
 //!   [`plan_json`]: plans and presets as JSON for the page.
+//! * [`units`]: the SI-prefix table (rates' k, M, G) and C's `%g`.
 
 pub mod driver;
 pub mod expect;
@@ -38,6 +39,7 @@ pub mod presets;
 pub mod result;
 pub mod seedline;
 pub mod summary;
+pub mod units;
 pub mod verdict;
 
 /// Control protocol version; `hello` carries it and clients check it.

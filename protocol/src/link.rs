@@ -145,11 +145,10 @@ fn rr_line(s: &StepResult, speed: f64, at: &str) -> Option<String> {
 
 /// `9.41 Gbit/s`, `941 Mbit/s`.
 fn rate_text(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.2} Gbit/s", bps / 1e9)
-    } else {
-        format!("{:.0} Mbit/s", bps / 1e6)
-    }
+    // Link speeds are whole Mbit/s: never below M.
+    let (div, prefix) = crate::units::si_scale(bps.max(1e6));
+    let decimals = if div > 1e6 { 2 } else { 0 };
+    format!("{:.decimals$} {prefix}bit/s", bps / div)
 }
 
 /// `52.1 us`, `0.12 us`, `1.25 ms`.

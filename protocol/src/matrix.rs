@@ -216,24 +216,13 @@ pub fn check_agents(agents: &[AgentRef], kind: Kind) -> Result<(), String> {
 /// its agents' limits, so over a matrix the strictest binds): one line
 /// each, e.g. `max_duration_s 10 (agent 10.0.0.3:7800; up to 60 elsewhere)`.
 pub fn strictest(agents: &[AgentRef]) -> Vec<String> {
-    type Get = fn(&Limits) -> f64;
-    const LIMITS: [(&str, Get); 7] = [
-        ("max_msg_bytes", |l| l.max_msg_bytes as f64),
-        ("max_duration_s", |l| l.max_duration_s),
-        ("max_bytes", |l| l.max_bytes as f64),
-        ("max_streams", |l| f64::from(l.max_streams)),
-        ("max_count", |l| l.max_count as f64),
-        ("max_flows", |l| f64::from(l.max_flows)),
-        ("max_udp_bits_per_second", |l| {
-            l.max_udp_bits_per_second.unwrap_or(f64::INFINITY)
-        }),
-    ];
     let known: Vec<(&AgentRef, &Limits)> = agents
         .iter()
         .filter_map(|a| Some((a, a.limits.as_ref()?)))
         .collect();
     let mut out = Vec::new();
-    for (name, get) in LIMITS {
+    for row in crate::params::LIMITS {
+        let (name, get) = (row.name, |l: &Limits| (row.get)(l).unwrap_or(f64::INFINITY));
         let Some((low, at)) = known
             .iter()
             .map(|(a, l)| (get(l), a))
@@ -885,6 +874,7 @@ mod tests {
             }),
             capabilities: Some(vec![Kind::TcpRr, Kind::UdpRr]),
             instance: instance.map(str::to_string),
+            cores: None,
         };
         let a = agent("agent A", Some("1"), 60.0);
         let b = agent("agent B", Some("2"), 10.0);

@@ -114,6 +114,44 @@ pub fn rate_series(
         .collect())
 }
 
+/// The ticks `[from, to)` of a side's summed per-tick series (`n` ticks of
+/// `tick_s` seconds) that every stream spent whole inside its own data
+/// movement: from the tick where the last stream to start had started to
+/// the one before the first stream to stop had stopped. `ends` holds each
+/// stream's last byte time and `starts` each one's first (seconds on the
+/// samples' clock; `starts` empty when not known: from `omitted_s`, the
+/// warm-up). With no `ends` (older results), or nothing whole left, every
+/// tick but the last. At least one tick. The rule of
+/// `meshperf_protocol::intervals::whole_intervals` and of the page's
+/// statistics (through wasm).
+pub fn whole_ticks(
+    ends: &[f64],
+    starts: &[f64],
+    omitted_s: f64,
+    tick_s: f64,
+    n: usize,
+) -> (usize, usize) {
+    // A millionth of a tick of slack: a tick that ends where a stream ended is whole.
+    const EPS: f64 = 1e-6;
+    let old = (0, if n > 1 { n - 1 } else { n });
+    if ends.is_empty() {
+        return old;
+    }
+    let end = ends.iter().copied().fold(f64::MAX, f64::min);
+    let to = n.min((end / tick_s + EPS).floor().max(0.0) as usize);
+    let first = if starts.is_empty() {
+        omitted_s
+    } else {
+        starts.iter().copied().fold(f64::MIN, f64::max)
+    };
+    let from = ((first / tick_s - EPS).ceil().max(0.0) as usize).min(to);
+    if to - from >= 1 {
+        (from, to)
+    } else {
+        old
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,6 +122,20 @@ mod stats {
         series::rate_series(bytes, interval_ms, seconds).map_err(js_err)
     }
 
+    /// `series::whole_ticks` (the intervals every stream spent whole) as
+    /// two numbers, `from` and `to`.
+    #[wasm_bindgen]
+    pub fn whole_ticks(
+        ends: &[f64],
+        starts: &[f64],
+        omitted_s: f64,
+        tick_s: f64,
+        n: usize,
+    ) -> Vec<u32> {
+        let (from, to) = series::whole_ticks(ends, starts, omitted_s, tick_s, n);
+        vec![from as u32, to as u32]
+    }
+
     /// Latency under load's TCP load against time, one direction (`up`) from
     /// the receiving side's `interval_bytes` series (`meshperf_stats::lul_load`):
     /// the series' `streams` numbers and lengths `lens`, their values one after

@@ -177,7 +177,9 @@ test("a link's histogram of bytes per interval counts the intervals the live sta
     ],
   };
   const step = typedSamples(r).steps[0];
-  const [from, to] = wholeIntervals(step, 'server', seriesOf(step, 'interval_bytes', 'server'), N + 1);
+  const stats = await import(new URL('meshperf_stats.js', pkg).href);
+  stats.initSync({ module: readFileSync(new URL('meshperf_stats_bg.wasm', pkg)) });
+  const [from, to] = wholeIntervals(step, 'server', seriesOf(step, 'interval_bytes', 'server'), N + 1, stats);
   assert.deepEqual([from, to], [1, N - 1]);
   const back = JSON.parse(view.permalink_decode(view.permalink_encode(resultJson(typedSamples(r)))));
   assert.equal(back.samples_replaced, true);

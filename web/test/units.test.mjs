@@ -4,7 +4,8 @@
 // `text` stays the CLI's cell.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatRate, formatUs, pageText, rateUnit, timeUnit } from '../src/lib/units.ts';
+import { formatRate, formatUs, limitsText, pageText, parseRate, rateUnit, timeUnit } from '../src/lib/units.ts';
+import { LIMITS } from '../src/lib/generated/params.ts';
 import { shown } from '../src/lib/lul/card.ts';
 
 test('a bit rate is scaled to the unit it reads best in, with a space and four significant digits', () => {
@@ -69,4 +70,16 @@ test('agent text shows a number\'s "us" as µs, and leaves names, words and keys
   }
   assert.equal(pageText(undefined), undefined);
   assert.equal(pageText(null), null);
+});
+
+test("an agent's limits are said from the protocol's table, each in its unit, an absent cap left out", () => {
+  const limits = { max_msg_bytes: 64 << 20, max_duration_s: 60, max_bytes: 64 * 1024 ** 3, max_streams: 64, max_count: 1e7, max_flows: 1024 };
+  assert.equal(
+    limitsText({ ...limits, max_udp_bits_per_second: 5e7 }),
+    'message size ≤ 64 MiB, test length ≤ 60 s, bytes per test ≤ 64 GiB, ≤ 64 streams, ≤ 10,000,000 messages, ≤ 1,024 flows, UDP rate ≤ 50 Mbit/s',
+  );
+  assert.equal(limitsText(limits).split(', ').length, LIMITS.length - 1);
+  // Rates read with the same SI prefixes (protocol/src/units.rs).
+  assert.deepEqual([parseRate('20M'), parseRate('1.5g'), parseRate('64k'), parseRate('1000')], [20e6, 1.5e9, 64e3, 1000]);
+  assert.ok(Number.isNaN(parseRate('20x')));
 });

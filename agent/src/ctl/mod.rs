@@ -48,6 +48,8 @@ pub fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
                     .and_then(|h| h["instance"].as_str())
                     .filter(|s| !s.is_empty())
                     .map(str::to_string),
+                // Not checked here: the agent's own refusal names its CPUs.
+                cores: None,
             }
         })
         .collect()

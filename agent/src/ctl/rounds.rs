@@ -8,7 +8,7 @@
 use super::client::{self, Ctl, CtlError, Incoming};
 use super::progress::Progress;
 use super::unix_now;
-use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun};
+use meshperf_protocol::driver::{check_step, AgentRef, Outgoing, StepRun, CANCEL_GRACE_S};
 use meshperf_protocol::matrix::{Next, Outcome, Pair, Schedule, BUSY_RETRY_S};
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::plan::Step;
@@ -16,10 +16,6 @@ use meshperf_protocol::result::StepResult;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// How long a cancelled step waits for its agents to report before it is
-/// given up (they answer within a fraction of a second when alive).
-const CANCEL_GRACE: Duration = Duration::from_secs(15);
 
 /// Whoever shows the rounds as they go: `meshperf run`'s output (a
 /// progress bar, `--json-stream`, where Ctrl-C stopped it) or the
@@ -164,9 +160,10 @@ pub fn run_round(
             }
             if l.run.is_cancelling() {
                 let at = *l.cancelled_at.get_or_insert_with(Instant::now);
-                if at.elapsed() > CANCEL_GRACE {
-                    l.run
-                        .abandon("the agents did not confirm the cancel within 15 s");
+                if at.elapsed() > Duration::from_secs_f64(CANCEL_GRACE_S) {
+                    l.run.abandon(&format!(
+                        "the agents did not confirm the cancel within {CANCEL_GRACE_S} s"
+                    ));
                 }
             }
             if l.began.elapsed().as_secs() > 3600 {

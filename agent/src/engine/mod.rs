@@ -53,7 +53,6 @@ pub mod peer;
 pub mod placement;
 pub mod pool;
 pub mod rr_loop;
-pub mod seedfmt;
 pub mod side;
 pub mod sockopt;
 pub mod tcp;

@@ -6,11 +6,11 @@
 //! takes it. Numbers of the udpmon lines made here are printed as C's `%g`
 //! prints them (six significant digits), as the seed's lines are.
 
-use crate::engine::seedfmt::g6;
 use meshperf_protocol::export::scalars;
 use meshperf_protocol::params::Kind;
 use meshperf_protocol::result::StepResult;
 use meshperf_protocol::seedline::{RR_HEADING, UDP_BW_MON_QUIET_HEADING};
+use meshperf_protocol::units::g6;
 use serde_json::Value;
 
 /// udp_bw_mon's heading in normal mode, one name per field of

@@ -347,14 +347,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         cores: sysinfo::cores(),
         kernel: sysinfo::kernel(),
         capabilities: crate::engine::KINDS.to_vec(),
-        limits: Limits {
-            max_duration_s: a.max_duration,
-            max_bytes: a.max_bytes.unwrap_or(Limits::default().max_bytes),
-            max_streams: a.max_streams,
-            max_flows: a.max_flows,
-            max_udp_bits_per_second: a.max_udp_rate,
-            ..Limits::default()
-        },
+        limits: limits_of(&a),
         instance: {
             let mut b = [0u8; 8];
             getrandom::fill(&mut b).context("reading the OS random source")?;
@@ -400,4 +393,52 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     server::serve(listener, agent, guard, rx, poll).context("event loop failed")?;
     eprintln!("meshperf agent: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The limits `hello` announces, from their flags (the rows of
+/// `meshperf_protocol::params::LIMITS` name them; a test below checks each).
+fn limits_of(a: &AgentArgs) -> Limits {
+    Limits {
+        max_duration_s: a.max_duration,
+        max_bytes: a.max_bytes.unwrap_or(Limits::default().max_bytes),
+        max_streams: a.max_streams,
+        max_flows: a.max_flows,
+        max_udp_bits_per_second: a.max_udp_rate,
+        ..Limits::default()
+    }
+}
+
+#[cfg(test)]
+mod limit_flags {
+    use super::*;
+    use clap::Parser;
+    use meshperf_protocol::params::LIMITS;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        agent: AgentArgs,
+    }
+
+    /// Each limit the protocol's table gives a flag is set by that flag and
+    /// by no other; the ones without a flag are the defaults.
+    #[test]
+    fn every_limit_row_s_flag_sets_that_limit() {
+        let plain = limits_of(&Wrap::parse_from(["agent"]).agent);
+        assert_eq!(plain, Limits::default());
+        for row in LIMITS {
+            let Some(flag) = row.flag else {
+                continue;
+            };
+            let set = limits_of(&Wrap::parse_from(["agent", flag, "7"]).agent);
+            for other in LIMITS {
+                let want = if other.name == row.name {
+                    Some(7.0)
+                } else {
+                    (other.get)(&plain)
+                };
+                assert_eq!((other.get)(&set), want, "{flag}: {}", other.name);
+            }
+        }
+    }
 }

@@ -11,6 +11,7 @@ fn agents() -> Vec<AgentRef> {
             limits: None,
             capabilities: None,
             instance: None,
+            cores: None,
         },
         AgentRef {
             label: "agent B".into(),
@@ -22,6 +23,7 @@ fn agents() -> Vec<AgentRef> {
             }),
             capabilities: None,
             instance: None,
+            cores: Some(1),
         },
     ]
 }
@@ -290,6 +292,30 @@ fn tcp_local_binds_and_connects_to_the_serving_agents_local_address() {
         e.contains("agent B has no non-loopback IPv4 address"),
         "{e}"
     );
+}
+
+#[test]
+fn threads_beyond_an_agent_s_cores_are_refused_before_any_traffic() {
+    // Agent B said it may use 1 CPU; A said nothing (not checked).
+    for (kind, more) in [(Kind::TcpStream, "streams"), (Kind::TcpRr, "flows")] {
+        let s = step(kind, Transport::Tcp, json!({"threads": 2, more: 2}));
+        let e = check_step(&s, 0, 1, &agents()).unwrap_err();
+        assert_eq!(
+            e,
+            "agent B would refuse it: threads: 2 is more than the 1 CPUs this agent may use; give at most 1",
+            "{kind:?}"
+        );
+        let one = step(kind, Transport::Tcp, json!({"threads": 1, more: 2}));
+        assert_eq!(check_step(&one, 0, 1, &agents()), Ok(()), "{kind:?}");
+    }
+    let mut only_a = agents();
+    only_a[1].cores = None;
+    let s = step(
+        Kind::TcpStream,
+        Transport::Tcp,
+        json!({"threads": 2, "streams": 2}),
+    );
+    assert_eq!(check_step(&s, 0, 1, &only_a), Ok(()));
 }
 
 #[test]

@@ -14,6 +14,8 @@ mod crr;
 pub use crr::CrrParams;
 mod spec;
 pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
+mod limits;
+pub use limits::{LimitSpec, LimitUnit, LIMITS};
 mod tcp;
 pub use tcp::TcpSocketParams;
 mod lul;

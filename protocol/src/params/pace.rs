@@ -263,19 +263,10 @@ fn sig3(x: f64, up: bool) -> f64 {
 /// A bound on `rate` as a plan or `--set rate=` takes it, 3 significant
 /// digits rounded towards the allowed side: `2.24k`, `186M`.
 fn rate_value(bps: f64, up: bool) -> String {
-    let (div, suffix) = scale_of(bps);
+    let (div, suffix) = crate::units::si_scale(bps.max(0.0));
     let v = sig3(bps / div, up);
     // 999.5 rounded up is 1000 of this unit: still a valid text.
     format!("{}{suffix}", trim(v))
-}
-
-fn scale_of(bps: f64) -> (f64, &'static str) {
-    match bps {
-        b if b >= 1e9 => (1e9, "G"),
-        b if b >= 1e6 => (1e6, "M"),
-        b if b >= 1e3 => (1e3, "k"),
-        _ => (1.0, ""),
-    }
 }
 
 /// A float without float noise (`2.24`, not `2.2400000000000002`).

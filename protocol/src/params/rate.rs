@@ -4,22 +4,13 @@
 
 use super::spec::ParamSpec;
 use super::{ParamError, Reader};
+use crate::units::{si_scale, SI_PREFIXES};
 use serde_json::Value;
 
 /// `text` as bits per second: a number, optionally with a k/K, M or G
-/// suffix (powers of 1000). `None` if it is not one.
+/// suffix (powers of 1000, [`crate::units::parse_si`]). `None` if it is not one.
 pub fn parse_rate(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let (num, mult) = match t.chars().last()? {
-        'k' | 'K' => (&t[..t.len() - 1], 1e3),
-        'm' | 'M' => (&t[..t.len() - 1], 1e6),
-        'g' | 'G' => (&t[..t.len() - 1], 1e9),
-        _ => (t, 1.0),
-    };
-    num.parse::<f64>()
-        .ok()
-        .map(|n| n * mult)
-        .filter(|r| r.is_finite())
+    crate::units::parse_si(text)
 }
 
 impl Reader<'_> {
@@ -51,22 +42,9 @@ pub fn mbit(bits_per_second: f64) -> String {
 /// A rate as asked, in the unit that reads best: `2 bit/s`, `2.24 kbit/s`,
 /// `20 Mbit/s` (k, M, G: powers of 1000, as `rate` reads them).
 pub fn rate_text(bits_per_second: f64) -> String {
-    let (div, unit) = match bits_per_second {
-        b if b >= 1e9 => (1e9, "Gbit/s"),
-        b if b >= 1e6 => (1e6, "Mbit/s"),
-        b if b >= 1e3 => (1e3, "kbit/s"),
-        _ => (1.0, "bit/s"),
-    };
-    format!("{} {unit}", bits_per_second / div)
+    let (div, prefix) = si_scale(bits_per_second.max(0.0));
+    format!("{} {prefix}bit/s", bits_per_second / div)
 }
-
-/// Bit-rate units, largest first (k, M, G: powers of 1000).
-const RATE_UNITS: [(f64, &str); 4] = [
-    (1e9, "Gbit/s"),
-    (1e6, "Mbit/s"),
-    (1e3, "kbit/s"),
-    (1.0, "bit/s"),
-];
 
 /// A measured rate as people read it, as the page shows every rate
 /// (web/src/lib/units.ts `formatRate`) and `meshperf run`'s own lines print
@@ -88,14 +66,15 @@ pub fn rate_figure(bits_per_second: f64) -> String {
         let scale = 10f64.powi(DIGITS - 1 - v.abs().log10().floor() as i32);
         (v * scale).round() / scale
     };
-    let mut k = RATE_UNITS
+    let mut k = SI_PREFIXES
         .iter()
         .position(|&(d, _)| b.abs() >= d)
-        .unwrap_or(RATE_UNITS.len() - 1);
-    if k > 0 && round(b / RATE_UNITS[k].0).abs() >= 1000.0 {
+        .unwrap_or(SI_PREFIXES.len() - 1);
+    if k > 0 && round(b / SI_PREFIXES[k].0).abs() >= 1000.0 {
         k -= 1;
     }
-    let (div, unit) = RATE_UNITS[k];
+    let (div, prefix) = SI_PREFIXES[k];
+    let unit = format!("{prefix}bit/s");
     let v = b / div;
     if v.abs() >= 1e4 {
         let digits = format!("{:.0}", v.abs());
@@ -146,13 +125,9 @@ mod tests {
 
     #[test]
     fn rates_read_with_suffixes_in_powers_of_1000() {
-        assert_eq!(parse_rate("20M"), Some(20e6));
+        // The suffixes are units.rs's (its test has the cases).
         assert_eq!(parse_rate("1.5G"), Some(1.5e9));
-        assert_eq!(parse_rate("64k"), Some(64e3));
-        assert_eq!(parse_rate("1000"), Some(1000.0));
-        assert_eq!(parse_rate("M"), None);
         assert_eq!(parse_rate("fast"), None);
-        assert_eq!(parse_rate(""), None);
         assert_eq!(rate_text(2.0), "2 bit/s");
         assert_eq!(rate_text(2240.0), "2.24 kbit/s");
         assert_eq!(rate_text(20e6), "20 Mbit/s");

@@ -9,7 +9,7 @@
 //! in the kind's parse function (`r.int(&KIND::NAME)` and the like), and the
 //! engine code that uses it.
 
-use super::{Kind, Limits, ParamError, Reader};
+use super::{Kind, LimitSpec, Limits, ParamError, Reader, LIMITS};
 use std::fmt::Display;
 
 /// How a parameter's value is written (and which field the page shows).
@@ -63,37 +63,31 @@ pub enum DefaultValue {
     Derived(&'static str),
 }
 
-/// One of the serving agent's [`Limits`] that bounds a parameter.
+/// One of the serving agent's [`Limits`] that bounds a parameter: its row
+/// in [`LIMITS`] (the discriminant is the row's index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
-    MaxMsgBytes,
-    MaxDurationS,
-    MaxStreams,
-    MaxCount,
-    MaxFlows,
+    MaxMsgBytes = 0,
+    MaxDurationS = 1,
+    MaxStreams = 3,
+    MaxCount = 4,
+    MaxFlows = 5,
 }
 
 impl Limit {
+    /// Its row in [`LIMITS`].
+    pub fn spec(self) -> &'static LimitSpec {
+        &LIMITS[self as usize]
+    }
+
     /// The field's name in [`Limits`] (and in `hello`).
     pub fn name(self) -> &'static str {
-        match self {
-            Limit::MaxMsgBytes => "max_msg_bytes",
-            Limit::MaxDurationS => "max_duration_s",
-            Limit::MaxStreams => "max_streams",
-            Limit::MaxCount => "max_count",
-            Limit::MaxFlows => "max_flows",
-        }
+        self.spec().name
     }
 
     /// Its value in `limits`.
     pub fn of(self, limits: &Limits) -> f64 {
-        match self {
-            Limit::MaxMsgBytes => limits.max_msg_bytes as f64,
-            Limit::MaxDurationS => limits.max_duration_s,
-            Limit::MaxStreams => limits.max_streams as f64,
-            Limit::MaxCount => limits.max_count as f64,
-            Limit::MaxFlows => limits.max_flows as f64,
-        }
+        (self.spec().get)(limits).unwrap_or(f64::INFINITY)
     }
 }
 

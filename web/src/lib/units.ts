@@ -1,6 +1,11 @@
 // Sizes and rates as people type and read them.
 // Input sizes are binary (1K = 1024, as in socketsend's `1M`); rates follow
 // the seeds: MByte/s is 10^6 bytes per second, Gbit/s is 10^9 bits per second.
+// The SI prefixes and the agent's limits are the protocol's tables
+// (protocol/src/units.rs, protocol/src/params/limits.rs), generated.
+
+import { LIMITS, SI_PREFIXES, type LimitSpec } from './generated/params';
+import type { Limits } from './generated/wire/Limits';
 
 const SUFFIX: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
 
@@ -16,7 +21,7 @@ export function parseSize(text: string): number {
 export function parseRate(text: string): number {
   const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmg]?)\s*$/i.exec(text);
   if (!m) return NaN;
-  return Number(m[1]) * ({ '': 1, k: 1e3, m: 1e6, g: 1e9 } as Record<string, number>)[m[2].toLowerCase()];
+  return Number(m[1]) * (SI_PREFIXES.find((p) => p.prefix.toLowerCase() === m[2].toLowerCase())?.div ?? NaN);
 }
 
 /** `1048576` -> `1 MiB`, `1500` -> `1500 B`: exact binary units when they fit. */
@@ -55,12 +60,7 @@ export function sizeText(bytes: number): string {
 }
 
 /** Bit-rate units, largest first: SI prefixes, powers of 1000 (as iperf3 and the seeds print them). */
-const RATE_UNITS = [
-  { unit: 'Gbit/s', div: 1e9 },
-  { unit: 'Mbit/s', div: 1e6 },
-  { unit: 'kbit/s', div: 1e3 },
-  { unit: 'bit/s', div: 1 },
-] as const;
+const RATE_UNITS = SI_PREFIXES.map((p) => ({ unit: `${p.prefix}bit/s`, div: p.div }));
 
 /** A rate unit that suits values up to `maxBps` (bits per second): the largest in which it is at least 1. */
 export function rateUnit(maxBps: number): { unit: string; div: number } {
@@ -115,4 +115,26 @@ export function pageText(text: string): string;
 export function pageText(text: string | null | undefined): string | null | undefined;
 export function pageText(text: string | null | undefined): string | null | undefined {
   return text == null ? text : text.replace(/(\d ?)us\b/g, `$1${MICRO}`);
+}
+
+/** One of an agent's limits as its card says it: `≤ 64 streams`, `message size ≤ 64 MiB`, `UDP rate ≤ 1 Gbit/s`. */
+export function limitText(l: LimitSpec, v: number): string {
+  switch (l.unit) {
+    case 'bytes':
+      return `${l.what} ≤ ${formatSize(v)}`;
+    case 's':
+      return `${l.what} ≤ ${v} s`;
+    case 'bit/s':
+      return `${l.what} ≤ ${formatRate(v)}`;
+    default:
+      return `≤ ${v.toLocaleString('en-US')} ${l.what}`;
+  }
+}
+
+/** An agent's limits (its `hello`'s), each as `limitText` says it, in the protocol's order; an absent one (no cap) left out. */
+export function limitsText(limits: Limits): string {
+  return LIMITS.flatMap((l) => {
+    const v = limits[l.name];
+    return v == null ? [] : [limitText(l, v)];
+  }).join(', ');
 }

@@ -79,6 +79,8 @@ export interface Stats {
     streams: Uint16Array, lens: Uint32Array, bytes: Float64Array, n: number, up: boolean,
     phaseS: Float64Array, gapS: number, recvS: Float64Array, intervalMs: number,
   ): LulRates;
+  /** The whole intervals `[from, to)` of a side's summed interval series, from each stream's last and first byte times (stats/src/series.rs `whole_ticks`). */
+  whole_ticks(ends: Float64Array, starts: Float64Array, omittedS: number, tickS: number, n: number): Uint32Array;
   /** When each latency_under_load load stream's phase started, s since the test's start; NaN outside the 4n (stats/src/lul_load.rs). */
   lul_stream_starts(streams: Uint16Array, n: number, phaseS: Float64Array, gapS: number): Float64Array;
   linfit(x: Float64Array, y: Float64Array): { n: number; slope: number; intercept: number; r2: number };

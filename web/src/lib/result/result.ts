@@ -218,13 +218,13 @@ export function primarySide(step: StepResult): Role {
 const derived = new WeakMap<StepResult, Quantity[]>();
 
 /** The quantities a step's samples support, the most telling first. */
-export function quantities(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
+export function quantities(step: StepResult, wasm: Pick<Stats, 'lul_rates' | 'whole_ticks'>): Quantity[] {
   let qs = derived.get(step);
   if (!qs) derived.set(step, (qs = derive(step, wasm)));
   return qs;
 }
 
-function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
+function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates' | 'whole_ticks'>): Quantity[] {
   const out: Quantity[] = [];
   const primary = primarySide(step);
   const rtt = joined(seriesOf(step, 'rtt_ns'));
@@ -252,7 +252,7 @@ function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
     // Only the intervals every stream spent whole inside its own data
     // movement count: a partial first or last one is not the path's rate.
     const sum = sumStreams(iv.map((s) => s.values));
-    const [from, to] = wholeIntervals(step, role, iv, sum.length);
+    const [from, to] = wholeIntervals(step, role, iv, sum.length, wasm);
     const bps = scaled(sum.subarray(from, to), 8 / (intervalMs(step) / 1000));
     const u = rateUnit(bps.reduce((m, v) => Math.max(m, v), 0));
     out.push({ id: `tput-${role}`, label: `throughput per interval (${role})`, unit: u.unit, div: u.div, values: scaled(bps, 1 / u.div) });
@@ -270,31 +270,23 @@ function derive(step: StepResult, wasm: Pick<Stats, 'lul_rates'>): Quantity[] {
 
 /**
  * The intervals `[from, to)` of a side's summed interval series (`n` long)
- * that every stream spent whole inside its own data movement: from the
- * interval where the last stream to start had started (each stream's
- * `first_seconds`, TCP) to the one before the first stream to stop had
- * stopped (its `seconds`), both on the samples' clock (the warm-up,
- * `omitted_s`, is out of the summary's seconds, not out of the samples, and
- * out of these intervals too). The interval a stream ends in is partial:
- * a 10 s test's last 10 ms interval may hold a few bytes, and would read as
- * a rate near 0. Without per-stream times (older results), the last
- * interval is left out. At least one interval is kept.
+ * that every stream spent whole inside its own data movement: the rule of
+ * protocol/src/intervals.rs `whole_intervals` (a permalink's histograms
+ * count the same ones), through wasm (`whole_ticks`, stats/src/series.rs).
+ * Here only each stream's first and last byte times are read from the
+ * side's summary, on the samples' clock (its warm-up, `omitted_s`, added
+ * back). Without per-stream times (older results), the last interval is
+ * left out. At least one interval is kept.
  */
-export function wholeIntervals(step: StepResult, role: Role, iv: Series[], n: number): [number, number] {
+export function wholeIntervals(step: StepResult, role: Role, iv: Series[], n: number, wasm: Pick<Stats, 'whole_ticks'>): [number, number] {
   const side = step.sides[role] as Summary | null | undefined;
-  const dt = intervalMs(step) / 1000;
   const omitted = Number(side?.omitted_s ?? 0);
   const streams = iv.map((s) => (side?.streams as (Record<string, any> | null)[] | undefined)?.find((x) => Number(x?.index) === s.stream));
-  const ends = streams.map((x) => Number(x?.seconds)).filter(Number.isFinite);
-  const starts = streams.map((x) => Number(x?.first_seconds)).filter(Number.isFinite);
-  const old: [number, number] = [0, n > 1 ? n - 1 : n];
-  if (ends.length < iv.length) return old;
-  // A millionth of an interval of slack: an interval that ends where a stream ended is whole.
-  const eps = 1e-6;
-  const to = Math.min(n, Math.floor((Math.min(...ends) + omitted) / dt + eps));
-  const first = starts.length === iv.length ? Math.max(...starts) + omitted : omitted;
-  const from = Math.min(Math.ceil(first / dt - eps), to);
-  return to - from >= 1 ? [from, to] : old;
+  const times = (key: string) => streams.map((x) => Number(x?.[key]) + omitted).filter(Number.isFinite);
+  const [ends, starts] = [times('seconds'), times('first_seconds')];
+  const known = (t: number[]) => Float64Array.from(t.length === iv.length ? t : []);
+  const [from, to] = wasm.whole_ticks(known(ends), known(starts), omitted, intervalMs(step) / 1000, n);
+  return [from, to];
 }
 
 /** Differences of consecutive times, ns in, us out. */

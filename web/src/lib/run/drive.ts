@@ -9,6 +9,7 @@
 
 import { AgentError, type Agent, type AgentMsg, type TestListener } from '../agents/agents.svelte';
 import { hostOnly } from '../agents/fragment';
+import { CANCEL_GRACE_S } from '../generated/params';
 import type { AgentRef } from '../generated/wire/AgentRef';
 import type { Outgoing } from '../generated/wire/Outgoing';
 import type { StepResult } from '../result/result';
@@ -16,10 +17,10 @@ import type { Codec, StepDriver } from '../wasm';
 
 export type PlanStep = Pick<StepResult, 'index' | 'kind' | 'params' | 'point' | 'repeat' | 'transport'>;
 
-/** How long a cancelled step waits for its agents to confirm (agent/src/run: the same). */
-const CANCEL_GRACE_MS = 15000;
+/** How long a cancelled step waits for its agents to confirm (`meshperf run` the same: the protocol's). */
+const CANCEL_GRACE_MS = CANCEL_GRACE_S * 1000;
 
-/** How the step driver names and reaches the agents, with their limits. */
+/** How the step driver names and reaches the agents, with their limits and cores. */
 export const agentRefs = (list: Agent[]): AgentRef[] =>
   list.map((a) => ({
     label: a.label,
@@ -28,6 +29,8 @@ export const agentRefs = (list: Agent[]): AgentRef[] =>
     limits: a.info?.limits ?? null,
     ...(a.info ? { capabilities: a.info.capabilities } : {}),
     ...(a.info?.instance ? { instance: a.info.instance } : {}),
+    // The step driver refuses more threads than these before Run.
+    ...(a.info ? { cores: a.info.cores } : {}),
   }));
 
 export function randomTestId(): number {

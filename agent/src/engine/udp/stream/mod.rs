@@ -27,7 +27,6 @@ mod worker;
 use crate::engine::ctx::TestCtx;
 use crate::engine::error::{Refusal, TestError};
 use crate::engine::placement;
-use crate::engine::seedfmt::g6;
 use crate::engine::udp::batch;
 use crate::engine::udp::{self, Flow, Line, UdpTest};
 use meshperf_protocol::frame::SampleKind;
@@ -40,6 +39,7 @@ use meshperf_protocol::summary::{
     PacingError, Timestamps, UdpStreamFigures, UdpStreamReceive, UdpStreamSend, UdpStreamSummary,
     RATE_REACHED,
 };
+use meshperf_protocol::units::g6;
 use serde_json::Value;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::SystemTime;
