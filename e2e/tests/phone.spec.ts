@@ -45,12 +45,18 @@ test('at 390 x 844 the side summaries show every value whole', async ({ page, ag
     ['tcp_stream', { streams: '4', count: '64', direction: 'both' }],
     ['udp_stream', { streams: '2', count: '3000', direction: 'both' }],
     ['unix_stream', { count: '64' }],
+    ['tcp_crr', { count: '200' }],
   ] as const) {
     await run(page, kind, set);
     const rows = await page.locator('[data-testid^=summary-] dd').count();
     expect(rows, kind).toBeGreaterThan(8);
     expect(await cut(page), kind).toEqual([]);
     // A figure a kind does not report is left out, not shown as "–" (issue 45, item 27: unix_stream's "0.05322 / –").
+    // A request/response kind's sides are requester and responder, tcp_crr's too (issue 45, item 21).
+    if (kind === 'tcp_crr') {
+      await expect(page.getByTestId('summary-client').locator('h2')).toHaveText(/ · client · requester$/);
+      await expect(page.getByTestId('summary-server').locator('h2')).toHaveText(/ · server · responder$/);
+    }
     const values = await page.locator('[data-testid^=summary-] dd').allTextContents();
     expect(values.filter((v) => v.includes('/ –')), kind).toEqual([]);
     const path = info.outputPath(`${kind}-390.png`);
