@@ -35,7 +35,12 @@ export interface PlotSpec {
   xValue?: (v: number) => string;
   /** x holds the categories 0..n-1 (bars): one tick each, labelled by `xValue`, half a bar of room each side. */
   xCategories?: number;
+  /** x takes whole numbers only (streams, flows): ticks at whole numbers, never 1.2, 1.4. */
+  xInteger?: boolean;
 }
+
+/** Whole-number tick steps: 1, 2, 5, 10, 20, 50, ... */
+export const INTEGER_INCRS = Array.from({ length: 30 }, (_, k) => [1, 2, 5][k % 3] * 10 ** Math.floor(k / 3));
 
 export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
   void theme.resolved;
@@ -49,10 +54,20 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
         splits: () => Array.from({ length: cats }, (_, i) => i),
         values: (_u, splits) => splits.map((v) => (p.xValue ? p.xValue(v) : String(v))),
       }
-    : {};
+    : p.xInteger && !p.xLog
+      ? { incrs: INTEGER_INCRS }
+      : {};
+  // Bars centred on their x (a histogram's bin centres) get half a spacing
+  // of room at each end: the first and last were drawn half (issue 45, item 23).
+  const barsPad = !cats && !p.xLog && p.series.some((s) => s.bars);
+  const padded = (u: uPlot, min: number, max: number): uPlot.Range.MinMax => {
+    const n = u.data[0]?.length ?? 0;
+    const half = n > 1 ? (max - min) / (n - 1) / 2 : 0.5;
+    return [min - half, max + half];
+  };
   return {
     scales: {
-      x: { time: false, distr: p.xLog ? 3 : 1, ...(cats ? { range: (): uPlot.Range.MinMax => [-0.5, cats - 0.5] } : {}) },
+      x: { time: false, distr: p.xLog ? 3 : 1, ...(cats ? { range: (): uPlot.Range.MinMax => [-0.5, cats - 0.5] } : barsPad ? { range: padded } : {}) },
       y: { distr: p.yLog ? 3 : 1, ...(yRange ? { range: yRange } : {}) },
     },
     axes: [
