@@ -12,6 +12,14 @@ export function css(name: string): string {
 
 export const color = (i: number) => css(`--series-${(i % 6) + 1}`);
 
+/**
+ * The line of series `i` past the palette's six colours, when it has none of
+ * its own: solid, then dashed, dotted, dash-dot, so a seventh series is not
+ * the first again (issue 45, item 10: ten series of a 4-stream chart).
+ */
+export const ROUND_DASH: (number[] | undefined)[] = [undefined, [6, 3], [2, 3], [8, 3, 2, 3]];
+const roundDash = (i: number) => ROUND_DASH[Math.floor(i / 6) % ROUND_DASH.length];
+
 export interface SeriesSpec {
   label: string;
   color?: string;
@@ -81,7 +89,7 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
         stroke: s.color ?? color(i),
         fill: s.bars ? (s.color ?? color(i)) + '99' : undefined,
         width: s.width ?? 1.5,
-        dash: s.dash,
+        dash: s.dash ?? (s.color ? undefined : roundDash(i)),
         spanGaps: true,
         paths: s.bars ? uPlot.paths.bars!({ size: [0.7, 60] }) : s.line === false ? () => null : undefined,
         points: { show: s.points ?? false, size: 5, fill: s.color ?? color(i) },
@@ -89,5 +97,7 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
       })),
     ],
     cursor: { drag: { x: true, y: false } },
+    // The legend's marker drawn as its line is: dashed or dotted too.
+    legend: { markers: { dash: (u: uPlot, i: number) => (u.series[i].dash?.length ? (u.series[i].dash![0] <= 2 ? 'dotted' : 'dashed') : 'solid') } },
   };
 }
