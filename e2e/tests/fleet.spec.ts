@@ -295,6 +295,9 @@ test('a real monitor\'s /matrix.json of 65 agents opens as a fleet with the file
     await expect(page.getByTestId('fleet-note')).toHaveText(`65 agents, ${measured} pairs measured${measured < 4160 ? `, ${4160 - measured} failed` : ''}; one pixel row per agent`);
     await expect(page.getByTestId('fleet-heatmap')).toHaveAttribute('data-drawn', /^[1-9]/);
     expect(await pixel(page, top, topServer)).toEqual([253, 231, 37, 255]);
+    // Opened by link: no banner about a token, no empty pair form (issue 45, item 24).
+    await expect(page.getByTestId('notice')).toHaveCount(0);
+    await expect(page.getByTestId('standard-test')).toHaveCount(0);
     // Search by endpoint, and agent 9's pairs both ways: the compact figures.
     await page.getByTestId('fleet-search').fill(compact.agents[9].endpoint);
     await expect(page.getByTestId('fleet-hit')).toHaveCount(1);

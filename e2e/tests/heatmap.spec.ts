@@ -46,8 +46,8 @@ async function openMesh(page: Page, mesh: Mesh, order = [0, 1, 2, 3]) {
   for (let i = 0; i < order.length; i++) await expect(rows.nth(i)).toHaveAttribute('data-state', 'ready');
 }
 
-async function runMatrix(page: Page) {
-  await page.getByTestId('matrix-kind').selectOption('udp_rr');
+async function runMatrix(page: Page, kind = 'udp_rr') {
+  await page.getByTestId('matrix-kind').selectOption(kind);
   await page.locator('input[type=radio][value=count]').check();
   await page.getByTestId('count').fill(String(COUNT));
   await page.getByTestId('matrix-run').click();
@@ -149,6 +149,22 @@ test('matrix of four agents on 127.0.0.2-5: the canvas heatmap equals the JSON, 
   // A click on a ratio cell opens that pair of the shown matrix.
   await cell(page, 'ratio-heatmap', 0, 3).click();
   await expect(page.getByTestId('summary-client').locator('h2')).toHaveText(/^A .* · client/);
+});
+
+// Issue 45, item 18: a tcp_rr matrix against a udp_rr one had every cell
+// "missing in either": only a matrix of the same kind is offered.
+test('compare with offers only kept matrices of the same kind', async ({ page, mesh }) => {
+  test.setTimeout(120_000);
+  await openMesh(page, mesh);
+  await runMatrix(page, 'udp_rr');
+  await runMatrix(page, 'tcp_rr');
+  await expect(page.getByTestId('matrix-other-kinds')).toHaveText('1 stored matrix of another kind than tcp_rr: not offered to compare with.');
+  await expect(page.getByTestId('matrix-baseline')).toHaveCount(0);
+  await runMatrix(page, 'udp_rr');
+  const baseline = page.getByTestId('matrix-baseline');
+  await expect(baseline.locator('option')).toHaveCount(2); // (none) and the first udp_rr matrix
+  await expect(baseline.locator('option').nth(1)).toContainText('udp_rr');
+  await expect(page.getByTestId('matrix-other-kinds')).toHaveText('1 stored matrix of another kind than udp_rr: not offered to compare with.');
 });
 
 test('matrix Cancel ends every running pair at once, not at the agents\' confirmation timeout', async ({ page, mesh }) => {

@@ -19,6 +19,10 @@ async function standardTest(page: Page) {
   await expect(page.getByTestId('step-error')).toHaveCount(0);
   await expect(page.getByTestId('lul-card')).toBeVisible();
   await expect(page.getByTestId('lul-lanes').locator('canvas')).toHaveCount(3);
+  // The latency lane's scale: probes above its top are counted and said (issue 45, item 11).
+  const off = Number(await page.getByTestId('lul-lanes').getAttribute('data-off-scale'));
+  expect(Number.isInteger(off) && off >= 0).toBe(true);
+  if (off > 0) await expect(page.getByTestId('lul-lanes')).toContainText(`${off} value${off === 1 ? '' : 's'} above it`);
 }
 
 async function shot(page: Page, info: TestInfo, name: string) {

@@ -158,6 +158,8 @@ test('an agent killed before the run fails exactly its row and column; the rest 
     const dead = s.pair.client === 2 || s.pair.server === 2;
     expect(!!s.error, JSON.stringify(s.pair)).toBe(dead);
     if (!dead) expect(s.summary?.rtt_us?.n).toBe(COUNT);
+    // The agent named once (issue 45, item 19: "agent C (…): agent C (…) is not connected").
+    if (dead) expect(s.error!.match(/agent C \(/g) ?? [], s.error!).toHaveLength(1);
   }
 });
 

@@ -45,3 +45,13 @@ test('the tokens leave the fragment, everything else stays', () => {
   const e = readFragment(withoutTokens('#token=ta'), 'own:1');
   assert.equal(e.given, false);
 });
+
+test('an agent address is host:port, host or [v6]:port; anything else is refused saying what was expected (issue 45, item 17)', async () => {
+  const { addressError } = await import('../src/lib/agents/fragment.ts');
+  for (const ok of ['127.0.0.1:18001', 'agent-b.example:7800', 'localhost', '[::1]:7800', 'host.local'])
+    assert.equal(addressError(ok), null, ok);
+  assert.equal(addressError('not a host'), 'expected host:port (e.g. 10.0.0.2:7800 or [::1]:7800), got "not a host"');
+  for (const bad of ['', 'http://x:1', 'x:1/ws', 'a@b:1', '[::1', 'x:99999'])
+    assert.notEqual(addressError(bad), null, bad);
+  assert.equal(addressError('x:99999'), 'port 99999 is outside 1 to 65535');
+});

@@ -204,3 +204,36 @@ test('a refused field is named: the parameter, and the message without it for be
   assert.equal(d.param, 'duration_s');
   assert.match(d.why, /^give the test duration/);
 });
+
+test('by rate with the rate field empty is refused beside the field, not run at the default wait (issue 45, item 15)', () => {
+  setKind('udp_stream');
+  plan.bound = 'count';
+  plan.picks.rate = 'rate';
+  plan.values.rate = '';
+  const r = buildPlan(plan);
+  assert.equal(r.param, 'rate');
+  assert.equal(r.error, 'rate: give the rate, e.g. 20M (or choose wait)');
+  plan.values.rate = '20M';
+  assert.equal(buildPlan(plan).plan.params.rate, 20e6);
+  // By wait, an empty wait runs at its default as before.
+  plan.picks.rate = 'wait_us';
+  plan.values.wait_us = '';
+  assert.ok(buildPlan(plan).plan);
+});
+
+test('a plan by duration keeps its seconds across kinds; choosing duration fills an empty field (issue 45, item 14)', async () => {
+  const { chooseBound, DEFAULT_DURATION_S } = await import('../src/lib/plan/plan.svelte.ts');
+  setKind('tcp_stream');
+  plan.bound = 'count';
+  plan.values.duration_s = '';
+  chooseBound('duration');
+  assert.equal(plan.values.duration_s, DEFAULT_DURATION_S);
+  plan.values.duration_s = '3';
+  setKind('udp_stream');
+  assert.equal(plan.bound, 'duration');
+  assert.equal(plan.values.duration_s, '3');
+  assert.equal(buildPlan(plan).plan.params.duration_s, 3);
+  chooseBound('count');
+  setKind('tcp_rr');
+  assert.equal(plan.values.duration_s, '');
+});

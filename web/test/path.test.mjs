@@ -109,3 +109,9 @@ test('a symmetric path has no differences; a serving side, another kind or a fai
   assert.equal(pathShow(stats, null), null);
   assert.equal(endOf({ end: 'silence', hops: [hop(1, '10.1.0.1', [1]), hop(2, null, [])] }), 'ended in silence after hop 1: nothing past it answered');
 });
+
+test("loopback's path MTU: an interface above the IP datagram's 65535 reads as such, not as 65535 (issue 45, item 13)", async () => {
+  const { mtuOf } = await import('../src/lib/path/path.ts');
+  assert.equal(mtuOf({ mtu: { bytes: 65535, local: 65535, probes: 1 } }), '65535 bytes (interface 65535 or more: an IP datagram holds at most 65535)');
+  assert.equal(mtuOf({ mtu: { bytes: 1500, local: 1500, probes: 1 } }), '1500 bytes (interface 1500)');
+});

@@ -80,11 +80,26 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// [`Guard::hosts`]), so "the agent's own origin" cannot be a rebound name.
 pub struct OriginCheck {
     guard: Arc<Guard>,
+    /// Where a refusal is told, for the agent's record ([`Refusals`]: at
+    /// most one line a second, the latest origin named, escaped).
+    refused: Option<mpsc::Sender<String>>,
 }
+
+/// The most of a refused `Origin` the record keeps.
+const ORIGIN_LOGGED: usize = 200;
 
 impl OriginCheck {
     pub fn new(guard: Arc<Guard>) -> OriginCheck {
-        OriginCheck { guard }
+        OriginCheck {
+            guard,
+            refused: None,
+        }
+    }
+
+    /// Tells each refused origin to `tx` (the server's record).
+    pub fn telling(mut self, tx: mpsc::Sender<String>) -> OriginCheck {
+        self.refused = Some(tx);
+        self
     }
 }
 
@@ -93,6 +108,7 @@ impl Callback for OriginCheck {
         let Some(origin) = req.headers().get("origin") else {
             return Ok(resp);
         };
+        let raw = String::from_utf8_lossy(origin.as_bytes());
         let origin = origin.to_str().unwrap_or("");
         let host = req
             .headers()
@@ -107,6 +123,20 @@ impl Callback for OriginCheck {
         let same = !host.is_empty() && origin == format!("{scheme}://{host}");
         if same || self.guard.origins.iter().any(|a| a == origin) {
             return Ok(resp);
+        }
+        if let Some(tx) = &self.refused {
+            // Escaped ({:?}, and the record's own escaping) and cut: the
+            // header is the stranger's text.
+            let shown: String = raw.chars().take(ORIGIN_LOGGED).collect();
+            let cut = if raw.chars().count() > ORIGIN_LOGGED {
+                " (cut)"
+            } else {
+                ""
+            };
+            let _ = tx.send(format!(
+                "a WebSocket upgrade from a page at origin {shown:?}{cut} (Host {host:?}): \
+                 that origin is not allowed; start the agent with --allow-origin ORIGIN to allow a page"
+            ));
         }
         let mut r = ErrorResponse::new(Some(format!(
             "origin {origin} is not allowed; start the agent with --allow-origin {origin} to allow it\n"
@@ -152,6 +182,9 @@ struct Server {
     guard: Arc<Guard>,
     cfg: WebSocketConfig,
     refusals: Refusals,
+    /// Origins the [`OriginCheck`]s refused, for `refusals`.
+    origin_tx: mpsc::Sender<String>,
+    origin_rx: mpsc::Receiver<String>,
 }
 
 /// Runs the agent until SIGINT/SIGTERM.
@@ -191,6 +224,7 @@ pub fn serve(
         .register(&mut sig_rx, SIGNAL, Interest::READABLE)?;
     let mut poll = poll;
     let mut events = Events::with_capacity(256);
+    let (origin_tx, origin_rx) = mpsc::channel();
     let mut srv = Server {
         conns: Slab::new(),
         by_sid: HashMap::new(),
@@ -205,6 +239,8 @@ pub fn serve(
             .max_frame_size(Some(control::MAX_MESSAGE_BEFORE_AUTH))
             .max_write_buffer_size(WRITE_BUFFER),
         refusals: Refusals::new(Instant::now()),
+        origin_tx,
+        origin_rx,
     };
     // Accepting pauses until then after a failed accept.
     let mut paused: Option<Instant> = None;
@@ -270,6 +306,9 @@ pub fn serve(
         }
         next_deadline = srv.expire(Instant::now());
         let now = Instant::now();
+        while let Ok(why) = srv.origin_rx.try_recv() {
+            srv.refusals.note(why);
+        }
         srv.refusals.report(now);
         srv.agent.report(now);
     }
@@ -466,7 +505,15 @@ impl Server {
                 out,
                 sent,
             } => {
-                let next = http_step(sock, head, out, sent, &self.guard, self.cfg);
+                let next = http_step(
+                    sock,
+                    head,
+                    out,
+                    sent,
+                    &self.guard,
+                    self.cfg,
+                    &self.origin_tx,
+                );
                 if matches!(&next, Some(Conn::Http { sent: s, .. }) if *s > sent) {
                     // Sending a response: the deadline is between bytes.
                     self.conns[key].deadline = Some(now + self.guard.head_timeout);
@@ -541,6 +588,7 @@ fn http_step(
     mut sent: usize,
     guard: &Arc<Guard>,
     cfg: WebSocketConfig,
+    refused: &mpsc::Sender<String>,
 ) -> Option<Conn> {
     if out.is_empty() {
         let mut buf = [0u8; 4096];
@@ -572,9 +620,7 @@ fn http_step(
                     pos: 0,
                     inner: sock,
                 };
-                let cb = OriginCheck {
-                    guard: guard.clone(),
-                };
+                let cb = OriginCheck::new(guard.clone()).telling(refused.clone());
                 return handshake(tungstenite::accept_hdr_with_config(replay, cb, Some(cfg)));
             }
         }

@@ -206,6 +206,52 @@ fn foreign_origins_are_refused_and_allowed_ones_accepted() {
     .expect("own origin");
 }
 
+/// Issue 45 item 5: a page whose origin is refused is on the agent's record,
+/// its origin escaped, at most one line a second however many knock.
+#[test]
+fn a_refused_origin_is_logged_escaped_and_at_most_once_a_second() {
+    let a = AgentProc::start_logged(&[]);
+    let t0 = Instant::now();
+    match open(a.port, Some("http://127.0.0.1:18001")).expect_err("refused") {
+        tungstenite::Error::Http(r) => assert_eq!(r.status(), 403),
+        e => panic!("expected 403, got {e}"),
+    }
+    let line = logged(&a, &["origin \"http://127.0.0.1:18001\"", "--allow-origin"]);
+    assert!(line.contains("refused 1 connection"), "{line}");
+    // A stranger's origin with a right-to-left override and a byte that is no
+    // UTF-8, sent raw (a header type would refuse them), 40 times at once.
+    for _ in 0..40 {
+        let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+        let mut req = format!(
+            "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: http://evil\u{202e}.example",
+            a.port
+        )
+        .into_bytes();
+        req.extend_from_slice(b"\xff\r\n\r\n");
+        s.write_all(&req).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(&head, b"HTTP/1.1 403", "{}", String::from_utf8_lossy(&head));
+    }
+    let line = logged(&a, &["evil\\u{202e}.example\u{fffd}"]);
+    assert!(!line.contains('\u{202e}'), "{line}");
+    let elapsed = t0.elapsed().as_secs_f64();
+    let lines = a
+        .log()
+        .iter()
+        .filter(|l| l.contains("not allowed; start the agent with --allow-origin"))
+        .count();
+    assert!(
+        lines as f64 <= elapsed.ceil() + 1.0,
+        "{lines} lines about refused origins in {elapsed:.1} s:\n{}",
+        a.log().join("\n")
+    );
+    // The agent still serves a page it allows.
+    a.connect();
+}
+
 #[test]
 fn bad_parameters_are_refused_before_any_traffic() {
     let a = AgentProc::start(&[]);

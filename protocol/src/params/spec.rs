@@ -468,7 +468,7 @@ pub mod stream {
         ..P
     };
     pub const COUNT: ParamSpec = ParamSpec {
-        label: "messages",
+        label: "messages per stream",
         default: DefaultValue::Num(1024),
         initial: Some("1024"),
         ..super::COUNT
@@ -884,7 +884,7 @@ pub mod udp {
         ..DATAGRAM
     };
     pub const STREAM_COUNT: ParamSpec = ParamSpec {
-        label: "packets",
+        label: "packets per flow",
         default: DefaultValue::Num(10_000),
         initial: Some("10000"),
         ..super::COUNT

@@ -4,6 +4,8 @@
 // a socket.
 
 
+import { addressError } from './fragment';
+
 export const PROTOCOL = 1;
 
 export type AgentState = 'idle' | 'connecting' | 'ready' | 'auth_failed' | 'error' | 'closed';
@@ -67,6 +69,11 @@ export class Agent {
       this.state = 'idle';
       return;
     }
+    const bad = addressError(this.host);
+    if (bad) {
+      this.#fail('error', `${this.label}: not an address: ${bad}`);
+      return;
+    }
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
     let ws: WebSocket;
     try {
@@ -84,13 +91,45 @@ export class Agent {
       this.#ws = null;
       const was = this.state;
       if (was === 'connecting') {
-        const why = ev.reason ? `: ${ev.reason}` : ' (is it running, and does it allow this page\'s origin?)';
-        this.#fail('error', `${this.label}: cannot connect${why}`);
+        if (ev.reason) this.#fail('error', `${this.label}: cannot connect: ${ev.reason}`);
+        else this.#whyRefused();
       } else if (was === 'ready') {
         this.#fail('closed', `${this.label} disconnected`);
       }
       this.#dropAll();
     };
+  }
+
+  /**
+   * A WebSocket refused before it opened tells the page nothing (a 403 and
+   * a port with nothing listening look the same). The agent's /healthz
+   * answers anyone: an answer there means the agent is running and refused
+   * this page, which it does for an origin not its own nor given to
+   * --allow-origin (its record names the origin it refused).
+   */
+  #whyRefused(): void {
+    this.state = 'connecting';
+    const host = this.host;
+    const http = location.protocol === 'https:' ? 'https' : 'http';
+    const done = (message: string) => {
+      // Still the same attempt (not reconnected or closed meanwhile).
+      if (this.host === host && this.#ws === null && this.state === 'connecting') this.#fail('error', message);
+    };
+    const ask = new AbortController();
+    const timer = setTimeout(() => ask.abort(), 5000);
+    fetch(`${http}://${host}/healthz`, { mode: 'no-cors', cache: 'no-store', signal: ask.signal, credentials: 'omit' })
+      .then(
+        () =>
+          done(
+            `${this.label}: the agent answers but refused this page (origin ${location.origin}). ` +
+              `Start it with --allow-origin ${location.origin}, or open the page the agent itself serves`,
+          ),
+        () =>
+          done(
+            `${this.label}: nothing answers at ${http}://${host} (is the agent running, at this address and port${http === 'https' ? ', with TLS' : ''}?)`,
+          ),
+      )
+      .finally(() => clearTimeout(timer));
   }
 
   /** Closes the socket on purpose (no error shown). */

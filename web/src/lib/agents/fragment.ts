@@ -67,3 +67,22 @@ export function hostOnly(hostPort: string): string {
   const i = hostPort.lastIndexOf(':');
   return i > 0 && hostPort.indexOf(':') === i ? hostPort.slice(0, i) : hostPort;
 }
+
+/**
+ * Why `hostPort` is not an agent's address (`host:port`, `host`, `[v6]:port`),
+ * or null when it is one. "not a host" was taken and tried (issue 45, item 17).
+ */
+export function addressError(hostPort: string): string | null {
+  const h = hostPort.trim();
+  const want = `expected host:port (e.g. 10.0.0.2:7800 or [::1]:7800), got ${JSON.stringify(h)}`;
+  if (!h || /[\s/?#@\\]/.test(h)) return want;
+  const port = /:(\d+)$/.exec(h)?.[1];
+  if (port != null && (Number(port) < 1 || Number(port) > 65535)) return `port ${port} is outside 1 to 65535`;
+  let u: URL;
+  try {
+    u = new URL(`http://${h}`);
+  } catch {
+    return want;
+  }
+  return u.hostname && u.pathname === '/' ? null : want;
+}

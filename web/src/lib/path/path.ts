@@ -125,11 +125,18 @@ export function endOf(d: Dir): string {
   }
 }
 
+/** The largest IP datagram (its 16-bit total length). */
+const IP_MAX = 65535;
+
 /** The path MTU in words (path_out.rs `mtu_line`), or null without a search. */
 export function mtuOf(d: Dir): string | null {
   const m = d?.mtu;
   if (!m) return null;
-  let s = `${m.bytes ?? '–'} bytes (interface ${m.local})`;
+  // An IP datagram holds at most 65535 bytes: an interface with a larger
+  // MTU (lo's 65536) reads as that, not as 65535 beside a link row of 65536
+  // (issue 45, item 13).
+  const local = Number(m.local) >= IP_MAX ? `${m.local} or more: an IP datagram holds at most ${IP_MAX}` : m.local;
+  let s = `${m.bytes ?? '–'} bytes (interface ${local})`;
   if (m.lowered_by) s += `, lowered at ${m.lowered_at != null ? `hop ${m.lowered_at}` : 'a hop'} (${m.lowered_by})`;
   if (m.black_hole_above != null)
     s += `; black hole: datagrams above ${m.black_hole_above} bytes vanish with no ICMP ${m.black_hole_after != null ? `after hop ${m.black_hole_after}` : 'somewhere on the path'}`;

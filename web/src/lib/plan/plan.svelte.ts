@@ -2,7 +2,7 @@
 // its conversion to the plan format of protocol/src/plan.rs. Expansion into
 // steps is the wasm module's job (`expand_plan`), never done here.
 
-import { alternatives, KINDS, rangeError, type ParamSpec } from './kinds';
+import { alternatives, choiceName, KINDS, rangeError, type ParamSpec } from './kinds';
 import { parseRate, parseSize, sizeText } from '../units';
 
 export type Direction = 'send' | 'receive' | 'both';
@@ -54,9 +54,21 @@ export const plan = $state({
   histogram: null as HistSpec | null,
 });
 
+/** What choosing duration puts in an empty seconds field (iperf3's `-t` default). */
+export const DEFAULT_DURATION_S = '10';
+
+/** Stops by duration (filling the seconds when empty) or by count. */
+export function chooseBound(b: 'count' | 'duration'): void {
+  plan.bound = b;
+  if (b === 'duration' && !(plan.values.duration_s ?? '').trim()) plan.values.duration_s = DEFAULT_DURATION_S;
+}
+
 export function setKind(kind: string): void {
+  // A plan stopped by duration keeps its seconds across kinds (issue 45, item 14).
+  const seconds = plan.bound === 'duration' ? (plan.values.duration_s ?? '').trim() : '';
   plan.kind = kind;
   plan.values = initialValues(kind);
+  if (plan.bound === 'duration' && 'duration_s' in plan.values) plan.values.duration_s = seconds || DEFAULT_DURATION_S;
   plan.picks = initialPicks(kind);
   plan.axes = [];
   plan.name = plan.description = '';
@@ -172,6 +184,13 @@ export function buildPlan(p: typeof plan): { plan: PlanJson } | BuildError {
     const outside = typeof v === 'number' ? rangeError(s, v, text) : null;
     if (outside) return fieldError(s.name, outside);
     params[s.name] = v;
+  }
+  // An either-or field chosen and left empty ran at the other's default
+  // (udp_stream by rate, empty: the 20 µs wait; issue 45, item 15).
+  for (const [alt, other] of alternatives(p.kind)) {
+    if (swept.has(alt) || swept.has(other) || (p.picks[alt] ?? other) !== alt || params[alt] != null) continue;
+    const eg = specOf(p.kind, alt)?.type === 'rate' ? ', e.g. 20M' : '';
+    return fieldError(alt, `${alt}: give the ${choiceName(alt)}${eg} (or choose ${choiceName(other)})`);
   }
   if (hasBound && bound === 'duration' && params.duration_s == null && !swept.has('duration_s'))
     return fieldError('duration_s', 'duration_s: give the test duration in seconds (or choose count)');

@@ -12,6 +12,14 @@ export function css(name: string): string {
 
 export const color = (i: number) => css(`--series-${(i % 6) + 1}`);
 
+/**
+ * The line of series `i` past the palette's six colours, when it has none of
+ * its own: solid, then dashed, dotted, dash-dot, so a seventh series is not
+ * the first again (issue 45, item 10: ten series of a 4-stream chart).
+ */
+export const ROUND_DASH: (number[] | undefined)[] = [undefined, [6, 3], [2, 3], [8, 3, 2, 3]];
+const roundDash = (i: number) => ROUND_DASH[Math.floor(i / 6) % ROUND_DASH.length];
+
 export interface SeriesSpec {
   label: string;
   color?: string;
@@ -35,7 +43,12 @@ export interface PlotSpec {
   xValue?: (v: number) => string;
   /** x holds the categories 0..n-1 (bars): one tick each, labelled by `xValue`, half a bar of room each side. */
   xCategories?: number;
+  /** x takes whole numbers only (streams, flows): ticks at whole numbers, never 1.2, 1.4. */
+  xInteger?: boolean;
 }
+
+/** Whole-number tick steps: 1, 2, 5, 10, 20, 50, ... */
+export const INTEGER_INCRS = Array.from({ length: 30 }, (_, k) => [1, 2, 5][k % 3] * 10 ** Math.floor(k / 3));
 
 export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
   void theme.resolved;
@@ -49,10 +62,20 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
         splits: () => Array.from({ length: cats }, (_, i) => i),
         values: (_u, splits) => splits.map((v) => (p.xValue ? p.xValue(v) : String(v))),
       }
-    : {};
+    : p.xInteger && !p.xLog
+      ? { incrs: INTEGER_INCRS }
+      : {};
+  // Bars centred on their x (a histogram's bin centres) get half a spacing
+  // of room at each end: the first and last were drawn half (issue 45, item 23).
+  const barsPad = !cats && !p.xLog && p.series.some((s) => s.bars);
+  const padded = (u: uPlot, min: number, max: number): uPlot.Range.MinMax => {
+    const n = u.data[0]?.length ?? 0;
+    const half = n > 1 ? (max - min) / (n - 1) / 2 : 0.5;
+    return [min - half, max + half];
+  };
   return {
     scales: {
-      x: { time: false, distr: p.xLog ? 3 : 1, ...(cats ? { range: (): uPlot.Range.MinMax => [-0.5, cats - 0.5] } : {}) },
+      x: { time: false, distr: p.xLog ? 3 : 1, ...(cats ? { range: (): uPlot.Range.MinMax => [-0.5, cats - 0.5] } : barsPad ? { range: padded } : {}) },
       y: { distr: p.yLog ? 3 : 1, ...(yRange ? { range: yRange } : {}) },
     },
     axes: [
@@ -66,7 +89,7 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
         stroke: s.color ?? color(i),
         fill: s.bars ? (s.color ?? color(i)) + '99' : undefined,
         width: s.width ?? 1.5,
-        dash: s.dash,
+        dash: s.dash ?? (s.color ? undefined : roundDash(i)),
         spanGaps: true,
         paths: s.bars ? uPlot.paths.bars!({ size: [0.7, 60] }) : s.line === false ? () => null : undefined,
         points: { show: s.points ?? false, size: 5, fill: s.color ?? color(i) },
@@ -74,5 +97,7 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
       })),
     ],
     cursor: { drag: { x: true, y: false } },
+    // The legend's marker drawn as its line is: dashed or dotted too.
+    legend: { markers: { dash: (u: uPlot, i: number) => (u.series[i].dash?.length ? (u.series[i].dash![0] <= 2 ? 'dotted' : 'dashed') : 'solid') } },
   };
 }

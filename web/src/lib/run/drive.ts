@@ -100,7 +100,10 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
       if (o.request.type === 'start') hooks.started?.();
       asked.then(
         (reply) => send(d.reply(o.agent, JSON.stringify(reply))),
-        (e: AgentError) => send(d.reply(o.agent, JSON.stringify({ type: 'error', id: 0, code: e.code ?? 'error', message: e.message }))),
+        // The driver names the agent before the message: the page's own
+        // words about it ("agent D (…) is not connected") drop the name
+        // (issue 45, item 19: it was said twice).
+        (e: AgentError) => send(d.reply(o.agent, JSON.stringify({ type: 'error', id: 0, code: e.code ?? 'error', message: unnamed(e.message, list[o.agent].label) }))),
       );
     }
     check();
@@ -141,4 +144,10 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
     return r;
   });
   return { testId, result, cancel: () => live && send(d.cancel()), refusedBusy: () => busy };
+}
+
+/** `message` without the agent's name it starts with ("agent D (host) is not connected" -> "not connected"). */
+export function unnamed(message: string, label: string): string {
+  if (!message.startsWith(label)) return message;
+  return message.slice(label.length).replace(/^(:\s*|\s+is\s+|\s+)/, '') || message;
 }

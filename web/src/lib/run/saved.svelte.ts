@@ -40,12 +40,19 @@ export async function refresh(): Promise<void> {
   }
 }
 
-/** Stores a result and (unless `overlay` is false) selects it for the overlay; resolves with its id. */
-export async function keep(r: RunResult, overlay = true): Promise<number | null> {
+/** What a stored run's label adds for where it came from (a run of this page adds nothing). */
+const FROM: Record<Source, string> = { run: '', stored: '', import: ' · imported', link: ' · opened from a link' };
+
+/**
+ * Stores a result and (unless `overlay` is false) selects it for the
+ * overlay; resolves with its id. `source`: where it came from, said in its
+ * label (a run opened from a link is otherwise labelled as its original).
+ */
+export async function keep(r: RunResult, overlay = true, source: Source = 'run'): Promise<number | null> {
   try {
     // Results are never reactive proxies ($state.raw everywhere), so the
     // store clones `r` itself; a snapshot would copy every sample once more.
-    const id = await saveRun(runLabel(r), r);
+    const id = await saveRun(runLabel(r) + FROM[source], r);
     await refresh();
     if (overlay && !runs.selected.includes(id)) runs.selected.push(id);
     if (view.result === r) view.storedId = id;
@@ -67,9 +74,15 @@ export async function remove(id: number): Promise<void> {
   }
 }
 
-/** The runs ticked for the overlay, as the comparison plots them. */
+/** A stored run's name in lists and comparisons: its number in the store tells two of the same label apart. */
+export const storedLabel = (r: Pick<StoredRun, 'id' | 'label'>): string => `#${r.id} ${r.label}`;
+
+/** The runs ticked for the overlay, as the comparison plots them, oldest first (the first is the baseline). */
 export const overlaid = (): { label: string; result: RunResult }[] =>
-  runs.list.filter((r) => runs.selected.includes(r.id)).map((r) => ({ label: r.label, result: r.result }));
+  runs.list
+    .filter((r) => runs.selected.includes(r.id))
+    .sort((a, b) => a.id - b.id)
+    .map((r) => ({ label: storedLabel(r), result: r.result }));
 
 export function toggle(id: number): void {
   const i = runs.selected.indexOf(id);
