@@ -7,8 +7,7 @@
 // freshly loaded page; a live run from the page covers the form's path. Any
 // page error or console error fails the test.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
 import { test, expect, AGENT_BIN, type Agent } from '../agents';
@@ -57,10 +56,10 @@ async function shown(page: Page, what: string, kind: string) {
   await expect(page.getByTestId('error'), what).toBeHidden();
 }
 
-test('a result of every kind and multi-stream option opens from its permalink and from its file without a page error', async ({ agents, page }) => {
+test('a result of every kind and multi-stream option opens from its permalink and from its file without a page error', async ({ agents, page, scratch }) => {
   test.setTimeout(180_000);
   const errors = watch(page);
-  const dir = mkdtempSync(join(tmpdir(), 'meshperf-e2e-'));
+  const dir = scratch;
   const url = (a: Agent) => `${a.origin}/#token=${a.token}`;
   const runs = CASES.map((c, i) => {
     const json = join(dir, `${i}.json`);
@@ -139,9 +138,9 @@ test('udp_stream and tcp_stream with two streams both ways, run from the page, s
   }
 });
 
-test('a result the page cannot show says so in one line and keeps the export of its figures', async ({ agents, page }) => {
+test('a result the page cannot show says so in one line and keeps the export of its figures', async ({ agents, page, scratch }) => {
   const errors = watch(page);
-  const dir = mkdtempSync(join(tmpdir(), 'meshperf-e2e-'));
+  const dir = scratch;
   const good = join(dir, 'good.json');
   const r = spawnSync(AGENT_BIN, ['run', '--agent', `${agents.a.origin}/#token=${agents.a.token}`, '--kind', 'tcp_stream', '--set', 'count=16', '--json', good], { encoding: 'utf8', timeout: 60_000 });
   expect(r.status, r.stderr).toBe(0);

@@ -302,7 +302,7 @@ test('a latency_under_load matrix cell says the verdict of its pair in its toolt
   );
 });
 
-test('a latency_under_load matrix cell whose added delay is below zero reads none (±U), not the figure', async ({ page, agents }) => {
+test('a latency_under_load matrix cell whose added delay is below zero reads none (±U), not the figure', async ({ page, agents, scratch }) => {
   const summary = JSON.parse(readFileSync(DISTINCT, 'utf8'));
   const down = summary.phases.find((p: { phase: string }) => p.phase === 'download');
   down.added_rtt_us.median = -10.17;
@@ -316,7 +316,7 @@ test('a latency_under_load matrix cell whose added delay is below zero reads non
     ],
     steps: [{ index: 0, kind: 'latency_under_load', params: { probe_ms: 5 }, pair: { client: 0, server: 1 }, summary, samples: [] }],
   };
-  const file = join(mkdtempSync(join(tmpdir(), 'meshperf-lul-')), 'matrix-none.json');
+  const file = join(scratch, 'matrix-none.json');
   writeFileSync(file, JSON.stringify(result));
   await page.goto(`${agents.a.origin}/`);
   await page.getByTestId('import').setInputFiles(file);
