@@ -16,6 +16,21 @@ use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
 
 /// A TCP connection to the agent from source address `src`.
+/// `meshperf agent --listen LISTEN --token TOKEN` refused at start: exit
+/// status 2, one line on stderr (returned), nothing on stdout.
+fn agent_start_refused(listen: &str, token: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args(["agent", "--listen", listen, "--token", token])
+        .env_remove("MESHPERF_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty());
+    err
+}
+
 fn connect_from(src: [u8; 4], port: u16) -> TcpStream {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     s.bind(&SocketAddr::from((src, 0)).into()).unwrap();
@@ -324,16 +339,8 @@ fn failed_authentications_throttle_guessing_but_the_right_token_still_gets_in() 
 #[test]
 fn short_tokens_are_refused_beyond_loopback_and_warned_about_on_it() {
     let bin = env!("CARGO_BIN_EXE_meshperf");
-    let out = Command::new(bin)
-        .args(["agent", "--listen", "0.0.0.0:0", "--token", "0123456789"])
-        .env_remove("MESHPERF_TOKEN")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let err = agent_start_refused("0.0.0.0:0", "0123456789");
     assert!(err.contains("at least 16 characters"), "{err}");
-    assert!(out.stdout.is_empty());
     // On loopback it runs, with a warning first.
     let mut child = Command::new(bin)
         .args([
@@ -1136,15 +1143,6 @@ fn a_token_of_1024_characters_logs_in_and_a_longer_one_is_refused_at_start() {
     let longest = "t".repeat(1024);
     let a = AgentProc::start_token(&["--token", &longest], &longest);
     ping(&mut a.connect());
-    let out = Command::new(env!("CARGO_BIN_EXE_meshperf"))
-        .args(["agent", "--listen", "127.0.0.1:0", "--token"])
-        .arg("t".repeat(1025))
-        .env_remove("MESHPERF_TOKEN")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let err = agent_start_refused("127.0.0.1:0", &"t".repeat(1025));
     assert!(err.contains("at most 1024 characters"), "{err}");
-    assert!(out.stdout.is_empty());
 }
