@@ -1,12 +1,11 @@
 //! Page-aligned I/O buffers.
 //!
 //! The kernel copies socket data to and from user memory with `rep movsb`,
-//! which on this class of CPU (AMD EPYC, measured in a 2-vCPU VM) is several
-//! times slower when the user buffer is not page aligned: a `Vec` of 128 KiB
-//! comes from `mmap` through malloc and starts 16 bytes into its page, and a
-//! loopback receiver reading into it spent 40% of the machine in
-//! `_copy_to_iter` where a page-aligned one spends under 5% (perf record -a,
-//! tcp_stream 128 KiB, one stream). Bulk transfers use these buffers.
+//! which on some CPUs (AMD EPYC among them) is several times slower when the
+//! user buffer is not page aligned: a `Vec` of 128 KiB comes from `mmap`
+//! through malloc and starts 16 bytes into its page (the cost measured in
+//! docs/performance.md, "Figures behind choices in the code"). Bulk
+//! transfers use these buffers.
 //!
 //! On Unix each buffer is a mapping of its own (anonymous `mmap`), given
 //! back to the kernel with `munmap`, never to the process's allocator: a

@@ -19,7 +19,7 @@
 //! TCP connection at that share (SO_MAX_PACING_RATE), so they leave evenly
 //! rather than a message at a time. Linux paces TCP itself since 4.13 (an
 //! hrtimer per socket, no `fq` qdisc needed), so this holds on any qdisc,
-//! loopback's `noqueue` included (kernel 6.18 here; the integration test
+//! loopback's `noqueue` included (the integration test
 //! `tcp_stream_rate_is_paced_by_the_kernel_and_the_warm_up_left_out`
 //! measures the rate).
 

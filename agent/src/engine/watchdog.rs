@@ -1,10 +1,8 @@
 //! Waking a thread that blocks in a system call with no timeout on it.
 //!
 //! A blocking `recv` with SO_RCVTIMEO arms and cancels a kernel timer on
-//! every wait, and on these VMs that costs microseconds of each UDP round
-//! trip (interleaved A/B of udp_rr on loopback, p50: 70.5 us without the
-//! timeouts against 73.2 us with, 10 rounds; with this watchdog 63.2 against
-//! 71.7, 10 rounds, netperf 68.5 and sockperf 68.1 in the same rounds). So udp_rr's
+//! every wait, which costs microseconds of each UDP round trip (measured in
+//! docs/performance.md, "Figures behind choices in the code"). So udp_rr's
 //! two loops block without a timeout, and a watchdog thread beside each one
 //! interrupts it when a deadline passes or something else needs it: a no-op
 //! signal without SA_RESTART, so the call returns EINTR (netperf ends its

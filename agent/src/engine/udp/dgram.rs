@@ -307,9 +307,9 @@ pub fn enable_timestamps(s: &UdpSocket) -> bool {
 /// Receiver without a requested SO_RCVBUF: asks for `bytes`, so a burst
 /// that outruns the reader for a moment is queued rather than dropped. With
 /// CAP_NET_ADMIN (root) SO_RCVBUFFORCE gives all of it; without, SO_RCVBUF
-/// gives as much as `net.core.rmem_max` allows. An unprivileged receiver
-/// left at the 208 KiB default holds 91 datagrams of 1400 bytes, under 2 ms
-/// at 20 us: a few ms off the CPU and it lost 23% to 68% of a burst.
+/// gives as much as `net.core.rmem_max` allows. The 208 KiB default holds
+/// under 2 ms of 1400-byte datagrams 20 us apart (docs/performance.md,
+/// "Figures behind choices in the code").
 #[cfg(target_os = "linux")]
 pub fn grow_rcvbuf(s: &UdpSocket, bytes: libc::c_int) {
     let r = SockRef::from(s);

@@ -80,9 +80,8 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         cancel.load(Ordering::Relaxed) || watchdog::readable(line) || silent_dog()
     });
     // Replies leave through a socket connected to the peer, so the kernel
-    // keeps their route instead of looking it up per datagram (alone, this
-    // measured 70.9 against 74.1 us over 6 interleaved rounds, but within
-    // noise over 8 more; the timer above is the larger part). Its twin on
+    // keeps their route instead of looking it up per datagram (a small
+    // gain: docs/performance.md; the timer above is the larger part). Its twin on
     // the same port gets everyone else's datagrams, counted as foreign. The
     // twin is opened after the connect: opened before, a request that came
     // in between (the peer sends its first one the moment it is bound) went
