@@ -52,32 +52,66 @@ impl UdpTest for UdpRrParams {
     }
 }
 
-/// Serving side: answer requests from the bound peer until it says done.
+/// What the responding side counted.
+#[derive(Default)]
+struct Tally {
+    received: u64,
+    replied: u64,
+    bad: u64,
+    icmp: u64,
+    /// Requests past the prepared count, left unanswered.
+    beyond: u64,
+}
+
+/// A requester that goes quiet with its control connection still open
+/// (frozen, or a hostile peer holding the key) must not hold the serving
+/// side until the duration limit: no request for `quiet` ends it. The loop
+/// stamps each request (one clock read); the watchdog wakes it once the
+/// quiet time has passed.
+#[derive(Clone)]
+struct Quiet {
+    base: Instant,
+    last: Arc<AtomicU64>,
+    quiet: Duration,
+}
+
+impl Quiet {
+    fn new(p: &UdpRrParams) -> Quiet {
+        Quiet {
+            base: Instant::now(),
+            last: Arc::new(AtomicU64::new(0)),
+            quiet: STALL + Duration::from_millis(p.timeout_ms) + Duration::from_micros(p.wait_us),
+        }
+    }
+
+    fn stamp(&self) {
+        let now = self.base.elapsed().as_nanos() as u64;
+        self.last.store(now, Ordering::Relaxed);
+    }
+
+    fn silent(&self) -> bool {
+        let now = self.base.elapsed().as_nanos() as u64;
+        now.saturating_sub(self.last.load(Ordering::Relaxed)) > self.quiet.as_nanos() as u64
+    }
+}
+
+/// Serving side: answers each request of the peer's with a reply of
+/// `resp_bytes`, until the requester's `done`, a cancel, the requester's
+/// silence or its control line going away.
 fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSummary, TestError> {
     // No receive timeout (see `watchdog`): the watchdog interrupts the wait
     // every 20 ms while the control line has something for us (`done`, or
-    // the peer gone) or the test is cancelled; END ends it at once.
+    // the peer gone), the requester fell silent or the test is cancelled;
+    // END ends it at once.
     let period = Duration::from_millis(20);
     f.sock
         .set_read_timeout(watchdog::read_timeout(period))
         .map_err(udp::io_err)?;
     let (line, cancel) = (f.line.fd(), ctx.cancel.clone());
-    // A requester that goes quiet with its control connection still open
-    // (frozen, or a hostile peer holding the key) must not hold this side
-    // until the duration limit: no request for `quiet` ends it. The loop
-    // stamps each request (one clock read); the watchdog wakes it once the
-    // quiet time has passed.
-    let quiet = STALL + Duration::from_millis(p.timeout_ms) + Duration::from_micros(p.wait_us);
-    let base = Instant::now();
-    let last_request = Arc::new(AtomicU64::new(0));
-    let stamp = last_request.clone();
-    let silent = move || {
-        let now = base.elapsed().as_nanos() as u64;
-        now.saturating_sub(stamp.load(Ordering::Relaxed)) > quiet.as_nanos() as u64
-    };
-    let silent_dog = silent.clone();
+    let quiet = Quiet::new(p);
+    let dog_quiet = quiet.clone();
     let _dog = Watchdog::start(period, move || {
-        cancel.load(Ordering::Relaxed) || watchdog::readable(line) || silent_dog()
+        cancel.load(Ordering::Relaxed) || watchdog::readable(line) || dog_quiet.silent()
     });
     // Replies leave through a socket connected to the peer, so the kernel
     // keeps their route instead of looking it up per datagram (a small
@@ -91,26 +125,23 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
     let mut buf = vec![0u8; 65536];
     let mut reply = vec![0u8; p.resp_bytes as usize];
     getrandom::fill(&mut reply).expect("the OS random source works");
-    let (mut received, mut replied, mut bad, mut icmp) = (0u64, 0u64, 0u64, 0u64);
-    // Requests past the prepared count, left unanswered.
-    let mut beyond = 0u64;
+    let mut t = Tally::default();
     let mut cap = crate::engine::pace::RateCap::new(&ctx.limits);
-    let mut note = None;
     let mut checked = Instant::now();
     // Look at the control line now rather than at the next 20 ms check.
     let mut look = false;
-    loop {
+    let note = loop {
         match f.sock.recv_from(&mut buf) {
             Ok((n, from)) if from == f.peer => match Hdr::read(&buf[..n]) {
                 // Past the prepared count: whatever the peer does, this side
                 // answers no more than the test it prepared.
-                Some(h) if h.is(REQUEST, f.token) && replied >= p.count => {
-                    received += 1;
-                    beyond += 1;
+                Some(h) if h.is(REQUEST, f.token) && t.replied >= p.count => {
+                    t.received += 1;
+                    t.beyond += 1;
                 }
                 Some(h) if h.is(REQUEST, f.token) => {
-                    received += 1;
-                    last_request.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    t.received += 1;
+                    quiet.stamp();
                     // The whole token: a compact request may get a full reply.
                     Hdr {
                         kind: REPLY,
@@ -121,76 +152,35 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
                     if let Some(c) = cap.as_mut() {
                         c.take(reply.len());
                     }
-                    if udp::send_past_icmp(&mut icmp, || f.sock.send(&reply)).is_ok() {
-                        replied += 1;
+                    if udp::send_past_icmp(&mut t.icmp, || f.sock.send(&reply)).is_ok() {
+                        t.replied += 1;
                     }
                 }
                 Some(h) if h.is(udp::HELLO, f.token) => {}
                 // The requester's `done` is on its way (or here): look now
                 // rather than at the next 20 ms check.
                 Some(h) if h.is(END, f.token) => look = true,
-                _ => bad += 1,
+                _ => t.bad += 1,
             },
             Ok(_) => f.foreign += 1,
             Err(e) if watchdog::woken(&e) => look = true,
-            Err(e) if udp::icmp_error(&e) => icmp += 1,
+            Err(e) if udp::icmp_error(&e) => t.icmp += 1,
             Err(e) => return Err(udp::io_err(e)),
         }
         if look || checked.elapsed() >= Duration::from_millis(20) {
             checked = Instant::now();
             f.foreign += udp::drain(&strangers);
-            if ctx.cancelled() {
-                return Err(TestError::cancelled());
+            if let Some(end) = look_around(ctx, p, &mut f, &quiet, look, &mut buf, &mut t)? {
+                break end;
             }
-            if silent() {
-                note = Some(format!(
-                    "the requester sent nothing for {} s",
-                    quiet.as_secs_f64()
-                ));
-                break;
-            }
-            // After END the line was sent first; on a network it may still
-            // be on its way. After a watchdog wake it is already here.
-            let wait = if look {
-                Duration::from_millis(50)
-            } else {
-                Duration::ZERO
-            };
             look = false;
-            match f.line.recv(wait) {
-                Ok(Some(RequesterLine::Done { .. })) => {
-                    // Requests the requester sent before its `done` may
-                    // still be queued here (this side ran late on a busy
-                    // host): count them, answer none (it stopped waiting).
-                    let _ = f.sock.set_nonblocking(true);
-                    while let Ok((n, from)) = f.sock.recv_from(&mut buf) {
-                        match Hdr::read(&buf[..n]) {
-                            Some(h) if from == f.peer && h.is(REQUEST, f.token) => {
-                                received += 1;
-                                beyond += u64::from(replied >= p.count);
-                            }
-                            _ if from == f.peer => {}
-                            _ => f.foreign += 1,
-                        }
-                    }
-                    break;
-                }
-                Ok(None) => {}
-                // An altered, replayed or untagged line: the test fails
-                // (`protocol`), as every sealed line does (docs/protocol.md).
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => return Err(udp::gone(e)),
-                Err(e) => {
-                    note = Some(format!("the driving agent went away ({e})"));
-                    break;
-                }
-            }
         }
-    }
+    };
     f.foreign += udp::drain(&strangers);
     let counts = UdpRrServerCounts {
-        received,
-        replied,
-        bad,
+        received: t.received,
+        replied: t.replied,
+        bad: t.bad,
         foreign: f.foreign,
     };
     if note.is_none() {
@@ -202,10 +192,66 @@ fn respond(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrServerSum
         note,
         peer: f.peer.to_string(),
         rate_capped_us: crate::engine::pace::capped_us(&cap),
-        beyond_count: beyond,
-        icmp_errors: icmp,
+        beyond_count: t.beyond,
+        icmp_errors: t.icmp,
         socket: udp::applied(&f.sock, &p.sock),
     })
+}
+
+/// The serving side's look at the test's state between datagrams (every
+/// 20 ms, or at once after END or a watchdog wake, `look`): `Some(None)`
+/// when the requester said `done`, `Some(note)` when the test ended early
+/// (the requester silent, its control line gone), `None` to go on.
+fn look_around(
+    ctx: &TestCtx,
+    p: &UdpRrParams,
+    f: &mut Flow,
+    quiet: &Quiet,
+    look: bool,
+    buf: &mut [u8],
+    t: &mut Tally,
+) -> Result<Option<Option<String>>, TestError> {
+    if ctx.cancelled() {
+        return Err(TestError::cancelled());
+    }
+    if quiet.silent() {
+        let why = format!(
+            "the requester sent nothing for {} s",
+            quiet.quiet.as_secs_f64()
+        );
+        return Ok(Some(Some(why)));
+    }
+    // After END the line was sent first; on a network it may still be on
+    // its way. After a watchdog wake it is already here.
+    let wait = if look {
+        Duration::from_millis(50)
+    } else {
+        Duration::ZERO
+    };
+    match f.line.recv(wait) {
+        Ok(Some(RequesterLine::Done { .. })) => {
+            // Requests the requester sent before its `done` may still be
+            // queued here (this side ran late on a busy host): count them,
+            // answer none (it stopped waiting).
+            let _ = f.sock.set_nonblocking(true);
+            while let Ok((n, from)) = f.sock.recv_from(buf) {
+                match Hdr::read(&buf[..n]) {
+                    Some(h) if from == f.peer && h.is(REQUEST, f.token) => {
+                        t.received += 1;
+                        t.beyond += u64::from(t.replied >= p.count);
+                    }
+                    _ if from == f.peer => {}
+                    _ => f.foreign += 1,
+                }
+            }
+            Ok(Some(None))
+        }
+        Ok(None) => Ok(None),
+        // An altered, replayed or untagged line: the test fails
+        // (`protocol`), as every sealed line does (docs/protocol.md).
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => Err(udp::gone(e)),
+        Err(e) => Ok(Some(Some(format!("the driving agent went away ({e})")))),
+    }
 }
 
 /// Driving side: `count` requests (or as many as `duration_s` allows), one
