@@ -66,6 +66,8 @@ fn control() {
             step: 0,
             kind: step.kind,
             params: params.clone(),
+            queue: None,
+            exclusive: None,
         });
         msg(&Request::Start {
             id: 20 + i as u64,
@@ -78,6 +80,8 @@ fn control() {
                 port: 40355,
                 key: "ab".repeat(16),
             },
+            queue: None,
+            exclusive: None,
         });
         put(t, params.to_string().as_bytes());
     }

@@ -145,6 +145,14 @@ fn step_params(
     }
     let server = &agents[place.server];
     let mut params = step.params.clone();
+    // How the step shares its agents (issue 42) travels beside the
+    // parameters, which an agent would refuse as unknown.
+    for k in SHARE_KEYS {
+        if params.get(k).is_some_and(|v| !v.is_boolean()) {
+            return Err(format!("{k}: must be true or false"));
+        }
+        params.remove(k);
+    }
     let mut peer_host = server.host.clone();
     if step.transport == Transport::TcpLocal {
         // Data over a local interface address: the serving agent binds its
@@ -161,6 +169,39 @@ fn step_params(
         peer_host = ip.to_string();
     }
     Ok((Value::Object(params), peer_host))
+}
+
+/// Step fields that say how a test shares its agents (issue 42), sent as
+/// the `prepare`'s and `start`'s own fields, not as parameters: `queue`
+/// (false: refused `busy` rather than waiting) and `exclusive` (run alone,
+/// or beside others, whatever the kind's default).
+pub const SHARE_KEYS: [&str; 2] = ["queue", "exclusive"];
+
+/// Where a step waits in an agent's queue (a `queued` event).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Waiting {
+    /// The agent's label.
+    pub agent: String,
+    /// Its place in that agent's queue, from 1.
+    pub place: u32,
+    /// The tests it waits behind there (running and ahead in the queue).
+    pub behind: u32,
+    /// About how long until it starts, in seconds.
+    pub wait_s: f64,
+}
+
+impl Waiting {
+    /// `waiting behind 2 tests on agent B, about 12 s`.
+    pub fn text(&self) -> String {
+        format!(
+            "waiting behind {} test{} on {}, about {:.0} s",
+            self.behind,
+            if self.behind == 1 { "" } else { "s" },
+            self.agent,
+            self.wait_s.ceil()
+        )
+    }
 }
 
 /// Checks, before any traffic, that the agents `server` and `client` would
@@ -255,6 +296,11 @@ pub struct StepRun {
     /// An agent refused the prepare or start as busy with another test.
     busy: bool,
     started_unix: f64,
+    /// The step's `queue` and `exclusive` (see [`SHARE_KEYS`]).
+    queue: Option<bool>,
+    exclusive: Option<bool>,
+    /// The agent whose queue holds the pending request, and where.
+    waiting: Option<(usize, Waiting)>,
 }
 
 impl StepRun {
@@ -274,7 +320,12 @@ impl StepRun {
         let (params, peer_host) = step_params(&step, place, agents)?;
         let server = &agents[place.server];
         let client = &agents[place.client];
+        let flag = |k: &str| step.params.get(k).and_then(Value::as_bool);
+        let (queue, exclusive) = (flag("queue"), flag("exclusive"));
         let run = StepRun {
+            queue,
+            exclusive,
+            waiting: None,
             labels: [server.label.clone(), client.label.clone()],
             params,
             peer_host,
@@ -302,6 +353,8 @@ impl StepRun {
                 step: run.step.index as u32,
                 kind: run.step.kind,
                 params: run.params.clone(),
+                queue: run.queue,
+                exclusive: run.exclusive,
             },
         };
         Ok((run, first))
@@ -332,6 +385,9 @@ impl StepRun {
             cancelling: false,
             busy: false,
             started_unix,
+            queue: None,
+            exclusive: None,
+            waiting: None,
         }
     }
 
@@ -398,8 +454,16 @@ impl StepRun {
             .collect()
     }
 
+    /// Where the step waits in an agent's queue, while it does.
+    pub fn waiting(&self) -> Option<&Waiting> {
+        self.waiting.as_ref().map(|(_, w)| w)
+    }
+
     /// The reply of `agent` to the last request the driver gave it.
     pub fn on_reply(&mut self, agent: usize, reply: &Event) -> Vec<Outgoing> {
+        if self.waiting.as_ref().is_some_and(|(a, _)| *a == agent) {
+            self.waiting = None;
+        }
         let out = match (self.phase, reply) {
             (Phase::Preparing, Event::Prepared { port, key, .. }) if agent == self.place.server => {
                 self.registered = 1;
@@ -423,6 +487,8 @@ impl StepRun {
                                 port: *port,
                                 key: key.clone(),
                             },
+                            queue: self.queue,
+                            exclusive: self.exclusive,
                         },
                     }]
                 }
@@ -462,6 +528,31 @@ impl StepRun {
     /// An event of `agent` (events of other tests are ignored).
     pub fn on_event(&mut self, agent: usize, event: &Event) -> Vec<Outgoing> {
         match event {
+            Event::Queued {
+                test_id,
+                place,
+                behind,
+                wait_s,
+                ..
+            } if *test_id == self.test_id
+                && matches!(self.phase, Phase::Preparing | Phase::Starting) =>
+            {
+                let first = self.waiting.is_none();
+                self.waiting = Some((
+                    agent,
+                    Waiting {
+                        agent: self.label(agent).to_string(),
+                        place: *place,
+                        behind: *behind,
+                        wait_s: *wait_s,
+                    },
+                ));
+                if first && self.cancelling {
+                    // Cancelled before the agent said it queued the request.
+                    return self.cancel_to(vec![agent]);
+                }
+                Vec::new()
+            }
             Event::Progress {
                 test_id,
                 role,
@@ -601,6 +692,12 @@ impl StepRun {
         }
         self.cancelling = true;
         match self.phase {
+            // A request waiting in an agent's queue leaves it: the agent
+            // answers it with `cancelled` (and on_reply goes on from there).
+            Phase::Preparing | Phase::Starting if self.waiting.is_some() => {
+                let agent = self.waiting.as_ref().map_or(0, |(a, _)| *a);
+                self.cancel_to(vec![agent])
+            }
             // The reply in flight decides what to cancel (see on_reply).
             Phase::Preparing | Phase::Starting => Vec::new(),
             _ => self.cancel_to(self.place.agents()),

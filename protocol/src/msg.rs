@@ -25,6 +25,16 @@ pub enum Request {
         step: u32,
         kind: Kind,
         params: Value,
+        /// Wait in the agent's queue when it cannot start at once
+        /// (absent: true); false: refused `busy` instead (issue 42).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        queue: Option<bool>,
+        /// Run alone on the agent (true) or beside others (false),
+        /// whatever the kind's default ([`crate::params::Usage`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        exclusive: Option<bool>,
     },
     /// Driving side: connect to a prepared peer and run the test.
     Start {
@@ -34,6 +44,16 @@ pub enum Request {
         kind: Kind,
         params: Value,
         peer: PeerAddr,
+        /// Wait in the agent's queue when it cannot start at once
+        /// (absent: true); false: refused `busy` instead (issue 42).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        queue: Option<bool>,
+        /// Run alone on the agent (true) or beside others (false),
+        /// whatever the kind's default ([`crate::params::Usage`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        exclusive: Option<bool>,
     },
     /// Stop a running or prepared test.
     Cancel { id: u64, test_id: u32 },
@@ -146,6 +166,22 @@ pub enum Event {
         name: String,
         addresses: Vec<String>,
     },
+    /// A `prepare` or `start` waits in the agent's queue (issue 42): sent
+    /// when it starts waiting, when its place changes and once a second,
+    /// until its reply (`prepared`/`started`, or an error). No `id`: a
+    /// controller before it takes it for no reply and ignores it.
+    Queued {
+        test_id: u32,
+        role: Role,
+        /// Its place in the queue, from 1.
+        place: u32,
+        /// The tests it waits behind: those running here and those ahead
+        /// of it in the queue.
+        behind: u32,
+        /// About how long until it starts, in seconds (from the running
+        /// tests' lengths).
+        wait_s: f64,
+    },
     /// Periodic progress of a running test (about 10 per second).
     Progress {
         test_id: u32,
@@ -231,6 +267,13 @@ impl Event {
                 bytes: u64_of("bytes")?,
                 fraction: f64_of("fraction")?,
             },
+            "queued" => Event::Queued {
+                test_id: u32_of("test_id")?,
+                role: role()?,
+                place: u32_of("place")?,
+                behind: u32_of("behind")?,
+                wait_s: f64_of("wait_s")?,
+            },
             "result" => Event::Result {
                 test_id: u32_of("test_id")?,
                 step: u32_of("step")?,
@@ -278,7 +321,9 @@ pub enum ErrorCode {
     BadParams,
     /// This agent does not run tests of that kind.
     UnsupportedKind,
-    /// Another test is running here; one test runs at a time.
+    /// The agent cannot start the test now and will not queue it: its
+    /// queue is full, or the request said `queue: false` (the message
+    /// says which and how long the queue is).
     Busy,
     /// A test with this id is already running here.
     DuplicateTest,

@@ -192,6 +192,36 @@ pub fn primary_role(kind: Kind, params: &Map<String, Value>) -> Role {
     }
 }
 
+/// What a step's sides shared their agents with (the `shared` key each
+/// side's summary has when other tests ran beside it; issue 42), one line
+/// per side: `shared agent 10.0.0.2:7800 with 1 other test (tcp_rr) for
+/// 2.3 of 3.0 s`. `server` and `client` name the agents (the same agent for
+/// a test inside one agent); none when the step ran alone.
+pub fn shared_marks(step: &StepResult, server: &str, client: &str) -> Vec<String> {
+    let sides = [
+        (step.sides.server.as_ref(), server),
+        (step.sides.client.as_ref(), client),
+    ];
+    sides
+        .into_iter()
+        .filter_map(|(summary, label)| {
+            let sh = summary?.get("shared")?;
+            let tests = sh.get("tests")?.as_array()?;
+            let mut kinds: Vec<&str> = tests.iter().filter_map(|t| t["kind"].as_str()).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            Some(format!(
+                "shared {label} with {} other test{} ({}) for {:.1} of {:.1} s",
+                tests.len(),
+                if tests.len() == 1 { "" } else { "s" },
+                kinds.join(", "),
+                sh.get("overlap_s")?.as_f64()?,
+                sh.get("of_s")?.as_f64()?,
+            ))
+        })
+        .collect()
+}
+
 /// Parses a result of any known version, upgrading it to the current one.
 pub fn load(text: &str) -> Result<RunResult, ResultError> {
     let mut v: Value = serde_json::from_str(text).map_err(|e| ResultError::Parse(e.to_string()))?;

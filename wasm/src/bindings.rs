@@ -534,6 +534,12 @@ mod codec {
             self.run.is_cancelling()
         }
 
+        /// Where the step waits in an agent's queue (`waiting behind 2
+        /// tests on agent B, about 12 s`), while it does.
+        pub fn waiting(&self) -> Option<String> {
+            self.run.waiting().map(|w| w.text())
+        }
+
         /// An agent refused the step as busy with another test.
         pub fn refused_busy(&self) -> bool {
             self.run.refused_busy()
@@ -806,6 +812,19 @@ pub fn lul_verdict(summary_json: &str) -> Result<String, JsError> {
 #[wasm_bindgen]
 pub fn link_line(step_json: &str) -> Result<String, JsError> {
     meshperf_protocol::link::line_json(step_json).map_err(|e| JsError::new(&e))
+}
+
+/// What a step's sides shared their agents with (protocol/src/result.rs,
+/// the lines `meshperf run` prints: `shared agent B with 1 other test
+/// (tcp_rr) for 2.3 of 3.0 s`): the step as JSON and the two agents' names
+/// in, a JSON list of lines out (empty when it ran alone).
+#[cfg(feature = "view")]
+#[wasm_bindgen]
+pub fn shared_marks(step_json: &str, server: &str, client: &str) -> Result<String, JsError> {
+    let step: meshperf_protocol::result::StepResult =
+        serde_json::from_str(step_json).map_err(|e| JsError::new(&format!("not a step: {e}")))?;
+    let marks = meshperf_protocol::result::shared_marks(&step, server, client);
+    Ok(serde_json::to_string(&marks).expect("strings serialize"))
 }
 
 /// The latency lanes of the answered probes (`meshperf_stats::lul_lanes`):

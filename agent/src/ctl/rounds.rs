@@ -30,6 +30,8 @@ pub trait Watch {
     /// Ctrl-C stopped the round: the steps still running and how far each
     /// had got (said once).
     fn interrupted(&mut self, _running: &[(&Step, f64)]) {}
+    /// A step waits in an agent's queue (a `queued` event; issue 42).
+    fn waiting(&mut self, _test_id: u32, _w: &meshperf_protocol::driver::Waiting) {}
 }
 
 impl Watch for Progress {
@@ -343,6 +345,11 @@ fn feed(
                 queue.extend(run.on_event(i, &ev));
                 if matches!(ev, Event::Progress { test_id, .. } if test_id == run.test_id()) {
                     out.progress(run.progress());
+                }
+                if matches!(ev, Event::Queued { test_id, .. } if test_id == run.test_id()) {
+                    if let Some(w) = run.waiting() {
+                        out.waiting(run.test_id(), w);
+                    }
                 }
             }
         }

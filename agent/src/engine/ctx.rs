@@ -236,6 +236,11 @@ pub struct TestCtx {
     /// The local address of the side's control line to its peer (set as
     /// it connects): the interface [`TestCtx::report`] names as `link`.
     pub local: Arc<std::sync::OnceLock<IpAddr>>,
+    /// The bytes of its last progress event (what other tests' `shared`
+    /// say it moved beside them).
+    pub moved: Arc<std::sync::atomic::AtomicU64>,
+    /// The other tests that ran beside it here (`shared` in its summary).
+    pub shared: Arc<super::shared::SharedLog>,
 }
 
 /// How much of a test is done: `done` of `total` when a count bounds it
@@ -257,6 +262,7 @@ impl TestCtx {
     /// A progress event of this side: `bytes` moved in `elapsed_s`, and
     /// the share of the test done (see [`done_fraction`]).
     pub fn progress(&self, elapsed_s: f64, bytes: u64, fraction: f64) {
+        self.moved.store(bytes, Ordering::Relaxed);
         self.sink.event(&Event::Progress {
             test_id: self.test_id,
             step: self.step,
@@ -314,6 +320,9 @@ impl TestCtx {
                         "cpu".into(),
                         serde_json::to_value(c).expect("cpu serializes"),
                     );
+                }
+                if let (Some(o), Some(sh)) = (summary.as_object_mut(), self.shared.summary()) {
+                    o.insert("shared".into(), sh);
                 }
                 let link = self.local.get().and_then(|ip| crate::sysinfo::link(*ip));
                 if let (Some(o), Some(l)) = (summary.as_object_mut(), link) {

@@ -53,6 +53,7 @@ pub mod peer;
 pub mod placement;
 pub mod pool;
 pub mod rr_loop;
+pub mod shared;
 pub mod side;
 pub mod sockopt;
 pub mod tcp;

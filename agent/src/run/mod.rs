@@ -740,6 +740,16 @@ fn run_pairs(
             }
             o.failed |= sr.error.is_some();
             out.step(&sr);
+            let place =
+                meshperf_protocol::driver::Placement::for_kind(sr.kind, pair.server, pair.client);
+            let label = |i: usize| agents.refs[i].label.as_str();
+            for l in meshperf_protocol::result::shared_marks(
+                &sr,
+                label(place.server),
+                label(place.client),
+            ) {
+                eprintln!("meshperf run: {l}");
+            }
             if let Some(js) = out.json_stream.as_mut() {
                 js.step(&sr);
             }

@@ -39,6 +39,8 @@ pub struct Output {
     pub say_interrupt: bool,
     /// The column heading printed last (`seedtext::head`).
     heading: String,
+    /// The waiting state said last (test, place, tests ahead) and when.
+    waited: Option<((u32, u32, u32), std::time::Instant)>,
 }
 
 /// Bins of the histograms `meshperf run -H` prints: udp_req_timo's `-b`
@@ -73,6 +75,7 @@ impl Output {
             json_stream: None,
             say_interrupt: false,
             heading: String::new(),
+            waited: None,
         }
     }
 
@@ -259,6 +262,25 @@ impl Watch for Output {
         if let Some(js) = self.json_stream.as_mut() {
             js.step_ended(test_id, result);
         }
+    }
+
+    fn waiting(&mut self, test_id: u32, w: &meshperf_protocol::driver::Waiting) {
+        // Said when it changes, and every 5 s while it does not.
+        let key = (test_id, w.place, w.behind);
+        if self
+            .waited
+            .as_ref()
+            .is_some_and(|(k, at)| *k == key && at.elapsed().as_secs() < 5)
+        {
+            return;
+        }
+        self.waited = Some((key, std::time::Instant::now()));
+        self.progress.finish();
+        eprintln!(
+            "meshperf run: {} (place {} in its queue)",
+            w.text(),
+            w.place
+        );
     }
 
     fn interrupted(&mut self, running: &[(&Step, f64)]) {

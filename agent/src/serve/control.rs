@@ -3,6 +3,8 @@
 //! [`Session`]. Tests run on engine threads and are cancelled when the
 //! session that started them goes away (a closed browser stops the traffic).
 
+mod queue;
+
 use super::auth;
 use super::metrics::{AuthFailure, Counters};
 use super::quiet::Unauthed;
@@ -11,7 +13,7 @@ use crate::engine::backlog::Backlog;
 use crate::engine::{self, Outbound, Refusal, Sink, TestCtx};
 use crate::log::log;
 use meshperf_protocol::msg::{AgentInfo, ErrorCode, Event, PeerAddr, Request, Role};
-use meshperf_protocol::params::{Kind, Limits};
+use meshperf_protocol::params::{Kind, Limits, Usage};
 use meshperf_protocol::peer as wire;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -160,6 +162,13 @@ struct TestHandle {
     started: std::time::Instant,
     /// When the side must end (`--max-duration`), and whether it was stopped so.
     limit: Arc<engine::Limit>,
+    kind: Kind,
+    /// What its test takes here, and whether it runs alone (issue 42).
+    usage: Usage,
+    exclusive: bool,
+    /// Its bytes so far, and the tests beside it (see [`TestCtx`]).
+    moved: Arc<std::sync::atomic::AtomicU64>,
+    shared: Arc<engine::shared::SharedLog>,
 }
 
 impl TestHandle {
@@ -202,6 +211,12 @@ pub struct Agent {
     unauthed: Unauthed,
     /// Each live session's sample backlog, for its tests' sinks.
     backlogs: HashMap<u64, Arc<Backlog>>,
+    /// Requests waiting for their turn (`--max-queue`), first first.
+    waiting: VecDeque<queue::Waiting>,
+    /// Sessions with output the event loop has not pumped yet.
+    woken: Vec<u64>,
+    /// When the waiting requests' controllers last heard where they are.
+    told: Instant,
 }
 
 /// Name lookups (`resolve`) an agent runs at once; more are refused.
@@ -237,6 +252,9 @@ impl Agent {
             counters: Arc::new(Counters::new()),
             unauthed: Unauthed::new(Instant::now()),
             backlogs: HashMap::new(),
+            waiting: VecDeque::new(),
+            woken: Vec::new(),
+            told: Instant::now(),
         }
     }
 
@@ -273,11 +291,14 @@ impl Agent {
                 text,
                 outcome,
             } => {
+                let sid = self.queue(sid, Message::text(text));
                 if let Some(h) = self.take(test_id, role, serial) {
                     h.log_end(&outcome);
                     self.ending.extend(h.thread);
+                    self.end_overlaps(test_id);
+                    self.admit_waiting();
                 }
-                self.queue(sid, Message::text(text))
+                sid
             }
             Outbound::Finished {
                 test_id,
@@ -292,6 +313,8 @@ impl Agent {
                         "no result"
                     });
                     self.ending.extend(h.thread);
+                    self.end_overlaps(test_id);
+                    self.admit_waiting();
                 }
                 // Threads whose final event went out end right after it.
                 let (done, running): (Vec<_>, Vec<_>) =
@@ -417,6 +440,14 @@ impl Agent {
                 next = Some(next.map_or(end, |n: Instant| n.min(end)));
             }
         }
+        if !self.waiting.is_empty() {
+            let due = self.told + queue::TELL_EVERY;
+            if due <= now {
+                self.tell_waiting(None);
+            }
+            let due = self.told + queue::TELL_EVERY;
+            next = Some(next.map_or(due, |n: Instant| n.min(due)));
+        }
         next
     }
 
@@ -440,6 +471,7 @@ impl Agent {
             h.cancel.store(true, Ordering::Relaxed);
             running += 1;
         }
+        let waited = self.leave_queue(s.sid);
         if s.sid != 0 {
             self.counters.session_closed();
             if !s.authed {
@@ -452,6 +484,12 @@ impl Agent {
                     "session {} closed with {n} test side(s) running: cancelled",
                     s.sid
                 ),
+            }
+            if waited > 0 {
+                log!(
+                    "session {} closed with {waited} test side(s) waiting: they left the queue",
+                    s.sid
+                );
             }
         }
     }
@@ -511,12 +549,15 @@ impl Agent {
                 Err(e) => e,
             },
             Request::Cancel { id, test_id } => {
+                let waited = self.cancel_waiting(s, test_id);
                 let mine: Vec<_> = self
                     .tests
                     .iter()
                     .filter(|((t, _), h)| *t == test_id && h.owner == s.sid)
                     .collect();
-                if mine.is_empty() {
+                if mine.is_empty() && waited > 0 {
+                    Event::Cancelled { id, test_id }
+                } else if mine.is_empty() {
                     Event::error(
                         Some(id),
                         ErrorCode::NotFound,
@@ -534,18 +575,15 @@ impl Agent {
                 step,
                 kind,
                 params,
-            } => match self.prepare(s.sid, test_id, step, kind, &params) {
-                Ok((port, key)) => Event::Prepared {
-                    id,
-                    test_id,
-                    port,
-                    key,
-                },
-                Err((code, msg)) => {
-                    self.counters.test_refused(code);
-                    refused(s.sid, id, test_id, kind, code, msg)
+                queue,
+                exclusive,
+            } => {
+                let a = self.asked(s.sid, id, test_id, step, kind, params, None, exclusive);
+                match self.ask(s, a, queue != Some(false)) {
+                    Some(reply) => reply,
+                    None => return,
                 }
-            },
+            }
             Request::Start {
                 id,
                 test_id,
@@ -553,13 +591,24 @@ impl Agent {
                 kind,
                 params,
                 peer,
-            } => match self.start(s.sid, test_id, step, kind, params, peer) {
-                Ok(()) => Event::Started { id, test_id },
-                Err((code, msg)) => {
-                    self.counters.test_refused(code);
-                    refused(s.sid, id, test_id, kind, code, msg)
+                queue,
+                exclusive,
+            } => {
+                let a = self.asked(
+                    s.sid,
+                    id,
+                    test_id,
+                    step,
+                    kind,
+                    params,
+                    Some(peer),
+                    exclusive,
+                );
+                match self.ask(s, a, queue != Some(false)) {
+                    Some(reply) => reply,
+                    None => return,
                 }
-            },
+            }
         };
         s.send(&reply);
     }
@@ -763,15 +812,45 @@ impl Agent {
                 format!("test {test_id} is already running here"),
             ));
         }
-        if let Some(((other, role), _)) = self.tests.iter().find(|((t, _), _)| *t != test_id) {
-            let side = if *role == Role::Server {
-                "serving"
-            } else {
-                "driving"
-            };
-            return Err((ErrorCode::Busy, format!("this agent is busy with test {other} ({side} side); one test runs at a time, try again when it ends")));
+        if self
+            .waiting
+            .iter()
+            .any(|w| w.ask.test_id == test_id && w.ask.role() == role)
+        {
+            return Err((
+                ErrorCode::DuplicateTest,
+                format!("test {test_id} is already waiting in this agent's queue"),
+            ));
         }
         Ok(())
+    }
+
+    /// A `prepare` (`peer` None) or `start` as asked, with what it takes
+    /// here (see [`queue`]).
+    #[allow(clippy::too_many_arguments)]
+    fn asked(
+        &self,
+        sid: u64,
+        id: u64,
+        test_id: u32,
+        step: u32,
+        kind: Kind,
+        params: serde_json::Value,
+        peer: Option<PeerAddr>,
+        exclusive: Option<bool>,
+    ) -> queue::Ask {
+        let usage = kind.usage(&params, &self.limits).ok();
+        queue::Ask {
+            sid,
+            id,
+            test_id,
+            step,
+            kind,
+            exclusive: exclusive.unwrap_or(usage.is_some_and(|u| u.exclusive)),
+            usage,
+            params,
+            peer,
+        }
     }
 
     fn ctx(&mut self, sid: u64, test_id: u32, step: u32, role: Role, kind: Kind) -> TestCtx {
@@ -787,6 +866,8 @@ impl Agent {
             ))),
             limits: self.limits.clone(),
             local: Default::default(),
+            moved: Default::default(),
+            shared: Default::default(),
             sink: Sink {
                 sid,
                 serial: self.next_serial,
@@ -806,6 +887,8 @@ impl Agent {
         ctx: &TestCtx,
         thread: std::io::Result<JoinHandle<()>>,
         detail: String,
+        usage: Usage,
+        exclusive: bool,
     ) -> Result<(), Refusal> {
         let thread =
             thread.map_err(|e| (ErrorCode::Io, format!("cannot start the test thread: {e}")))?;
@@ -830,7 +913,13 @@ impl Agent {
             what,
             started: std::time::Instant::now(),
             limit: ctx.limit.clone(),
+            kind: ctx.kind,
+            usage,
+            exclusive,
+            moved: ctx.moved.clone(),
+            shared: ctx.shared.clone(),
         };
+        self.note_overlaps(ctx.test_id, &ctx.shared, ctx.kind, &ctx.moved);
         self.tests.insert((ctx.test_id, ctx.role), handle);
         self.counters.test_started(ctx.role, ctx.kind);
         Ok(())
@@ -845,16 +934,23 @@ impl Agent {
         }
     }
 
-    fn spawn(&mut self, ctx: TestCtx, job: engine::Job, detail: String) -> Result<(), Refusal> {
+    fn spawn(
+        &mut self,
+        ctx: TestCtx,
+        job: engine::Job,
+        detail: String,
+        (usage, exclusive): (Usage, bool),
+    ) -> Result<(), Refusal> {
         let c = ctx.clone();
         let name = format!("test-{}-{:?}", ctx.test_id, ctx.role).to_lowercase();
         let t = std::thread::Builder::new().name(name).spawn(move || {
             engine::cpu::enter();
             job(c)
         });
-        self.register(&ctx, t, detail)
+        self.register(&ctx, t, detail, usage, exclusive)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &mut self,
         sid: u64,
@@ -862,14 +958,18 @@ impl Agent {
         step: u32,
         kind: Kind,
         params: &serde_json::Value,
+        usage: Usage,
+        exclusive: bool,
     ) -> Result<(u16, String), Refusal> {
         self.check_free(test_id, Role::Server, kind)?;
         let (port, key, job) = engine::prepare(kind, params, &self.env())?;
         let ctx = self.ctx(sid, test_id, step, Role::Server, kind);
-        self.spawn(ctx, job, format!("listening on port {port}"))?;
+        let detail = format!("listening on port {port}");
+        self.spawn(ctx, job, detail, (usage, exclusive))?;
         Ok((port, wire::key_hex(&key)))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn start(
         &mut self,
         sid: u64,
@@ -878,6 +978,8 @@ impl Agent {
         kind: Kind,
         params: serde_json::Value,
         peer: PeerAddr,
+        usage: Usage,
+        exclusive: bool,
     ) -> Result<(), Refusal> {
         self.check_free(test_id, Role::Client, kind)?;
         if wire::parse_key(&peer.key).is_none() {
@@ -889,7 +991,7 @@ impl Agent {
         let detail = format!("to {}", peer_text(&peer));
         let job = engine::start(kind, params, peer, &self.env())?;
         let ctx = self.ctx(sid, test_id, step, Role::Client, kind);
-        self.spawn(ctx, job, detail)
+        self.spawn(ctx, job, detail, (usage, exclusive))
     }
 }
 
@@ -1008,7 +1110,8 @@ mod tests {
         let ctx = a.ctx(1, test_id, 0, Role::Server, Kind::TcpRr);
         let serial = ctx.sink.serial;
         let t = std::thread::spawn(|| {});
-        a.register(&ctx, Ok(t), String::new()).unwrap();
+        a.register(&ctx, Ok(t), String::new(), Usage::default(), false)
+            .unwrap();
         serial
     }
 

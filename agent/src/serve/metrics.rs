@@ -37,6 +37,7 @@ pub struct Counters {
     auth_failures: IntCounterVec,
     tests: IntCounterVec,
     refusals: IntCounterVec,
+    waits: IntCounter,
 }
 
 impl Default for Counters {
@@ -94,6 +95,14 @@ impl Counters {
                 "meshperf_agent_refusals_total",
                 "Tests refused (reason: the error code, e.g. busy, bad_params) and connections refused at the caps (max_connections, max_per_source).",
                 &["reason"],
+            ),
+            waits: reg(
+                &registry,
+                IntCounter::new(
+                    "meshperf_agent_waits_total",
+                    "Test sides that waited in the agent's queue for their turn (--max-queue) instead of starting at once.",
+                )
+                .expect("valid metric"),
             ),
             registry,
         };
@@ -154,6 +163,11 @@ impl Counters {
         self.refusals.with_label_values(&[&reason]).inc();
     }
 
+    /// A `prepare` or `start` waits in the queue.
+    pub fn test_waited(&self) {
+        self.waits.inc();
+    }
+
     /// A connection refused at `--max-connections` (`per_source`: at
     /// `--max-per-source`).
     pub fn connection_refused(&self, per_source: bool) {
@@ -190,6 +204,7 @@ mod tests {
         c.test_refused(ErrorCode::Busy);
         c.test_refused(ErrorCode::BadParams);
         c.connection_refused(true);
+        c.test_waited();
         let page = c.render();
         for line in [
             "meshperf_agent_sessions_total 2",
@@ -202,6 +217,7 @@ mod tests {
             "meshperf_agent_refusals_total{reason=\"busy\"} 1",
             "meshperf_agent_refusals_total{reason=\"bad_params\"} 1",
             "meshperf_agent_refusals_total{reason=\"max_per_source\"} 1",
+            "meshperf_agent_waits_total 1",
         ] {
             assert!(page.lines().any(|l| l == line), "{line} not in\n{page}");
         }

@@ -86,6 +86,14 @@ pub struct AgentArgs {
     /// each is a descriptor on both agents, within their RLIMIT_NOFILE.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_flows, value_parser = clap::value_parser!(u32).range(1..=65536))]
     max_flows: u32,
+    /// Most tests running here at once; the per-test limits also bound
+    /// what they take together (a link-filling kind runs alone).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_tests, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_tests: u32,
+    /// Most tests waiting for their turn here (first come, first served);
+    /// past it a test is refused busy.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_queue, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    max_queue: u32,
     #[command(flatten)]
     max_resolve: MaxResolve,
     /// Highest UDP burst rate, in bits per second of payload (suffixes k, M,
@@ -94,8 +102,8 @@ pub struct AgentArgs {
     max_udp_rate: Option<f64>,
     /// Ports this agent's tests listen on when it serves, e.g. 5201-5210
     /// (default: any the kernel picks); the peer then needs only these and
-    /// the control port let through a firewall. One test runs at a time, so
-    /// a few ports are enough.
+    /// the control port let through a firewall. Each running test holds
+    /// one (--max-tests), so a few ports are enough.
     #[arg(long, value_name = "LO-HI", value_parser = port_range)]
     data_ports: Option<(u16, u16)>,
     /// Directory whose files a tcp_stream may send as its data
@@ -404,6 +412,8 @@ fn limits_of(a: &AgentArgs) -> Limits {
         max_streams: a.max_streams,
         max_flows: a.max_flows,
         max_udp_bits_per_second: a.max_udp_rate,
+        max_tests: a.max_tests,
+        max_queue: a.max_queue,
         ..Limits::default()
     }
 }

@@ -279,6 +279,7 @@ pub fn serve(
                 srv.step(key);
             }
         }
+        srv.step_woken();
         let mut accept = false;
         for ev in events.iter() {
             match ev.token() {
@@ -304,7 +305,9 @@ pub fn serve(
         if accept && paused.is_none() {
             paused = srv.accept(&listener, poll.registry());
         }
+        srv.step_woken();
         next_deadline = srv.expire(Instant::now());
+        srv.step_woken();
         let now = Instant::now();
         while let Ok(why) = srv.origin_rx.try_recv() {
             srv.refusals.note(why);
@@ -435,6 +438,24 @@ impl Server {
             self.remove(k);
             true
         })
+    }
+
+    /// Pumps the sessions that have output from another session's request
+    /// or a test's end (a waiting test started; the queue moved).
+    fn step_woken(&mut self) {
+        loop {
+            let woken = self.agent.woken();
+            if woken.is_empty() {
+                return;
+            }
+            for sid in woken {
+                if let Some(&key) = self.by_sid.get(&sid) {
+                    if self.conns.contains(key) {
+                        self.step(key);
+                    }
+                }
+            }
+        }
     }
 
     /// Closes the connections whose deadline passed; returns the next deadline.

@@ -25,6 +25,7 @@ mod runctl;
 mod safety;
 mod scale;
 mod seedopts;
+mod share;
 mod soak;
 mod tcp;
 mod tls;

@@ -883,7 +883,8 @@ fn unix_steps_run_inside_the_first_agent_when_two_are_given() {
 
 /// A step whose `start` is refused cancels its prepared side at once, and
 /// the next step finds the serving agent free: agent B is kept busy by
-/// another controller, so every start on it is refused, while agent A
+/// another controller, so every start on it is refused (the steps say
+/// `queue=false`: they would wait in B's queue), while agent A
 /// serves each step in turn (it would answer `busy` for its 10 s accept
 /// window if the prepared side were left waiting).
 #[test]
@@ -919,6 +920,8 @@ fn a_refused_start_frees_the_prepared_agent_for_the_next_step() {
             "tcp_rr",
             "--set",
             "count=100",
+            "--set",
+            "queue=false",
             "--repeat",
             "3",
             "--quiet",

@@ -49,7 +49,7 @@ pub struct LimitSpec {
 
 /// Every limit, in the order the page lists them ([`super::Limit`] names
 /// the rows a parameter may be bounded by, by their index here).
-pub const LIMITS: [LimitSpec; 7] = [
+pub const LIMITS: [LimitSpec; 9] = [
     LimitSpec {
         name: "max_msg_bytes",
         flag: None,
@@ -98,6 +98,20 @@ pub const LIMITS: [LimitSpec; 7] = [
         unit: LimitUnit::BitsPerSecond,
         what: "UDP rate",
         get: |l| l.max_udp_bits_per_second,
+    },
+    LimitSpec {
+        name: "max_tests",
+        flag: Some("--max-tests"),
+        unit: LimitUnit::Count,
+        what: "tests at once",
+        get: |l| Some(f64::from(l.max_tests)),
+    },
+    LimitSpec {
+        name: "max_queue",
+        flag: Some("--max-queue"),
+        unit: LimitUnit::Count,
+        what: "tests waiting",
+        get: |l| Some(f64::from(l.max_queue)),
     },
 ];
 

@@ -16,6 +16,8 @@ mod spec;
 pub use spec::{DefaultValue, Limit, Max, Min, ParamSpec, ParamType};
 mod limits;
 pub use limits::{LimitSpec, LimitUnit, LIMITS};
+mod share;
+pub use share::Usage;
 mod tcp;
 pub use tcp::TcpSocketParams;
 mod lul;
@@ -143,6 +145,15 @@ pub struct Limits {
     /// UDP payload (UDP has no congestion control); `None`: no cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_udp_bits_per_second: Option<f64>,
+    /// Most tests running here at once (issue 42); the limits above also
+    /// bound the sum over them. Absent from the `hello` of agents before
+    /// it: they ran one at a time.
+    #[serde(default = "one_test")]
+    pub max_tests: u32,
+    /// Most tests waiting for their turn here; past it (or with `queue:
+    /// false`) a test is refused `busy`. Absent before issue 42: none.
+    #[serde(default)]
+    pub max_queue: u32,
 }
 
 impl Default for Limits {
@@ -155,8 +166,19 @@ impl Default for Limits {
             max_count: 10_000_000,
             max_flows: DEFAULT_MAX_FLOWS,
             max_udp_bits_per_second: None,
+            max_tests: DEFAULT_MAX_TESTS,
+            max_queue: DEFAULT_MAX_QUEUE,
         }
     }
+}
+
+/// The agent's `--max-tests` unless its operator sets another.
+pub const DEFAULT_MAX_TESTS: u32 = 4;
+/// The agent's `--max-queue` unless its operator sets another.
+pub const DEFAULT_MAX_QUEUE: u32 = 16;
+
+fn one_test() -> u32 {
+    1
 }
 
 /// The agent's `--max-flows` unless its operator sets another.
