@@ -56,6 +56,7 @@ pub mod rr_loop;
 pub mod side;
 pub mod sockopt;
 pub mod tcp;
+pub mod tcp_view;
 pub mod udp;
 #[cfg(target_os = "linux")]
 pub mod unix;
