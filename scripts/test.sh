@@ -248,7 +248,7 @@ counted monitor-prometheus 180 "$ROOT/tests/monitor/prometheus.sh"
 
 # The tests below build network namespaces (netns_capable: see above);
 # without the capabilities each is counted as skipped, by name.
-netns_tests=(netns netns-dns netns-lul netns-path netns-mesh netns-image monitor-cluster)
+netns_tests=(netns netns-dns netns-lul netns-tcpinfo netns-path netns-mesh netns-image monitor-cluster)
 if netns_capable; then
     # Ground truth in network namespaces: one test, counted from its exit status.
     counted netns 1200 "$ROOT/tests/netns/run.sh"
@@ -257,6 +257,10 @@ if netns_capable; then
     # Latency under load: a tbf queue in one direction and iptables probe
     # loss, against meshperf's added RTT, one-way delays and loss counts.
     counted netns-lul 300 "$ROOT/tests/netns/lul.sh"
+    # What limited a tcp_stream: a tbf queue, a clamped receive buffer and
+    # a clamped send buffer behind a delay line, a paced sender; each
+    # verdict against its set-up.
+    counted netns-tcpinfo 300 "$ROOT/tests/netns/tcpinfo.sh"
     # Where in the path: three routers and an asymmetric way back, MTU 1400
     # on one link, a DSCP rewrite, a router sending no ICMP and a black
     # hole; meshperf's hops, MTU and marks each way, against tracepath's.

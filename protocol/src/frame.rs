@@ -66,6 +66,37 @@ pub enum SampleKind {
     /// `tcp_crr`: connect times in nanoseconds, one per connection that
     /// completed (parallel to the `rtt_ns` transaction times).
     ConnectNs = 13,
+    // TCP_INFO per interval beyond rtt, cwnd and retransmits (issue 43;
+    // from 40, so kinds other work adds meanwhile keep their numbers). A
+    // sending connection's, unless the name says receiving.
+    /// Minimum RTT the connection has seen (`tcpi_min_rtt`), us.
+    TcpMinRttUs = 40,
+    /// Delivery rate (`tcpi_delivery_rate`), bytes per second.
+    TcpDeliveryRate = 41,
+    /// 1 when that delivery rate was application-limited, else 0.
+    TcpAppLimited = 42,
+    /// Bytes in flight: unacknowledged segments times the MSS.
+    TcpUnackedBytes = 43,
+    /// Bytes written but not sent yet (`tcpi_notsent_bytes`).
+    TcpNotsentBytes = 44,
+    /// Bytes retransmitted so far (`tcpi_bytes_retrans`), a running total.
+    TcpBytesRetrans = 45,
+    /// Reordering events seen so far (`tcpi_reord_seen`), a running total.
+    TcpReordSeen = 46,
+    /// Share of the interval the connection was busy sending, per mille.
+    TcpBusyPm = 47,
+    /// Share of the interval limited by the receiver's window, per mille.
+    TcpRwndLimitedPm = 48,
+    /// Share of the interval limited by the send buffer, per mille.
+    TcpSndbufLimitedPm = 49,
+    /// The receiver's advertised window as the sender has it (`tcpi_snd_wnd`), bytes.
+    TcpSndWnd = 50,
+    /// Receiving: the window this side advertises (`tcpi_rcv_wnd`), bytes.
+    TcpRcvWnd = 51,
+    /// Receiving: the receive space autotuning holds (`tcpi_rcv_space`), bytes.
+    TcpRcvSpace = 52,
+    /// Receiving: bytes in the socket's receive queue, not read yet (SIOCINQ).
+    TcpRcvQueue = 53,
 }
 
 impl SampleKind {
@@ -86,6 +117,20 @@ impl SampleKind {
             11 => PeerRecvNs,
             12 => PeerSendNs,
             13 => ConnectNs,
+            40 => TcpMinRttUs,
+            41 => TcpDeliveryRate,
+            42 => TcpAppLimited,
+            43 => TcpUnackedBytes,
+            44 => TcpNotsentBytes,
+            45 => TcpBytesRetrans,
+            46 => TcpReordSeen,
+            47 => TcpBusyPm,
+            48 => TcpRwndLimitedPm,
+            49 => TcpSndbufLimitedPm,
+            50 => TcpSndWnd,
+            51 => TcpRcvWnd,
+            52 => TcpRcvSpace,
+            53 => TcpRcvQueue,
             _ => return None,
         })
     }
@@ -107,12 +152,26 @@ impl SampleKind {
             PeerRecvNs => "peer_recv_ns",
             PeerSendNs => "peer_send_ns",
             ConnectNs => "connect_ns",
+            TcpMinRttUs => "tcp_min_rtt_us",
+            TcpDeliveryRate => "tcp_delivery_rate",
+            TcpAppLimited => "tcp_app_limited",
+            TcpUnackedBytes => "tcp_unacked_bytes",
+            TcpNotsentBytes => "tcp_notsent_bytes",
+            TcpBytesRetrans => "tcp_bytes_retrans",
+            TcpReordSeen => "tcp_reord_seen",
+            TcpBusyPm => "tcp_busy_pm",
+            TcpRwndLimitedPm => "tcp_rwnd_limited_pm",
+            TcpSndbufLimitedPm => "tcp_sndbuf_limited_pm",
+            TcpSndWnd => "tcp_snd_wnd",
+            TcpRcvWnd => "tcp_rcv_wnd",
+            TcpRcvSpace => "tcp_rcv_space",
+            TcpRcvQueue => "tcp_rcv_queue",
         }
     }
 
     /// The kind whose [`SampleKind::name`] is `name`.
     pub fn from_name(name: &str) -> Option<Self> {
-        (1..=13)
+        (1..=127)
             .filter_map(Self::from_u8)
             .find(|k| k.name() == name)
     }

@@ -20,6 +20,7 @@
 //! | `latency_under_load` serving side | [`LulServerSummary`] |
 //! | `path` driving side (both directions) | [`PathSummary`] |
 //! | `path` serving side (its direction) | [`PathServerSummary`] |
+//! | `tcp_stream` (both sides, Linux): the `tcp_info` key | [`TcpInfoSummary`] |
 //! | every kind, both sides: the `cpu` key, added by the agent as it reports | [`CpuSummary`] |
 //! | every kind between two agents, both sides: the `link` key, added so | [`LinkSummary`] |
 //!
@@ -34,6 +35,7 @@ mod cpu;
 mod link;
 mod lul;
 mod path;
+mod tcp_info;
 pub use cpu::CpuSummary;
 pub use link::{speed_text, LinkSummary};
 pub use lul::{
@@ -44,6 +46,7 @@ pub use path::{
     route_changed, MarkResult, PathDirection, PathHop, PathMtu, PathServerSummary, PathSummary,
     UNVERIFIED_FROM_MAX,
 };
+pub use tcp_info::TcpInfoSummary;
 
 use crate::params::Direction;
 use crate::plan::Transport;
@@ -179,6 +182,9 @@ pub struct StreamSummary {
     /// made again once completions were read: none of their bytes lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy_enobufs: Option<u64>,
+    /// TCP on Linux: what TCP_INFO saw over the test ([`TcpInfoSummary`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<TcpInfoSummary>,
 }
 
 /// One connection of a stream test.

@@ -23,6 +23,8 @@
 //! under the phase table, the page's card shows it first (`lul_card`), and
 //! the matrix cell of a `latency_under_load` pair shows it in its tooltip.
 
+pub mod tcp;
+
 use crate::params::LulPhase;
 use crate::summary::{AddedLatency, LulPhaseSummary, LulSummary, Stats};
 use serde::Serialize;

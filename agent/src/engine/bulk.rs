@@ -127,6 +127,8 @@ pub struct Outcome {
     pub retrans: Vec<u64>,
     /// TCP_INFO at the end.
     pub info: Option<TcpInfo>,
+    /// The rest of TCP_INFO per interval ([`super::tcp_view`]).
+    pub tcp: super::tcp_view::Sampler,
     pub error: Option<String>,
     /// A zero-copy sender's sends and their completions.
     pub zerocopy: Option<Counts>,
@@ -198,6 +200,13 @@ impl<S: DataStream> Slot<S> {
                 fill(&mut self.out.rtt_us, ti.rtt_us as u64);
                 fill(&mut self.out.cwnd, ti.snd_cwnd as u64);
                 fill(&mut self.out.retrans, ti.total_retrans as u64);
+                let send = self.dir == Flow::Send;
+                let q = if send {
+                    None
+                } else {
+                    sockopt::rcv_queue(&self.sock)
+                };
+                self.out.tcp.sample(ti, q, idx, now, send);
             }
         }
         self.out.intervals[idx] += n as u64;
@@ -207,6 +216,10 @@ impl<S: DataStream> Slot<S> {
         self.done = true;
         self.out.zerocopy = self.zc.as_ref().map(Ledger::counts);
         self.out.info = S::TCP.then(|| sockopt::tcp_info(&self.sock)).flatten();
+        let n = self.out.intervals.len();
+        self.out
+            .tcp
+            .finish(self.out.info, n, self.dir == Flow::Send);
         if self.dir == Flow::Send && error.is_none() {
             let _ = S::shutdown_write(&self.sock);
         }

@@ -57,6 +57,7 @@ pub mod shared;
 pub mod side;
 pub mod sockopt;
 pub mod tcp;
+pub mod tcp_view;
 pub mod udp;
 #[cfg(target_os = "linux")]
 pub mod unix;

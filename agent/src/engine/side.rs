@@ -124,6 +124,10 @@ pub fn run_streams_with<S: DataStream>(
                     .samples(kind, ctx.role, ctx.test_id, ctx.step, i as u16, v);
             }
         }
+        for (kind, v) in o.tcp.series.iter().filter(|(_, v)| !v.is_empty()) {
+            ctx.sink
+                .samples(*kind, ctx.role, ctx.test_id, ctx.step, i as u16, v);
+        }
     }
     Ok(outcomes)
 }

@@ -230,13 +230,107 @@ fn tclass_v6(sock: &SockRef<'_>) -> Option<u32> {
     get_int(sock, libc::IPPROTO_IPV6, libc::IPV6_TCLASS).map(|v| v as u32)
 }
 
-/// TCP_INFO figures meshperf reports.
+/// TCP_INFO figures meshperf reports: the kernel's `struct tcp_info`
+/// (include/uapi/linux/tcp.h) read from its raw bytes by its documented
+/// layout, not through `libc::tcp_info` (which may lack newer fields).
+/// The kernel returns as many bytes as it has fields; a field past them
+/// is `None` here, never 0 (see [`FIELDS`] for when each came).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct TcpInfo {
     pub rtt_us: u32,
     pub rttvar_us: u32,
     pub snd_cwnd: u32,
     pub total_retrans: u32,
+    /// Bytes of `struct tcp_info` the kernel returned.
+    pub len: u32,
+    pub snd_mss: u32,
+    pub unacked: u32,
+    pub rcv_space: u32,
+    pub notsent_bytes: Option<u32>,
+    pub min_rtt_us: Option<u32>,
+    /// Bytes per second; `app_limited` is the kernel's mark on it.
+    pub delivery_rate: Option<u64>,
+    pub app_limited: Option<bool>,
+    pub busy_us: Option<u64>,
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
+    pub bytes_sent: Option<u64>,
+    pub bytes_retrans: Option<u64>,
+    pub reord_seen: Option<u32>,
+    pub snd_wnd: Option<u32>,
+    pub rcv_wnd: Option<u32>,
+}
+
+/// The fields read past the ones every Linux has (up to
+/// `tcpi_total_retrans`, 104 bytes): name, offset, size, the Linux release
+/// that added it.
+pub const FIELDS: [(&str, usize, usize, &str); 13] = [
+    ("tcpi_notsent_bytes", 144, 4, "4.6"),
+    ("tcpi_min_rtt", 148, 4, "4.6"),
+    ("tcpi_delivery_rate", 160, 8, "4.9"),
+    ("tcpi_busy_time", 168, 8, "4.10"),
+    ("tcpi_rwnd_limited", 176, 8, "4.10"),
+    ("tcpi_sndbuf_limited", 184, 8, "4.10"),
+    ("tcpi_bytes_sent", 200, 8, "4.19"),
+    ("tcpi_bytes_retrans", 208, 8, "4.19"),
+    ("tcpi_reord_seen", 220, 4, "4.19"),
+    ("tcpi_snd_wnd", 228, 4, "5.4"),
+    ("tcpi_rcv_wnd", 232, 4, "6.2"),
+    // Not read, there to size the buffer: up to tcpi_total_rto_time.
+    ("tcpi_rehash", 236, 4, "6.2"),
+    ("tcpi_total_rto_time", 244, 4, "6.7"),
+];
+
+/// Every field of [`FIELDS`] up to `tcpi_rcv_wnd` a TCP_INFO of `len`
+/// bytes lacks, by name.
+pub fn missing_fields(len: u32) -> Vec<String> {
+    FIELDS[..11]
+        .iter()
+        .filter(|(_, off, size, _)| off + size > len as usize)
+        .map(|(n, ..)| n.to_string())
+        .collect()
+}
+
+impl TcpInfo {
+    /// Parses the first `len` bytes of a `struct tcp_info`; None when even
+    /// the fields every Linux has are not there.
+    pub fn parse(b: &[u8]) -> Option<TcpInfo> {
+        let len = b.len();
+        if len < 104 {
+            return None;
+        }
+        let u32_at = |o: usize| {
+            (o + 4 <= len).then(|| u32::from_ne_bytes(b[o..o + 4].try_into().expect("4 bytes")))
+        };
+        let u64_at = |o: usize| {
+            (o + 8 <= len).then(|| u64::from_ne_bytes(b[o..o + 8].try_into().expect("8 bytes")))
+        };
+        let must = |o: usize| u32_at(o).expect("within the 104 bytes checked");
+        let delivery_rate = u64_at(160);
+        Some(TcpInfo {
+            rtt_us: must(68),
+            rttvar_us: must(72),
+            snd_cwnd: must(80),
+            total_retrans: must(100),
+            len: len as u32,
+            snd_mss: must(16),
+            unacked: must(24),
+            rcv_space: must(96),
+            notsent_bytes: u32_at(144),
+            min_rtt_us: u32_at(148),
+            // Bit 0 of byte 7, beside the delivery rate it qualifies (4.9).
+            app_limited: delivery_rate.map(|_| b[7] & 1 == 1),
+            delivery_rate,
+            busy_us: u64_at(168),
+            rwnd_limited_us: u64_at(176),
+            sndbuf_limited_us: u64_at(184),
+            bytes_sent: u64_at(200),
+            bytes_retrans: u64_at(208),
+            reord_seen: u32_at(220),
+            snd_wnd: u32_at(228),
+            rcv_wnd: u32_at(232),
+        })
+    }
 }
 
 /// Reads TCP_INFO from a connected socket (Linux's; None elsewhere).
@@ -245,25 +339,153 @@ pub fn tcp_info<S>(_s: &S) -> Option<TcpInfo> {
     None
 }
 
-/// Reads TCP_INFO from a connected socket.
+/// Reads TCP_INFO from a connected socket: as many bytes as the kernel
+/// has (a buffer larger than any kernel's struct so far), then parsed.
 #[cfg(target_os = "linux")]
 pub fn tcp_info<S: std::os::fd::AsRawFd>(s: &S) -> Option<TcpInfo> {
-    // SAFETY: tcp_info is plain data; the kernel fills at most len bytes.
-    let mut ti: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let mut buf = [0u8; 320];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf and len are valid for the call; the kernel writes at most len bytes.
     let rc = unsafe {
         libc::getsockopt(
             s.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
-            (&mut ti as *mut libc::tcp_info).cast(),
+            buf.as_mut_ptr().cast(),
             &mut len,
         )
     };
-    (rc == 0).then_some(TcpInfo {
-        rtt_us: ti.tcpi_rtt,
-        rttvar_us: ti.tcpi_rttvar,
-        snd_cwnd: ti.tcpi_snd_cwnd,
-        total_retrans: ti.tcpi_total_retrans,
-    })
+    if rc != 0 {
+        return None;
+    }
+    TcpInfo::parse(&buf[..(len as usize).min(buf.len())])
+}
+
+/// Bytes in a socket's receive queue not read yet (SIOCINQ); None off Linux.
+#[cfg(target_os = "linux")]
+pub fn rcv_queue<S: std::os::fd::AsRawFd>(s: &S) -> Option<u32> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD (SIOCINQ) writes one int.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n) };
+    (rc == 0 && n >= 0).then_some(n as u32)
+}
+
+/// Bytes in a socket's receive queue not read yet (SIOCINQ); None off Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn rcv_queue<S>(_s: &S) -> Option<u32> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A struct tcp_info of `len` bytes with each field read set to a
+    /// value of its own, by offset.
+    fn raw(len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; 256];
+        let put32 =
+            |b: &mut Vec<u8>, o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_ne_bytes());
+        let put64 =
+            |b: &mut Vec<u8>, o: usize, v: u64| b[o..o + 8].copy_from_slice(&v.to_ne_bytes());
+        b[7] = 1;
+        for (o, v) in [
+            (16, 1448),
+            (24, 30),
+            (68, 20_000),
+            (72, 500),
+            (80, 44),
+            (96, 65_536),
+            (100, 3),
+            (144, 7),
+            (148, 19_000),
+            (220, 2),
+            (228, 131_072),
+            (232, 98_304),
+        ] {
+            put32(&mut b, o, v);
+        }
+        for (o, v) in [
+            (160, 5_000_000),
+            (168, 900_000),
+            (176, 400_000),
+            (184, 10_000),
+            (200, 1 << 30),
+            (208, 4096),
+        ] {
+            put64(&mut b, o, v);
+        }
+        b.truncate(len);
+        b
+    }
+
+    #[test]
+    fn reads_the_kernel_struct_by_its_layout() {
+        let t = TcpInfo::parse(&raw(240)).unwrap();
+        assert_eq!(
+            (t.rtt_us, t.rttvar_us, t.snd_cwnd, t.total_retrans),
+            (20_000, 500, 44, 3)
+        );
+        assert_eq!((t.snd_mss, t.unacked, t.rcv_space), (1448, 30, 65_536));
+        assert_eq!((t.notsent_bytes, t.min_rtt_us), (Some(7), Some(19_000)));
+        assert_eq!(
+            (t.delivery_rate, t.app_limited),
+            (Some(5_000_000), Some(true))
+        );
+        assert_eq!(
+            (t.busy_us, t.rwnd_limited_us, t.sndbuf_limited_us),
+            (Some(900_000), Some(400_000), Some(10_000))
+        );
+        assert_eq!(
+            (t.bytes_sent, t.bytes_retrans, t.reord_seen),
+            (Some(1 << 30), Some(4096), Some(2))
+        );
+        assert_eq!((t.snd_wnd, t.rcv_wnd), (Some(131_072), Some(98_304)));
+        assert!(missing_fields(240).is_empty());
+    }
+
+    #[test]
+    fn a_field_past_what_the_kernel_returned_is_none_never_zero() {
+        // 4.9's struct ends after tcpi_delivery_rate (168 bytes).
+        let t = TcpInfo::parse(&raw(168)).unwrap();
+        assert_eq!(t.delivery_rate, Some(5_000_000));
+        assert_eq!(
+            (t.busy_us, t.bytes_retrans, t.snd_wnd, t.rcv_wnd),
+            (None, None, None, None)
+        );
+        assert_eq!(
+            missing_fields(168),
+            [
+                "tcpi_busy_time",
+                "tcpi_rwnd_limited",
+                "tcpi_sndbuf_limited",
+                "tcpi_bytes_sent",
+                "tcpi_bytes_retrans",
+                "tcpi_reord_seen",
+                "tcpi_snd_wnd",
+                "tcpi_rcv_wnd"
+            ]
+        );
+        // 5.4 to 6.1: everything but tcpi_rcv_wnd.
+        let t = TcpInfo::parse(&raw(232)).unwrap();
+        assert_eq!((t.snd_wnd, t.rcv_wnd), (Some(131_072), None));
+        assert_eq!(missing_fields(232), ["tcpi_rcv_wnd"]);
+        // Older than 4.6: the old fields only; shorter than those: nothing.
+        let t = TcpInfo::parse(&raw(104)).unwrap();
+        assert_eq!(
+            (t.min_rtt_us, t.delivery_rate, t.app_limited),
+            (None, None, None)
+        );
+        assert!(TcpInfo::parse(&raw(100)).is_none());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_kernel_returns_a_struct_read_whole() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let t = tcp_info(&c).unwrap();
+        assert!(t.len >= 104 && t.snd_mss > 0, "{t:?}");
+        assert_eq!(rcv_queue(&c), Some(0));
+    }
 }

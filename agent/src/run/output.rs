@@ -159,6 +159,10 @@ impl Output {
         for l in super::rate_out::lines(s) {
             let _ = writeln!(out, "{l}");
         }
+        // What limited a tcp_stream, from TCP_INFO (issue 43).
+        if let Some(v) = meshperf_protocol::verdict::tcp::step(s) {
+            let _ = writeln!(out, "{}", v.sentence);
+        }
         if s.kind == Kind::Path {
             if let Some(t) = super::path_out::text(&s.summary) {
                 let _ = out.write_all(t.as_bytes());

@@ -427,6 +427,7 @@ fn summary(
         zerocopy_zero_copied: zc.map(|c| c.zero_copied),
         zerocopy_copied: zc.map(|c| c.copied),
         zerocopy_enobufs: zc.map(|c| c.enobufs),
+        tcp_info: crate::engine::tcp_view::summary(outs),
         ..Default::default()
     }
 }
