@@ -1,7 +1,7 @@
 //! Integration tests of `latency_under_load`: two real agents on loopback
 //! run the four phases with TCP load and a UDP probe flow throughout.
 
-use crate::util::{run_pair, AgentProc};
+use crate::util::{run_pair, serial, AgentProc, KernelDrops};
 use meshperf_protocol::frame::SampleKind;
 use meshperf_protocol::summary::{LulServerSummary, LulSummary};
 use serde_json::{json, Value};
@@ -12,13 +12,16 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn latency_under_load_runs_every_phase_with_load_and_probes() {
+    let _serial = serial();
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     let (mut ca, mut cb) = (a.connect(), b.connect());
     let caps = ca.hello["capabilities"].as_array().unwrap().clone();
     assert!(caps.contains(&json!("latency_under_load")), "{caps:?}");
     let params = json!({"idle_s": 1, "download_s": 1.5, "upload_s": 1.5, "both_s": 1.5,
         "gap_s": 0.3, "streams": 1, "probe_ms": 5, "clocks": "synced"});
+    let drops = KernelDrops::now();
     let (client, server) = run_pair(&mut cb, &mut ca, 7, "latency_under_load", params);
+    let dropped = drops.since();
     assert_eq!(client["type"], "result", "{client}");
     assert_eq!(server["type"], "result", "{server}");
     let s = &client["summary"];
@@ -32,7 +35,19 @@ fn latency_under_load_runs_every_phase_with_load_and_probes() {
         .map(|p| p["phase"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["idle", "download", "upload", "both"]);
-    for (p, planned) in phases.iter().zip([1.0, 1.5, 1.5, 1.5]) {
+    // Each answered probe's send time and phase code (0 idle, 1 download, 2
+    // upload, 3 both, 4 between), in sequence order.
+    let series = |kind| -> Vec<u64> {
+        cb.samples(kind)
+            .iter()
+            .flat_map(|f| f.values.clone())
+            .collect()
+    };
+    let (t1, code) = (
+        series(SampleKind::SendTimeNs),
+        series(SampleKind::ProbePhase),
+    );
+    for (k, (p, planned)) in phases.iter().zip([1.0, 1.5, 1.5, 1.5]).enumerate() {
         let name = &p["phase"];
         // The phase ran its duration (a loaded phase also waits for the
         // receiver's last bytes).
@@ -43,20 +58,25 @@ fn latency_under_load_runs_every_phase_with_load_and_probes() {
         );
         // A probe every 5 ms: within a few of duration / interval (the
         // schedule is absolute; a wake-up over 100 ms late on a busy
-        // machine skips slots, and says how many).
+        // machine skips slots, and says how many). A probe carries the
+        // phase it leaves in: a wake-up late by less at either end of the
+        // phase sends the slots it held up in the next phase, as many as
+        // the send gap across that end, by the agent's own send times.
         let sent = p["probes_up"]["sent"].as_u64().unwrap() as f64;
         let slots = sent + p["probes_skipped"].as_u64().unwrap() as f64;
         let expect = secs * 1e3 / 5.0;
+        let first = code.iter().position(|&c| c == k as u64).unwrap();
+        let last = code.iter().rposition(|&c| c == k as u64).unwrap();
+        let across = |i: usize| t1.get(i + 1).zip(t1.get(i)).map_or(0, |(b, a)| b - a) as f64;
+        let held = (first.checked_sub(1).map_or(0.0, across) + across(last)) / 5e6;
         assert!(
-            (slots - expect).abs() <= 0.03 * expect + 3.0,
-            "{name}: {sent} probes in {secs} s: {p}"
+            (slots - expect).abs() <= 0.03 * expect + 3.0 + held,
+            "{name}: {sent} probes in {secs} s, {held} slots held up across its ends: {p}"
         );
         assert!(
             sent >= 0.5 * expect,
             "{name}: {sent} probes in {secs} s: {p}"
         );
-        assert_eq!(p["probes_up"]["lost"], 0, "{name}: {p}");
-        assert_eq!(p["probes_down"]["lost"], 0, "{name}: {p}");
         assert_eq!(p["rtt_us"]["n"], p["probes_down"]["received"], "{name}");
         let (down, up) = (f(&p["down_bits_per_second"]), f(&p["up_bits_per_second"]));
         match name.as_str().unwrap() {
@@ -81,11 +101,27 @@ fn latency_under_load_runs_every_phase_with_load_and_probes() {
     }
     let clock = &s["clock"];
     assert_eq!(clock["basis"], "synced", "{clock}");
-    // Whole test: every probe the client sent reached the server.
+    // Whole test: every probe the client sent reached the server and came
+    // back, but what the kernel dropped on the way in (util::KernelDrops;
+    // none on a quiet host), in every phase.
     let (up, down) = (&s["probes_up"], &s["probes_down"]);
-    assert_eq!(up["sent"], up["received"], "{up}");
-    assert_eq!(down["sent"], down["received"], "{down}");
-    assert_eq!(server["summary"]["probes_received"], up["sent"], "{server}");
+    let lost = |x: &Value| x["lost"].as_u64().unwrap();
+    let count = |x: &Value, k: &str| x[k].as_u64().unwrap();
+    for x in [up, down] {
+        assert_eq!(count(x, "sent"), count(x, "received") + lost(x), "{x}");
+    }
+    let by_phase: u64 = phases
+        .iter()
+        .map(|p| lost(&p["probes_up"]) + lost(&p["probes_down"]))
+        .sum();
+    assert!(
+        lost(up) + lost(down) <= dropped && by_phase <= dropped,
+        "{up} {down}: the kernel dropped {dropped} on the way in meanwhile"
+    );
+    assert_eq!(
+        server["summary"]["probes_received"], up["received"],
+        "{server}"
+    );
     assert_eq!(server["summary"]["foreign"], 0);
     // The raw probes reached the controller: one value per answered probe
     // in each of the four timestamp series.
@@ -105,12 +141,6 @@ fn latency_under_load_runs_every_phase_with_load_and_probes() {
     // Receive times are the kernel's on both agents, and a probe's kernel
     // arrival (t2) is never after the answer leaves (t3, the thread's).
     assert_eq!(s["timestamps"], "kernel", "{s}");
-    let series = |kind| -> Vec<u64> {
-        cb.samples(kind)
-            .iter()
-            .flat_map(|f| f.values.clone())
-            .collect()
-    };
     let (t2, t3) = (
         series(SampleKind::PeerRecvNs),
         series(SampleKind::PeerSendNs),

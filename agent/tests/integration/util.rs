@@ -714,16 +714,20 @@ pub fn cancelling_many_flows_closes_every_connection(kind: &str, flows: u32) {
 /// The rule a rate-paced `udp_stream` sender keeps, stated once for the
 /// tests (`s`: a summary, or one flow of it, asked `rate` bit/s of
 /// `pkt_bytes`-byte datagrams for `duration_s`). Its pacer (engine/pace.rs,
-/// a token bucket) sends on schedule and makes up a stall shorter than the
-/// bucket's depth, except one that reaches the burst's end, which cuts the
-/// burst there: so it sends the schedule (never more), less at most what
-/// fell due in its longest stall (the largest send gap, one gap of the
-/// schedule more for the datagram due at the very end). `rate_reached` is
-/// what the agent's rule ([`RATE_REACHED`] of the rate over its send time)
-/// makes of its own figures. A host that cannot send at the rate falls
-/// behind with no stall to show for it and fails here; one that stalled 31
-/// ms near the end of a 1.5 s run (5 348 of 5 360 sent, 98.7 % of the rate
-/// by the agent's rule) does not.
+/// a token bucket) sends on schedule, never ahead of it; what a stall held
+/// up leaves when the sender runs again, up to the bucket's depth (50 ms
+/// of datagrams, at most 1 MiB), and the schedule slips by the rest,
+/// counted (`schedule_slipped_us`). Under the agent's UDP rate cap it
+/// catches up one datagram per floor gap (5 x the rate at 20M of a 100M
+/// cap), so stalls that come faster than it catches up leave it behind by
+/// up to the bucket's depth (637 of 893 sent once at a load of 12, 95.8 ms
+/// slipped, p99 gap 24 ms). A stall that reaches the burst's end (from the
+/// last send to the end: `send_seconds` less the send gaps) cuts the burst
+/// there. So it sends the schedule (never more), less at most what
+/// slipped, the bucket's depth and that last stall, by its own figures.
+/// `rate_reached` is what the agent's rule ([`RATE_REACHED`] of the rate
+/// over its send time) makes of them. A host that cannot send at the rate
+/// falls behind with no slip to show for it and fails here.
 ///
 /// [`RATE_REACHED`]: meshperf_protocol::summary::RATE_REACHED
 pub fn paced_at(s: &Value, rate: f64, pkt_bytes: f64, duration_s: f64) {
@@ -734,13 +738,19 @@ pub fn paced_at(s: &Value, rate: f64, pkt_bytes: f64, duration_s: f64) {
     let sent = num(&s["sent"]);
     let wait_s = pkt_bytes * 8.0 / rate;
     let due = (duration_s / wait_s - 1e-9).ceil();
-    let stall_s = num(&s["send_gap_us"]["max"]) / 1e6;
-    let short = ((stall_s + wait_s) / wait_s).ceil() + 1.0;
+    let gaps = &s["send_gap_us"];
+    let last_s = (num(&s["send_seconds"]) - num(&gaps["mean"]) * num(&gaps["n"]) / 1e6).max(0.0);
+    let short = behind_at_most(
+        wait_s * 1e9,
+        pkt_bytes,
+        num(&s["schedule_slipped_us"]),
+        last_s * 1e9,
+    );
     assert!(sent <= due, "{sent} sent, {due} due: {s}");
     assert!(
         sent >= due - short,
-        "{sent} sent of {due} due: short by more than the longest stall ({} ms) held up: {s}",
-        stall_s * 1e3
+        "{sent} sent of {due} due: short by more than the {short} its slips, bucket and last stall ({} ms) allow: {s}",
+        last_s * 1e3
     );
     let bps = num(&s["send_bits_per_second"]);
     assert!(bps <= rate * 1.02, "{bps} b/s, asked {rate}: {s}");
@@ -749,4 +759,87 @@ pub fn paced_at(s: &Value, rate: f64, pkt_bytes: f64, duration_s: f64) {
         Some(bps >= rate * meshperf_protocol::summary::RATE_REACHED),
         "{s}"
     );
+}
+
+/// How many datagrams a paced sender (one every `wait_ns` of `pkt_bytes`)
+/// may be behind its schedule by [`paced_at`]'s rule: what its schedule
+/// slipped (`slipped_us`), the bucket's depth, and a last stall of
+/// `stall_ns` it had no wake-up after, one more for the slot at the end.
+pub fn behind_at_most(wait_ns: f64, pkt_bytes: f64, slipped_us: f64, stall_ns: f64) -> f64 {
+    let depth = (50e6 / wait_ns)
+        .min((1u64 << 20) as f64 / pkt_bytes)
+        .ceil()
+        .max(1.0);
+    (slipped_us * 1e3 / wait_ns).ceil() + depth + (stall_ns / wait_ns).ceil() + 1.0
+}
+
+/// The datagrams this host's kernel dropped on their way in, as it counts
+/// them: a socket's full receive buffer (`RcvbufErrors` of /proc/net/snmp
+/// and `Udp6RcvbufErrors` of /proc/net/snmp6, this network namespace's)
+/// and a CPU's full input backlog (`net.core.netdev_max_backlog`, the
+/// second column of /proc/net/softnet_stat, any packet, host-wide), where
+/// loopback traffic waits for the kernel's receive processing (a host
+/// busy with builds held that off for 230 ms once). Unprivileged UDP at a
+/// fixed rate may lose datagrams there and only there on loopback: a test
+/// takes [`KernelDrops::now`] before its step and holds the loss it
+/// measured to [`KernelDrops::since`] of it (0 on a quiet host, so exact
+/// there; other tests' drops beside it only add to the allowance).
+#[derive(Clone, Copy, Debug)]
+pub struct KernelDrops(u64);
+
+impl KernelDrops {
+    pub fn now() -> KernelDrops {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let snmp = read("/proc/net/snmp");
+        let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+        let rcvbuf = match (udp.next(), udp.next()) {
+            (Some(h), Some(v)) => h
+                .split_whitespace()
+                .zip(v.split_whitespace())
+                .find(|(k, _)| *k == "RcvbufErrors")
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(0),
+            _ => 0,
+        };
+        let rcvbuf6: u64 = read("/proc/net/snmp6")
+            .lines()
+            .find_map(|l| l.strip_prefix("Udp6RcvbufErrors"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let backlog: u64 = read("/proc/net/softnet_stat")
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .filter_map(|d| u64::from_str_radix(d, 16).ok())
+            .sum();
+        KernelDrops(rcvbuf + rcvbuf6 + backlog)
+    }
+
+    /// What the kernel dropped since `self` was taken.
+    pub fn since(self) -> u64 {
+        KernelDrops::now().0.saturating_sub(self.0)
+    }
+}
+
+/// A udp_stream summary (or one flow of it) `s` that counted every
+/// datagram sent as received or lost, and lost no more than the kernel
+/// dropped since `before` (see [`KernelDrops`]).
+pub fn lost_to_the_kernel(s: &Value, before: KernelDrops) {
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("no {k} in {s}"));
+    assert_eq!(n("received") + n("lost"), n("sent"), "{s}");
+    let dropped = before.since();
+    assert!(
+        n("lost") <= dropped,
+        "{} lost, the kernel dropped {dropped} on the way in meanwhile: {s}",
+        n("lost")
+    );
+}
+
+/// The tests that time things (rates, schedules, CPU shares, probe
+/// counts) run one at a time, each holding this while it runs: two of
+/// them side by side on a 2-CPU host take each other's CPU (a flat-out
+/// udp_stream's senders spin at nice -20 for seconds; a paced test beside
+/// one missed its rate by 6%). Other tests still run beside them.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TIMING.lock().unwrap_or_else(|e| e.into_inner())
 }
