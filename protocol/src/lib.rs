@@ -18,6 +18,7 @@
 //! * [`intervals`]: which of a stream step's intervals are whole, and when its data ended.
 //! * [`permalink`]: the permalink codec (a whole result in a URL fragment);
 //!   [`plan_json`]: plans and presets as JSON for the page.
+//! * [`partial`]: a step cut short by Ctrl-C or Cancel, kept with its partial figures.
 //! * [`units`]: the SI-prefix table (rates' k, M, G) and C's `%g`.
 
 pub mod driver;
@@ -31,6 +32,7 @@ pub mod lul_card;
 pub mod matrix;
 pub mod msg;
 pub mod params;
+pub mod partial;
 pub mod peer;
 pub mod permalink;
 pub mod plan;

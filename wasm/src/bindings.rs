@@ -552,7 +552,29 @@ mod codec {
         /// The step's result JSON; each series' `values` is empty here and
         /// comes from `series_values(i)` (in the same order).
         pub fn result(&mut self, wall_seconds: f64) -> String {
-            let mut r = self.run.result(wall_seconds);
+            let r = self.run.result(wall_seconds);
+            self.split(r)
+        }
+
+        /// As `result`, for a step the user cancelled while it ran: kept
+        /// as partial when its samples came back (the summary they give,
+        /// `"partial": true`, the error saying how far it got), as
+        /// `meshperf run` keeps a step Ctrl-C cut short
+        /// (`meshperf_protocol::partial`); else as `result` has it.
+        pub fn cut_short(&mut self, wall_seconds: f64) -> String {
+            let r = self.run.result(wall_seconds);
+            let fraction = self.run.progress();
+            let r = match r.error {
+                Some(_) => {
+                    meshperf_protocol::partial::partial(r.clone(), fraction, "Cancel pressed")
+                        .unwrap_or(r)
+                }
+                None => r,
+            };
+            self.split(r)
+        }
+
+        fn split(&mut self, mut r: meshperf_protocol::result::StepResult) -> String {
             self.samples = std::mem::take(&mut r.samples);
             r.samples = self
                 .samples

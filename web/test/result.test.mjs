@@ -3,7 +3,7 @@
 // were plain arrays.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseResult, quantities, resultJson, typedSamples } from '../src/lib/result/result.ts';
+import { parseResult, partialFigures, quantities, resultJson, runLabel, typedSamples } from '../src/lib/result/result.ts';
 
 /** A result as the page held it before: plain arrays, keys in the driver's order, an unknown key kept. */
 function plainResult() {
@@ -193,4 +193,21 @@ test("a link's histogram of bytes per interval counts the intervals the live sta
     // No partial interval: the lowest bin is a whole one's.
     assert.ok(h.low > full - 200000, `stream ${h.stream}: low ${h.low}`);
   }
+});
+
+test('a step kept as partial (Cancel, Ctrl-C) says the figures its samples gave, and its run is labelled partial', () => {
+  // The summaries protocol/src/partial.rs gives a stream step and a request/response step.
+  const stream = { summary: { partial: true, bytes: 123456789, seconds: 0.43, bits_per_second: 123456789 * 8 / 0.43, streams: [] } };
+  assert.equal(partialFigures(stream), '123,456,789 bytes in 0.43 s, 2.297 Gbit/s');
+  const rr = { summary: { partial: true, count: 1500, rtt_us: { median: 41.25, p99: 12345, max: 20000 } } };
+  assert.equal(partialFigures(rr), '1,500 transactions, round trip median 41.25 µs, p99 12.35 ms, max 20 ms');
+  const crr = { summary: { partial: true, transactions: 7, txn_us: { median: 90, p99: 120, max: 130 }, connect_us: null } };
+  assert.equal(partialFigures(crr), '7 transactions, transaction median 90 µs, p99 120 µs, max 130 µs');
+  // A whole step, or none.
+  assert.equal(partialFigures({ summary: { bytes: 5, seconds: 1, bits_per_second: 40 } }), null);
+  assert.equal(partialFigures({ summary: null }), null);
+  const r = parseResult(JSON.stringify({ ...plainResult(), steps: [] }));
+  assert.doesNotMatch(runLabel(r), /partial/);
+  r.steps = [{ ...stream, index: 0, kind: 'tcp_stream', params: {}, point: [], repeat: 0, sides: { client: null, server: null }, samples: [] }];
+  assert.match(runLabel(r), / · partial$/);
 });

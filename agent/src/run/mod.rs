@@ -727,7 +727,7 @@ fn run_pairs(
                 // samples came back (udp_req_timo likewise shows what it
                 // had when the signal came).
                 o.interrupted += 1;
-                if let Some(p) = interrupt::partial(sr, e.fraction) {
+                if let Some(p) = interrupt::partial(sr, e.fraction, "interrupted") {
                     out.step_done();
                     let _ = writeln!(out.text(), "{}", interrupt::partial_line(&p));
                     if let Some(js) = out.json_stream.as_mut() {

@@ -16,7 +16,7 @@ import type { StepResult as WireStep } from '../generated/wire/StepResult';
 import type { Series as WireSeries } from '../generated/wire/Series';
 import type { Pair } from '../generated/wire/Pair';
 import type { LulRates, Stats } from '../wasm';
-import { MICRO, rateUnit } from '../units';
+import { MICRO, formatBytes, formatRate, formatUs, rateUnit } from '../units';
 
 // The shapes are the Rust ones (protocol/src/result.rs, exported by
 // protocol/examples/export_ts.rs into generated/wire/): a field renamed or
@@ -309,7 +309,30 @@ export function runLabel(r: RunResult): string {
   // A pair's agents in the order they serve and drive; a matrix's are every agent.
   const hosts = r.agents.map((a) => a?.hostname ?? '?').join(r.steps.some((s) => s.pair) ? ', ' : ' → ');
   const when = new Date(r.created_unix * 1000).toLocaleString('sv-SE').slice(0, 16);
-  return `${name} · ${hosts || 'no agents'} · ${when}`;
+  // A run whose last step was cut short (Cancel, Ctrl-C) and kept as partial says so.
+  const partial = r.steps.some((s) => s.summary?.partial) ? ' · partial' : '';
+  return `${name} · ${hosts || 'no agents'} · ${when}${partial}`;
+}
+
+/**
+ * The figures of a step kept as partial (cut short by Cancel on the page or
+ * Ctrl-C in `meshperf run`; protocol/src/partial.rs gives its summary): what
+ * its samples gave before the cancel, as the page says figures. Null for a
+ * step that ran to its end.
+ */
+export function partialFigures(step: Pick<StepResult, 'summary'>): string | null {
+  const f = step.summary;
+  if (!f?.partial) return null;
+  const rtt = (what: string, st: Summary | null | undefined) =>
+    st ? `${what} median ${formatUs(st.median)}, p99 ${formatUs(st.p99)}, max ${formatUs(st.max)}` : null;
+  if (typeof f.bytes === 'number') {
+    return `${formatBytes(f.bytes)} bytes in ${Number(f.seconds).toFixed(2)} s, ${formatRate(f.bits_per_second)}`;
+  }
+  if (typeof f.count === 'number') return [`${formatBytes(f.count)} transactions`, rtt('round trip', f.rtt_us)].filter(Boolean).join(', ');
+  if (typeof f.transactions === 'number') {
+    return [`${formatBytes(f.transactions)} transactions`, rtt('transaction', f.txn_us), rtt('connect', f.connect_us)].filter(Boolean).join(', ');
+  }
+  return null;
 }
 
 /**

@@ -54,8 +54,13 @@ export interface Drive {
   testId: number;
   /** The step's result once both sides have ended (never rejects). */
   result: Promise<StepResult>;
-  /** Stops the step on both agents (the result then says why). */
-  cancel(): void;
+  /**
+   * Stops the step on both agents (the result then says why). `keep`: the
+   * step is kept as partial, with the figures its samples give, when they
+   * came back (a plan between two agents, as `meshperf run` keeps a step
+   * Ctrl-C cut short; protocol/src/partial.rs).
+   */
+  cancel(keep?: boolean): void;
   /** Once the result is in: an agent refused the step as busy with another test (a matrix tries it again later). */
   refusedBusy(): boolean;
 }
@@ -76,6 +81,7 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
   const ends = [...new Set([server, client])].map((i) => list[i]);
   let live = true;
   let busy = false;
+  let keep = false;
   let settle: () => void = () => {};
   const done = new Promise<void>((resolve) => (settle = resolve));
   let grace: ReturnType<typeof setTimeout> | undefined;
@@ -132,7 +138,8 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
   const result = done.then(() => {
     clearTimeout(grace);
     live = false;
-    const r = JSON.parse(d.result((performance.now() - began) / 1000)) as StepResult;
+    const wall = (performance.now() - began) / 1000;
+    const r = JSON.parse(keep ? d.cut_short(wall) : d.result(wall)) as StepResult;
     busy = d.refused_busy();
     // Decoded once, by the driver; the result keeps these very arrays.
     r.samples.forEach((s, i) => (s.values = d.series_values(i)));
@@ -143,7 +150,12 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
     else unwatch();
     return r;
   });
-  return { testId, result, cancel: () => live && send(d.cancel()), refusedBusy: () => busy };
+  const cancel = (k = false) => {
+    if (!live) return;
+    keep ||= k;
+    send(d.cancel());
+  };
+  return { testId, result, cancel, refusedBusy: () => busy };
 }
 
 /** `message` without the agent's name it starts with ("agent D (host) is not connected" -> "not connected"). */

@@ -116,9 +116,9 @@ export async function runPlan(plan: PlanJson): Promise<void> {
   if (result.steps.some((s) => s.summary)) onFinished(result);
 }
 
-/** Cancels the running step on both agents and stops the plan. */
+/** Cancels the running step on both agents and stops the plan; the step is kept as partial when its samples came back. */
 export function cancel(): void {
   if (!active() || !live) return;
   stopping = true;
-  live.cancel();
+  live.cancel(true);
 }
