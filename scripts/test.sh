@@ -146,6 +146,11 @@ counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
 counted platforms-arm64 900 "$ROOT/tests/platforms/arm64.sh"
 counted platforms-deb 300 "$ROOT/tests/platforms/deb.sh"
 counted platforms-windows 300 "$ROOT/tests/platforms/windows.sh"
+# A fleet of mixed versions: the agent of an earlier commit (built once,
+# unoptimised, kept in target/old-agent/) beside this tree's, every kind
+# both know both ways, path refused naming the old agent, the old CLI and
+# this monitor over both (tests/fleet/mixed.sh).
+counted mixed-versions 1500 "$ROOT/tests/fleet/mixed.sh"
 # macOS: the agent checks (cargo check, no SDK here to link) for
 # x86_64-apple-darwin and aarch64-apple-darwin, zig compiling ring's C.
 counted platforms-macos 600 "$ROOT/scripts/check-macos.sh"

@@ -136,6 +136,13 @@ fn module() -> String {
     out.push_str("];\n");
     writeln!(
         out,
+        "\n/** The control protocol versions this build speaks, lowest and highest (protocol/src/lib.rs). */\nexport const PROTOCOL_VERSION = {};\nexport const PROTOCOL_MAX = {};",
+        meshperf_protocol::PROTOCOL_VERSION,
+        meshperf_protocol::PROTOCOL_MAX
+    )
+    .unwrap();
+    writeln!(
+        out,
         "\n/** Seconds a cancelled step waits for its agents to confirm (protocol/src/driver.rs `CANCEL_GRACE_S`). */\nexport const CANCEL_GRACE_S = {};",
         meshperf_protocol::driver::CANCEL_GRACE_S
     )

@@ -47,10 +47,24 @@ pub struct AgentRef {
     /// The limits the agent announced, to check steps before they run.
     #[serde(default)]
     pub limits: Option<Limits>,
-    /// The kinds the agent runs (its info's `capabilities`; absent: not known).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The kinds the agent runs (its info's `capabilities`; absent: not
+    /// known). Kinds this build does not know (a newer agent's) are left out.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_known_kinds"
+    )]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub capabilities: Option<Vec<crate::params::Kind>>,
+    /// The agent's release (its info's `version`), for refusals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub version: Option<String>,
+    /// Each kind's parameters the agent takes (its info's `accepts`;
+    /// absent or empty: not known, an agent before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub accepts: Option<std::collections::BTreeMap<String, Vec<String>>>,
     /// The agent process's random `instance` (its info's): one agent listed
     /// under two names shows the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,7 +83,69 @@ pub struct AgentRef {
 /// generated tables).
 pub const CANCEL_GRACE_S: f64 = 15.0;
 
+/// An agent's `capabilities` (a list of kind names) without the kinds this
+/// build does not know: a newer agent's list still tells which known kinds
+/// it runs. None when it is not a list.
+pub fn known_kinds(names: &Value) -> Option<Vec<Kind>> {
+    let v = names.as_array()?;
+    Some(
+        v.iter()
+            .filter_map(|n| Kind::from_name(n.as_str()?))
+            .collect(),
+    )
+}
+
+fn read_known_kinds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Kind>>, D::Error> {
+    let names: Option<Value> = Option::deserialize(d)?;
+    Ok(names.as_ref().and_then(known_kinds))
+}
+
 impl AgentRef {
+    /// How a refusal names the agent: its label and, when known, its
+    /// release ("agent 10.0.0.3:7800 (meshperf 0.1.0)").
+    pub fn named(&self) -> String {
+        match &self.version {
+            Some(v) => format!("{} (meshperf {v})", self.label),
+            None => self.label.clone(),
+        }
+    }
+
+    /// Why this agent cannot run `kind` with parameters named `params`, in
+    /// one line naming it, its release and the missing kind or parameter
+    /// (None: it can, or it did not say: an agent before `accepts` refuses
+    /// an unknown parameter itself, naming it).
+    pub fn cannot_run<'a>(
+        &self,
+        kind: Kind,
+        mut params: impl Iterator<Item = &'a String>,
+    ) -> Option<String> {
+        if let Some(caps) = &self.capabilities {
+            if !caps.contains(&kind) {
+                let names: Vec<&str> = caps.iter().map(|k| k.name()).collect();
+                // A release that says what it is can be upgraded to one
+                // that runs the kind.
+                let fix = if self.version.is_some() {
+                    ": upgrade it"
+                } else {
+                    ""
+                };
+                return Some(format!(
+                    "{} does not run {} (it runs {}){fix}",
+                    self.named(),
+                    kind.name(),
+                    names.join(", ")
+                ));
+            }
+        }
+        let takes = self.accepts.as_ref()?.get(kind.name())?;
+        let p = params.find(|p| !takes.contains(p))?;
+        Some(format!(
+            "{} does not take {}'s parameter {p} (a release before it): upgrade it, or leave {p} out",
+            self.named(),
+            kind.name()
+        ))
+    }
+
     /// The agent's first local non-loopback IPv4 address (transport `tcp_local`).
     pub fn local_ipv4(&self) -> Option<IpAddr> {
         self.ips().find(|ip| ip.is_ipv4() && !ip.is_loopback())
@@ -216,6 +292,12 @@ pub fn check_step(
 ) -> Result<(), String> {
     let place = Placement::for_kind(step.kind, server, client);
     let (params, _) = step_params(step, place, agents)?;
+    for i in place.agents() {
+        let names = params.as_object().into_iter().flat_map(|o| o.keys());
+        if let Some(why) = agents[i].cannot_run(step.kind, names) {
+            return Err(why);
+        }
+    }
     for i in place.agents() {
         let a = &agents[i];
         let limits = a.limits.clone().unwrap_or_default();

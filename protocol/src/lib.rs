@@ -44,5 +44,59 @@ pub mod summary;
 pub mod units;
 pub mod verdict;
 
-/// Control protocol version; `hello` carries it and clients check it.
+/// The lowest control protocol version this build speaks: `hello`'s
+/// `protocol` (what agents before `protocol_max` sent as their one version,
+/// and what every controller before it checks for equality).
 pub const PROTOCOL_VERSION: u32 = 1;
+/// The highest version this build speaks (`hello`'s `protocol_max`). A
+/// change a build of the lowest cannot read raises it; the lowest is raised
+/// only when a release stops speaking a version (docs/deploy.md, "Upgrading
+/// a fleet").
+pub const PROTOCOL_MAX: u32 = 1;
+
+/// The version a controller speaking `ours` (lowest, highest) uses with an
+/// agent speaking `theirs`: the highest both speak, or why there is none in
+/// one line, naming who must be upgraded (`who` names the agent).
+pub fn common_protocol(ours: (u32, u32), theirs: (u32, u32), who: &str) -> Result<u32, String> {
+    let v = ours.1.min(theirs.1);
+    if v >= ours.0.max(theirs.0) {
+        return Ok(v);
+    }
+    let range = |(lo, hi): (u32, u32)| {
+        if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo} to {hi}")
+        }
+    };
+    let fix = if theirs.0 > ours.1 {
+        "it is newer than this meshperf: upgrade this meshperf (or the page) to one that speaks it"
+    } else {
+        "it is older than this meshperf speaks: upgrade the agent"
+    };
+    Err(format!(
+        "{who} speaks protocol {}, this meshperf {}: {fix}",
+        range(theirs),
+        range(ours)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::common_protocol;
+
+    #[test]
+    fn the_highest_version_both_speak_or_one_line_naming_who_to_upgrade() {
+        assert_eq!(common_protocol((1, 1), (1, 1), "agent A"), Ok(1));
+        assert_eq!(common_protocol((1, 3), (2, 5), "agent A"), Ok(3));
+        assert_eq!(common_protocol((2, 4), (1, 2), "agent A"), Ok(2));
+        assert_eq!(
+            common_protocol((1, 1), (2, 3), "agent A"),
+            Err("agent A speaks protocol 2 to 3, this meshperf 1: it is newer than this meshperf: upgrade this meshperf (or the page) to one that speaks it".into())
+        );
+        assert_eq!(
+            common_protocol((2, 3), (1, 1), "agent A"),
+            Err("agent A speaks protocol 1, this meshperf 2 to 3: it is older than this meshperf speaks: upgrade the agent".into())
+        );
+    }
+}

@@ -196,16 +196,8 @@ pub fn check_agents(agents: &[AgentRef], kind: Kind) -> Result<(), String> {
                 ));
             }
         }
-        if let Some(caps) = &a.capabilities {
-            if !caps.contains(&kind) {
-                let names: Vec<&str> = caps.iter().map(|k| k.name()).collect();
-                return Err(format!(
-                    "{} does not run {} (it runs {})",
-                    a.label,
-                    kind.name(),
-                    names.join(", ")
-                ));
-            }
+        if let Some(why) = a.cannot_run(kind, std::iter::empty()) {
+            return Err(why);
         }
     }
     Ok(())
@@ -873,6 +865,8 @@ mod tests {
                 ..Limits::default()
             }),
             capabilities: Some(vec![Kind::TcpRr, Kind::UdpRr]),
+            version: None,
+            accepts: None,
             instance: instance.map(str::to_string),
             cores: None,
         };

@@ -10,14 +10,24 @@
 use crate::params::{Kind, Limits};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Messages from a controller (page or `meshperf run`) to an agent.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
-    /// Present the token. Must be the first message.
-    Auth { id: u64, token: String },
+    /// Present the token. Must be the first message. `protocol`: the
+    /// version the controller chose from the agent's range (the highest
+    /// both speak; absent: `hello`'s `protocol`, as controllers before it
+    /// sent); the agent refuses one outside its range.
+    Auth {
+        id: u64,
+        token: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        protocol: Option<u32>,
+    },
     /// Serving side: open a data listener for a test, bound to a one-time key.
     Prepare {
         id: u64,
@@ -119,6 +129,13 @@ pub struct AgentInfo {
     pub cores: u32,
     pub kernel: String,
     pub capabilities: Vec<Kind>,
+    /// Each kind this agent runs and the parameters it takes for it (every
+    /// name its parser accepts): what a controller checks a step against
+    /// before any traffic. Empty from agents before it (a controller then
+    /// knows their kinds, and their own refusal names a parameter).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub accepts: BTreeMap<String, Vec<String>>,
     pub limits: Limits,
     /// Random per agent process (16 hex digits): tells one agent reached
     /// under two names from two agents. Empty from agents before it.
@@ -134,7 +151,13 @@ pub enum Event {
     /// First message on a connection, before auth: only what a client needs
     /// to authenticate.
     Hello {
+        /// The lowest version the agent speaks (its one version, from
+        /// agents before `protocol_max`).
         protocol: u32,
+        /// The highest (absent: `protocol`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        protocol_max: Option<u32>,
     },
     /// The token was right; `info` describes the agent.
     AuthOk {

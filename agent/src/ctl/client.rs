@@ -139,6 +139,8 @@ pub struct Ctl {
     ws: WebSocket<CtlStream>,
     /// The agent's info, from `auth_ok` (before auth `hello` has only `protocol`).
     pub hello: Value,
+    /// The protocol version spoken with this agent: the highest both speak.
+    pub protocol: u32,
     pub addr: AgentUrl,
     next_id: u64,
 }
@@ -246,31 +248,47 @@ impl Ctl {
         let mut c = Ctl {
             ws,
             hello: Value::Null,
+            protocol: 0,
             addr: addr.clone(),
             next_id: 1,
         };
         let hello = c
             .read_event(Duration::from_secs(5))?
             .ok_or_else(|| io(addr, "no hello"))?;
-        if hello["type"] != "hello"
-            || hello["protocol"] != json!(meshperf_protocol::PROTOCOL_VERSION)
-        {
+        if hello["type"] != "hello" {
+            return Err(io(addr, format!("sent {hello} first, not a hello")));
+        }
+        // The highest version both speak (an agent before protocol_max
+        // speaks one); the agent is told which in auth.
+        let lo = hello["protocol"]
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok());
+        let hi = match &hello["protocol_max"] {
+            Value::Null => lo,
+            v => v.as_u64().and_then(|v| u32::try_from(v).ok()),
+        };
+        let (Some(lo), Some(hi)) = (lo, hi) else {
             return Err(io(
                 addr,
-                format!(
-                    "speaks protocol {} (this meshperf speaks {})",
-                    hello["protocol"],
-                    meshperf_protocol::PROTOCOL_VERSION
-                ),
+                format!("sent a hello without a protocol version: {hello}"),
             ));
-        }
+        };
+        let ours = (
+            meshperf_protocol::PROTOCOL_VERSION,
+            meshperf_protocol::PROTOCOL_MAX,
+        );
+        let who = format!("agent {}", addr.hostport());
+        let protocol =
+            meshperf_protocol::common_protocol(ours, (lo, hi), &who).map_err(CtlError::Io)?;
+        c.protocol = protocol;
         // A throttled address's auth is answered at its turn, within the
-        // agent's --auth-timeout (10 s by default) of hello.
-        let r = c.request_within(
-            json!({"type": "auth", "token": addr.token}),
-            AUTH_REPLY,
-            &mut |_| {},
-        )?;
+        // agent's --auth-timeout (10 s by default) of hello. Agents before
+        // the version in auth speak only theirs (the one common).
+        let mut auth = json!({"type": "auth", "token": addr.token});
+        if hello["protocol_max"] != Value::Null {
+            auth["protocol"] = json!(protocol);
+        }
+        let r = c.request_within(auth, AUTH_REPLY, &mut |_| {})?;
         if r["code"] == "auth_blocked" {
             return Ok(Err(r["message"].as_str().unwrap_or("").to_string()));
         }

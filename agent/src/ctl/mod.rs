@@ -26,7 +26,7 @@ pub mod rounds;
 pub mod sample;
 
 use client::{AgentUrl, Ctl};
-use meshperf_protocol::driver::AgentRef;
+use meshperf_protocol::driver::{known_kinds, AgentRef};
 
 /// How the step driver names and reaches each agent (a lost agent keeps
 /// its place, with no addresses or limits).
@@ -42,8 +42,15 @@ pub fn agent_refs(urls: &[AgentUrl], ctls: &[Option<Ctl>]) -> Vec<AgentRef> {
                     .and_then(|h| serde_json::from_value(h["addresses"].clone()).ok())
                     .unwrap_or_default(),
                 limits: hello.and_then(|h| serde_json::from_value(h["limits"].clone()).ok()),
-                capabilities: hello
-                    .and_then(|h| serde_json::from_value(h["capabilities"].clone()).ok()),
+                // Kinds a newer agent runs and this build does not know are
+                // left out.
+                capabilities: hello.and_then(|h| known_kinds(&h["capabilities"])),
+                version: hello
+                    .and_then(|h| h["version"].as_str())
+                    .map(str::to_string),
+                accepts: hello
+                    .and_then(|h| serde_json::from_value(h["accepts"].clone()).ok())
+                    .filter(|a: &std::collections::BTreeMap<String, Vec<String>>| !a.is_empty()),
                 instance: hello
                     .and_then(|h| h["instance"].as_str())
                     .filter(|s| !s.is_empty())

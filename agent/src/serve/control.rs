@@ -274,7 +274,8 @@ impl Agent {
         self.live.insert(s.sid);
         self.backlogs.insert(s.sid, s.backlog.clone());
         s.send(&Event::Hello {
-            protocol: self.info.protocol,
+            protocol: meshperf_protocol::PROTOCOL_VERSION,
+            protocol_max: Some(meshperf_protocol::PROTOCOL_MAX),
         });
     }
 
@@ -529,7 +530,18 @@ impl Agent {
         };
         if !s.authed {
             match req {
-                Request::Auth { id, token } => self.auth(s, id, &token),
+                Request::Auth {
+                    id,
+                    token,
+                    protocol,
+                } => {
+                    if let Some(why) = unspoken(protocol) {
+                        s.send(&Event::error(Some(id), ErrorCode::BadRequest, why));
+                        s.closing = true;
+                        return;
+                    }
+                    self.auth(s, id, &token)
+                }
                 _ => {
                     s.send(&Event::error(
                         None,
@@ -1083,6 +1095,19 @@ fn peer_text(p: &PeerAddr) -> String {
     }
 }
 
+/// Why an `auth` asking for protocol `v` is refused: a version outside
+/// the range this agent's `hello` announced (None: absent, or spoken).
+fn unspoken(v: Option<u32>) -> Option<String> {
+    let (lo, hi) = (
+        meshperf_protocol::PROTOCOL_VERSION,
+        meshperf_protocol::PROTOCOL_MAX,
+    );
+    let v = v?;
+    (v < lo || v > hi).then(|| {
+        format!("protocol {v} asked for; this agent speaks {lo} to {hi} (its hello said so)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1098,6 +1123,7 @@ mod tests {
             cores: 1,
             kernel: String::new(),
             capabilities: vec![Kind::TcpRr],
+            accepts: Default::default(),
             limits: Limits::default(),
             instance: String::new(),
         };

@@ -355,6 +355,13 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         cores: sysinfo::cores(),
         kernel: sysinfo::kernel(),
         capabilities: crate::engine::KINDS.to_vec(),
+        accepts: crate::engine::KINDS
+            .iter()
+            .map(|k| {
+                let names = k.params().iter().map(|p| p.name.to_string());
+                (k.name().to_string(), names.collect())
+            })
+            .collect(),
         limits: limits_of(&a),
         instance: {
             let mut b = [0u8; 8];

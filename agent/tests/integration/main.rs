@@ -30,4 +30,5 @@ mod soak;
 mod tcp;
 mod tls;
 mod udp;
+mod versions;
 mod zerocopy;

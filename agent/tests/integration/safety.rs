@@ -574,36 +574,8 @@ fn a_duration_of_1e_300_seconds_is_refused_naming_the_parameter() {
 /// A fake agent on 127.0.0.1 that answers like a real one (its `auth_ok`
 /// info is `info`) and then refuses every request with `message`.
 fn lying_agent(info: Value, message: &'static str) -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            let info = info.clone();
-            std::thread::spawn(move || {
-                let Ok(mut ws) = tungstenite::accept(s) else {
-                    return;
-                };
-                let proto = meshperf_protocol::PROTOCOL_VERSION;
-                let _ = ws.send(Message::text(
-                    json!({"type": "hello", "protocol": proto}).to_string(),
-                ));
-                while let Ok(m) = ws.read() {
-                    let Message::Text(t) = m else { continue };
-                    let v: Value = serde_json::from_str(t.as_str()).unwrap();
-                    let reply = if v["type"] == "auth" {
-                        json!({"type": "auth_ok", "id": v["id"], "info": info})
-                    } else {
-                        json!({"type": "error", "id": v["id"], "test_id": v["test_id"],
-                               "code": "bad_params", "message": message})
-                    };
-                    if ws.send(Message::text(reply.to_string())).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    port
+    let hello = json!({"type": "hello", "protocol": meshperf_protocol::PROTOCOL_VERSION});
+    crate::util::fake_agent(hello, info, message).0
 }
 
 #[test]

@@ -843,3 +843,44 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     TIMING.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// A fake agent on 127.0.0.1 that sends `hello`, answers `auth` with
+/// `auth_ok` and `info` (a real agent's, altered) and refuses every other
+/// request with `bad_params` and `message`; every message it was sent is
+/// kept, in order, in the list returned with its port.
+pub fn fake_agent(
+    hello: Value,
+    info: Value,
+    message: &'static str,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = got.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let (hello, info, got) = (hello.clone(), info.clone(), got.clone());
+            std::thread::spawn(move || {
+                let Ok(mut ws) = tungstenite::accept(s) else {
+                    return;
+                };
+                let _ = ws.send(Message::text(hello.to_string()));
+                while let Ok(m) = ws.read() {
+                    let Message::Text(t) = m else { continue };
+                    let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                    got.lock().unwrap().push(v.clone());
+                    let reply = if v["type"] == "auth" {
+                        json!({"type": "auth_ok", "id": v["id"], "info": info})
+                    } else {
+                        json!({"type": "error", "id": v["id"], "test_id": v["test_id"],
+                               "code": "bad_params", "message": message})
+                    };
+                    if ws.send(Message::text(reply.to_string())).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, kept)
+}

@@ -10,6 +10,8 @@ fn agents() -> Vec<AgentRef> {
             addresses: vec!["127.0.0.1 (lo)".into(), "10.1.2.3 (eth0)".into()],
             limits: None,
             capabilities: None,
+            version: None,
+            accepts: None,
             instance: None,
             cores: None,
         },
@@ -22,6 +24,8 @@ fn agents() -> Vec<AgentRef> {
                 ..Limits::default()
             }),
             capabilities: None,
+            version: None,
+            accepts: None,
             instance: None,
             cores: Some(1),
         },
@@ -434,4 +438,65 @@ fn a_frame_far_past_its_series_is_refused_not_allocated() {
         e.contains("agent B") && e.contains("out of sequence"),
         "{e}"
     );
+}
+
+/// A mixed fleet: an agent of another release that lacks a kind or one of
+/// its parameters is refused before any traffic, in one line naming it,
+/// its release and what it lacks; one that did not say (before `accepts`)
+/// is left to refuse a parameter itself.
+#[test]
+fn a_step_an_older_agent_cannot_run_is_refused_naming_it_and_its_release() {
+    let mut a = agents();
+    let mut accepts = std::collections::BTreeMap::new();
+    accepts.insert(
+        "tcp_rr".to_string(),
+        vec!["count".to_string(), "req_bytes".to_string()],
+    );
+    a[1].version = Some("0.0.9".into());
+    a[1].capabilities = Some(vec![Kind::TcpRr, Kind::UdpRr]);
+    a[1].accepts = Some(accepts);
+    let s = step(Kind::Path, Transport::Tcp, json!({}));
+    assert_eq!(
+        check_step(&s, 0, 1, &a).unwrap_err(),
+        "agent B (meshperf 0.0.9) does not run path (it runs tcp_rr, udp_rr): upgrade it"
+    );
+    let s = step(
+        Kind::TcpRr,
+        Transport::Tcp,
+        json!({"count": 5, "resp_bytes": 9}),
+    );
+    assert_eq!(
+        check_step(&s, 1, 0, &a).unwrap_err(),
+        "agent B (meshperf 0.0.9) does not take tcp_rr's parameter resp_bytes (a release before it): upgrade it, or leave resp_bytes out"
+    );
+    let s = step(
+        Kind::TcpRr,
+        Transport::Tcp,
+        json!({"count": 5, "req_bytes": 9}),
+    );
+    assert_eq!(check_step(&s, 1, 0, &a), Ok(()));
+    // Agent A said nothing of its kinds or parameters: the agent decides.
+    let s = step(
+        Kind::TcpRr,
+        Transport::Tcp,
+        json!({"count": 5, "resp_bytes": 9}),
+    );
+    assert_eq!(check_step(&s, 0, 0, &a), Ok(()));
+}
+
+/// A newer agent's capabilities with a kind this build does not know still
+/// say which known kinds it runs; its `accepts` is read as given.
+#[test]
+fn a_newer_agent_s_unknown_kinds_are_left_out() {
+    let r: AgentRef = serde_json::from_value(json!({
+        "label": "agent N", "host": "h",
+        "capabilities": ["tcp_rr", "carrier_pigeon", "path"],
+        "version": "9.0.0",
+        "accepts": {"carrier_pigeon": ["wings"], "tcp_rr": ["count"]}
+    }))
+    .unwrap();
+    assert_eq!(r.capabilities, Some(vec![Kind::TcpRr, Kind::Path]));
+    assert_eq!(r.accepts.unwrap()["carrier_pigeon"], ["wings"]);
+    let r: AgentRef = serde_json::from_value(json!({"label": "a", "host": "h"})).unwrap();
+    assert_eq!(r.capabilities, None);
 }
