@@ -38,6 +38,24 @@ run_phase() {
 # 128 random bits as 32 hex digits.
 random_token() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 
+# kernel_drops [NS...]: what the kernel dropped of the packets on their way
+# in, as it counts them, one figure a line: UDP RcvbufErrors (a socket's
+# full receive buffer; Udp6RcvbufErrors added) in each network namespace
+# NS (in this one with none), then the CPUs' full input backlogs
+# (softnet_stat's second column, host-wide, any packet). A test takes it
+# before and after a run and holds the loss it measured to the growth.
+kernel_drops() {
+    local ns s=0 _ d rest
+    for ns in "${@:-}"; do
+        ${ns:+ip netns exec "$ns"} awk '
+            /^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else n += $c["RcvbufErrors"] }
+            /^Udp6RcvbufErrors/ { n += $2 }
+            END { print n + 0 }' /proc/net/snmp /proc/net/snmp6 2>/dev/null
+    done
+    while read -r _ d rest; do s=$((s + 16#$d)); done </proc/net/softnet_stat
+    echo "$s"
+}
+
 # cargo-fuzz (the fuzz targets in fuzz/, on nightly), pinned, in .tools/,
 # and the dated nightly it builds them with (fuzz/rust-toolchain.toml).
 FUZZ_TOOLCHAIN="$(sed -n 's/^channel = "\(.*\)"$/\1/p' "$ROOT/fuzz/rust-toolchain.toml")"

@@ -188,15 +188,7 @@ ip netns exec "$R" iptables -A FORWARD -p udp -d "$ipa" --dport "$port" -m lengt
 # (softnet_stat's second column, host-wide, any packet). None in every run
 # so far; should a loaded host drop a probe there, the loss it may add
 # beyond the rule's is what these counted, no more.
-kernel_drops() { # A's and B's RcvbufErrors, then the softnet drops
-  local n
-  for n in "$A" "$B"; do
-    ip netns exec "$n" awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["RcvbufErrors"] }' /proc/net/snmp
-  done
-  local s=0 _ d rest
-  while read -r _ d rest; do s=$((s + 16#$d)); done </proc/net/softnet_stat
-  echo "$s"
-}
+kernel_drops() { ( . "$root/scripts/lib.sh" && kernel_drops "$A" "$B" ); } # scripts/lib.sh
 before=$(kernel_drops | tr '\n' ' ')
 run "$dir/loss.json" idle_s=1 download_s=1 upload_s=1 both_s=1 gap_s=0.5 streams=1 probe_ms=2 probe_bytes=$probe clocks=synced
 after=$(kernel_drops | tr '\n' ' ')

@@ -263,6 +263,7 @@ fn a_serving_agent_that_stops_answering_ends_the_test_with_the_phases_measured()
 
 #[test]
 fn meshperf_run_preset_bufferbloat_prints_the_phase_table_and_carries_it_in_json_and_csv() {
+    let _serial = serial();
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     let csv = crate::run::tmp("bufferbloat.csv");
     let out = crate::run::run_ab(
@@ -388,6 +389,7 @@ fn probed_run(args: &[&str]) -> (Value, String) {
 /// rates, probes counted each way and the raw round trips as samples.
 #[test]
 fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
+    let _serial = serial();
     let (step, err) = probed_run(&["--kind", "tcp_stream", "--set", "duration_s=1"]);
     let client = &step["sides"]["client"];
     let s = &client["probe"];
@@ -481,6 +483,7 @@ fn a_tcp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
 /// burst's sequence and arrival series.
 #[test]
 fn a_udp_stream_with_probe_ms_reports_the_latency_under_its_own_load() {
+    let _serial = serial();
     let (step, err) = probed_run(&[
         "--kind",
         "udp_stream",

@@ -132,8 +132,10 @@ fn a_flood_of_idle_connections_is_capped_and_a_controller_still_gets_in() {
     let mut fresh = a.connect();
     ping(&mut fresh);
     let took = t0.elapsed();
+    // Within the agent's `--auth-timeout` (10 s), past which it would have
+    // closed the login (1 s asked a speed of a busy host; ms when idle).
     assert!(
-        took < Duration::from_secs(1),
+        took < Duration::from_secs(10),
         "hello and auth took {took:?}"
     );
     ping(&mut before);

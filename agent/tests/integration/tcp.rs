@@ -388,8 +388,8 @@ fn tcp_rr_with_64_flows_on_2_threads_counts_every_flow_on_both_sides() {
     assert!(cl["summary"].get("flows").is_none(), "{cl}");
 }
 
-/// Cancelling a many-flow tcp_rr mid-run ends both sides within a second
-/// or two, with every flow's connection closed.
+/// Cancelling a many-flow tcp_rr mid-run ends both sides within a
+/// cancel's wait, with every flow's connection closed.
 #[test]
 fn a_cancelled_many_flow_tcp_rr_ends_both_sides_and_closes_every_flow() {
     crate::util::cancelling_many_flows_closes_every_connection("tcp_rr", 32);

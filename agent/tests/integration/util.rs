@@ -672,13 +672,14 @@ pub fn scrapes_survive_slow_clients(hostport: &str, path: &str) {
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
 }
 
-/// Waits (at most 2 s: a side's thread ends right after its result) until
+/// Waits (at most 15 s, a cancel's wait: a side's thread ends right after its
+/// result, ms on an idle host) until
 /// `a` holds `want` descriptors; returns what it holds.
 pub fn fds_back_to(a: &AgentProc, want: usize) -> usize {
     let t0 = Instant::now();
     loop {
         let n = a.fds();
-        if n == want || t0.elapsed() > Duration::from_secs(2) {
+        if n == want || t0.elapsed() > Duration::from_secs(15) {
             return n;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -686,9 +687,11 @@ pub fn fds_back_to(a: &AgentProc, want: usize) -> usize {
 }
 
 /// Issue 21 part 6: a many-flow `kind` (tcp_rr, tcp_crr) of `flows` flows
-/// on 2 threads, cancelled 0.4 s in, ends both sides within 3 s (the
-/// driving one `cancelled`, the serving one an error) and closes every
-/// one of its connections.
+/// on 2 threads, cancelled 0.4 s in, ends both sides within the 15 s a
+/// cancel is waited for (the page's and `run`'s wait; the 20 s test had
+/// over 19 s left, so an end before then is the cancel's; 3 s asked a
+/// speed of a busy host) (the driving one `cancelled`, the serving one an
+/// error) and closes every one of its connections.
 pub fn cancelling_many_flows_closes_every_connection(kind: &str, flows: u32) {
     let (a, b) = (AgentProc::start(&[]), AgentProc::start(&[]));
     let (mut ca, mut cb) = (a.connect(), b.connect());
@@ -705,7 +708,7 @@ pub fn cancelling_many_flows_closes_every_connection(kind: &str, flows: u32) {
     let r = cb.request(json!({"type": "cancel", "test_id": 5}));
     assert_eq!(r["type"], "cancelled", "{r}");
     let (end_b, end_a) = (cb.wait_end(5), ca.wait_end(5));
-    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
     assert_eq!(end_b["code"], "cancelled", "{end_b}");
     assert_eq!(end_a["type"], "error", "{end_a}");
     assert_eq!((fds_back_to(&a, fa), fds_back_to(&b, fb)), (fa, fb));
