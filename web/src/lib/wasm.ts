@@ -154,6 +154,8 @@ export type View = Required<Pick<Stats, 'permalink_encode' | 'permalink_decode'>
   lul_card: (summary: string) => string;
   /** A latency_under_load summary's verdict (protocol/src/verdict.rs, the sentence the CLI prints), JSON in and out. */
   lul_verdict: (summary: string) => string;
+  /** What limited a tcp_stream step (protocol/src/verdict/tcp.rs, the sentence the CLI prints): step JSON in, `{limit, share, sentence}` or null out. */
+  tcp_verdict: (step: string) => string;
   /** A step's line against its agents' links (protocol/src/link.rs, the line the CLI prints): step JSON in, a JSON string or null out. */
   link_line: (step: string) => string;
   /** Probe-by-probe latency lanes (stats/src/lul_lanes.rs). */
@@ -241,7 +243,7 @@ export function loadCodec(): Promise<Stats & Codec> {
 export function loadView(): Promise<Stats & View> {
   viewLoading ??= loadBeside<View>(VIEW, 'the result and permalink module (wasm)', [
     'permalink_encode', 'permalink_decode', 'result_csv', 'matrix_cells', 'matrix_metric',
-    'matrix_default_metric', 'matrix_metrics', 'lul_card', 'lul_verdict', 'link_line', 'lul_lanes',
+    'matrix_default_metric', 'matrix_metrics', 'lul_card', 'lul_verdict', 'tcp_verdict', 'link_line', 'lul_lanes',
   ]);
   viewLoading.catch(() => (viewLoading = null));
   return viewLoading;
