@@ -38,7 +38,9 @@
 //! more than [`HIST_MIN_VALUES`] values, a fixed-width histogram of it
 //! (1 us bins for times, wider when the range needs more than
 //! [`HIST_MAX_BINS`] bins; then every series, then at most
-//! [`HIST_COARSE_BINS`] bins, until it fits) in the step's `histograms`, and the decoded result
+//! [`HIST_COARSE_BINS`] bins, until it fits; first of all only the series of
+//! TCP's own view, sample kinds from 40, so a long tcp_stream keeps its
+//! bytes per interval raw) in the step's `histograms`, and the decoded result
 //! says `"samples_replaced": true` so the page can say so and offer the JSON
 //! file. Decoding checks the tag, the version (a newer one asks for a newer
 //! meshperf), the base64 text, the zlib checksum and every length, and then
@@ -137,13 +139,38 @@ pub fn encode_reporting(r: &RunResult) -> Result<(String, bool), PermalinkError>
             return Ok((text, false));
         }
     }
-    // Larger series first, then every series, then coarser bins.
+    // TCP's own view (issue 43) gives way first, keeping every other
+    // series raw; then larger series first, then every series, then
+    // coarser bins.
     let tiers = [
-        (HIST_MIN_VALUES, HIST_MAX_BINS),
-        (0, HIST_MAX_BINS),
-        (0, HIST_COARSE_BINS),
+        (HIST_MIN_VALUES, HIST_MAX_BINS, true),
+        (HIST_MIN_VALUES, HIST_MAX_BINS, false),
+        (0, HIST_MAX_BINS, false),
+        (0, HIST_COARSE_BINS, false),
     ];
-    for (i, &(min, bins)) in tiers.iter().enumerate() {
+    for (i, &(min, bins, view_only)) in tiers.iter().enumerate() {
+        let mut t = r.clone();
+        if view_only {
+            // Only the TCP_INFO view's series (kinds from 40) in histograms.
+            for s in &mut t.steps {
+                s.samples
+                    .retain(|x| (x.kind as u8) < 40 || x.values.len() <= min);
+            }
+            let mut h = replace_samples(&only_view(r), min, bins);
+            for (step, mut hs) in t.steps.iter_mut().zip(
+                h.steps
+                    .iter_mut()
+                    .map(|x| std::mem::take(&mut x.histograms)),
+            ) {
+                step.histograms.append(&mut hs);
+            }
+            t.samples_replaced |= h.samples_replaced;
+            let text = encode_exact(&t);
+            if text.len() <= HARD_LIMIT {
+                return Ok((text, true));
+            }
+            continue;
+        }
         let text = encode_exact(&replace_samples(r, min, bins));
         if text.len() <= HARD_LIMIT {
             return Ok((text, true));
@@ -282,6 +309,16 @@ fn to_ticks(ns: u64) -> u64 {
 /// `ns` as the link keeps it (rounded to 100 ns); what [`decode`] gives back.
 pub fn round_time(ns: u64) -> u64 {
     to_ticks(ns) * TIME_RESOLUTION_NS
+}
+
+/// `r` with only the TCP_INFO view's series (sample kinds from 40).
+fn only_view(r: &RunResult) -> RunResult {
+    let mut r = r.clone();
+    for s in &mut r.steps {
+        s.samples.retain(|x| (x.kind as u8) >= 40);
+        s.histograms.clear();
+    }
+    r
 }
 
 /// `r` with every series of more than `min` values replaced by its histogram

@@ -827,6 +827,16 @@ pub fn lul_verdict(summary_json: &str) -> Result<String, JsError> {
     meshperf_protocol::verdict::lul_json(summary_json).map_err(|e| JsError::new(&e))
 }
 
+/// What limited a `tcp_stream` step (JSON in, JSON out:
+/// protocol/src/verdict/tcp.rs, the sentence `meshperf run` prints):
+/// `{limit, share, sentence}`, or `null` for a step without TCP_INFO or
+/// of another kind; for the step's card and the matrix's tooltip.
+#[cfg(feature = "view")]
+#[wasm_bindgen]
+pub fn tcp_verdict(step_json: &str) -> Result<String, JsError> {
+    meshperf_protocol::verdict::tcp::step_json(step_json).map_err(|e| JsError::new(&e))
+}
+
 /// What a throughput or request/response step measured against what its
 /// agents' links allow (protocol/src/link.rs, the line `meshperf run`
 /// prints): the step as JSON in, a JSON string or `null` out.

@@ -70,6 +70,8 @@ pub struct PairStat {
     /// `path`: the routes and their changes (none for other kinds, and
     /// until the pair's first trace).
     pub path: Option<PathStat>,
+    /// `tcp_stream`: what limited its last run ([`tcp_limit`]).
+    pub tcp_limit: Option<f64>,
 }
 
 /// The cells a pair's last test fills (`Metric::cells`): its own (row =
@@ -124,6 +126,7 @@ pub struct Measured {
     /// A `path` test's two ways (forth, back; none: it failed); none for
     /// other kinds.
     pub path: Option<Option<[Way; 2]>>,
+    pub tcp_limit: Option<f64>,
 }
 
 /// What the monitor keeps of one way of a path test: its figures and its
@@ -155,8 +158,24 @@ impl Measured {
             bps,
             cells: Cells::of(r),
             path: (r.kind == Kind::Path).then(|| traced(r)),
+            tcp_limit: tcp_limit(r),
         }
     }
+}
+
+/// What limited a `tcp_stream` test (protocol/src/verdict/tcp.rs) as the
+/// gauge's number: 1 + its index in `LIMITS` (1 network, 2 receiver_window,
+/// 3 send_buffer, 4 application, 5 rate), 0 no verdict; None for other
+/// kinds, a failed test or sides without TCP_INFO.
+pub fn tcp_limit(r: &StepResult) -> Option<f64> {
+    use meshperf_protocol::verdict::tcp::{step, LIMITS};
+    let v = step(r)?;
+    Some(v.limit.map_or(0.0, |l| {
+        LIMITS
+            .iter()
+            .position(|x| *x == l)
+            .map_or(0.0, |i| i as f64 + 1.0)
+    }))
 }
 
 /// A path test's two ways, from the driving side's summary.
@@ -316,6 +335,7 @@ impl State {
                     failures: old.failures + u64::from(!up),
                     cells: m.cells,
                     path,
+                    tcp_limit: m.tcp_limit,
                 },
             );
         }
@@ -374,8 +394,16 @@ impl State {
             "Unix time of the last run that tried the pair, measured or failed (its age: time() minus this).",
             &pair,
         );
+        let limit = page.gauge(
+            "meshperf_pair_tcp_limit",
+            "What limited the pair's last tcp_stream, from TCP_INFO: 1 the network, 2 the receiver's window, 3 the sender's socket buffer, 4 the application or CPU, 5 the rate asked for; 0 no verdict.",
+            &pair,
+        );
         for ((s, d), p) in &self.pairs {
             let l = [s.as_str(), d.as_str()];
+            if let Some(v) = p.tcp_limit {
+                limit.with_label_values(&l).set(v);
+            }
             if let Some(q) = p.rtt_s {
                 for (name, v) in ["0.5", "0.9", "0.99"].into_iter().zip(q) {
                     rtt.with_label_values(&[s.as_str(), d.as_str(), name])
@@ -748,6 +776,39 @@ mod tests {
             wall_seconds: None,
             pair: None,
         }
+    }
+
+    #[test]
+    fn a_tcp_stream_pair_s_limit_is_a_small_gauge() {
+        // The driving side sends; its kernel counted it receive-window
+        // limited most of the time.
+        let mut r = step(json!({}), None);
+        r.kind = Kind::TcpStream;
+        let t = json!({"kernel_bytes": 280, "missing": [], "send_seconds": 2.0,
+            "busy_share": 1.0, "rwnd_limited_share": 0.8, "sndbuf_limited_share": 0.0});
+        r.sides.client = Some(json!({"tcp_info": t}));
+        r.sides.server = Some(json!({"rcvbuf_actual": 65536}));
+        assert_eq!(tcp_limit(&r), Some(2.0));
+        // No TCP_INFO (an older agent, Windows): no series at all.
+        r.sides.client = Some(json!({}));
+        assert_eq!(tcp_limit(&r), None);
+        r.sides.client = Some(json!({"tcp_info": t}));
+        let mut st = State::default();
+        let agent = |a: &str| AgentInfo {
+            addr: a.into(),
+            hostname: "h".into(),
+        };
+        st.record(
+            vec![agent("a:1"), agent("b:1")],
+            vec![("a:1".into(), "b:1".into(), Measured::of(&r))],
+            100.0,
+            1e9,
+        );
+        let page = st.render();
+        assert!(
+            page.contains("meshperf_pair_tcp_limit{dst=\"b:1\",src=\"a:1\"} 2"),
+            "{page}"
+        );
     }
 
     #[test]

@@ -102,6 +102,10 @@ impl Output {
                 let _ = writeln!(self.text(), "      {}", verdict::lul(&lul).sentence);
             }
         }
+        // tcp_stream: what limited the pair (issue 43), the same way.
+        if let Some(v) = verdict::tcp::step(s) {
+            let _ = writeln!(self.text(), "      {}", v.sentence);
+        }
     }
 }
 

@@ -797,3 +797,47 @@ fn a_link_s_histogram_of_bytes_per_interval_counts_only_whole_intervals() {
     let h = replace_samples(&r, 0, HIST_MAX_BINS).steps[0].histograms[2].clone();
     assert_eq!((h.kind, h.n, h.left_out), (SampleKind::TcpRttUs, 300, None));
 }
+
+/// A long tcp_stream whose TCP_INFO view series (kinds from 40) make the
+/// link too long: they give way to histograms first, the bytes per
+/// interval and the older TCP_INFO series stay raw.
+#[test]
+fn the_tcp_info_view_gives_way_first() {
+    let mut r = stream_result();
+    r.steps.truncate(1);
+    let mut rng = Rng(11);
+    let n = 5000;
+    let s = &mut r.steps[0];
+    s.samples.push(Series {
+        role: Role::Client,
+        kind: SampleKind::TcpCwnd,
+        stream: 0,
+        values: (0..n).map(|_| 40 + rng.next() % 4).collect(),
+    });
+    for kind in [
+        SampleKind::TcpDeliveryRate,
+        SampleKind::TcpUnackedBytes,
+        SampleKind::TcpSndWnd,
+    ] {
+        s.samples.push(Series {
+            role: Role::Client,
+            kind,
+            stream: 0,
+            values: (0..n).map(|_| rng.next() % 1_000_000_000).collect(),
+        });
+    }
+    assert!(encode_exact(&r).len() > HARD_LIMIT);
+    let (text, replaced) = encode_reporting(&r).unwrap();
+    assert!(replaced && text.len() <= HARD_LIMIT);
+    let back = decode(&text).unwrap();
+    let kinds = |v: Vec<SampleKind>| v.into_iter().map(|k| k as u8).collect::<Vec<_>>();
+    let raw = kinds(back.steps[0].samples.iter().map(|x| x.kind).collect());
+    let hist = kinds(back.steps[0].histograms.iter().map(|x| x.kind).collect());
+    assert!(
+        raw.iter().all(|&k| k < 40) && raw.contains(&(SampleKind::TcpCwnd as u8)),
+        "{raw:?}"
+    );
+    assert!(raw.contains(&(SampleKind::IntervalBytes as u8)), "{raw:?}");
+    assert_eq!(hist, [41, 43, 50]);
+    assert!(back.samples_replaced);
+}

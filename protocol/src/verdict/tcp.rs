@@ -328,7 +328,10 @@ pub fn step(s: &StepResult) -> Option<TcpVerdict> {
             let down = way(server, Some(client));
             match (up, down) {
                 (Some(u), Some(d)) => Some(TcpVerdict {
-                    sentence: format!("Sending: {} Receiving: {}", u.sentence, d.sentence),
+                    sentence: format!(
+                        "Driving agent to serving agent: {} Serving agent to driving agent: {}",
+                        u.sentence, d.sentence
+                    ),
                     ..u
                 }),
                 (u, d) => u.or(d),

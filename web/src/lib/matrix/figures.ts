@@ -47,12 +47,38 @@ function lulVerdict(c: Pick<View, 'lul_verdict'>, s: StepResult): Verdict | null
 }
 
 /**
- * The verdict sentence of a `latency_under_load` pair (the words `meshperf
- * run` prints), for its cells' tooltip; null for other kinds and for a
- * failed pair.
+ * The verdict sentence of a `latency_under_load` pair, or what limited a
+ * `tcp_stream` pair (the words `meshperf run` prints), for its cells'
+ * tooltip; null for other kinds and for a failed pair.
  */
-export function verdictOf(c: Pick<View, 'lul_verdict'>, s: StepResult): string | null {
+export function verdictOf(c: Pick<View, 'lul_verdict' | 'tcp_verdict'>, s: StepResult): string | null {
+  if (s.kind === 'tcp_stream') return tcpVerdict(c, s)?.sentence ?? null;
   return lulVerdict(c, s)?.sentence ?? null;
+}
+
+/** protocol/src/verdict/tcp.rs `TcpVerdict`: what limited a tcp_stream. */
+export interface TcpVerdict {
+  limit: string | null;
+  share: number | null;
+  sentence: string;
+}
+
+const tcpVerdicts = new WeakMap<StepResult, TcpVerdict | null>();
+
+/** What limited a `tcp_stream` step (the sentence `meshperf run` prints); null without TCP_INFO, for other kinds and a failed step. */
+export function tcpVerdict(c: Pick<View, 'tcp_verdict'>, s: StepResult): TcpVerdict | null {
+  if (!tcpVerdicts.has(s)) {
+    let v: TcpVerdict | null = null;
+    if (s.kind === 'tcp_stream' && !s.error) {
+      try {
+        v = JSON.parse(c.tcp_verdict(JSON.stringify({ ...s, samples: [], histograms: [] }))) as TcpVerdict | null;
+      } catch (e) {
+        console.warn((e as Error).message);
+      }
+    }
+    tcpVerdicts.set(s, v);
+  }
+  return tcpVerdicts.get(s) ?? null;
 }
 
 /**

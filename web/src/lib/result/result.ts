@@ -117,7 +117,12 @@ function lulPhasing(step: StepResult) {
 }
 
 /** Sample kinds with one value per interval of `interval_ms` (a stream's own intervals, from its start). */
-export const PER_INTERVAL = new Set(['interval_bytes', 'tcp_rtt_us', 'tcp_cwnd', 'tcp_retrans']);
+export const PER_INTERVAL = new Set([
+  'interval_bytes', 'tcp_rtt_us', 'tcp_cwnd', 'tcp_retrans',
+  // TCP_INFO per interval beyond those (issue 43; protocol/src/frame.rs from 40).
+  'tcp_min_rtt_us', 'tcp_delivery_rate', 'tcp_app_limited', 'tcp_unacked_bytes', 'tcp_notsent_bytes', 'tcp_bytes_retrans',
+  'tcp_reord_seen', 'tcp_busy_pm', 'tcp_rwnd_limited_pm', 'tcp_sndbuf_limited_pm', 'tcp_snd_wnd', 'tcp_rcv_wnd', 'tcp_rcv_space', 'tcp_rcv_queue',
+]);
 
 /**
  * When each of a stream's intervals ended, s since the test's start: a
