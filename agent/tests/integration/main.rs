@@ -14,6 +14,7 @@ mod crr;
 mod figures;
 mod fleet;
 mod gate;
+mod iperf3;
 mod limits;
 mod lul;
 mod mesh;
