@@ -15,6 +15,7 @@ mod figures;
 mod fleet;
 mod gate;
 mod iperf3;
+mod iperf3_serve;
 mod limits;
 mod lul;
 mod mesh;
