@@ -72,7 +72,8 @@ struct Shared {
     port: u16,
 }
 
-/// `[ADDR:]PORT` (a bare port listens on every address).
+/// `[ADDR:]PORT` (a bare port listens on every IPv4 address; `[::]:PORT`
+/// or `[::1]:PORT` for IPv6).
 pub fn listen_arg(s: &str) -> Result<SocketAddr, String> {
     if let Ok(p) = s.parse::<u16>() {
         if p == 0 {
