@@ -31,6 +31,7 @@ pub mod dns;
 pub mod endpoint;
 pub mod engine;
 pub mod flags;
+pub mod iperf3;
 pub mod log;
 pub mod monitor;
 pub mod platform;

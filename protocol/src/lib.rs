@@ -26,6 +26,7 @@ pub mod expect;
 pub mod export;
 pub mod frame;
 pub mod intervals;
+pub mod iperf3_json;
 pub mod json_stream;
 pub mod link;
 pub mod lul_card;

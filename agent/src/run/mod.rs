@@ -91,6 +91,11 @@ pub struct RunArgs {
     /// then carries the JSON alone (iperf3 -J; the text goes to stderr).
     #[arg(long, value_name = "FILE")]
     json: Option<String>,
+    /// The --json document's shape: meshperf (the result file) or iperf3
+    /// (iperf3 -J's start/intervals/end, for a run of one tcp_stream or
+    /// udp_stream step; on stdout unless --json FILE; see docs/formats.md).
+    #[arg(long, value_name = "FORMAT", default_value = "meshperf", value_parser = ["meshperf", "iperf3"])]
+    json_format: String,
     /// Write one `;`-separated line per step here; `-` is stdout, alone.
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
@@ -178,6 +183,13 @@ impl RunArgs {
     }
 }
 
+impl RunArgs {
+    /// `--json-format iperf3`.
+    fn iperf3_json(&self) -> bool {
+        self.json_format == meshperf_protocol::iperf3_json::NAME
+    }
+}
+
 fn interval_arg(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.01..=3600.0).contains(&v) => Ok(v),
@@ -234,7 +246,11 @@ struct Ran {
     total: usize,
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut a: RunArgs) -> anyhow::Result<ExitCode> {
+    if a.iperf3_json() && a.json.is_none() {
+        // iperf3 -J: the document alone on stdout.
+        a.json = Some("-".into());
+    }
     let asked = match asked(&a) {
         Ok(x) => x,
         Err(code) => return Ok(code),
@@ -468,6 +484,17 @@ fn asked(a: &RunArgs) -> Result<Asked, ExitCode> {
             "--matrix runs one step between every pair; this plan has {} (sweeps and repetitions are not supported with --matrix yet)",
             steps.len()
         )));
+    }
+    if a.iperf3_json() {
+        if a.matrix || steps.len() != 1 {
+            return Err(usage_code(format!(
+                "--json-format iperf3 writes one test (one tcp_stream or udp_stream step); this run has {}",
+                if a.matrix { "a matrix".to_string() } else { format!("{} steps", steps.len()) }
+            )));
+        }
+        if let Some(why) = meshperf_protocol::iperf3_json::refuse(plan.kind, &steps[0].params) {
+            return Err(usage_code(why));
+        }
     }
     if a.peers.is_some() && matrix::both_ways(plan.kind, &steps[0].params) {
         return Err(usage_code(format!(
@@ -813,7 +840,19 @@ fn write_documents(a: &RunArgs, result: &RunResult) -> anyhow::Result<()> {
         }
     };
     if let Some(path) = &a.json {
-        let mut doc = serde_json::to_vec_pretty(result)?;
+        let mut doc = match (a.iperf3_json(), result.steps.first()) {
+            (true, Some(step)) => {
+                let every = a.interval.unwrap_or(json_stream::DEFAULT_INTERVAL_S);
+                let doc = meshperf_protocol::iperf3_json::document(result, step, every);
+                serde_json::to_vec_pretty(&doc)?
+            }
+            // iperf3's shape of a test that never ran.
+            (true, None) => serde_json::to_vec_pretty(&serde_json::json!({
+                "start": {}, "intervals": [], "end": {},
+                "error": "interrupted before the test ran",
+            }))?,
+            (false, _) => serde_json::to_vec_pretty(result)?,
+        };
         doc.push(b'\n');
         write(path, doc)?;
     }

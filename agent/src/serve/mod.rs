@@ -137,6 +137,11 @@ pub struct AgentArgs {
     /// http://ADDR:PORT/metrics, e.g. 0.0.0.0:9465 (default: not served).
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<SocketAddr>,
+    /// Answer unmodified iperf3 clients (iperf3 -c HOST -p PORT: TCP with
+    /// -P, -R, -n, -t; UDP with -u -b) on this TCP and UDP port, within
+    /// this agent's limits, one test at a time (default: not served).
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = crate::iperf3::listen_arg)]
+    iperf3: Option<SocketAddr>,
     /// Print no record of sessions and tests on stderr (by default one
     /// timestamped line each: who connected, what ran, how it ended).
     #[arg(long, short)]
@@ -383,6 +388,13 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(at) = a.metrics {
         spawn_metrics(at, &a.allow_host, agent.counters().clone())?;
+    }
+    if let Some(at) = a.iperf3 {
+        let bound = crate::iperf3::spawn(at, limits_of(&a))?;
+        eprintln!(
+            "meshperf agent: iperf3 clients on {bound} (iperf3 -c HOST -p {})",
+            bound.port()
+        );
     }
     let host = SocketAddr::new(shown_ip(local.ip()).unwrap_or(local.ip()), local.port());
     println!(

@@ -14,6 +14,8 @@ mod crr;
 mod figures;
 mod fleet;
 mod gate;
+mod iperf3;
+mod iperf3_serve;
 mod limits;
 mod lul;
 mod mesh;
