@@ -34,6 +34,7 @@ mod cpu;
 mod link;
 mod lul;
 mod path;
+mod stamp;
 pub use cpu::CpuSummary;
 pub use link::{speed_text, LinkSummary};
 pub use lul::{
@@ -44,6 +45,7 @@ pub use path::{
     route_changed, MarkResult, PathDirection, PathHop, PathMtu, PathServerSummary, PathSummary,
     UNVERIFIED_FROM_MAX,
 };
+pub use stamp::StampSummary;
 
 use crate::params::Direction;
 use crate::plan::Transport;

@@ -26,6 +26,7 @@ mod safety;
 mod scale;
 mod seedopts;
 mod soak;
+mod stamp;
 mod tcp;
 mod tls;
 mod udp;
