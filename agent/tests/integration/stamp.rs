@@ -147,6 +147,11 @@ fn stamp_suite_reflects_our_packets_open_and_authenticated() {
     );
     let rtt = &s["rtt_us"];
     assert!(rtt["median"].as_f64().unwrap() > 0.0, "{s}");
+    // The sender's summary is exactly its typed summary (the public keys).
+    crate::agent::strictly::<meshperf_protocol::summary::StampSummary>(
+        "stamp",
+        &serde_json::json!({"type": "result", "summary": s}),
+    );
     // The round trip without the reflector's time is at most the whole.
     assert!(out.contains("stamp to 127.0.0.1:"), "{out}");
     assert!(

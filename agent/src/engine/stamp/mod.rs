@@ -166,6 +166,10 @@ fn send(
     what: String,
 ) -> Result<StampSummary, TestError> {
     let sock = socket(a.to, p.tos).map_err(udp::io_err)?;
+    // The interface toward the reflector, for the summary's `link`.
+    if let Ok(l) = sock.local_addr() {
+        let _ = ctx.local.set(l.ip());
+    }
     let lay = Layout::of(p.auth);
     let ssid = p.ssid.unwrap_or_else(|| {
         let mut b = [0u8; 2];
