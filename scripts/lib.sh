@@ -62,6 +62,10 @@ FUZZ_TOOLCHAIN="$(sed -n 's/^channel = "\(.*\)"$/\1/p' "$ROOT/fuzz/rust-toolchai
 CARGO_FUZZ_VERSION=0.13.2
 CARGO_FUZZ_ROOT="$ROOT/.tools/cargo-fuzz-$CARGO_FUZZ_VERSION"
 CARGO_FUZZ_BIN="$CARGO_FUZZ_ROOT/bin/cargo-fuzz"
+# stamp-suite, the STAMP peer nobody here wrote (agent/tests/integration/stamp.rs).
+STAMP_SUITE_VERSION=1.0.0
+STAMP_SUITE_ROOT="$ROOT/.tools/stamp-suite-$STAMP_SUITE_VERSION"
+STAMP_SUITE_BIN="$STAMP_SUITE_ROOT/bin/stamp-suite"
 
 # kustomize (tests/deploy/validate.sh builds deploy/kubernetes with it),
 # pinned, built by `go install` into .tools/ (v5.8.2 and later need Go 1.27).

@@ -18,7 +18,10 @@
 #                              aarch64-apple-darwin targets (the Windows agent, the macOS check),
 #                              and for the fuzz targets the nightly toolchain
 #                              fuzz/rust-toolchain.toml names (rustup) and
-#                              cargo-fuzz in .tools/cargo-fuzz-VERSION
+#                              cargo-fuzz in .tools/cargo-fuzz-VERSION,
+#                              and the STAMP peers: stamp-suite (crates.io,
+#                              pinned) in .tools/stamp-suite-VERSION and
+#                              Debian's tshark (its TWAMP-test dissector)
 #
 # Works as root without a terminal (CI=true, no stdin) and as a normal user
 # (apt-get then goes through sudo).
@@ -171,6 +174,8 @@ if [ $want_test -eq 1 ]; then
     command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
     command -v lintian >/dev/null || missing+=(lintian)
     command -v groff >/dev/null || missing+=(groff-base)
+    # agent/tests/integration/stamp.rs: Wireshark's dissector reads our packets.
+    command -v tshark >/dev/null || missing+=(tshark)
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)
     python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
@@ -269,6 +274,23 @@ if [ $want_test -eq 1 ]; then
     else
         log "rustup not found: no nightly toolchain for the fuzz targets, so npm test counts them as failed (install rustup, then re-run)"
     fi
+    # --- stamp-suite, pinned, into .tools/stamp-suite-VERSION (git-ignored):
+    # the STAMP sender and reflector agent/tests/integration/stamp.rs runs --
+    suite_ok() { [ -x "$STAMP_SUITE_BIN" ] && "$STAMP_SUITE_BIN" --version 2>/dev/null | grep -qx "stamp-suite $STAMP_SUITE_VERSION"; }
+    if ! suite_ok; then
+        mkdir -p "$ROOT/.tools"
+        exec 8>"$ROOT/.tools/stamp-suite.lock"
+        flock 8
+        if ! suite_ok; then
+            log "installing stamp-suite $STAMP_SUITE_VERSION into .tools/ (a few minutes, once)"
+            # Optimised (not TOOL_PROFILE): its round trips are compared with ours.
+            run_phase "cargo install stamp-suite $STAMP_SUITE_VERSION" \
+                cargo install stamp-suite --version "$STAMP_SUITE_VERSION" --locked --root "$STAMP_SUITE_ROOT"
+            suite_ok || die "stamp-suite was installed but '$STAMP_SUITE_BIN --version' does not print stamp-suite $STAMP_SUITE_VERSION"
+        fi
+        flock -u 8
+        exec 8>&-
+    fi
     # --- the arm64 agent's Rust target (tests/platforms/arm64.sh) ------------
     if [ ! -d "$(rustc --print sysroot)/lib/rustlib/aarch64-unknown-linux-musl/lib" ]; then
         command -v rustup >/dev/null || die "Rust target aarch64-unknown-linux-musl is missing and rustup is not installed: install it for your toolchain, then re-run"
@@ -292,4 +314,4 @@ fi
 if [ -n "$wbg_pid" ]; then
     wait "$wbg_pid" || die "wasm-bindgen-cli $WBG_VERSION was not installed (see its lines above)"
 fi
-log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate, kustomize, nightly + cargo-fuzz'))"
+log "ok (wasm32 target, wasm-bindgen $WBG_VERSION, node_modules$([ $want_test -eq 1 ] && echo ', chromium, kubernetes-validate, kustomize, nightly + cargo-fuzz, stamp-suite'))"

@@ -253,7 +253,7 @@ counted monitor-prometheus 180 "$ROOT/tests/monitor/prometheus.sh"
 
 # The tests below build network namespaces (netns_capable: see above);
 # without the capabilities each is counted as skipped, by name.
-netns_tests=(netns netns-dns netns-lul netns-tcpinfo netns-path netns-mesh netns-image monitor-cluster)
+netns_tests=(netns netns-dns netns-lul netns-tcpinfo netns-path netns-stamp netns-mesh netns-image monitor-cluster)
 if netns_capable; then
     # Ground truth in network namespaces: one test, counted from its exit status.
     counted netns 1200 "$ROOT/tests/netns/run.sh"
@@ -270,6 +270,9 @@ if netns_capable; then
     # on one link, a DSCP rewrite, a router sending no ICMP and a black
     # hole; meshperf's hops, MTU and marks each way, against tracepath's.
     counted netns-path 120 "$ROOT/tests/netns/path.sh"
+    # STAMP through a delay line and an iptables drop rule: the round trip
+    # within 0.5 ms of the line, the loss the rule's DROP counter exactly.
+    counted netns-stamp 180 "$ROOT/tests/netns/stamp.sh"
     # Forged ICMP errors (issue 40): a made-up router in a namespace sends
     # port/host unreachable, fragmentation needed and time exceeded quoting
     # the test flows' 8-byte UDP headers; udp_rr and udp_stream run to

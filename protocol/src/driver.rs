@@ -171,9 +171,10 @@ pub struct Placement {
 impl Placement {
     /// The ends of a `kind` step for the ordered pair (serving, driving):
     /// kinds that run inside one agent (Unix sockets) get both ends on the
-    /// serving agent, whichever agents were given.
+    /// serving agent, whichever agents were given; so do kinds one agent
+    /// runs alone toward a target that is not an agent (`stamp`).
     pub fn for_kind(kind: Kind, server: usize, client: usize) -> Placement {
-        let client = if kind.inside_one_agent() {
+        let client = if kind.inside_one_agent() || kind.to_outside_target() {
             server
         } else {
             client
@@ -348,6 +349,20 @@ fn check_bind(params: &Value, name: &str, agent: &AgentRef) -> Result<(), String
     ))
 }
 
+/// The `peer` of a step toward a target that is not an agent: the
+/// target's host and port from the parameters, and no key (there is no
+/// prepared side); the agent reads the target from the parameters again.
+fn outside_peer(kind: Kind, params: &Value) -> Result<PeerAddr, String> {
+    let target = params["target"].as_str().unwrap_or_default();
+    let (host, port) = crate::params::parse_stamp_target(target)
+        .map_err(|e| format!("{} step: {e}", kind.name()))?;
+    Ok(PeerAddr {
+        host,
+        port,
+        key: String::new(),
+    })
+}
+
 /// One step being run: a state machine fed with what the agents say.
 #[derive(Debug)]
 pub struct StepRun {
@@ -427,6 +442,14 @@ impl StepRun {
             started_unix,
             step,
         };
+        if run.step.kind.to_outside_target() {
+            // One side, at the agent that sends: no prepare; the target
+            // is in the parameters (the agent checks it is allowed).
+            let mut run = run;
+            run.phase = Phase::Starting;
+            let first = run.start_request(outside_peer(run.step.kind, &run.params)?);
+            return Ok((run, first));
+        }
         let first = Outgoing {
             agent: place.server,
             request: Request::Prepare {
@@ -523,6 +546,23 @@ impl StepRun {
         }
     }
 
+    /// `start` to the driving agent, toward `peer`.
+    fn start_request(&self, peer: PeerAddr) -> Outgoing {
+        Outgoing {
+            agent: self.place.client,
+            request: Request::Start {
+                id: 0,
+                test_id: self.test_id,
+                step: self.step.index as u32,
+                kind: self.step.kind,
+                params: self.params.clone(),
+                peer,
+                queue: self.queue,
+                exclusive: self.exclusive,
+            },
+        }
+    }
+
     fn cancel_to(&self, agents: Vec<usize>) -> Vec<Outgoing> {
         agents
             .into_iter()
@@ -556,27 +596,20 @@ impl StepRun {
                     self.cancel_to(vec![self.place.server])
                 } else {
                     self.phase = Phase::Starting;
-                    vec![Outgoing {
-                        agent: self.place.client,
-                        request: Request::Start {
-                            id: 0,
-                            test_id: self.test_id,
-                            step: self.step.index as u32,
-                            kind: self.step.kind,
-                            params: self.params.clone(),
-                            peer: PeerAddr {
-                                host: self.peer_host.clone(),
-                                port: *port,
-                                key: key.clone(),
-                            },
-                            queue: self.queue,
-                            exclusive: self.exclusive,
-                        },
-                    }]
+                    vec![self.start_request(PeerAddr {
+                        host: self.peer_host.clone(),
+                        port: *port,
+                        key: key.clone(),
+                    })]
                 }
             }
             (Phase::Starting, Event::Started { .. }) if agent == self.place.client => {
-                self.registered = 2;
+                // A step toward an outside target has its one side only.
+                self.registered = if self.step.kind.to_outside_target() {
+                    1
+                } else {
+                    2
+                };
                 self.phase = Phase::Running;
                 if self.cancelling {
                     self.cancel_to(self.place.agents())
@@ -586,6 +619,15 @@ impl StepRun {
             }
             (Phase::Preparing, Event::Error { message, code, .. }) => {
                 // Nothing was set up: the step ends here.
+                self.busy |= *code == ErrorCode::Busy;
+                self.fail(format!("{}: {message}", self.label(agent)));
+                self.phase = Phase::Done;
+                Vec::new()
+            }
+            (Phase::Starting, Event::Error { message, code, .. })
+                if self.step.kind.to_outside_target() =>
+            {
+                // Nothing was prepared: the step ends here.
                 self.busy |= *code == ErrorCode::Busy;
                 self.fail(format!("{}: {message}", self.label(agent)));
                 self.phase = Phase::Done;

@@ -436,7 +436,7 @@ impl Metric {
     pub fn default_for(kind: Kind) -> Metric {
         match kind {
             Kind::TcpStream | Kind::UnixStream => Metric::Gbps,
-            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::Path => Metric::RttP50,
+            Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::Path | Kind::Stamp => Metric::RttP50,
             Kind::LatencyUnderLoad => Metric::AddedRtt,
             Kind::UdpStream => Metric::LossPct,
             Kind::TcpCrr => Metric::Tps,
@@ -611,7 +611,7 @@ pub fn headline(kind: Kind, summary: &Value) -> Option<(&'static str, f64, &'sta
             summary["recv_bits_per_second"].as_f64()? / 1e6,
             "Mbit/s",
         )),
-        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr => {
+        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::Stamp => {
             Some(("median RTT", Metric::RttP50.of_summary(summary)?, "us"))
         }
         // The driving side's summary holds both ways; the serving side's

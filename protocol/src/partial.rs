@@ -89,7 +89,7 @@ fn partial_figures(s: &StepResult) -> Option<Value> {
                 "txn_us": stats(&txn.values)?,
             }))
         }
-        Kind::UdpStream | Kind::LatencyUnderLoad | Kind::Path => None,
+        Kind::UdpStream | Kind::LatencyUnderLoad | Kind::Path | Kind::Stamp => None,
     }
 }
 

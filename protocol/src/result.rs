@@ -188,7 +188,8 @@ pub fn primary_role(kind: Kind, params: &Map<String, Value>) -> Role {
         | Kind::UdpRr
         | Kind::UnixRr
         | Kind::LatencyUnderLoad
-        | Kind::Path => Role::Client,
+        | Kind::Path
+        | Kind::Stamp => Role::Client,
     }
 }
 

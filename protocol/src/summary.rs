@@ -35,6 +35,7 @@ mod cpu;
 mod link;
 mod lul;
 mod path;
+mod stamp;
 mod tcp_info;
 pub use cpu::CpuSummary;
 pub use link::{speed_text, LinkSummary};
@@ -46,6 +47,7 @@ pub use path::{
     route_changed, MarkResult, PathDirection, PathHop, PathMtu, PathServerSummary, PathSummary,
     UNVERIFIED_FROM_MAX,
 };
+pub use stamp::StampSummary;
 pub use tcp_info::TcpInfoSummary;
 
 use crate::params::Direction;

@@ -17,7 +17,8 @@ pub struct PlanFlags {
     pub preset: Option<String>,
     /// A plan of this kind from the flags alone: tcp_stream, tcp_rr,
     /// tcp_crr, udp_stream, udp_rr, unix_stream, unix_rr,
-    /// latency_under_load, path (a stream kind measures throughput).
+    /// latency_under_load, path (a stream kind measures throughput), stamp
+    /// (one agent to a STAMP reflector: --set target=stamp://HOST[:PORT]).
     #[arg(long, value_name = "KIND")]
     pub kind: Option<String>,
     /// Set a parameter (repeatable), over the plan's or preset's own:

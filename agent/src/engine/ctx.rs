@@ -368,6 +368,11 @@ pub struct EngineEnv<'a> {
     /// Where stream tests may read payload files (`--payload-dir`); `None`:
     /// the agent reads no files.
     pub payload_dir: Option<&'a payload::PayloadDir>,
+    /// Where a kind may send to an address that is not an agent
+    /// (`--allow-target`).
+    pub targets: &'a super::target::Targets,
+    /// `--stamp-key`: the HMAC key of authenticated STAMP.
+    pub stamp_key: Option<&'a super::stamp::wire::Key>,
 }
 
 #[cfg(test)]

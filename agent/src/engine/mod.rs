@@ -11,6 +11,8 @@
 //!   ([`udp::rr`]) and
 //!   `udp_stream` ([`udp::stream`]).
 //! * [`unix`]: `unix_stream` and `unix_rr` inside one agent.
+//! * [`stamp`]: `stamp`, a STAMP Session-Sender toward a reflector that is
+//!   not an agent (one side, no prepare; `--allow-target`).
 //!
 //! And the parts they share:
 //! * [`ctx`]: what a side is handed and reports through ([`Sink`],
@@ -33,6 +35,8 @@
 //! * [`bind`]: local addresses of data sockets; [`buf`]: page-aligned buffers;
 //!   [`watchdog`]: wakes blocked loops at deadlines and on cancel.
 //! * [`zerocopy`]: MSG_ZEROCOPY sends and their completions (`tcp_stream` `zerocopy`).
+//! * [`target`]: `--allow-target`, the check before a kind sends to an
+//!   address that is not an agent, and its counts.
 //! * [`cpu`]: the CPU time of a side's threads and the host's, the `cpu`
 //!   key [`TestCtx::report`] adds to every summary.
 
@@ -56,6 +60,8 @@ pub mod rr_loop;
 pub mod shared;
 pub mod side;
 pub mod sockopt;
+pub mod stamp;
+pub mod target;
 pub mod tcp;
 pub mod tcp_view;
 pub mod udp;
@@ -140,6 +146,11 @@ const ENGINES: &[Engine] = &[
         kind: Kind::Path,
         prepare: udp::prepare::<path::Path>,
         start: udp::start::<path::Path>,
+    },
+    Engine {
+        kind: Kind::Stamp,
+        prepare: stamp::prepare,
+        start: stamp::start,
     },
 ];
 

@@ -25,6 +25,7 @@ mod path_out;
 mod rate_out;
 mod seed_out;
 mod seedtext;
+mod stamp_out;
 
 use crate::ctl::client::{AgentUrl, Ctl, CtlError};
 use crate::ctl::flags::AgentFlags;

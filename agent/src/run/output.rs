@@ -168,6 +168,11 @@ impl Output {
                 let _ = out.write_all(t.as_bytes());
             }
         }
+        if s.kind == Kind::Stamp {
+            for l in super::stamp_out::lines(&s.summary) {
+                let _ = writeln!(out, "{l}");
+            }
+        }
         if s.kind == Kind::LatencyUnderLoad {
             if let Some(t) = super::lul_out::table(&s.summary) {
                 let _ = out.write_all(t.as_bytes());
@@ -502,6 +507,12 @@ pub fn totals(r: &RunResult) -> Option<String> {
     }
     let sum = |k: &str| ok.iter().filter_map(|s| s.summary[k].as_u64()).sum::<u64>();
     let what = match r.plan.kind {
+        Kind::Stamp => format!(
+            "{} STAMP packets sent, {} answered, {} lost",
+            sum("sent"),
+            sum("answered"),
+            sum("lost")
+        ),
         Kind::UdpRr => format!(
             "{} requests sent, {} answered, {} timeouts, {} bad",
             sum("count"),
@@ -576,7 +587,7 @@ fn hist_values(s: &StepResult) -> Option<(&'static str, Vec<f64>)> {
             .map(|x| &x.values)
     };
     match s.kind {
-        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad => {
+        Kind::TcpRr | Kind::UdpRr | Kind::UnixRr | Kind::LatencyUnderLoad | Kind::Stamp => {
             let v = series(Role::Client, SampleKind::RttNs)?;
             Some((
                 "Time per req-resp us",

@@ -191,6 +191,10 @@ pub struct Agent {
     pub payload_dir: Option<engine::payload::PayloadDir>,
     /// Most addresses one `resolve` may give (`--max-resolve`).
     pub max_resolve: usize,
+    /// `--allow-target`: where tests may send that are not agents.
+    pub targets: engine::target::Targets,
+    /// `--stamp-key`: the HMAC key of authenticated STAMP.
+    pub stamp_key: Option<engine::stamp::wire::Key>,
     tx: Sender<Outbound>,
     waker: Arc<mio::Waker>,
     next_sid: u64,
@@ -240,6 +244,8 @@ impl Agent {
             data_ports: None,
             payload_dir: None,
             max_resolve: crate::dns::DEFAULT_MAX_ADDRESSES,
+            targets: engine::target::Targets::none(),
+            stamp_key: None,
             tx,
             waker,
             next_sid: 1,
@@ -943,6 +949,8 @@ impl Agent {
             data_ip: self.data_ip,
             data_ports: self.data_ports,
             payload_dir: self.payload_dir.as_ref(),
+            targets: &self.targets,
+            stamp_key: self.stamp_key.as_ref(),
         }
     }
 
@@ -994,7 +1002,9 @@ impl Agent {
         exclusive: bool,
     ) -> Result<(), Refusal> {
         self.check_free(test_id, Role::Client, kind)?;
-        if wire::parse_key(&peer.key).is_none() {
+        // A target that is not an agent has no key; the engine checks it
+        // against --allow-target.
+        if !kind.to_outside_target() && wire::parse_key(&peer.key).is_none() {
             return Err((
                 ErrorCode::BadRequest,
                 "peer.key must be the 32 hex digits from prepared".into(),

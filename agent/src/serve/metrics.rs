@@ -38,6 +38,10 @@ pub struct Counters {
     tests: IntCounterVec,
     refusals: IntCounterVec,
     waits: IntCounter,
+    /// Sends to targets that are not agents (`--allow-target`).
+    targets: crate::engine::target::TargetCounters,
+    /// The `--stamp` reflector's.
+    stamp: crate::engine::stamp::ReflectorCounters,
 }
 
 impl Default for Counters {
@@ -104,8 +108,72 @@ impl Counters {
                 )
                 .expect("valid metric"),
             ),
+            targets: crate::engine::target::TargetCounters {
+                tests: vec(
+                    "meshperf_agent_target_tests_total",
+                    "Tests that sent to an address that is not a meshperf agent (a STAMP reflector), by kind and the --allow-target range it lies in (the address itself is on the agent's record).",
+                    &["kind", "allowed"],
+                ),
+                packets: vec(
+                    "meshperf_agent_target_packets_total",
+                    "Datagrams sent to such targets, by kind and --allow-target range.",
+                    &["kind", "allowed"],
+                ),
+                bytes: vec(
+                    "meshperf_agent_target_bytes_total",
+                    "UDP payload bytes sent to such targets, by kind and --allow-target range.",
+                    &["kind", "allowed"],
+                ),
+                refused: vec(
+                    "meshperf_agent_target_refusals_total",
+                    "Targets refused as outside every --allow-target range, by kind.",
+                    &["kind"],
+                ),
+            },
+            stamp: crate::engine::stamp::ReflectorCounters {
+                received: reg(
+                    &registry,
+                    IntCounter::new(
+                        "meshperf_agent_stamp_received_total",
+                        "Datagrams the --stamp reflector received.",
+                    )
+                    .expect("valid metric"),
+                ),
+                reflected: reg(
+                    &registry,
+                    IntCounter::new(
+                        "meshperf_agent_stamp_reflected_total",
+                        "Answers the --stamp reflector sent.",
+                    )
+                    .expect("valid metric"),
+                ),
+                dropped: vec(
+                    "meshperf_agent_stamp_dropped_total",
+                    "Datagrams the --stamp reflector did not answer: malformed (shorter than a base packet), bad_hmac, rate (over --stamp-rate from one source), state_full (no room for another source or session).",
+                    &["reason"],
+                ),
+                bytes_in: reg(
+                    &registry,
+                    IntCounter::new(
+                        "meshperf_agent_stamp_received_bytes_total",
+                        "UDP payload bytes the --stamp reflector received.",
+                    )
+                    .expect("valid metric"),
+                ),
+                bytes_out: reg(
+                    &registry,
+                    IntCounter::new(
+                        "meshperf_agent_stamp_reflected_bytes_total",
+                        "UDP payload bytes the --stamp reflector sent (never more than it received).",
+                    )
+                    .expect("valid metric"),
+                ),
+            },
             registry,
         };
+        for r in crate::engine::stamp::DROP_REASONS {
+            c.stamp.dropped.with_label_values(&[r]);
+        }
         // Every series of a fixed label set is there from the start, at 0.
         for r in ["wrong_token", "blocked", "timeout"] {
             c.auth_failures.with_label_values(&[r]);
@@ -119,6 +187,16 @@ impl Counters {
             c.refusals.with_label_values(&[r]);
         }
         c
+    }
+
+    /// The counters of sends to targets that are not agents.
+    pub fn targets(&self) -> crate::engine::target::TargetCounters {
+        self.targets.clone()
+    }
+
+    /// The `--stamp` reflector's counters.
+    pub fn stamp(&self) -> crate::engine::stamp::ReflectorCounters {
+        self.stamp.clone()
     }
 
     /// A control session opened (`hello` sent).

@@ -116,6 +116,31 @@ pub struct AgentArgs {
     /// G: powers of 1024)
     #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = bytes_arg)]
     max_payload_bytes: u64,
+    /// Let tests send to addresses that are not meshperf agents (a STAMP
+    /// reflector) inside these ranges only, e.g. 10.0.0.0/8,192.0.2.1
+    /// (repeatable; default: none, such a test is refused). Each is on the
+    /// record and counted in --metrics by range.
+    #[arg(long = "allow-target", value_name = "CIDR[,CIDR...]", value_parser = allow_target_arg)]
+    allow_target: Vec<AllowTarget>,
+    /// The HMAC key of authenticated STAMP (stamp tests with auth, and the
+    /// --stamp reflector): a file of hex digits or raw bytes, 16 bytes at
+    /// least.
+    #[arg(long, value_name = "FILE")]
+    stamp_key: Option<std::path::PathBuf>,
+    /// Answer STAMP test packets (RFC 8762) on this UDP port, e.g. 862 or
+    /// 0.0.0.0:862 (default: off): a reflector for routers' and other
+    /// tools' senders. Authenticated with --stamp-key; answers are never
+    /// longer than their packets, at most --stamp-rate a second per source.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = stamp_addr)]
+    stamp: Option<StampAddr>,
+    /// The --stamp reflector keeps a sequence number of its own per
+    /// session (RFC 8972 stateful mode) instead of echoing the sender's.
+    #[arg(long, requires = "stamp")]
+    stamp_stateful: bool,
+    /// Most STAMP packets the --stamp reflector answers per second from
+    /// one source address.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "stamp", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    stamp_rate: u32,
     /// Serve https and wss with this PEM certificate chain (e.g. an ACME
     /// client's fullchain.pem); needs --tls-key.
     #[arg(
@@ -162,6 +187,66 @@ fn port_range(s: &str) -> Result<(u16, u16), String> {
         return Err(format!("{s:?}: the first port must not be above the last"));
     }
     Ok((lo, hi))
+}
+
+/// One `--allow-target` value: its ranges.
+#[derive(Clone)]
+struct AllowTarget(Vec<crate::engine::target::Net>);
+
+fn allow_target_arg(s: &str) -> Result<AllowTarget, String> {
+    crate::engine::target::parse_list(s).map(AllowTarget)
+}
+
+/// `--stamp`: a port (on the agent's listen address) or an address and port.
+#[derive(Clone, Copy)]
+enum StampAddr {
+    Port(u16),
+    At(SocketAddr),
+}
+
+fn stamp_addr(s: &str) -> Result<StampAddr, String> {
+    match s.parse::<u16>() {
+        Ok(p) => Ok(StampAddr::Port(p)),
+        Err(_) => s
+            .parse::<SocketAddr>()
+            .map(StampAddr::At)
+            .map_err(|_| format!("{s:?} is not a port or ADDR:PORT (862, 0.0.0.0:862, [::]:862)")),
+    }
+}
+
+/// Starts the `--stamp` reflector.
+fn spawn_stamp(a: &AgentArgs, agent: &Agent, listen_ip: IpAddr) -> anyhow::Result<()> {
+    let Some(at) = a.stamp else {
+        return Ok(());
+    };
+    let addr = match at {
+        StampAddr::Port(p) => SocketAddr::new(listen_ip, p),
+        StampAddr::At(s) => s,
+    };
+    #[cfg(target_os = "linux")]
+    {
+        let cfg = crate::engine::stamp::reflector::Config {
+            addr,
+            key: agent.stamp_key.clone(),
+            stateful: a.stamp_stateful,
+            rate: a.stamp_rate,
+        };
+        let (auth, stateful) = (cfg.key.is_some(), cfg.stateful);
+        let bound = crate::engine::stamp::reflector::spawn(cfg, agent.counters().stamp())
+            .map_err(|e| anyhow::anyhow!("--stamp {addr}: {e}; choose another address or port"))?;
+        eprintln!(
+            "meshperf agent: STAMP reflector on {bound} ({}, {}, at most {} packets/s per source)",
+            if auth { "authenticated" } else { "open" },
+            if stateful { "stateful" } else { "stateless" },
+            a.stamp_rate
+        );
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = agent;
+        bail!("--stamp {addr}: the STAMP reflector needs Linux (its packets' TTL and TOS)")
+    }
 }
 
 fn positive(s: &str) -> Result<f64, String> {
@@ -386,6 +471,20 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             max_bytes: a.max_payload_bytes,
         });
     }
+    agent.targets = crate::engine::target::Targets::new(
+        a.allow_target
+            .iter()
+            .flat_map(|t| t.0.iter().copied())
+            .collect(),
+        Some(agent.counters().targets()),
+    );
+    if let Some(path) = &a.stamp_key {
+        agent.stamp_key = Some(
+            crate::engine::stamp::wire::Key::read(path)
+                .map_err(|e| anyhow::anyhow!("--stamp-key {e}"))?,
+        );
+    }
+    spawn_stamp(&a, &agent, local_ip)?;
     if let Some(at) = a.metrics {
         spawn_metrics(at, &a.allow_host, agent.counters().clone())?;
     }

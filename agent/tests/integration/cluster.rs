@@ -226,7 +226,7 @@ fn counters(hostport: &str) -> std::collections::HashMap<String, f64> {
 }
 
 /// The address of an agent's `--metrics`, from its record.
-fn metrics_at(a: &AgentProc) -> String {
+pub(crate) fn metrics_at(a: &AgentProc) -> String {
     let t = Instant::now();
     loop {
         if let Some(l) = a.log().iter().find(|l| l.contains("metrics on http://")) {

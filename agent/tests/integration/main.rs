@@ -29,6 +29,7 @@ mod scale;
 mod seedopts;
 mod share;
 mod soak;
+mod stamp;
 mod tcp;
 mod tls;
 mod udp;

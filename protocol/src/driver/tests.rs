@@ -500,3 +500,56 @@ fn a_newer_agent_s_unknown_kinds_are_left_out() {
     let r: AgentRef = serde_json::from_value(json!({"label": "a", "host": "h"})).unwrap();
     assert_eq!(r.capabilities, None);
 }
+
+#[test]
+fn a_stamp_step_starts_one_side_at_the_serving_agent_without_a_prepare() {
+    let s = step(
+        Kind::Stamp,
+        Transport::Tcp,
+        json!({"target": "stamp://192.0.2.9:8862"}),
+    );
+    let (mut run, first) = StepRun::new(s.clone(), 7, 0, 1, &agents(), 0.0).unwrap();
+    match &first {
+        Outgoing {
+            agent: 0,
+            request: Request::Start { peer, kind, .. },
+        } => {
+            assert_eq!(*kind, Kind::Stamp);
+            assert_eq!(
+                (peer.host.as_str(), peer.port, peer.key.as_str()),
+                ("192.0.2.9", 8862, "")
+            );
+        }
+        other => panic!("expected a start to agent 0, got {other:?}"),
+    }
+    assert!(run
+        .on_reply(0, &Event::Started { id: 2, test_id: 7 })
+        .is_empty());
+    assert!(!run.is_done());
+    run.on_event(
+        0,
+        &Event::Result {
+            test_id: 7,
+            step: 3,
+            role: Role::Client,
+            kind: Kind::Stamp,
+            summary: json!({"sent": 3}),
+        },
+    );
+    assert!(run.is_done(), "its one side has reported");
+    assert_eq!(run.result(0.1).summary, json!({"sent": 3}));
+    // A refused start (not allowed by --allow-target) ends the step: there
+    // is nothing prepared to cancel.
+    let (mut run, _) = StepRun::new(s, 7, 0, 1, &agents(), 0.0).unwrap();
+    assert!(run
+        .on_reply(0, &refused("not inside --allow-target"))
+        .is_empty());
+    assert!(run.is_done());
+    assert_eq!(
+        run.result(0.1).error.as_deref(),
+        Some("agent A: not inside --allow-target")
+    );
+    // A target that does not parse fails before any request.
+    let bad = step(Kind::Stamp, Transport::Tcp, json!({"target": "iperf3://h"}));
+    assert!(StepRun::new(bad, 7, 0, 1, &agents(), 0.0).is_err());
+}

@@ -30,6 +30,10 @@ mod rate;
 pub use rate::{parse_rate, rate_figure, rate_text};
 mod cpus;
 pub use cpus::{parse_cpu_list, CPU_LIST_CHARS, CPU_LIST_ITEMS, CPU_SETSIZE};
+mod stamp;
+pub use stamp::{
+    parse_target as parse_stamp_target, StampParams, STAMP_AUTH_BASE, STAMP_BASE, STAMP_PORT,
+};
 mod udp;
 pub use udp::{
     gso_segments, UdpGso, UdpRrParams, UdpSocketParams, UdpStreamParams, UDP_HEADER_LEN,
@@ -50,6 +54,7 @@ pub enum Kind {
     UnixRr,
     LatencyUnderLoad,
     Path,
+    Stamp,
 }
 
 impl Kind {
@@ -65,6 +70,7 @@ impl Kind {
             Kind::UnixRr => "unix_rr",
             Kind::LatencyUnderLoad => "latency_under_load",
             Kind::Path => "path",
+            Kind::Stamp => "stamp",
         }
     }
 
@@ -72,6 +78,12 @@ impl Kind {
     /// controller prepares and starts them on the same agent.
     pub fn inside_one_agent(self) -> bool {
         matches!(self, Kind::UnixStream | Kind::UnixRr)
+    }
+
+    /// Kinds one agent runs alone toward an address that is not an agent
+    /// (its `target`): a controller starts them without a `prepare`.
+    pub fn to_outside_target(self) -> bool {
+        matches!(self, Kind::Stamp)
     }
 
     /// Parses `params` as an agent would for this kind, against `limits`:
@@ -85,11 +97,12 @@ impl Kind {
             Kind::UdpRr => UdpRrParams::parse(params, limits).map(drop),
             Kind::LatencyUnderLoad => LulParams::parse(params, limits).map(drop),
             Kind::Path => PathParams::parse(params, limits).map(drop),
+            Kind::Stamp => StampParams::parse(params, limits).map(drop),
         }
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::TcpStream,
         Kind::TcpRr,
         Kind::TcpCrr,
@@ -99,6 +112,7 @@ impl Kind {
         Kind::UnixRr,
         Kind::LatencyUnderLoad,
         Kind::Path,
+        Kind::Stamp,
     ];
 
     /// The kind whose [`Kind::name`] is `name` (what serde reads), for

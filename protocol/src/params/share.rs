@@ -3,8 +3,8 @@
 //! what they take stays within its per-test limits.
 
 use super::{
-    CrrParams, Kind, Limits, LulParams, ParamError, PathParams, RrParams, StreamParams,
-    UdpRrParams, UdpStreamParams,
+    CrrParams, Kind, Limits, LulParams, ParamError, PathParams, RrParams, StampParams,
+    StreamParams, UdpRrParams, UdpStreamParams,
 };
 use serde_json::Value;
 
@@ -39,7 +39,7 @@ impl Kind {
     /// (`tcp_stream`, `unix_stream`, an unpaced `udp_stream`,
     /// `latency_under_load`, `tcp_crr`, and `tcp_rr`/`unix_rr` of many
     /// flows); light ones (`tcp_rr`, `unix_rr` and `udp_rr` of one flow, a
-    /// paced `udp_stream`, `path`) may run beside others.
+    /// paced `udp_stream`, `path`, `stamp`) may run beside others.
     pub fn usage(self, params: &Value, limits: &Limits) -> Result<Usage, ParamError> {
         let span = |d: Option<f64>| d.unwrap_or(1.0);
         Ok(match self {
@@ -121,6 +121,16 @@ impl Kind {
                     streams: p.streams,
                     exclusive: true,
                     expected_s: p.idle_s + p.download_s + p.upload_s + p.both_s + 4.0 * p.gap_s,
+                    ..Usage::default()
+                }
+            }
+            // A STAMP session: one flow of probes, paced, light.
+            Kind::Stamp => {
+                let p = StampParams::parse(params, limits)?;
+                Usage {
+                    flows: 1,
+                    bytes: p.count.map_or(0, |c| c.saturating_mul(p.pkt_bytes)),
+                    expected_s: span(p.duration_s),
                     ..Usage::default()
                 }
             }

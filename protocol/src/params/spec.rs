@@ -318,6 +318,7 @@ impl Kind {
             Kind::UdpRr => UDP_RR,
             Kind::LatencyUnderLoad => LUL,
             Kind::Path => PATH,
+            Kind::Stamp => STAMP,
         }
     }
 
@@ -333,6 +334,7 @@ impl Kind {
             Kind::UnixRr => "Unix socket request/response",
             Kind::LatencyUnderLoad => "Latency under load (bufferbloat)",
             Kind::Path => "Path: hops each way, path MTU, DSCP/ECN kept",
+            Kind::Stamp => "STAMP to a reflector (RFC 8762; one agent sends)",
         }
     }
 }
@@ -1240,7 +1242,8 @@ thread_local! {
 #[cfg(test)]
 mod tests {
     use super::super::{
-        CrrParams, LulParams, PathParams, RrParams, StreamParams, UdpRrParams, UdpStreamParams,
+        CrrParams, LulParams, PathParams, RrParams, StampParams, StreamParams, UdpRrParams,
+        UdpStreamParams,
     };
     use super::*;
     use serde_json::{json, Value};
@@ -1260,6 +1263,14 @@ mod tests {
             Kind::UdpRr => to_json(UdpRrParams::parse(&v, &l)?),
             Kind::LatencyUnderLoad => to_json(LulParams::parse(&v, &l)?),
             Kind::Path => to_json(PathParams::parse(&v, &l)?),
+            Kind::Stamp => {
+                // Its one required parameter, when the test gives none.
+                let mut v = v;
+                if let Some(o) = v.as_object_mut() {
+                    o.entry("target").or_insert(json!("stamp://192.0.2.1"));
+                }
+                to_json(StampParams::parse(&v, &l)?)
+            }
         })
     }
 
@@ -1473,3 +1484,98 @@ mod tests {
         );
     }
 }
+
+// ---- stamp -----------------------------------------------------------------
+
+/// `stamp` (`StampParams::parse`): a STAMP Session-Sender toward a reflector
+/// that is not a meshperf agent.
+pub mod stamp {
+    use super::*;
+
+    pub const TARGET: ParamSpec = ParamSpec {
+        name: "target",
+        ty: ParamType::Text,
+        label: "reflector (stamp://HOST[:PORT], port 862 by default)",
+        default: DefaultValue::Derived("none: required"),
+        ..P
+    };
+    pub const COUNT: ParamSpec = ParamSpec {
+        label: "test packets",
+        default: DefaultValue::Num(1000),
+        initial: Some("1000"),
+        ..super::COUNT
+    };
+    /// A packet every `wait_us` on an absolute schedule (several in
+    /// flight); 0: the next as soon as the last is answered or timed out.
+    pub const WAIT_US: ParamSpec = ParamSpec {
+        label: "time between packets (µs; 0: each after the last's answer)",
+        default: DefaultValue::Num(10_000),
+        initial: Some("10000"),
+        ..rr::WAIT_US
+    };
+    pub const TIMEOUT_MS: ParamSpec = ParamSpec {
+        label: "wait for each answer (ms)",
+        ..udp::RR_TIMEOUT_MS
+    };
+    pub const PKT_BYTES: ParamSpec = ParamSpec {
+        name: "pkt_bytes",
+        ty: ParamType::Size,
+        label: "packet size (UDP payload; 44, 112 authenticated, and up with padding)",
+        default: DefaultValue::Derived("44, 52 with cos, 112 when authenticated"),
+        min: Some(Min::AtLeast(44)),
+        max: Some(Max::At(9000)),
+        ..P
+    };
+    pub const AUTH: ParamSpec = ParamSpec {
+        name: "auth",
+        ty: ParamType::Bool,
+        label: "authenticated mode (HMAC-SHA-256 with the agent's --stamp-key)",
+        default: DefaultValue::Bool(false),
+        ..P
+    };
+    pub const CLOCK: ParamSpec = ParamSpec {
+        name: "clock",
+        ty: ParamType::Enum,
+        label: "timestamp format",
+        default: DefaultValue::Word("ntp"),
+        options: &["ntp", "ptp"],
+        advanced: true,
+        ..P
+    };
+    /// RFC 8972 Class of Service TLV: the reflector says the DSCP and ECN
+    /// it received (unauthenticated mode).
+    pub const COS: ParamSpec = ParamSpec {
+        name: "cos",
+        ty: ParamType::Bool,
+        label: "ask the reflector's received DSCP/ECN (RFC 8972 CoS TLV)",
+        default: DefaultValue::Bool(false),
+        advanced: true,
+        ..P
+    };
+    /// RFC 8972 Session-Sender Identifier.
+    pub const SSID: ParamSpec = ParamSpec {
+        name: "ssid",
+        label: "session-sender identifier (RFC 8972, 1-65535)",
+        default: DefaultValue::Derived("random"),
+        min: Some(Min::AtLeast(1)),
+        max: Some(Max::At(65535)),
+        advanced: true,
+        ..P
+    };
+    pub const TOS: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..super::TOS
+    };
+    pub const PRECEDENCE: ParamSpec = ParamSpec {
+        tcp_only: false,
+        ..super::PRECEDENCE
+    };
+}
+
+static STAMP: &[ParamSpec] = {
+    use stamp::*;
+    &[
+        TARGET, COUNT, DURATION_S, WAIT_US, TIMEOUT_MS, PKT_BYTES, AUTH, TOS, PRECEDENCE, COS,
+        CLOCK, SSID,
+    ]
+};
