@@ -136,6 +136,12 @@ fn module() -> String {
     out.push_str("];\n");
     writeln!(
         out,
+        "\n/** A duration reads in µs below this many µs, in ms from it (protocol/src/units.rs `MS_FROM_US`). */\nexport const MS_FROM_US = {};",
+        meshperf_protocol::units::MS_FROM_US
+    )
+    .unwrap();
+    writeln!(
+        out,
         "\n/** Seconds a cancelled step waits for its agents to confirm (protocol/src/driver.rs `CANCEL_GRACE_S`). */\nexport const CANCEL_GRACE_S = {};",
         meshperf_protocol::driver::CANCEL_GRACE_S
     )

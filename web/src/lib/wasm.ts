@@ -108,6 +108,8 @@ export interface StepDriver {
   progress(): number;
   refused_busy(): boolean;
   result(wallSeconds: number): string;
+  /** As `result`, for a step the user cancelled: kept as partial when its samples came back (protocol/src/partial.rs). */
+  cut_short(wallSeconds: number): string;
   series_values(i: number): Float64Array;
   free(): void;
 }
