@@ -167,3 +167,10 @@ export const meshTest = base.extend<{ mesh: Mesh }>({
 });
 
 export { expect } from '@playwright/test';
+
+/**
+ * A time in µs with its unit by the one rule the page and CLI write durations
+ * with (protocol/src/units.rs `MS_FROM_US`: µs below 10 ms, ms from it), five
+ * significant digits as a matrix tooltip has them: `449 µs`, `12.87 ms`.
+ */
+export const timeText = (us: number): string => (Math.abs(us) >= 10_000 ? `${Number((us / 1e3).toPrecision(5))} ms` : `${Number(us.toPrecision(5))} µs`);

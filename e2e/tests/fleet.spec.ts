@@ -120,7 +120,7 @@ test('a 1000-agent matrix file: canvas heatmap with 2 agents per pixel row, sear
   const box = (await heatmap.boundingBox())!;
   const cell = Number(await heatmap.getAttribute('data-cell'));
   await page.mouse.move(box.x + 44 + (49 >> 1) * cell + cell / 2, box.y + 18 + (SLOW >> 1) * cell + cell / 2);
-  await expect(page.getByTestId('fleet-tip')).toHaveText(`worst of 4 pairs: J28 ${host(SLOW)} → X1 ${host(49)}: 449 us`);
+  await expect(page.getByTestId('fleet-tip')).toHaveText(`worst of 4 pairs: J28 ${host(SLOW)} → X1 ${host(49)}: 449 µs`);
   await page.screenshot({ path: shot('fleet-heatmap'), fullPage: true });
 
   // Search by host: one hit, and it opens that node's pairs both ways.
@@ -180,6 +180,10 @@ test('a 1000-agent matrix file: canvas heatmap with 2 agents per pixel row, sear
   await expect.poll(() => pixel(page, 0, 0)).toEqual(bad);
   await page.screenshot({ path: shot('fleet-worst-first'), fullPage: true });
 
+  // Only the figures the file has are offered (issue 45 item 24): its
+  // steps carry rtt_us, so the median and p99, not throughput, hops, ...
+  await expect(page.getByTestId('fleet-metric').locator('option')).toHaveText(['median round-trip time, µs', 'p99 round-trip time, µs']);
+  expect(await page.getByTestId('fleet-metric').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual(['rtt_p50', 'rtt_p99']);
   // Another figure is read from the file the worker keeps: p99 is 3 x the median here.
   await page.getByTestId('fleet-metric').selectOption('rtt_p99');
   await expect(fleet).toHaveAttribute('data-metric', 'rtt_p99', { timeout: 60_000 });
@@ -292,6 +296,8 @@ test('a real monitor\'s /matrix.json of 65 agents opens as a fleet with the file
     const byUrl = page.getByTestId('fleet-panel').getByTestId('fleet');
     await expect(byUrl).toHaveAttribute('data-n', '65', { timeout: 60_000 });
     await expect(page.getByTestId('fleet-panel').locator('h2')).toContainText(`udp_rr, 65 agents, ${65 * 64} steps, from ${base}/matrix.json?form=compact`);
+    // The compact file's figures, and only those, are offered (issue 45 item 24).
+    await expect.poll(() => page.getByTestId('fleet-metric').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual(compact.metrics);
     await expect(page.getByTestId('fleet-note')).toHaveText(`65 agents, ${measured} pairs measured${measured < 4160 ? `, ${4160 - measured} failed` : ''}; one pixel row per agent`);
     await expect(page.getByTestId('fleet-heatmap')).toHaveAttribute('data-drawn', /^[1-9]/);
     expect(await pixel(page, top, topServer)).toEqual([253, 231, 37, 255]);

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test as base, type Page } from '@playwright/test';
-import { expect, startMesh, type Mesh } from '../agents';
+import { expect, startMesh, timeText, type Mesh } from '../agents';
 
 const shot = (name: string) => fileURLToPath(new URL(`../screenshots/${name}.png`, import.meta.url));
 const IPS = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
@@ -97,7 +97,7 @@ test('matrix of four agents on 127.0.0.2-5: the canvas heatmap equals the JSON, 
     const c = cell(page, 'heatmap', s.pair.client, s.pair.server);
     expect(Number(await c.getAttribute('data-value'))).toBe(median(s));
     await c.hover();
-    await expect(page.getByTestId('heatmap-tip')).toContainText(`: ${Number(median(s).toPrecision(5))} us`);
+    await expect(page.getByTestId('heatmap-tip')).toContainText(`: ${timeText(median(s))}`);
   }
   // The largest cell wears the top of the scale (viridis yellow), a diagonal cell the neutral line colour.
   const top = first.steps.reduce((a, b) => (median(b) > median(a) ? b : a));

@@ -266,7 +266,7 @@ test('the card of a result whose phases all differ shows the 33 hand-written fig
   await expect(page.getByTestId('lul-verdict')).toHaveAttribute('data-grade', 'A');
   await expect(page.getByTestId('lul-verdict-text')).toHaveText(
     'Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run; ' +
-      'downloads add 4.10 ms (on the way down), uploads add 12.9 ms (on the way up).',
+      'downloads add 4102 µs (on the way down), uploads add 12.87 ms (on the way up).',
   );
   await expect(page.getByTestId('lul-clock')).toHaveText(
     'one-way delays on estimated clocks: offset 1523.4 µs, drift 0.42 ppm, uncertainty ±30.0 µs (<± marks a delay smaller than that); ' +
@@ -328,10 +328,10 @@ test('a latency_under_load matrix cell whose added delay is below zero reads non
   const tip = page.getByTestId('heatmap-tip');
   await expect(tip).toContainText(/: .* none \(±[\d.]+ (µs|ms)\)\. Grade/);
   await expect(tip).not.toContainText('-10.17');
-  // The upload's cell keeps its figure (12.87 ms added).
+  // The upload's cell keeps its figure (12 869.8 µs added: 12.87 ms by the one time rule).
   const up = page.getByTestId('heatmap').locator('[data-testid=cell][data-row="0"][data-col="1"]');
   await up.hover();
-  await expect(tip).toContainText('12870');
+  await expect(tip).toContainText(': 12.87 ms. Grade');
 });
 
 /** The statistics table's figure `stat` of quantity `q`, as a number. */
@@ -546,10 +546,13 @@ test('meshperf run --preset bufferbloat --json -: the page shows the CLI figures
     if (ph === 'download') expect(cells[1]).toBe(text('download.down'));
     if (ph === 'upload') expect(cells[2]).toBe(text('upload.up'));
   }
-  // The verdict: the CLI's first line of the step is the page's sentence.
+  // The verdict: the CLI's first line of the step is the page's sentence,
+  // its times by the one rule (µs below 10 ms, ms from it), us in the terminal.
   const verdict = rows.slice(0, rows.findIndex((l) => l.startsWith('phase '))).pop()!;
   expect(verdict, r.stderr).toMatch(/^Grade (A\+|[A-DF]): /);
-  await expect(page.getByTestId('lul-verdict-text')).toHaveText(verdict);
+  // No time under 10 ms written in ms ("±0.0009 ms", "4.10 ms" before).
+  expect(verdict).not.toMatch(/(^|[^\d.])\d(\.\d+)? ms\b/);
+  await expect(page.getByTestId('lul-verdict-text')).toHaveText(verdict.replace(/(\d) us\b/g, '$1 µs'));
   // The same clock line, microseconds written µs on the page and us in the terminal.
   const clock = rows.find((l) => l.startsWith('times in ms; '))!.slice('times in ms; '.length);
   await expect(page.getByTestId('lul-clock')).toHaveText(clock.replace(/ us\b/g, ' µs'));

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Page } from '@playwright/test';
-import { meshTest as test, expect, type Mesh } from '../agents';
+import { meshTest as test, expect, timeText, type Mesh } from '../agents';
 
 const shot = (name: string) => fileURLToPath(new URL(`../screenshots/${name}.png`, import.meta.url));
 const COUNT = 300;
@@ -91,7 +91,7 @@ test('three agents: every ordered pair once, the heatmap equals the exported JSO
     // The exact figure is the cell's value; its accessible name, and the tooltip hovering it shows, round it to 5 digits.
     await c.hover();
     expect(Number(await c.getAttribute('data-value'))).toBe(median);
-    expect(await c.getAttribute('aria-label')).toContain(`: ${Number(median.toPrecision(5))} us`);
+    expect(await c.getAttribute('aria-label')).toContain(`: ${timeText(median)}`);
     await expect(page.getByTestId('heatmap-tip')).toHaveText(await c.getAttribute('aria-label') as string);
     // The cell shows it to three significant digits.
     expect(Number(await c.textContent())).toBe(Number(median.toPrecision(3)));

@@ -136,9 +136,10 @@ fn module() -> String {
     out.push_str("];\n");
     writeln!(
         out,
-        "\n/** The control protocol versions this build speaks, lowest and highest (protocol/src/lib.rs). */\nexport const PROTOCOL_VERSION = {};\nexport const PROTOCOL_MAX = {};",
+        "\n/** The control protocol versions this build speaks, lowest and highest (protocol/src/lib.rs). */\nexport const PROTOCOL_VERSION = {};\nexport const PROTOCOL_MAX = {};\n\n/** A duration reads in µs below this many µs, in ms from it (protocol/src/units.rs `MS_FROM_US`). */\nexport const MS_FROM_US = {};",
         meshperf_protocol::PROTOCOL_VERSION,
-        meshperf_protocol::PROTOCOL_MAX
+        meshperf_protocol::PROTOCOL_MAX,
+        meshperf_protocol::units::MS_FROM_US
     )
     .unwrap();
     writeln!(

@@ -151,15 +151,9 @@ fn rate_text(bps: f64) -> String {
     format!("{:.decimals$} {prefix}bit/s", bps / div)
 }
 
-/// `52.1 us`, `0.12 us`, `1.25 ms`.
+/// A time by the one rule (µs below 10 ms, ms from it: [`crate::units::duration_us`]).
 fn us_text(us: f64) -> String {
-    if us >= 1000.0 {
-        format!("{:.2} ms", us / 1000.0)
-    } else if us >= 10.0 {
-        format!("{us:.1} us")
-    } else {
-        format!("{us:.2} us")
-    }
+    crate::units::duration_us(us)
 }
 
 /// The line of a step given as JSON (the page, through wasm): `null` when
@@ -225,7 +219,7 @@ mod tests {
 
     #[test]
     fn a_round_trip_against_its_time_on_the_wire() {
-        // 64 + 64 bytes and 2 x (52 + 38) of headers at 1 Gbit/s: 2.46 us.
+        // 64 + 64 bytes and 2 x (52 + 38) of headers at 1 Gbit/s: 2.464 us.
         let s = step(
             "tcp_rr",
             json!({"rtt_us": {"median": 50.0}, "req_bytes": 64, "resp_bytes": 64}),
@@ -234,7 +228,7 @@ mod tests {
         );
         assert_eq!(
             line(&s).unwrap(),
-            "Median round trip 50.0 us: the 1 Gbit/s link at the driving agent (eth0) puts a 64-byte request and its 64-byte reply on the wire in 2.46 us (5 %): the round trip is the hosts' and the path's, not the link's rate."
+            "Median round trip 50 us: the 1 Gbit/s link at the driving agent (eth0) puts a 64-byte request and its 64-byte reply on the wire in 2.464 us (5 %): the round trip is the hosts' and the path's, not the link's rate."
         );
         // 1 MB each way at 100 Mbit/s is 160 ms of a 170 ms round trip.
         let big = step(
@@ -245,9 +239,7 @@ mod tests {
         );
         let l = line(&big).unwrap();
         assert!(
-            l.contains(
-                "on the wire in 160.01 ms (94 %): most of the round trip is the link's rate"
-            ),
+            l.contains("on the wire in 160 ms (94 %): most of the round trip is the link's rate"),
             "{l}"
         );
     }

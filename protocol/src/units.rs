@@ -6,6 +6,37 @@
 //! web/src/lib/units.ts reads); binary sizes (`1M` = 1024 KiB) are not
 //! these.
 
+/// The one rule for a duration written with its unit (issue 45 item 12):
+/// microseconds below this many, milliseconds from it (10 ms): "65.2 us",
+/// "9999 us", "10 ms", "118.1 ms". The page's `formatUs`/`timeUnit`
+/// (web/src/lib/units.ts) read it from the generated tables and write µs.
+pub const MS_FROM_US: f64 = 10_000.0;
+
+/// A duration given in microseconds, with its unit by [`MS_FROM_US`]:
+/// four significant digits, trailing zeros dropped, ASCII `us` as the
+/// terminal writes it (the page shows `µs`).
+pub fn duration_us(us: f64) -> String {
+    if !us.is_finite() {
+        return "-".into();
+    }
+    let (v, unit) = if us.abs() >= MS_FROM_US {
+        (us / 1e3, "ms")
+    } else {
+        (us, "us")
+    };
+    if v == 0.0 {
+        return format!("0 {unit}");
+    }
+    let digits = 4 - 1 - v.abs().log10().floor() as i32;
+    let t = if digits > 0 {
+        let t = format!("{v:.*}", digits as usize);
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{v:.0}")
+    };
+    format!("{t} {unit}")
+}
+
 /// SI prefixes, largest first: each one's factor and the prefix as a unit
 /// begins with it (`Gbit/s`) and as a value's suffix reads (`20M`; the
 /// suffix in either case).
@@ -96,6 +127,24 @@ mod tests {
             (-3.5, "-3.5"),
         ] {
             assert_eq!(g6(v), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn durations_read_in_us_below_10_ms_and_in_ms_from_it() {
+        for (us, want) in [
+            (65.2, "65.2 us"),
+            (0.9, "0.9 us"),
+            (449.0, "449 us"),
+            (9999.0, "9999 us"),
+            (9999.6, "10000 us"),
+            (10_000.0, "10 ms"),
+            (12_870.0, "12.87 ms"),
+            (118_132.0, "118.1 ms"),
+            (0.0, "0 us"),
+            (-2.674, "-2.674 us"),
+        ] {
+            assert_eq!(duration_us(us), want, "{us}");
         }
     }
 

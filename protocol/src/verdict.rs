@@ -27,6 +27,7 @@ pub mod tcp;
 
 use crate::params::LulPhase;
 use crate::summary::{AddedLatency, LulPhaseSummary, LulSummary, Stats};
+use crate::units::duration_us;
 use serde::Serialize;
 
 /// Upper bounds (ms, exclusive) of the grades A+ to D; F above the last.
@@ -254,7 +255,12 @@ fn doing(ph: LulPhase, alone: bool) -> (&'static str, &'static str, &'static str
 fn clause(v: &PhaseVerdict, alone: bool) -> String {
     let (what, verb, _) = doing(v.phase, alone);
     if v.none {
-        return format!("{what} {verb} none (±{} ms)", ms_text(v.uncertainty_ms));
+        // Durations by the one rule (µs below 10 ms, ms from it: issue 45
+        // item 12; "±0.0009 ms" read beside a card in µs).
+        return format!(
+            "{what} {verb} none (±{})",
+            duration_us(v.uncertainty_ms * 1e3)
+        );
     }
     // The way the queue built: the larger added one-way delay, when it
     // holds most of the added round trip.
@@ -263,7 +269,7 @@ fn clause(v: &PhaseVerdict, alone: bool) -> String {
         (Some(u), Some(d)) if d > 0.0 && d >= 2.0 * u.max(0.0) => " (on the way down)",
         _ => "",
     };
-    format!("{what} {verb} {} ms{way}", ms_text(v.added_ms))
+    format!("{what} {verb} {}{way}", duration_us(v.added_ms * 1e3))
 }
 
 /// The verdict of a driving side's summary.
@@ -442,7 +448,7 @@ mod tests {
         assert_eq!(v.grade, "B");
         assert_eq!(
             v.sentence,
-            "Grade B: uploads add 34.0 ms (on the way up): games may lag a little while you upload; downloads add 0.050 ms."
+            "Grade B: uploads add 34 ms (on the way up): games may lag a little while you upload; downloads add 50 us."
         );
         assert_eq!(v.phases.len(), 2);
         assert!(
@@ -470,7 +476,7 @@ mod tests {
         assert!(!v.sentence.contains('-'), "{}", v.sentence);
         assert_eq!(
             v.sentence,
-            "Grade A+: the load added no delay beyond the measurement's uncertainty: downloads add none (±0.0008 ms), uploads add none (±0.0071 ms); calls and games will not notice."
+            "Grade A+: the load added no delay beyond the measurement's uncertainty: downloads add none (±0.831 us), uploads add none (±7.076 us); calls and games will not notice."
         );
     }
 
@@ -502,7 +508,7 @@ mod tests {
         assert_eq!(v.grade, "A");
         assert_eq!(
             v.sentence,
-            "Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run; downloads add 4.10 ms (on the way down), uploads add 12.9 ms (on the way up)."
+            "Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly notice while both run; downloads add 4102 us (on the way down), uploads add 12.87 ms (on the way up)."
         );
     }
 
@@ -521,7 +527,7 @@ mod tests {
         ]));
         assert_eq!(
             v.sentence,
-            "Grade A: the load adds 12.0 ms (on the way up): calls and games will hardly notice while it runs."
+            "Grade A: the load adds 12 ms (on the way up): calls and games will hardly notice while it runs."
         );
     }
 

@@ -10,7 +10,7 @@ import * as view from '../src/lib/wasm-pkg/meshperf_view.js';
 
 globalThis.$state = Object.assign((v) => v, { raw: (v) => v });
 view.initSync({ module: fs.readFileSync(new URL('../src/lib/wasm-pkg/meshperf_view_bg.wasm', import.meta.url)) });
-const { defaultMetric, fleetFills } = await import('../src/lib/matrix/fleetfigure.ts');
+const { defaultMetric, figuresIn, fleetFills, METRICS: NAMES } = await import('../src/lib/matrix/fleetfigure.ts');
 const F = await import('../src/lib/matrix/fleet.ts');
 const { DONE, FAILED, NONE, SELF } = F;
 
@@ -66,6 +66,21 @@ test('the figures read here are the view module\'s, for every kind, figure and a
   }
   for (const k of KINDS) assert.equal(defaultMetric(k), view.matrix_default_metric(k), k);
   assert.deepEqual(fleetFills({ kind: 'tcp_rr', summary: {} }, 'rtt_p50'), []);
+});
+
+test('a fleet offers only the figures its file has (issue 45 item 24)', () => {
+  assert.deepEqual([...NAMES], METRICS, 'the figure names are the codec\'s, in its order');
+  const of = (kind) => STEPS.filter((s) => s.kind === kind);
+  // Each kind's figures: those some of its steps that did not fail fill, as the codec reads them.
+  for (const k of KINDS) {
+    const want = METRICS.filter((m) => of(k).some((s) => s.error == null && JSON.parse(view.matrix_cells(JSON.stringify(s), m)).some((c) => c[2] != null)));
+    assert.deepEqual(figuresIn(of(k)), want, k);
+  }
+  assert.deepEqual(figuresIn(of('udp_rr')), ['rtt_p50', 'rtt_p99']);
+  assert.deepEqual(figuresIn(of('path')), ['rtt_p50', 'rtt_p99', 'hops', 'path_mtu', 'marks_changed']);
+  // A failed step's summary is not looked at; nothing measured, nothing offered.
+  assert.deepEqual(figuresIn([step('tcp_rr', { client: 0, server: 1 }, { rtt_us: { median: 1, p99: 2 } }, { error: 'refused' })]), []);
+  assert.deepEqual(figuresIn([]), []);
 });
 
 /** A grid of n agents from {`r>c`: value | 'x' (failed)}; the rest not measured. */

@@ -81,7 +81,7 @@ test('the agent\'s minimums reach the form: udp_rr req_bytes from 18, not 1', ()
 
 test('defaults show as the agent applies them, pre-filled values are within range', () => {
   assert.equal(spec('tcp_stream', 'msg_bytes').def, '128K');
-  assert.equal(spec('tcp_stream', 'msg_bytes').initial, '1M');
+  assert.equal(spec('tcp_stream', 'msg_bytes').initial, '128K'); // the default the CLI applies (issue 45 item 21)
   assert.equal(spec('tcp_stream', 'read_bytes').def, '= message size');
   assert.equal(spec('tcp_rr', 'nodelay').def, 'true');
   assert.equal(spec('tcp_stream', 'nodelay').def, 'false');

@@ -83,3 +83,22 @@ test("an agent's limits are said from the protocol's table, each in its unit, an
   assert.deepEqual([parseRate('20M'), parseRate('1.5g'), parseRate('64k'), parseRate('1000')], [20e6, 1.5e9, 64e3, 1000]);
   assert.ok(Number.isNaN(parseRate('20x')));
 });
+
+test('one time rule for every figure with its unit: µs below 10 ms, ms from it (issue 45 item 12)', async () => {
+  const { figureText, pageLabel } = await import('../src/lib/units.ts');
+  const { MS_FROM_US } = await import('../src/lib/generated/params.ts');
+  // The protocol's threshold (protocol/src/units.rs MS_FROM_US), generated.
+  assert.equal(MS_FROM_US, 10_000);
+  // The same figures as protocol/src/units.rs's duration_us test, with the page's µs.
+  for (const [us, want] of [[65.2, '65.2 µs'], [0.9, '0.9 µs'], [449, '449 µs'], [9999, '9999 µs'], [10_000, '10 ms'], [12_870, '12.87 ms'], [118_132, '118.1 ms'], [-2.674, '-2.674 µs']]) {
+    assert.equal(figureText(us, 'µs'), want, String(us));
+    // The protocol's own unit word reads the same.
+    assert.equal(figureText(us, 'us'), want, String(us));
+  }
+  // A matrix tooltip's five digits.
+  assert.equal(figureText(12_869.8, 'µs', 5), '12.87 ms');
+  assert.equal(figureText(9.41, 'Gbit/s'), '9.41 Gbit/s');
+  assert.equal(figureText(3, 'hops'), '3 hops');
+  assert.equal(pageLabel('median round-trip time, us'), 'median round-trip time, µs');
+  assert.equal(pageLabel('throughput, Gbit/s'), 'throughput, Gbit/s');
+});

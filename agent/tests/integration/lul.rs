@@ -612,21 +612,25 @@ pub(crate) fn verdict_by_hand(s: &Value) -> String {
     let phases = s["phases"].as_array().unwrap();
     let se = |st: &Value| 1.2533 * 1.4826 * f(&st["mad"]) / f(&st["n"]).sqrt();
     let idle = &phases.iter().find(|p| p["phase"] == "idle").unwrap()["rtt_us"];
-    let ms3 = |ms: f64| {
-        let a = ms.abs();
-        let places = [(100.0, 0), (10.0, 1), (1.0, 2), (0.01, 3)]
-            .iter()
-            .find(|(from, _)| a >= *from)
-            .map_or(4, |(_, p)| *p);
-        let t = format!("{ms:.places$}");
-        if t.trim_start_matches('-')
-            .chars()
-            .all(|c| c == '0' || c == '.')
-        {
-            t.trim_start_matches('-').to_string()
+    // A duration by the one rule (µs below 10 ms, ms from it; four
+    // significant digits, trailing zeros dropped; issue 45 item 12).
+    let duration_us = |us: f64| {
+        let (v, unit) = if us.abs() >= 10_000.0 {
+            (us / 1e3, "ms")
+        } else {
+            (us, "us")
+        };
+        if v == 0.0 {
+            return format!("0 {unit}");
+        }
+        let places = (3 - v.abs().log10().floor() as i32).max(0) as usize;
+        let t = format!("{v:.places$}");
+        let t = if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
         } else {
             t
-        }
+        };
+        format!("{t} {unit}")
     };
     // (phase, clause, added ms or None for "none", grade)
     let grade = |ms: f64| match ms {
@@ -661,9 +665,9 @@ pub(crate) fn verdict_by_hand(s: &Value) -> String {
             _ => "",
         };
         let clause = if added <= unc {
-            format!("{what} {verb} none (±{} ms)", ms3(unc / 1e3))
+            format!("{what} {verb} none (±{})", duration_us(unc))
         } else {
-            format!("{what} {verb} {} ms{way}", ms3(added / 1e3))
+            format!("{what} {verb} {}{way}", duration_us(added))
         };
         let worst = if added <= unc {
             f64::NEG_INFINITY
@@ -719,7 +723,7 @@ fn the_verdict_worked_by_hand_is_the_hand_written_one_of_a_known_file() {
     assert_eq!(
         verdict_by_hand(&s),
         "Grade A: uploading and downloading at once adds 15.5 ms: calls and games will hardly \
-         notice while both run; downloads add 4.10 ms (on the way down), uploads add 12.9 ms \
+         notice while both run; downloads add 4102 us (on the way down), uploads add 12.87 ms \
          (on the way up)."
     );
     // The same figures with the both phase's added delay within its
@@ -731,7 +735,7 @@ fn the_verdict_worked_by_hand_is_the_hand_written_one_of_a_known_file() {
     assert!(
         line.starts_with(
             "Grade D: uploads add 250 ms (on the way up): a video call will break up while you \
-             upload; downloads add 4.10 ms (on the way down), uploading and downloading at once \
+             upload; downloads add 4102 us (on the way down), uploading and downloading at once \
              adds none (±"
         ),
         "{line}"

@@ -464,7 +464,9 @@ pub mod stream {
         ty: ParamType::Size,
         label: "message size",
         default: DefaultValue::Num(128 * 1024),
-        initial: Some("1M"),
+        // The default, as the page fills it (it filled 1M: 1 GiB against
+        // the CLI's 128 MiB; issue 45 item 21).
+        initial: Some("128K"),
         min: Some(Min::AtLeast(1)),
         max: Some(Max::Limit(Limit::MaxMsgBytes)),
         ..P
@@ -1412,6 +1414,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_page_fills_in_the_default_the_cli_applies() {
+        // One default per parameter (issue 45 item 21): where the page's form
+        // fills a number in, it is the number the agent applies to a plan
+        // that leaves it out. udp_stream's wait is the one exception: the
+        // agent's default sends flat out (0), the page's form starts paced
+        // (20 µs) and says so in the field.
+        let size = |t: &str| {
+            let (n, m) = match t.chars().last() {
+                Some('K') => (&t[..t.len() - 1], 1 << 10),
+                Some('M') => (&t[..t.len() - 1], 1 << 20),
+                Some('G') => (&t[..t.len() - 1], 1 << 30),
+                _ => (t, 1),
+            };
+            n.parse::<u64>().unwrap() * m
+        };
+        let mut checked = 0;
+        for (kind, s) in entries() {
+            let (Some(i), DefaultValue::Num(d)) = (s.initial, s.default) else {
+                continue;
+            };
+            if (kind, s.name) == (Kind::UdpStream, "wait_us") {
+                continue;
+            }
+            let v = match s.ty {
+                ParamType::Size => size(i),
+                _ => i.parse::<f64>().unwrap() as u64,
+            };
+            assert_eq!(v, d, "{} {}: the page fills {i}", kind.name(), s.name);
+            checked += 1;
+        }
+        assert!(checked > 10, "{checked}");
     }
 
     #[test]

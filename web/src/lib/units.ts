@@ -4,7 +4,7 @@
 // The SI prefixes and the agent's limits are the protocol's tables
 // (protocol/src/units.rs, protocol/src/params/limits.rs), generated.
 
-import { LIMITS, SI_PREFIXES, type LimitSpec } from './generated/params';
+import { LIMITS, MS_FROM_US, SI_PREFIXES, type LimitSpec } from './generated/params';
 import type { Limits } from './generated/wire/Limits';
 
 const SUFFIX: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
@@ -71,15 +71,32 @@ export function rateUnit(maxBps: number): { unit: string; div: number } {
 /**
  * Times on the page are microseconds (µs, the SI symbol; files and summary
  * keys keep `_us`) up to 10 ms and milliseconds above: one rule for every
- * figure, plot axis and legend.
+ * figure, plot axis, legend, matrix and fleet figure, the CLI's too
+ * (protocol/src/units.rs `MS_FROM_US`, `duration_us`, which writes `us`).
  */
 export const MICRO = 'µs';
 
 /** A time unit that suits values up to `maxUs` (microseconds). */
 export function timeUnit(maxUs: number): { unit: string; div: number } {
-  if (Math.abs(maxUs) >= 10_000) return { unit: 'ms', div: 1e3 };
+  if (Math.abs(maxUs) >= MS_FROM_US) return { unit: 'ms', div: 1e3 };
   return { unit: MICRO, div: 1 };
 }
+
+/**
+ * A figure with its unit as the page says it: a time (unit `µs`, or the
+ * protocol's `us`) by the one time rule, anything else its number and
+ * unit: `449 µs`, `12.87 ms`, `9.41 Gbit/s`, `3 hops`.
+ */
+export function figureText(v: number, unit: string, digits = 4): string {
+  if (unit === MICRO || unit === 'us') {
+    const u = timeUnit(v);
+    return `${fmt(v / u.div, digits)} ${u.unit}`;
+  }
+  return `${fmt(v, digits)}${unit ? ` ${unit}` : ''}`;
+}
+
+/** A figure's label as the protocol words it ("median round-trip time, us") with the page's µs. */
+export const pageLabel = (label: string): string => label.replace(/, us$/, `, ${MICRO}`);
 
 /**
  * A bit rate as the page shows it everywhere: `28.05 Gbit/s`, `950 Mbit/s`,

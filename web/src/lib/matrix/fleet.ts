@@ -266,6 +266,8 @@ export interface FleetData {
   kind: string;
   /** The figure the cells hold (protocol/src/matrix.rs `Metric` names). */
   metric: string;
+  /** The figures the file has, the only ones offered (`figuresIn`; a compact file's `metrics`). */
+  metrics: string[];
   /** The result's step count (a compact matrix's cells). */
   steps: number;
   /** A monitor's compact matrix (cells, no steps to open). */

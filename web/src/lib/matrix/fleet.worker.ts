@@ -9,7 +9,7 @@
 // across origins as its CORS header allows) is fetched here the same way.
 
 import { CELLS_FORMAT, FLEET_FROM, cellsGrid, cellsMetric, extent, gridOf, higherIsWorse, isCells, nodeWorst, type CellsDoc, type FleetAnswer, type FleetAsk } from './fleet';
-import { defaultMetric, fleetFills, type FleetStep } from './fleetfigure';
+import { defaultMetric, figuresIn, fleetFills, type FleetStep } from './fleetfigure';
 
 interface Doc {
   format?: unknown;
@@ -23,6 +23,8 @@ const scope = self as unknown as { onmessage: (e: MessageEvent<FleetAsk>) => voi
 let doc: Doc | null = null;
 let compact: CellsDoc | null = null;
 let n = 0;
+/** The figures the file has, worked out once per file. */
+let has: string[] = [];
 
 function cells(metric: string, id: number) {
   const steps = doc?.steps ?? [];
@@ -39,6 +41,7 @@ function cells(metric: string, id: number) {
         n,
         kind,
         metric: m,
+        metrics: has,
         steps: compact ? compact.cells?.length ?? 0 : steps.length,
         compact: compact != null,
         hosts: Array.from({ length: n }, (_, i) => text(agents[i]?.hostname)),
@@ -80,6 +83,7 @@ scope.onmessage = async ({ data }) => {
     if (isCells(v)) {
       [doc, compact, n] = [null, v as CellsDoc, (v as CellsDoc).agents?.length ?? 0];
       if (!Array.isArray(compact.cells) || !Array.isArray(compact.agents)) throw new Error(`a ${CELLS_FORMAT} file without its agents or cells`);
+      has = (compact.metrics ?? []).map(String);
       return cells('', id);
     }
     compact = null;
@@ -90,6 +94,7 @@ scope.onmessage = async ({ data }) => {
       return scope.postMessage({ id, text });
     }
     [doc, n] = [v, size];
+    has = figuresIn(steps);
     cells('', id);
   } catch (e) {
     scope.postMessage({ id, error: (e as Error).message });

@@ -21,6 +21,27 @@ export interface FleetStep {
 const num = (v: unknown): number | null => (typeof v === 'number' ? v : null);
 const at = (v: any, ...keys: string[]): unknown => keys.reduce((o, k) => (o != null && typeof o === 'object' ? o[k] : undefined), v);
 
+/** Every figure's name, in the chooser's order (`Metric::ALL`; fleet.test.mjs holds it to the codec's). */
+export const METRICS = ['gbps', 'rtt_p50', 'rtt_p99', 'loss_pct', 'added_rtt', 'tps', 'hops', 'path_mtu', 'marks_changed'] as const;
+
+/**
+ * The figures a fleet's file has (issue 45 item 24: the view offered every
+ * one, most of them an empty grid): those some measured cell of the first
+ * `look` steps that did not fail holds. A kind's steps that succeed all
+ * carry the same keys, so a few dozen tell; a file with none that
+ * succeeded has none.
+ */
+export function figuresIn(steps: readonly (FleetStep | null | undefined)[], look = 64): string[] {
+  const has = new Set<string>();
+  let seen = 0;
+  for (const s of steps) {
+    if (!s?.pair || s.error != null || !s.summary) continue;
+    for (const m of METRICS) if (!has.has(m) && fleetFills(s, m).some(([, , v]) => v != null)) has.add(m);
+    if (++seen >= look || has.size === METRICS.length) break;
+  }
+  return METRICS.filter((m) => has.has(m));
+}
+
 /** The figure each kind's cells show by default (`Metric::default_for`). */
 export function defaultMetric(kind: string): string {
   switch (kind) {

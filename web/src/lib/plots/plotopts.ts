@@ -30,6 +30,14 @@ export interface SeriesSpec {
   line?: boolean;
   bars?: boolean;
   width?: number;
+  /**
+   * The series can end before series `endsBy` (a stream before its side's
+   * total; an index into this list): past its end the legend reads "ended
+   * at T s" instead of a value, and off the plot it shows that series' last
+   * row, not this one's own last point beside a later total (issue 45,
+   * item 10).
+   */
+  endsBy?: number;
 }
 
 export interface PlotSpec {
@@ -49,6 +57,13 @@ export interface PlotSpec {
 
 /** Whole-number tick steps: 1, 2, 5, 10, 20, 50, ... */
 export const INTEGER_INCRS = Array.from({ length: 30 }, (_, k) => [1, 2, 5][k % 3] * 10 ** Math.floor(k / 3));
+
+/** "ended at 0.83 s": series `si` has no value at row `idx` but had before (its last point's x); else "–". */
+export function endedText(u: uPlot, si: number, idx: number): string {
+  const col = u.data[si] as ArrayLike<number | null | undefined>;
+  for (let i = Math.min(idx, col.length - 1); i >= 0; i--) if (col[i] != null) return `ended at ${fmt(u.data[0][i], 3)} s`;
+  return '–';
+}
 
 export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
   void theme.resolved;
@@ -93,7 +108,10 @@ export function plotOpts(p: PlotSpec): Omit<uPlot.Options, 'width' | 'height'> {
         spanGaps: true,
         paths: s.bars ? uPlot.paths.bars!({ size: [0.7, 60] }) : s.line === false ? () => null : undefined,
         points: { show: s.points ?? false, size: 5, fill: s.color ?? color(i) },
-        value: (_u: uPlot, v: number | null) => (v == null ? '–' : `${fmt(v)}${s.unit ? ' ' + s.unit : ''}`),
+        value: (u: uPlot, v: number | null, si: number, idx: number | null) =>
+          v != null ? `${fmt(v)}${s.unit ? ' ' + s.unit : ''}` : s.endsBy != null && idx != null ? endedText(u, si, idx) : '–',
+        // uPlot's index of the series (x is 0), read by UPlot.svelte off the plot.
+        endsBy: s.endsBy == null ? undefined : s.endsBy + 1,
       })),
     ],
     cursor: { drag: { x: true, y: false } },
