@@ -106,6 +106,8 @@ export interface StepDriver {
   done(): boolean;
   cancelling(): boolean;
   progress(): number;
+  /** Where the step waits in an agent's queue ("waiting behind 2 tests on agent B, about 12 s"), while it does. */
+  waiting(): string | undefined;
   refused_busy(): boolean;
   result(wallSeconds: number): string;
   series_values(i: number): Float64Array;
@@ -156,6 +158,8 @@ export type View = Required<Pick<Stats, 'permalink_encode' | 'permalink_decode'>
   lul_verdict: (summary: string) => string;
   /** A step's line against its agents' links (protocol/src/link.rs, the line the CLI prints): step JSON in, a JSON string or null out. */
   link_line: (step: string) => string;
+  /** What a step's sides shared their agents with (protocol/src/result.rs, the lines the CLI prints): step JSON and the agents' names in, a JSON list of lines out. */
+  shared_marks: (step: string, server: string, client: string) => string;
   /** Probe-by-probe latency lanes (stats/src/lul_lanes.rs). */
   lul_lanes: (
     phase: Uint8Array, seq: Float64Array, t1: Float64Array, t2: Float64Array, t3: Float64Array, t4: Float64Array,
@@ -241,7 +245,7 @@ export function loadCodec(): Promise<Stats & Codec> {
 export function loadView(): Promise<Stats & View> {
   viewLoading ??= loadBeside<View>(VIEW, 'the result and permalink module (wasm)', [
     'permalink_encode', 'permalink_decode', 'result_csv', 'matrix_cells', 'matrix_metric',
-    'matrix_default_metric', 'matrix_metrics', 'lul_card', 'lul_verdict', 'link_line', 'lul_lanes',
+    'matrix_default_metric', 'matrix_metrics', 'lul_card', 'lul_verdict', 'link_line', 'lul_lanes', 'shared_marks',
   ]);
   viewLoading.catch(() => (viewLoading = null));
   return viewLoading;
