@@ -288,7 +288,7 @@ impl Ctl {
         if hello["protocol_max"] != Value::Null {
             auth["protocol"] = json!(protocol);
         }
-        let r = c.request_within(auth, AUTH_REPLY, &mut |_| {})?;
+        let r = c.request_within(auth, AUTH_REPLY, None, &mut |_| {})?;
         if r["code"] == "auth_blocked" {
             return Ok(Err(r["message"].as_str().unwrap_or("").to_string()));
         }
@@ -318,7 +318,20 @@ impl Ctl {
         v: Value,
         other: &mut dyn FnMut(Incoming),
     ) -> Result<Value, CtlError> {
-        self.request_within(v, Duration::from_secs(10), other)
+        self.request_within(v, Duration::from_secs(10), None, other)
+    }
+
+    /// [`Ctl::request`] for a `prepare` or `start`, which may wait in the
+    /// agent's queue: once `stop` is set (Ctrl-C) a waiting request is
+    /// cancelled, so it leaves the queue and its reply (`cancelled`) comes
+    /// at once rather than at its turn.
+    pub fn request_or_leave(
+        &mut self,
+        v: Value,
+        stop: &std::sync::atomic::AtomicBool,
+        other: &mut dyn FnMut(Incoming),
+    ) -> Result<Value, CtlError> {
+        self.request_within(v, Duration::from_secs(10), Some(stop), other)
     }
 
     /// [`Ctl::request`] waiting `within` for the reply.
@@ -326,6 +339,7 @@ impl Ctl {
         &mut self,
         mut v: Value,
         within: Duration,
+        stop: Option<&std::sync::atomic::AtomicBool>,
         other: &mut dyn FnMut(Incoming),
     ) -> Result<Value, CtlError> {
         let id = self.next_id;
@@ -336,7 +350,15 @@ impl Ctl {
             .map_err(|e| io(&self.addr, format!("went away ({e})")))?;
         let mut deadline = Instant::now() + within;
         let test_id = v.get("test_id").cloned();
+        let (mut queued, mut left) = (false, false);
         loop {
+            let stopping = stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+            if queued && stopping && !left {
+                left = true;
+                if let Some(t) = test_id.as_ref().and_then(Value::as_u64) {
+                    self.cancel(t as u32);
+                }
+            }
             match self.poll()? {
                 Some(Incoming::Event(e)) if e["id"] == json!(id) => return Ok(e),
                 Some(Incoming::Event(e))
@@ -345,6 +367,7 @@ impl Ctl {
                     // The request waits in the agent's queue (issue 42): its
                     // reply comes at its turn; the agent says so each second.
                     deadline = Instant::now() + within;
+                    queued = true;
                     other(Incoming::Event(e));
                 }
                 Some(x) => other(x),

@@ -140,7 +140,7 @@ pub fn run_round(
     let mut announced = false;
     loop {
         while let Some(o) = queue.pop_front() {
-            send(agents, &mut lives, &owner, o, &mut queue, out);
+            send(agents, &mut lives, &owner, o, &mut queue, stop, out);
         }
         if lives.iter().all(|l| l.run.is_done()) {
             break;
@@ -301,6 +301,7 @@ fn send(
     owner: &[Option<usize>],
     o: Outgoing,
     queue: &mut VecDeque<Outgoing>,
+    stop: &AtomicBool,
     out: &mut impl Watch,
 ) {
     let i = o.agent;
@@ -315,7 +316,7 @@ fn send(
     };
     let req = serde_json::to_value(&o.request).expect("requests serialize");
     let mut other = |x: Incoming| feed(lives, owner, i, x, queue, out);
-    match c.request(req, &mut other) {
+    match c.request_or_leave(req, stop, &mut other) {
         Ok(reply) => {
             if let Ok(ev) = serde_json::from_value::<Event>(reply) {
                 queue.extend(lives[k].run.on_reply(i, &ev));

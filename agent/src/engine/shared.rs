@@ -48,12 +48,14 @@ impl SharedLog {
                 let from = o.from.max(start);
                 let to = o.to.unwrap_or(now).max(from);
                 spans.push((from, to));
-                let bytes = if o.to.is_some() {
+                let end = if o.to.is_some() {
                     o.bytes_to
                 } else {
                     o.moved.load(Ordering::Relaxed)
-                }
-                .saturating_sub(o.bytes_from);
+                };
+                // Unknown (null) when that side sent no progress (a
+                // tcp_rr responder sends none).
+                let bytes = (end != NO_PROGRESS).then(|| end.saturating_sub(o.bytes_from.min(end)));
                 serde_json::json!({
                     "test_id": id,
                     "kind": o.kind.name(),
@@ -80,6 +82,14 @@ impl SharedLog {
     }
 }
 
+/// What a side's `moved` holds until its first progress event.
+pub const NO_PROGRESS: u64 = u64::MAX;
+
+/// A side's `moved` counter, before any progress.
+pub fn no_progress() -> Arc<AtomicU64> {
+    Arc::new(AtomicU64::new(NO_PROGRESS))
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -100,7 +110,10 @@ impl SharedLog {
                 kind,
                 from: Instant::now(),
                 to: None,
-                bytes_from: moved.load(Ordering::Relaxed),
+                bytes_from: match moved.load(Ordering::Relaxed) {
+                    NO_PROGRESS => 0,
+                    b => b,
+                },
                 moved: moved.clone(),
                 bytes_to: 0,
             });
@@ -137,6 +150,11 @@ mod tests {
         assert_eq!(s["tests"][0]["test_id"], 7);
         assert_eq!(s["tests"][0]["kind"], "tcp_rr");
         assert_eq!(s["tests"][0]["bytes"], 1000);
+        // A side that sent no progress moved bytes nobody counted: null.
+        let quiet = no_progress();
+        log.beside(8, Kind::TcpRr, &quiet);
+        let s = log.summary().unwrap();
+        assert!(s["tests"][1]["bytes"].is_null(), "{s}");
         let o = s["overlap_s"].as_f64().unwrap();
         assert!(o >= 0.019 && o <= s["of_s"].as_f64().unwrap(), "{s}");
     }

@@ -884,7 +884,7 @@ impl Agent {
             ))),
             limits: self.limits.clone(),
             local: Default::default(),
-            moved: Default::default(),
+            moved: engine::shared::no_progress(),
             shared: Default::default(),
             sink: Sink {
                 sid,

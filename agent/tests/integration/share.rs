@@ -296,3 +296,115 @@ fn a_full_queue_is_refused_in_one_line_and_a_gone_controller_leaves_it() {
     assert_eq!(ok["type"], "cancelled", "{ok}");
     assert_eq!(c4.request(json!({"type": "ping"}))["type"], "pong");
 }
+
+/// `meshperf run` says what a step shared: a 1 s tcp_rr run while another
+/// controller's tcp_rr runs on the same two agents prints one line per
+/// agent, "shared agent ADDR with 1 other test (tcp_rr) for X of Y s",
+/// and its result file carries `shared` on both sides, with the bytes the
+/// other test moved meanwhile (from its progress, 10 a second).
+#[test]
+fn meshperf_run_says_which_agents_a_step_shared() {
+    let (a, b) = (AgentProc::start_logged(&[]), AgentProc::start(&[]));
+    let mut other = std::process::Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args([
+            "run",
+            "--agent",
+            &format!("http://{}/#token={}", a.addr(), a.token),
+        ])
+        .args([
+            "--agent",
+            &format!("http://{}/#token={}", b.addr(), b.token),
+        ])
+        .args(["--kind", "tcp_rr", "--set", "duration_s=20", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    logged(&a, &["tcp_rr serving started"]);
+    let json = crate::run::tmp("shared-run.json");
+    let o = crate::run::run_ab(
+        &a,
+        &b,
+        &[
+            "--kind",
+            "tcp_rr",
+            "--set",
+            "duration_s=1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+    let err = crate::run::text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for ag in [&a, &b] {
+        let line = format!(
+            "meshperf run: shared agent {} with 1 other test (tcp_rr) for ",
+            ag.addr()
+        );
+        assert!(err.contains(&line), "{line} not in {err}");
+    }
+    let r = meshperf_protocol::result::load(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &r.steps[0];
+    assert_eq!(s.summary["count"], s.summary["peer_count"], "{}", s.summary);
+    for side in [&s.sides.client, &s.sides.server] {
+        let sh = &side.as_ref().unwrap()["shared"];
+        assert_eq!(sh["tests"].as_array().unwrap().len(), 1, "{sh}");
+        assert_eq!(sh["tests"][0]["kind"], "tcp_rr", "{sh}");
+    }
+    // Beside the other test's requester, its bytes; beside its responder
+    // (which sends no progress), unknown.
+    let bytes = |side: &Option<serde_json::Value>| {
+        side.as_ref().unwrap()["shared"]["tests"][0]["bytes"].clone()
+    };
+    assert!(
+        bytes(&s.sides.client).as_u64().unwrap() > 0,
+        "{:?}",
+        s.sides.client
+    );
+    assert!(bytes(&s.sides.server).is_null(), "{:?}", s.sides.server);
+}
+
+/// Ctrl-C while a step waits in an agent's queue: `meshperf run` takes it
+/// out of the queue (the agent's record says so) and ends at once, not at
+/// its turn (the tcp_stream ahead of it runs 20 s).
+#[test]
+fn ctrl_c_while_waiting_leaves_the_queue() {
+    let (a, b) = (AgentProc::start_logged(&[]), AgentProc::start(&[]));
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let p = json!({"duration_s": 20});
+    let prep = ca.request(prepare("tcp_stream", 4600, &p));
+    assert_eq!(prep["type"], "prepared", "{prep}");
+    let st = cb.request(start("tcp_stream", 4600, &p, &prep));
+    assert_eq!(st["type"], "started", "{st}");
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_meshperf"))
+        .args([
+            "run",
+            "--agent",
+            &format!("http://{}/#token={}", a.addr(), a.token),
+        ])
+        .args([
+            "--agent",
+            &format!("http://{}/#token={}", b.addr(), b.token),
+        ])
+        .args(["--kind", "tcp_stream", "--set", "count=10"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    logged(&a, &["tcp_stream serving waits, place 1 in the queue"]);
+    let t0 = Instant::now();
+    // SAFETY: kill(2) on a pid this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGINT) }, 0);
+    let status = run.wait().unwrap();
+    let took = t0.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(took < Duration::from_secs(10), "{took:?}: {err}");
+    assert_ne!(status.code(), Some(0), "{err}");
+    assert!(err.contains("waiting behind 1 test on agent"), "{err}");
+    logged(&a, &["tcp_stream serving left the queue: cancelled"]);
+    let c = ca.request(json!({"type": "cancel", "test_id": 4600}));
+    assert_eq!(c["type"], "cancelled", "{c}");
+}

@@ -46,6 +46,8 @@ export interface DriveHooks {
   started?(): void;
   /** A progress (or other) event moved the step on: its fraction done. */
   progress?(fraction: number): void;
+  /** The step waits in an agent's queue ("waiting behind 2 tests on B, about 12 s"), or no longer (''). */
+  waiting?(text: string): void;
   /** An agent's socket closed after the step ended in failure (it often names the agent that died). */
   lateClose?(agent: Agent): void;
 }
@@ -105,7 +107,10 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
       }
       if (o.request.type === 'start') hooks.started?.();
       asked.then(
-        (reply) => send(d.reply(o.agent, JSON.stringify(reply))),
+        (reply) => {
+          send(d.reply(o.agent, JSON.stringify(reply)));
+          hooks.waiting?.(d.waiting() ?? '');
+        },
         // The driver names the agent before the message: the page's own
         // words about it ("agent D (…) is not connected") drop the name
         // (issue 45, item 19: it was said twice).
@@ -127,6 +132,7 @@ export function driveStep(codec: Codec, step: PlanStep, list: Agent[], server: n
       if (!live) return;
       send(d.event(list.indexOf(a), JSON.stringify(msg)));
       hooks.progress?.(d.progress());
+      if (msg.type === 'queued') hooks.waiting?.(d.waiting() ?? '');
     },
     closed(a) {
       if (live) send(d.closed(list.indexOf(a)));

@@ -22,6 +22,8 @@ class RunState {
   startedAt = $state(0);
   stepStartedAt = $state(0);
   error = $state('');
+  /** The step waits in an agent's queue: where ('' when it does not). */
+  waiting = $state('');
   /** The result so far (a new object at most every 250 ms, and at the end). */
   result = $state.raw<RunResult | null>(null);
 }
@@ -42,8 +44,10 @@ async function runOne(step: PlanStep, codec: Codec): Promise<StepResult> {
   run.progress = 0;
   run.stepStartedAt = performance.now();
   run.phase = 'preparing';
+  run.waiting = '';
   const drive = driveStep(codec, step, pair(), 0, 1, {
     started: () => (run.phase = 'running'),
+    waiting: (text) => (run.waiting = text),
     progress(f) {
       run.progress = f;
       run.overall = (run.step + run.progress) / run.total;
@@ -60,6 +64,7 @@ async function runOne(step: PlanStep, codec: Codec): Promise<StepResult> {
   live = drive;
   const r = await drive.result;
   live = null;
+  run.waiting = '';
   return r;
 }
 
