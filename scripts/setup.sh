@@ -176,6 +176,9 @@ if [ $want_test -eq 1 ]; then
     command -v groff >/dev/null || missing+=(groff-base)
     # agent/tests/integration/stamp.rs: Wireshark's dissector reads our packets.
     command -v tshark >/dev/null || missing+=(tshark)
+    # agent/tests/integration/iperf3.rs: the real iperf3 client and server
+    # against the agent's --iperf3 listener and --json-format iperf3.
+    [ -x /usr/bin/iperf3 ] || missing+=(iperf3)
     # The venv of tests/deploy/validate.sh (Debian splits venv out of python3).
     command -v python3 >/dev/null || missing+=(python3)
     python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
