@@ -102,11 +102,13 @@ fn read_known_kinds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec
 
 impl AgentRef {
     /// How a refusal names the agent: its label and, when known, its
-    /// release ("agent 10.0.0.3:7800 (meshperf 0.1.0)").
+    /// release ("agent 10.0.0.3:7800 (meshperf 0.1.0)"; the page's
+    /// "agent B (10.0.0.3:7800, meshperf 0.1.0)").
     pub fn named(&self) -> String {
-        match &self.version {
-            Some(v) => format!("{} (meshperf {v})", self.label),
-            None => self.label.clone(),
+        match (&self.version, self.label.strip_suffix(')')) {
+            (Some(v), Some(open)) => format!("{open}, meshperf {v})"),
+            (Some(v), None) => format!("{} (meshperf {v})", self.label),
+            (None, _) => self.label.clone(),
         }
     }
 

@@ -114,7 +114,10 @@ pub struct AgentInfo {
     /// before any traffic. Empty from agents before it (a controller then
     /// knows their kinds, and their own refusal names a parameter).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[cfg_attr(feature = "ts", ts(optional))]
+    #[cfg_attr(
+        feature = "ts",
+        ts(as = "Option<BTreeMap<String, Vec<String>>>", optional)
+    )]
     pub accepts: BTreeMap<String, Vec<String>>,
     pub limits: Limits,
     /// Random per agent process (16 hex digits): tells one agent reached
