@@ -102,42 +102,56 @@ fn read_known_kinds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec
 
 impl AgentRef {
     /// How a refusal names the agent: its label and, when known, its
-    /// release ("agent 10.0.0.3:7800 (meshperf 0.1.0)").
+    /// release ("agent 10.0.0.3:7800 (meshperf 0.1.0)"; the page's
+    /// "agent B (10.0.0.3:7800, meshperf 0.1.0)").
     pub fn named(&self) -> String {
-        match &self.version {
-            Some(v) => format!("{} (meshperf {v})", self.label),
-            None => self.label.clone(),
+        match (&self.version, self.label.strip_suffix(')')) {
+            (Some(v), Some(open)) => format!("{open}, meshperf {v})"),
+            (Some(v), None) => format!("{} (meshperf {v})", self.label),
+            (None, _) => self.label.clone(),
         }
     }
 
-    /// Why this agent cannot run `kind` with parameters named `params`, in
-    /// one line naming it, its release and the missing kind or parameter
-    /// (None: it can, or it did not say: an agent before `accepts` refuses
-    /// an unknown parameter itself, naming it).
+    /// Why this agent's release cannot run `kind` with parameters named
+    /// `params`, in one line naming it, its release and the missing kind or
+    /// parameter (None: it can, or it did not say). An agent with `accepts`
+    /// lists every kind its release knows there, and those it runs here in
+    /// `capabilities`: a kind it knows but does not run on its platform
+    /// (unix sockets on Windows) is left to its own refusal, which says why.
+    /// An agent before `accepts` tells only the kinds it runs; it refuses
+    /// an unknown parameter itself, naming it.
     pub fn cannot_run<'a>(
         &self,
         kind: Kind,
         mut params: impl Iterator<Item = &'a String>,
     ) -> Option<String> {
-        if let Some(caps) = &self.capabilities {
-            if !caps.contains(&kind) {
-                let names: Vec<&str> = caps.iter().map(|k| k.name()).collect();
-                // A release that says what it is can be upgraded to one
-                // that runs the kind.
-                let fix = if self.version.is_some() {
-                    ": upgrade it"
-                } else {
-                    ""
-                };
-                return Some(format!(
-                    "{} does not run {} (it runs {}){fix}",
-                    self.named(),
-                    kind.name(),
-                    names.join(", ")
-                ));
+        let Some(known) = self.accepts.as_ref().filter(|a| !a.is_empty()) else {
+            let caps = self.capabilities.as_ref()?;
+            if caps.contains(&kind) {
+                return None;
             }
-        }
-        let takes = self.accepts.as_ref()?.get(kind.name())?;
+            let names: Vec<&str> = caps.iter().map(|k| k.name()).collect();
+            // A release that says what it is can be upgraded to one that
+            // runs the kind.
+            let fix = if self.version.is_some() {
+                ": upgrade it"
+            } else {
+                ""
+            };
+            return Some(format!(
+                "{} does not run {} (it runs {}){fix}",
+                self.named(),
+                kind.name(),
+                names.join(", ")
+            ));
+        };
+        let Some(takes) = known.get(kind.name()) else {
+            return Some(format!(
+                "{} does not run {} (a release before it): upgrade it",
+                self.named(),
+                kind.name()
+            ));
+        };
         let p = params.find(|p| !takes.contains(p))?;
         Some(format!(
             "{} does not take {}'s parameter {p} (a release before it): upgrade it, or leave {p} out",

@@ -199,6 +199,16 @@ pub fn check_agents(agents: &[AgentRef], kind: Kind) -> Result<(), String> {
         if let Some(why) = a.cannot_run(kind, std::iter::empty()) {
             return Err(why);
         }
+        // A kind its release knows and its platform does not run.
+        if let Some(caps) = a.capabilities.as_ref().filter(|c| !c.contains(&kind)) {
+            let names: Vec<&str> = caps.iter().map(|k| k.name()).collect();
+            return Err(format!(
+                "{} does not run {} (it runs {})",
+                a.named(),
+                kind.name(),
+                names.join(", ")
+            ));
+        }
     }
     Ok(())
 }

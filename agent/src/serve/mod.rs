@@ -32,7 +32,7 @@ use crate::sysinfo;
 use anyhow::{bail, Context};
 use control::Agent;
 use meshperf_protocol::msg::AgentInfo;
-use meshperf_protocol::params::Limits;
+use meshperf_protocol::params::{Kind, Limits};
 use meshperf_protocol::PROTOCOL_VERSION;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -445,7 +445,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         cores: sysinfo::cores(),
         kernel: sysinfo::kernel(),
         capabilities: crate::engine::KINDS.to_vec(),
-        accepts: crate::engine::KINDS
+        // Every kind this release knows (those it runs here: capabilities).
+        accepts: Kind::ALL
             .iter()
             .map(|k| {
                 let names = k.params().iter().map(|p| p.name.to_string());

@@ -250,8 +250,11 @@ fn the_websocket_answers_only_to_the_agents_own_names_and_hello_tells_strangers_
     ] {
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         let mut ws = ws_as(stream, &host).unwrap_or_else(|e| panic!("{host}: {e}"));
-        // Before auth: the protocol version and nothing else.
-        assert_eq!(text(&mut ws), json!({"type": "hello", "protocol": 1}));
+        // Before auth: the protocol versions and nothing else.
+        assert_eq!(
+            text(&mut ws),
+            json!({"type": "hello", "protocol": 1, "protocol_max": meshperf_protocol::PROTOCOL_MAX})
+        );
         let ok = {
             ws.send(Message::text(
                 json!({"type": "auth", "id": 1, "token": a.token}).to_string(),

@@ -458,6 +458,22 @@ fn a_step_an_older_agent_cannot_run_is_refused_naming_it_and_its_release() {
     let s = step(Kind::Path, Transport::Tcp, json!({}));
     assert_eq!(
         check_step(&s, 0, 1, &a).unwrap_err(),
+        "agent B (meshperf 0.0.9) does not run path (a release before it): upgrade it"
+    );
+    // A kind its release knows (in accepts) and its platform does not run
+    // (not in capabilities): the agent's own refusal says why.
+    a[1].accepts
+        .as_mut()
+        .unwrap()
+        .insert("unix_stream".into(), vec![]);
+    let u = step(Kind::UnixStream, Transport::Unix, json!({}));
+    assert_eq!(check_step(&u, 1, 1, &a), Ok(()));
+    // Without accepts (a release before it), the kinds it runs are all it
+    // tells.
+    let mut old = a.clone();
+    old[1].accepts = None;
+    assert_eq!(
+        check_step(&s, 0, 1, &old).unwrap_err(),
         "agent B (meshperf 0.0.9) does not run path (it runs tcp_rr, udp_rr): upgrade it"
     );
     let s = step(

@@ -5,8 +5,23 @@
 
 
 import { addressError } from './fragment';
+import { PROTOCOL_MAX, PROTOCOL_VERSION } from '../generated/params';
 
-export const PROTOCOL = 1;
+/**
+ * The control protocol version the page uses with an agent whose hello says
+ * it speaks `lo` to `hi`: the highest both speak, or why there is none in
+ * one line (protocol/src/lib.rs `common_protocol`, the same words).
+ */
+export function commonProtocol(lo: number, hi: number, who: string): number | string {
+  const v = Math.min(PROTOCOL_MAX, hi);
+  if (v >= Math.max(PROTOCOL_VERSION, lo)) return v;
+  const range = (a: number, b: number) => (a === b ? `${a}` : `${a} to ${b}`);
+  const fix =
+    lo > PROTOCOL_MAX
+      ? 'it is newer than this meshperf: upgrade this meshperf (or the page) to one that speaks it'
+      : 'it is older than this meshperf speaks: upgrade the agent';
+  return `${who} speaks protocol ${range(lo, hi)}, this meshperf ${range(PROTOCOL_VERSION, PROTOCOL_MAX)}: ${fix}`;
+}
 
 export type AgentState = 'idle' | 'connecting' | 'ready' | 'auth_failed' | 'error' | 'closed';
 
@@ -45,6 +60,8 @@ export class Agent {
   token = $state('');
   state = $state<AgentState>('idle');
   info = $state.raw<AgentInfo | null>(null);
+  /** The protocol version spoken with this agent (the highest both speak), once its hello came. */
+  protocol = 0;
   error = $state('');
 
   #ws: WebSocket | null = null;
@@ -192,7 +209,7 @@ export class Agent {
     }
     switch (msg.type) {
       case 'hello':
-        return this.#hello(msg.protocol);
+        return this.#hello(msg.protocol, msg.protocol_max);
       case 'auth_ok':
         // The agent describes itself only after the token was accepted.
         this.info = msg.info as AgentInfo;
@@ -217,14 +234,27 @@ export class Agent {
     }
   }
 
-  /** `hello` carries only the protocol version; `info` comes with `auth_ok`. */
-  #hello(protocol: unknown): void {
-    if (protocol !== PROTOCOL) {
-      this.#fail('error', `${this.label} speaks protocol ${protocol}; this page speaks ${PROTOCOL}: use a matching version`);
+  /**
+   * `hello` carries only the protocol versions the agent speaks (`protocol`
+   * the lowest, `protocol_max` the highest; agents before it speak one);
+   * `info` comes with `auth_ok`. The page uses the highest both speak and
+   * says which in `auth`.
+   */
+  #hello(lo: unknown, hi: unknown): void {
+    const top = hi ?? lo;
+    const v =
+      Number.isInteger(lo) && Number.isInteger(top)
+        ? commonProtocol(lo as number, top as number, this.label)
+        : `${this.label} sent a hello without a protocol version`;
+    if (typeof v === 'string') {
+      this.#fail('error', v);
       this.#ws?.close();
       return;
     }
-    this.#ws!.send(JSON.stringify({ type: 'auth', id: this.#nextId++, token: this.token }));
+    this.protocol = v;
+    const auth: Record<string, unknown> = { type: 'auth', id: this.#nextId++, token: this.token };
+    if (hi != null) auth.protocol = v;
+    this.#ws!.send(JSON.stringify(auth));
   }
 }
 

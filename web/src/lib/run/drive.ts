@@ -27,7 +27,9 @@ export const agentRefs = (list: Agent[]): AgentRef[] =>
     host: hostOnly(a.host),
     addresses: a.info?.addresses ?? [],
     limits: a.info?.limits ?? null,
-    ...(a.info ? { capabilities: a.info.capabilities } : {}),
+    ...(a.info ? { capabilities: a.info.capabilities, version: a.info.version } : {}),
+    // Each kind's parameters (agents before it say nothing: they refuse one themselves).
+    ...(a.info?.accepts ? { accepts: a.info.accepts } : {}),
     ...(a.info?.instance ? { instance: a.info.instance } : {}),
     // The step driver refuses more threads than these before Run.
     ...(a.info ? { cores: a.info.cores } : {}),
