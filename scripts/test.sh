@@ -7,8 +7,21 @@
 # The last line is always "N passed, M failed, K skipped" (tests counted
 # over all runners; each skipped test is named on a line before it); the
 # exit status is non-zero when anything failed.
+#
+# --quick (npm run test:quick): the inner loop's tier: set up, build, the
+# web unit tests, cargo test and the e2e specs of QUICK_E2E below; no
+# deploy, platform, fuzz, monitor or network namespace test (docs/testing.md).
 set -euo pipefail
 SCRIPT_NAME=test
+quick=0
+case "${1:-}" in
+    --quick) quick=1 ;;
+    "") ;;
+    *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+# The quick tier's e2e specs: the walking skeleton, the form, a matrix and
+# permalinks: 15 of the 64 e2e tests (Playwright's file filters).
+QUICK_E2E=(skeleton.spec.ts tests/form.spec.ts tests/matrix.spec.ts tests/permalink.spec.ts)
 # The agent every phase runs (e2e, netns, monitor) is built in cargo test's
 # profile, test-release: one build for all (scripts/lib.sh). The release
 # profile's fat-LTO build is the OCI image test's (scripts/release.sh).
@@ -34,6 +47,7 @@ summary() {
     trap - EXIT
     [ $rc -ne 0 ] && [ $failed -eq 0 ] && failed=1   # a phase broke before counting
     log "timings: ${timings[*]:-none} total=$((SECONDS - t_all))s"
+    [ $quick -eq 0 ] || log "quick tier only (scripts/test.sh --quick): the full suite is npm test"
     local name
     for name in "${skips[@]}"; do log "SKIPPED: $name"; done
     for name in "${failures[@]}"; do log "FAILED: $name"; done
@@ -98,6 +112,7 @@ skip() {
 # 0, skipped when it exits 77 (what it could not check is its last line),
 # failed otherwise (124 when `timeout` ended it).
 counted() {
+    [ $quick -eq 0 ] || return 0   # --quick runs none of these
     local rc=0
     phase "$1" timeout "$2" bash "$3" "${@:4}" || rc=$?
     if [ $rc -eq 0 ]; then
@@ -113,6 +128,57 @@ counted() {
         [ -n "$why" ] || why=$(tail -n 3 "$out/$1.log" | cut -c1-400)
         failed=$((failed + 1)); failures+=("$1: ${why//$'\n'/ | }"); log "$1: 1 failed"
     fi
+}
+
+# side_by_side JOBS NAME SECONDS SCRIPT [ARGS...] [-- NAME SECONDS SCRIPT
+# [ARGS...]]...: `counted` for each, JOBS at a time, for tests that each keep
+# one CPU busy and wait on nothing (a second core halves their wall time,
+# not their CPU time) and share no file, name or port. Each runs in a
+# subshell, its output kept in target/test-logs/NAME.side; those are shown,
+# and their counts, names and timings added, in the order given.
+side_by_side() {
+    local jobs=$1 name line p f s
+    shift
+    local -a spec=() names=() pids=() running=()
+    while [ $# -gt 0 ]; do
+        spec=()
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do spec+=("$1"); shift; done
+        [ $# -eq 0 ] || shift
+        while :; do
+            running=()
+            for p in "${pids[@]}"; do ! kill -0 "$p" 2>/dev/null || running+=("$p"); done
+            [ ${#running[@]} -ge "$jobs" ] || break
+            wait -n "${running[@]}" || true
+        done
+        names+=("${spec[0]}")
+        rm -f "$out/${spec[0]}.counts"
+        (
+            passed=0 failed=0 skipped=0 failures=() skips=() timings=()
+            counted "${spec[@]}"
+            {
+                echo "$passed $failed $skipped"
+                for line in "${failures[@]}"; do echo "F$line"; done
+                for line in "${skips[@]}"; do echo "S$line"; done
+                for line in "${timings[@]}"; do echo "T$line"; done
+            } >"$out/${spec[0]}.counts"
+        ) >"$out/${spec[0]}.side" 2>&1 &
+        pids+=($!)
+    done
+    wait "${pids[@]}" || true
+    for name in "${names[@]}"; do
+        cat "$out/$name.side"
+        if ! read -r p f s <"$out/$name.counts" 2>/dev/null; then
+            failed=$((failed + 1)); failures+=("$name (its subshell left no counts)"); continue
+        fi
+        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+        while IFS= read -r line; do
+            case "$line" in
+                F*) failures+=("${line#F}") ;;
+                S*) skips+=("${line#S}") ;;
+                T*) timings+=("${line#T}") ;;
+            esac
+        done < <(tail -n +2 "$out/$name.counts")
+    done
 }
 
 # deploy/: the Kubernetes manifests against the API schemas of a current
@@ -141,7 +207,7 @@ static_build() {
     fi
     cargo build -q --profile "$MESHPERF_STATIC_PROFILE" -p meshperf-agent "${targets[@]}"
 }
-phase static-build static_build || log "static-build failed: the tests that need a static binary say so"
+[ $quick -eq 1 ] || phase static-build static_build || log "static-build failed: the tests that need a static binary say so"
 counted platforms-docs 300 "$ROOT/tests/platforms/docs.sh"
 counted platforms-arm64 900 "$ROOT/tests/platforms/arm64.sh"
 counted platforms-deb 300 "$ROOT/tests/platforms/deb.sh"
@@ -206,11 +272,16 @@ log "cargo test: $p passed, $f failed"
 # background beside the arm64 and the release builds, the three took 580 s
 # on these 2 vCPUs against about 450 s one after the other). Without the
 # toolchain the targets did not run: that is counted as a failure, not a pass.
-if [ -x "$CARGO_FUZZ_BIN" ] && rustup run "$FUZZ_TOOLCHAIN" rustc --version >/dev/null 2>&1; then
+if [ $quick -eq 1 ]; then
+    :   # no fuzz test in the quick tier
+elif [ -x "$CARGO_FUZZ_BIN" ] && rustup run "$FUZZ_TOOLCHAIN" rustc --version >/dev/null 2>&1; then
     if phase fuzz-build bash "$ROOT/scripts/fuzz.sh" build; then
+        # Two at a time: each check is one single-threaded libFuzzer process.
+        fuzz_checks=()
         for t in $(bash "$ROOT/scripts/fuzz.sh" list); do
-            counted "fuzz-$t" 120 "$ROOT/scripts/fuzz.sh" check "$t"
+            fuzz_checks+=(-- "fuzz-$t" 120 "$ROOT/scripts/fuzz.sh" check "$t")
         done
+        side_by_side 2 "${fuzz_checks[@]:1}"
     else
         failed=$((failed + 1)); failures+=("fuzz-build"); log "fuzz-build: 1 failed"
     fi
@@ -223,7 +294,9 @@ fi
 report="$out/playwright.json"
 rm -f "$report"
 rc=0
-PLAYWRIGHT_JSON_OUTPUT_NAME="$report" phase e2e npm test -w e2e -- --reporter=list,json || rc=$?
+e2e_only=()
+[ $quick -eq 0 ] || e2e_only=("${QUICK_E2E[@]}")
+PLAYWRIGHT_JSON_OUTPUT_NAME="$report" phase e2e npm test -w e2e -- --reporter=list,json "${e2e_only[@]}" || rc=$?
 if [ -f "$report" ]; then
     read -r p f < <(node -e '
         const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).stats;
@@ -245,6 +318,7 @@ fi
 passed=$((passed + p)); failed=$((failed + f))
 if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); failures+=("e2e (no report, or crashed)"); fi
 log "e2e: $p passed, $f failed"
+[ $quick -eq 0 ] || exit 0   # the quick tier ends here
 
 # A real Prometheus (Debian's, which setup installs) scrapes `meshperf
 # monitor` over three agents on loopback; PromQL through its HTTP API finds
