@@ -25,16 +25,21 @@
 //! other; `serve` and `monitor` use `endpoint`; `engine`, `ctl` and
 //! `endpoint` use no command.
 
+#[cfg(feature = "full")]
 pub mod cli;
+#[cfg(feature = "full")]
 pub mod ctl;
 pub mod dns;
 pub mod endpoint;
 pub mod engine;
+#[cfg(feature = "full")]
 pub mod flags;
 pub mod iperf3;
 pub mod log;
+#[cfg(feature = "full")]
 pub mod monitor;
 pub mod platform;
+#[cfg(feature = "full")]
 pub mod run;
 pub mod serve;
 pub mod sysinfo;

@@ -149,6 +149,8 @@ fuzz_target!(|data: &[u8]| {
             max_count: 1000,
             max_flows: 8,
             max_udp_bits_per_second: Some(1e8),
+            max_tests: 2,
+            max_queue: 1,
         },
     ];
     if let Ok(req) = serde_json::from_str::<Request>(text) {

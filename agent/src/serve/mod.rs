@@ -26,19 +26,32 @@ pub mod replay;
 pub mod server;
 pub mod tls;
 
+#[cfg(feature = "full")]
 use crate::endpoint;
+#[cfg(feature = "full")]
 use crate::flags::{AllowHost, FlagText, Listen, MaxResolve, TokenFile};
+#[cfg(feature = "full")]
 use crate::sysinfo;
+#[cfg(feature = "full")]
 use anyhow::{bail, Context};
+#[cfg(feature = "full")]
 use control::Agent;
+#[cfg(feature = "full")]
 use meshperf_protocol::msg::AgentInfo;
+#[cfg(feature = "full")]
 use meshperf_protocol::params::{Kind, Limits};
+#[cfg(feature = "full")]
 use meshperf_protocol::PROTOCOL_VERSION;
+#[cfg(feature = "full")]
 use std::io::Write;
+#[cfg(feature = "full")]
 use std::net::{IpAddr, SocketAddr};
+#[cfg(feature = "full")]
 use std::process::ExitCode;
+#[cfg(feature = "full")]
 use std::time::Duration;
 
+#[cfg(feature = "full")]
 #[derive(clap::Args)]
 #[command(
     flag("token_file", |a| a
@@ -174,6 +187,7 @@ pub struct AgentArgs {
 }
 
 /// `5201-5210` or `5201`.
+#[cfg(feature = "full")]
 fn port_range(s: &str) -> Result<(u16, u16), String> {
     let port = |p: &str| match p.trim().parse::<u16>() {
         Ok(n) if n > 0 => Ok(n),
@@ -189,14 +203,17 @@ fn port_range(s: &str) -> Result<(u16, u16), String> {
     Ok((lo, hi))
 }
 
+#[cfg(feature = "full")]
 /// One `--allow-target` value: its ranges.
 #[derive(Clone)]
 struct AllowTarget(Vec<crate::engine::target::Net>);
 
+#[cfg(feature = "full")]
 fn allow_target_arg(s: &str) -> Result<AllowTarget, String> {
     crate::engine::target::parse_list(s).map(AllowTarget)
 }
 
+#[cfg(feature = "full")]
 /// `--stamp`: a port (on the agent's listen address) or an address and port.
 #[derive(Clone, Copy)]
 enum StampAddr {
@@ -204,6 +221,7 @@ enum StampAddr {
     At(SocketAddr),
 }
 
+#[cfg(feature = "full")]
 fn stamp_addr(s: &str) -> Result<StampAddr, String> {
     match s.parse::<u16>() {
         Ok(p) => Ok(StampAddr::Port(p)),
@@ -214,6 +232,7 @@ fn stamp_addr(s: &str) -> Result<StampAddr, String> {
     }
 }
 
+#[cfg(feature = "full")]
 /// Starts the `--stamp` reflector.
 fn spawn_stamp(a: &AgentArgs, agent: &Agent, listen_ip: IpAddr) -> anyhow::Result<()> {
     let Some(at) = a.stamp else {
@@ -249,6 +268,7 @@ fn spawn_stamp(a: &AgentArgs, agent: &Agent, listen_ip: IpAddr) -> anyhow::Resul
     }
 }
 
+#[cfg(feature = "full")]
 fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
@@ -257,6 +277,7 @@ fn positive(s: &str) -> Result<f64, String> {
 }
 
 /// Seconds of a connection deadline: positive, at most a day.
+#[cfg(feature = "full")]
 fn timeout_arg(s: &str) -> Result<f64, String> {
     match positive(s)? {
         v if v <= 86400.0 => Ok(v),
@@ -265,6 +286,7 @@ fn timeout_arg(s: &str) -> Result<f64, String> {
 }
 
 /// `n[k|M|G]` with the given base for the suffixes.
+#[cfg(feature = "full")]
 fn suffixed(s: &str, base: f64) -> Result<f64, String> {
     let (num, mult) = match s.char_indices().last() {
         Some((i, 'k' | 'K')) => (&s[..i], base),
@@ -275,14 +297,17 @@ fn suffixed(s: &str, base: f64) -> Result<f64, String> {
     positive(num).map(|v| v * mult)
 }
 
+#[cfg(feature = "full")]
 fn bytes_arg(s: &str) -> Result<u64, String> {
     suffixed(s, 1024.0).map(|v| v as u64)
 }
 
+#[cfg(feature = "full")]
 fn rate_arg(s: &str) -> Result<f64, String> {
     suffixed(s, 1000.0)
 }
 
+#[cfg(feature = "full")]
 fn random_token() -> String {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).expect("the OS random source works");
@@ -290,10 +315,12 @@ fn random_token() -> String {
 }
 
 /// Tokens shorter than this are refused unless the agent listens on loopback.
+#[cfg(feature = "full")]
 const MIN_TOKEN: usize = 16;
 
 /// The address the ready URL shows for an agent bound to any address: the
 /// first non-loopback IPv4 one, else 127.0.0.1; `None` when bound to one.
+#[cfg(feature = "full")]
 fn shown_ip(bound: IpAddr) -> Option<IpAddr> {
     bound.is_unspecified().then(|| {
         sysinfo::addresses()
@@ -307,6 +334,7 @@ fn shown_ip(bound: IpAddr) -> Option<IpAddr> {
 /// The URL of the ready line: with `#token=` only for a token the agent
 /// made (`token`), else followed by where the token is (`source`, which
 /// holds no colon: scripts take the port from the last one); `fp=` with TLS.
+#[cfg(feature = "full")]
 fn ready_url(host: SocketAddr, token: Option<&str>, fp: Option<&str>, source: &str) -> String {
     let scheme = if fp.is_some() { "https" } else { "http" };
     let frag: Vec<String> = token
@@ -328,6 +356,7 @@ fn ready_url(host: SocketAddr, token: Option<&str>, fp: Option<&str>, source: &s
 /// and where a given one came from, for the ready line (which shows only a
 /// token the agent made: a given one is the operator's secret, and stdout is
 /// often a log others read, e.g. `kubectl logs`). A weak token is refused.
+#[cfg(feature = "full")]
 fn token_of(a: &AgentArgs) -> anyhow::Result<(String, bool, String)> {
     let (given, source) = match &a.token_file.token_file {
         Some(path) => (
@@ -380,6 +409,7 @@ fn token_of(a: &AgentArgs) -> anyhow::Result<(String, bool, String)> {
 }
 
 /// The agent's own `--metrics` endpoint (/metrics, /healthz) on its thread.
+#[cfg(feature = "full")]
 fn spawn_metrics(
     at: SocketAddr,
     allow_host: &AllowHost,
@@ -402,6 +432,7 @@ fn spawn_metrics(
     Ok(())
 }
 
+#[cfg(feature = "full")]
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     crate::log::set_quiet(a.quiet);
     // The CPUs this agent may use, and that this thread is the control
@@ -524,6 +555,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
 
 /// The limits `hello` announces, from their flags (the rows of
 /// `meshperf_protocol::params::LIMITS` name them; a test below checks each).
+#[cfg(feature = "full")]
 fn limits_of(a: &AgentArgs) -> Limits {
     Limits {
         max_duration_s: a.max_duration,
@@ -537,7 +569,7 @@ fn limits_of(a: &AgentArgs) -> Limits {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "full"))]
 mod limit_flags {
     use super::*;
     use clap::Parser;
