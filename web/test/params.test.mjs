@@ -42,6 +42,7 @@ const PAGE = {
   unix_rr: [...RR, 'sndbuf', 'rcvbuf', 'interval_ms'],
   latency_under_load: ['idle_s', 'download_s', 'upload_s', 'both_s', 'gap_s', 'streams', 'msg_bytes', 'probe_ms', 'probe_bytes', 'clocks', 'interval_ms', 'client_bind', 'server_bind'],
   path: ['max_hops', 'probes', 'wait_ms', 'first_ttl', 'mtu', 'dscp', 'ecn', 'marks_count', 'names', 'client_bind', 'server_bind'],
+  stamp: ['target', 'count', 'duration_s', 'wait_us', 'timeout_ms', 'pkt_bytes', 'auth', 'tos', 'precedence', 'cos', 'clock', 'ssid'],
 };
 
 test('every kind the agent has is on the page, with every parameter its parser reads', () => {

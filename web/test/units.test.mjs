@@ -73,10 +73,10 @@ test('agent text shows a number\'s "us" as µs, and leaves names, words and keys
 });
 
 test("an agent's limits are said from the protocol's table, each in its unit, an absent cap left out", () => {
-  const limits = { max_msg_bytes: 64 << 20, max_duration_s: 60, max_bytes: 64 * 1024 ** 3, max_streams: 64, max_count: 1e7, max_flows: 1024 };
+  const limits = { max_msg_bytes: 64 << 20, max_duration_s: 60, max_bytes: 64 * 1024 ** 3, max_streams: 64, max_count: 1e7, max_flows: 1024, max_tests: 4, max_queue: 16 };
   assert.equal(
     limitsText({ ...limits, max_udp_bits_per_second: 5e7 }),
-    'message size ≤ 64 MiB, test length ≤ 60 s, bytes per test ≤ 64 GiB, ≤ 64 streams, ≤ 10,000,000 messages, ≤ 1,024 flows, UDP rate ≤ 50 Mbit/s',
+    'message size ≤ 64 MiB, test length ≤ 60 s, bytes per test ≤ 64 GiB, ≤ 64 streams, ≤ 10,000,000 messages, ≤ 1,024 flows, UDP rate ≤ 50 Mbit/s, ≤ 4 tests at once, ≤ 16 tests waiting',
   );
   assert.equal(limitsText(limits).split(', ').length, LIMITS.length - 1);
   // Rates read with the same SI prefixes (protocol/src/units.rs).
