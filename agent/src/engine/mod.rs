@@ -147,6 +147,9 @@ const ENGINES: &[Engine] = &[
         prepare: udp::prepare::<path::Path>,
         start: udp::start::<path::Path>,
     },
+    // Portable sockets, but run and checked against real reflectors on
+    // Linux only (tests/netns/stamp.sh, stamp.rs): elsewhere refused.
+    #[cfg(target_os = "linux")]
     Engine {
         kind: Kind::Stamp,
         prepare: stamp::prepare,
@@ -177,6 +180,7 @@ pub fn unavailable(kind: Kind) -> Option<String> {
         Kind::UnixStream | Kind::UnixRr => "unix sockets",
         Kind::TcpCrr => "non-blocking connects in its event loop",
         Kind::Path => "raw ICMP probing",
+        Kind::Stamp => "the STAMP sender, checked on Linux only",
         _ => "its engine",
     };
     Some(crate::platform::needs_linux(kind.name(), why))
