@@ -7,6 +7,10 @@
 // pair's last value and baseline, the points drawn. Prometheus allows only
 // agent A's origin (`--web.cors.origin`): the page from agent B's origin is
 // told so in one line, and an address where nothing listens is told apart.
+// The fleet heatmap at a chosen time (instant queries): a pair's deviation
+// from its baseline is Prometheus's own answer at that time, value over
+// baseline; a pair no monitor measures (A and C: one monitor measures A and
+// B, another B and C) is a blank cell, said.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -47,6 +51,14 @@ function printed(proc: ChildProcess, re: RegExp, what: string): Promise<string> 
   });
 }
 
+type Vector = { status: string; data: { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] } };
+
+async function queryAt(prom: string, query: string, time: number): Promise<Vector> {
+  const r = await fetch(`${prom}/api/v1/query?${new URLSearchParams({ query, time: String(time) })}`);
+  if (!r.ok) throw new Error(`${r.status} ${await r.text()}`);
+  return (await r.json()) as Vector;
+}
+
 type Range = { status: string; data: { resultType: string; result: { metric: Record<string, string>; values: [number, string][] }[] } };
 
 async function queryRange(prom: string, query: string, start: number, end: number, step: number): Promise<Range> {
@@ -67,19 +79,23 @@ test('each pair\'s history from a real Prometheus that scraped a real monitor, w
   const procs: ChildProcess[] = [];
   const agents: Agent[] = [];
   try {
-    agents.push(await startAgent('A'), await startAgent('B'));
-    const [a, b] = agents;
-    const mon = spawn(
-      AGENT_BIN,
-      ['monitor', ...agents.flatMap((x) => ['--agent', `${x.origin}/#token=${x.token}`]), '--kind', 'tcp_rr', '--set', 'count=50', '--every', '1s', '--jitter', '0s', '--listen', '127.0.0.1:0'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    procs.push(mon);
-    const target = await printed(mon, /metrics on http:\/\/([^/\s]+)\/metrics/, 'meshperf monitor');
+    agents.push(await startAgent('A'), await startAgent('B'), await startAgent('C'));
+    const [a, b, c] = agents;
+    // One monitor measures A and B, another B and C: nothing measures A and C.
+    const targets: string[] = [];
+    for (const two of [[a, b], [b, c]]) {
+      const mon = spawn(
+        AGENT_BIN,
+        ['monitor', ...two.flatMap((x) => ['--agent', `${x.origin}/#token=${x.token}`]), '--kind', 'tcp_rr', '--set', 'count=50', '--every', '1s', '--jitter', '0s', '--listen', '127.0.0.1:0'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      procs.push(mon);
+      targets.push(await printed(mon, /metrics on http:\/\/([^/\s]+)\/metrics/, 'meshperf monitor'));
+    }
     const port = await freePort();
     writeFileSync(
       join(dir, 'prometheus.yml'),
-      `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: meshperf\n    static_configs:\n      - targets: ['${target}']\n`,
+      `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: meshperf\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]\n`,
     );
     // Only agent A's page may read the API (a fully anchored regex).
     const allowed = a.origin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -90,25 +106,26 @@ test('each pair\'s history from a real Prometheus that scraped a real monitor, w
     );
     procs.push(prom);
     const promUrl = `http://127.0.0.1:${port}`;
-    // Both ordered pairs, each with 3 or more points of the last minute.
+    // The four ordered pairs measured, each with 15 or more points of the last minute (the heatmap below is asked 10 s before the end).
     const rtt = 'max by (src, dst) (meshperf_pair_rtt_seconds{quantile="0.99"})';
     await expect
       .poll(
         async () => {
           const end = Math.floor(Date.now() / 1000);
           const r = await queryRange(promUrl, rtt, end - 60, end, 1).catch(() => null);
-          return r ? r.data.result.filter((s) => s.values.length >= 3).length : -1;
+          return r ? r.data.result.filter((s) => s.values.length >= 15).length : -1;
         },
-        { timeout: 60_000, intervals: [1000] },
+        { timeout: 90_000, intervals: [1000] },
       )
-      .toBe(2);
+      .toBe(4);
 
     await page.goto(`${a.origin}/#prometheus=${promUrl}`);
     const view = page.getByTestId('history');
     const rows = view.getByTestId('history-pair');
-    await expect(rows).toHaveCount(2);
+    await expect(rows).toHaveCount(4);
     await expect(view).not.toHaveAttribute('data-busy', '1');
-    const pairs = new Set([`${a.host}:${a.port}>${b.host}:${b.port}`, `${b.host}:${b.port}>${a.host}:${a.port}`]);
+    const name = (x: Agent) => `${x.host}:${x.port}`;
+    const pairs = new Set([`${name(a)}>${name(b)}`, `${name(b)}>${name(a)}`, `${name(b)}>${name(c)}`, `${name(c)}>${name(b)}`]);
     const shown = new Set(await rows.evaluateAll((els) => els.map((e) => `${e.getAttribute('data-src')}>${e.getAttribute('data-dst')}`)));
     expect(shown).toEqual(pairs);
     // The same query as the page made, asked of Prometheus here: the same figures.
@@ -133,10 +150,49 @@ test('each pair\'s history from a real Prometheus that scraped a real monitor, w
       await expect(plot.locator('canvas')).toHaveCount(1);
       await expect(plot.locator('.u-legend')).toContainText('baseline (7-day median)');
     }
+
+    // The fleet at a chosen time: 10 s before the end, on the slider.
+    const fleet = view.getByTestId('history-fleet');
+    await expect(fleet).toHaveAttribute('data-time', String(end));
+    const time = end - 10;
+    await view.getByTestId('history-time').fill(String(time));
+    await expect(fleet).toHaveAttribute('data-time', String(time));
+    await expect(fleet).not.toHaveAttribute('data-busy', '1');
+    const heat = fleet.getByTestId('history-heatmap');
+    await expect(heat).toHaveAttribute('data-n', '3');
+    // Prometheus's own answers to the same instant queries.
+    const vals = await queryAt(promUrl, rtt, time);
+    const bases = await queryAt(promUrl, (await view.getAttribute('data-baseline'))!, time);
+    expect(vals.data.result).toHaveLength(4);
+    const names = [name(a), name(b), name(c)].sort();
+    const cell = (src: string, dst: string) => heat.locator(`[data-testid="cell"][data-row="${names.indexOf(src)}"][data-col="${names.indexOf(dst)}"]`);
+    for (const s of vals.data.result) {
+      const v = Number(s.value[1]);
+      const n = Number(bases.data.result.find((x) => x.metric.src === s.metric.src && x.metric.dst === s.metric.dst)!.value[1]);
+      expect(v).toBeGreaterThan(0);
+      expect(n).toBeGreaterThan(0);
+      const it = cell(s.metric.src, s.metric.dst);
+      await expect(it).toHaveAttribute('data-state', 'done');
+      await expect(it).toHaveAttribute('data-value', String(v / n));
+      await expect(it).toHaveAttribute('data-b', String(v));
+      await expect(it).toHaveAttribute('data-a', String(n));
+      // RTT: above its baseline is worse, below better.
+      await expect(it).toHaveAttribute('aria-label', new RegExp(`: ×[0-9.]+ \\(${v > n ? 'worse' : v < n ? 'better' : 'as baseline'}\\)`));
+    }
+    // A and C: no series in Prometheus, a blank cell that says so.
+    for (const [src, dst] of [[name(a), name(c)], [name(c), name(a)]]) {
+      expect(vals.data.result.find((x) => x.metric.src === src && x.metric.dst === dst)).toBeUndefined();
+      const it = cell(src, dst);
+      await expect(it).toHaveAttribute('data-state', 'none');
+      await expect(it).toHaveAttribute('data-value', '');
+      await expect(it).toHaveAttribute('aria-label', /: blank, no series at that time$/);
+    }
+    await expect(fleet.getByTestId('history-heatmap-legend')).toContainText('blank: no series at that time');
+
     // The day: another step, the same pairs.
     await view.getByTestId('history-span-day').click();
     await expect(view).toHaveAttribute('data-step', '240');
-    await expect(rows).toHaveCount(2);
+    await expect(rows).toHaveCount(4);
     // A figure tcp_rr has none of: said, not an empty view.
     await view.getByTestId('history-figure').selectOption('throughput');
     await expect(view.getByTestId('history-error')).toContainText('has no throughput series of meshperf pairs in the last day');

@@ -5,6 +5,8 @@
 // read its answers (CORS, `--web.cors.origin`; docs/deploy.md "History").
 // Every failure is one line saying what to do.
 
+import { fmt } from '../units';
+
 /** A figure of a pair over time: its query and how the page names it. */
 export interface HistoryFigure {
   id: 'throughput' | 'rtt' | 'loss';
@@ -95,10 +97,38 @@ export function prometheusBase(url: string): string {
  */
 export async function queryRange(base: string, query: string, start: number, end: number, step: number): Promise<PairSeries[]> {
   const q = new URLSearchParams({ query, start: String(start), end: String(end), step: String(step) });
-  const url = `${base}/api/v1/query_range?${q}`;
+  return pairsOf(await ask(base, `query_range?${q}`), `Prometheus's answer from ${base}`);
+}
+
+/** `query` at the instant `time` (unix seconds, `/api/v1/query`): each pair's value then; failures as queryRange's. */
+export async function queryAt(base: string, query: string, time: number): Promise<Map<string, number>> {
+  const q = new URLSearchParams({ query, time: String(time) });
+  return pairsAt(await ask(base, `query?${q}`), `Prometheus's answer from ${base}`);
+}
+
+/** A pair's key in the maps here: sending agent, then receiving agent. */
+export const pairKey = (src: string, dst: string): string => `${src}\u0000${dst}`;
+
+/** A Prometheus instant answer, checked: every sample a pair's; pairKey to value. */
+export function pairsAt(body: unknown, what: string): Map<string, number> {
+  const b = body as { status?: string; data?: { resultType?: string; result?: unknown } } | null;
+  if (!b || b.status !== 'success' || b.data?.resultType !== 'vector' || !Array.isArray(b.data.result))
+    throw new Error(`${what} is not a vector of samples (${JSON.stringify(body).slice(0, 120)}): is that address Prometheus's?`);
+  const out = new Map<string, number>();
+  for (const s of b.data.result as { metric?: Record<string, string>; value?: [number, string] }[]) {
+    const m = s.metric ?? {};
+    if (typeof m.src !== 'string' || typeof m.dst !== 'string' || !Array.isArray(s.value))
+      throw new Error(`${what} has a sample that is not a pair's (labels ${JSON.stringify(m).slice(0, 120)}, no src and dst): does that Prometheus scrape a meshperf monitor?`);
+    out.set(pairKey(m.src, m.dst), Number(s.value[1]));
+  }
+  return out;
+}
+
+/** Asks Prometheus's HTTP API (`path` after /api/v1/) and reads its JSON; each failure one line. */
+async function ask(base: string, path: string): Promise<unknown> {
   let r: Response;
   try {
-    r = await fetch(url, { signal: AbortSignal.timeout(15000) });
+    r = await fetch(`${base}/api/v1/${path}`, { signal: AbortSignal.timeout(15000) });
   } catch (e) {
     throw new Error(await whyNot(base, e as Error));
   }
@@ -112,7 +142,52 @@ export async function queryRange(base: string, query: string, start: number, end
     const err = (body as { error?: string } | null)?.error;
     throw new Error(`Prometheus at ${base} refused the query (${r.status}${err ? `: ${err}` : ''})`);
   }
-  return pairsOf(body, `Prometheus's answer from ${base}`);
+  return body;
+}
+
+/**
+ * A pair's deviation from its own baseline (the fleet heatmap at a past
+ * time): value / baseline for throughput and RTT, value - baseline for loss
+ * (a ratio; its baseline is often 0). Null where either is missing, or a
+ * ratio's baseline is not above 0.
+ */
+export function deviation(f: HistoryFigure, value: number | undefined, baseline: number | undefined): number | null {
+  if (value == null || baseline == null || !Number.isFinite(value) || !Number.isFinite(baseline)) return null;
+  if (f.id === 'loss') return value - baseline;
+  return baseline > 0 ? value / baseline : null;
+}
+
+/**
+ * How much worse than its baseline a deviation is, signed (0: as the
+ * baseline, above 0: worse, below: better): ln of the ratio, turned for
+ * throughput (lower is worse); for loss, the difference itself.
+ */
+export function worseness(f: HistoryFigure, d: number): number {
+  if (f.id === 'loss') return d;
+  const l = Math.log(d > 0 ? d : Number.MIN_VALUE);
+  return f.higherIsWorse ? l : -l;
+}
+
+/**
+ * The half-width of the heatmap's scale in worseness: the largest among
+ * `ds`, at least ln 1.1 for a ratio (a few per cent of noise stays near
+ * neutral) or 1 percentage point of loss.
+ */
+export function deviationSpan(f: HistoryFigure, ds: number[]): number {
+  let span = f.id === 'loss' ? 0.01 : Math.log(1.1);
+  for (const d of ds) if (Number.isFinite(d)) span = Math.max(span, Math.abs(worseness(f, d)));
+  return span;
+}
+
+/** Where deviation `d` sits on the diverging scale (colour.ts ratioColourAt): 0.5 as its baseline, towards 1 (red) worse, towards 0 (blue) better. */
+export const deviationPosition = (f: HistoryFigure, d: number, span: number): number => Math.min(1, Math.max(0, 0.5 + worseness(f, d) / (2 * span)));
+
+/** A deviation in words: `×1.52 (worse)`, `+0.3 pp (worse)`, `×1.00 (as baseline)`. */
+export function deviationText(f: HistoryFigure, d: number, digits = 3): string {
+  const w = worseness(f, d);
+  const word = w > 0 ? 'worse' : w < 0 ? 'better' : 'as baseline';
+  const n = f.id === 'loss' ? `${d >= 0 ? '+' : '−'}${fmt(Math.abs(d) * 100, digits)} pp` : `×${fmt(d, digits)}`;
+  return `${n} (${word})`;
 }
 
 /** Why a fetch from Prometheus failed: nothing answered, or it answered but not to this origin. */
