@@ -12,8 +12,8 @@ mod fixed_keys;
 use libfuzzer_sys::fuzz_target;
 use meshperf_protocol::msg::{Event, Request};
 use meshperf_protocol::params::{
-    CrrParams, Kind, Limits, LulParams, PathParams, RrParams, StreamParams, UdpRrParams,
-    UdpStreamParams,
+    CrrParams, Kind, Limits, LulParams, PathParams, RrParams, StampParams, StreamParams,
+    UdpRrParams, UdpStreamParams,
     MIN_PACED_MESSAGES, UDP_MAX_PAYLOAD, UDP_MIN_LEN,
 };
 use serde::de::DeserializeOwned;
@@ -124,6 +124,22 @@ fn check_params(kind: Kind, params: &Value, l: &Limits) {
                 "{p:?}"
             );
             assert!(p.streams <= l.max_streams, "{p:?}");
+        }),
+        Kind::Stamp => StampParams::parse(params, l).map(|p| {
+            assert!(p.count.is_some() != p.duration_s.is_some(), "{p:?}");
+            assert!(p.count.is_none_or(|c| c <= l.max_count), "{p:?}");
+            assert!(within_time(p.duration_s), "{p:?}");
+            // A base packet (44 bytes, 112 authenticated) up to 9000.
+            let base = if p.auth { 112 } else { 44 };
+            assert!((base..=9000).contains(&p.pkt_bytes), "{p:?}");
+            assert!(!(p.cos && p.auth), "{p:?}");
+            assert!(!p.host.is_empty(), "{p:?}");
+            if let Some(c) = p.count {
+                assert!(
+                    c as u128 * p.pkt_bytes as u128 * 2 <= l.max_bytes as u128,
+                    "{p:?}"
+                );
+            }
         }),
         Kind::Path => PathParams::parse(params, l).map(|p| {
             assert!((1..=64).contains(&p.first_ttl) && p.first_ttl <= p.max_hops, "{p:?}");
