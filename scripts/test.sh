@@ -121,10 +121,10 @@ counted() {
         skip "$1" "$(tail -n 1 "$out/$1.log")"
     else
         [ $rc -ne 124 ] || log "$1: ran past its $2 s and was stopped"
-        # The reason (a script's "FAILED: ..." line, else its last lines) is
+        # The reason (a script's last "FAILED"/Error lines, else its last lines) is
         # repeated in the summary: CI keeps only the run's tail.
         local why
-        why=$(grep -m3 'FAILED\|Error\|error:' "$out/$1.log" | cut -c1-400) || true
+        why=$(grep 'FAILED\|Error\|error:' "$out/$1.log" | tail -n 3 | cut -c1-400) || true
         [ -n "$why" ] || why=$(tail -n 3 "$out/$1.log" | cut -c1-400)
         failed=$((failed + 1)); failures+=("$1: ${why//$'\n'/ | }"); log "$1: 1 failed"
     fi
