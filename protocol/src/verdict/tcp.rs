@@ -155,7 +155,6 @@ pub fn way(sender: &Value, receiver: Option<&Value>) -> Option<TcpVerdict> {
         }
     }
     let srtt = t.srtt_us.filter(|&r| r > 0.0);
-    let cpu = |side: &Value| CpuSummary::of(side).map(|c| c.percent);
     let asked = sender["rate"].as_f64();
     let got = sender["sent_bytes"]
         .as_f64()
@@ -176,109 +175,10 @@ pub fn way(sender: &Value, receiver: Option<&Value>) -> Option<TcpVerdict> {
         }
     }
     let sentence = match i {
-        0 => {
-            let mut parts = vec![match t.cwnd {
-                Some(c) => format!("the congestion window ({c:.0} segments)"),
-                None => "the congestion window".to_string(),
-            }];
-            if let (Some(sent), Some(re)) = (t.bytes_sent, t.bytes_retrans) {
-                if sent > 0 {
-                    parts.push(format!(
-                        "{} of bytes retransmitted",
-                        retrans_pct(re as f64 / sent as f64)
-                    ));
-                }
-            }
-            if let (Some(r), Some(m)) = (srtt, t.min_rtt_us) {
-                let queue = r > QUEUE_RATIO * m && r - m >= QUEUE_MIN_MS * 1e3;
-                parts.push(format!(
-                    "round trip {} ms against {} ms idle{}",
-                    ms(r),
-                    ms(m),
-                    if queue { " (a queue)" } else { "" }
-                ));
-            }
-            format!(
-                "limited by the network {} of the time: {}",
-                pct(share),
-                parts.join(", ")
-            )
-        }
-        1 => {
-            let rcvbuf = receiver.and_then(|r| r["rcvbuf_actual"].as_f64());
-            let asked = receiver.is_some_and(|r| r["rcvbuf_requested"].is_u64());
-            let window = t.snd_wnd_max.map(|w| w as f64).or_else(|| {
-                receiver
-                    .and_then(TcpInfoSummary::of)
-                    .and_then(|r| r.rcv_wnd_max)
-                    .map(|w| w as f64)
-            });
-            let mut s = format!(
-                "limited by the receiver's window {} of the time",
-                pct(share)
-            );
-            let buf = rcvbuf.map_or(String::new(), |b| format!("rcvbuf {}, ", size(b)));
-            if let (Some(w), Some(r)) = (window, srtt) {
-                s.push_str(&format!(
-                    ": its receive buffer ({buf}a window of at most {}) allows {} at a round trip of {} ms",
-                    size(w),
-                    rate(w * 8.0 / (r / 1e6)),
-                    ms(r)
-                ));
-            }
-            // A receive queue that stays half full: the reader is slow.
-            let queued = receiver
-                .and_then(TcpInfoSummary::of)
-                .and_then(|r| r.rcv_queue_mean)
-                .filter(|&q| window.is_some_and(|w| q >= READER_QUEUE * w));
-            match (asked, queued) {
-                (true, _) => s.push_str(": raise it, or let it autotune (no rcvbuf)"),
-                (false, Some(q)) => {
-                    s.push_str(&format!(
-                        ": the receiving application reads no faster ({} waiting in its receive queue on average",
-                        size(q)
-                    ));
-                    if let Some(c) = receiver.and_then(cpu) {
-                        s.push_str(&format!("; it used {c:.0}% of a CPU"));
-                    }
-                    s.push(')');
-                }
-                (false, None) => s.push_str(": raise the receiver's net.ipv4.tcp_rmem maximum"),
-            }
-            s
-        }
-        2 => {
-            let sndbuf = sender["sndbuf_actual"].as_f64();
-            let asked = sender["sndbuf_requested"].is_u64();
-            let mut s = format!(
-                "limited by the sender's socket buffer {} of the time",
-                pct(share)
-            );
-            if let (Some(b), Some(r)) = (sndbuf, srtt) {
-                s.push_str(&format!(
-                    ": sndbuf {} for a round trip of {} ms",
-                    size(b),
-                    ms(r)
-                ));
-            }
-            s.push_str(if asked {
-                ": raise it, or let it autotune (no sndbuf)"
-            } else {
-                ": raise the sender's net.ipv4.tcp_wmem maximum"
-            });
-            s
-        }
-        _ => {
-            let mut s = format!(
-                "limited by the application or the CPU (nothing to send {} of the time",
-                pct(share)
-            );
-            if let Some(c) = cpu(sender) {
-                s.push_str(&format!("; the sending side used {c:.0}% of a CPU"));
-            }
-            s.push(')');
-            s
-        }
+        0 => network_sentence(&t, srtt, share),
+        1 => rwnd_sentence(&t, receiver, srtt, share),
+        2 => sndbuf_sentence(sender, srtt, share),
+        _ => app_sentence(sender, share),
     };
     let mut sentence = sentence;
     if let Some(first) = sentence.get_mut(0..1) {
@@ -290,6 +190,127 @@ pub fn way(sender: &Value, receiver: Option<&Value>) -> Option<TcpVerdict> {
         share: Some(share),
         sentence,
     })
+}
+
+/// The share of a side's CPU its summary reports (percent of one CPU).
+fn cpu(side: &Value) -> Option<f64> {
+    CpuSummary::of(side).map(|c| c.percent)
+}
+
+/// Network-limited: the congestion window, retransmits, a queue's round trip.
+fn network_sentence(t: &TcpInfoSummary, srtt: Option<f64>, share: f64) -> String {
+    let mut parts = vec![match t.cwnd {
+        Some(c) => format!("the congestion window ({c:.0} segments)"),
+        None => "the congestion window".to_string(),
+    }];
+    if let (Some(sent), Some(re)) = (t.bytes_sent, t.bytes_retrans) {
+        if sent > 0 {
+            parts.push(format!(
+                "{} of bytes retransmitted",
+                retrans_pct(re as f64 / sent as f64)
+            ));
+        }
+    }
+    if let (Some(r), Some(m)) = (srtt, t.min_rtt_us) {
+        let queue = r > QUEUE_RATIO * m && r - m >= QUEUE_MIN_MS * 1e3;
+        parts.push(format!(
+            "round trip {} ms against {} ms idle{}",
+            ms(r),
+            ms(m),
+            if queue { " (a queue)" } else { "" }
+        ));
+    }
+    format!(
+        "limited by the network {} of the time: {}",
+        pct(share),
+        parts.join(", ")
+    )
+}
+
+/// Receiver-window-limited: its buffer, the rate its window allows, a slow reader.
+fn rwnd_sentence(
+    t: &TcpInfoSummary,
+    receiver: Option<&Value>,
+    srtt: Option<f64>,
+    share: f64,
+) -> String {
+    let rcvbuf = receiver.and_then(|r| r["rcvbuf_actual"].as_f64());
+    let asked = receiver.is_some_and(|r| r["rcvbuf_requested"].is_u64());
+    let window = t.snd_wnd_max.map(|w| w as f64).or_else(|| {
+        receiver
+            .and_then(TcpInfoSummary::of)
+            .and_then(|r| r.rcv_wnd_max)
+            .map(|w| w as f64)
+    });
+    let mut s = format!(
+        "limited by the receiver's window {} of the time",
+        pct(share)
+    );
+    let buf = rcvbuf.map_or(String::new(), |b| format!("rcvbuf {}, ", size(b)));
+    if let (Some(w), Some(r)) = (window, srtt) {
+        s.push_str(&format!(
+            ": its receive buffer ({buf}a window of at most {}) allows {} at a round trip of {} ms",
+            size(w),
+            rate(w * 8.0 / (r / 1e6)),
+            ms(r)
+        ));
+    }
+    // A receive queue that stays half full: the reader is slow.
+    let queued = receiver
+        .and_then(TcpInfoSummary::of)
+        .and_then(|r| r.rcv_queue_mean)
+        .filter(|&q| window.is_some_and(|w| q >= READER_QUEUE * w));
+    match (asked, queued) {
+        (true, _) => s.push_str(": raise it, or let it autotune (no rcvbuf)"),
+        (false, Some(q)) => {
+            s.push_str(&format!(
+                    ": the receiving application reads no faster ({} waiting in its receive queue on average",
+                    size(q)
+                ));
+            if let Some(c) = receiver.and_then(cpu) {
+                s.push_str(&format!("; it used {c:.0}% of a CPU"));
+            }
+            s.push(')');
+        }
+        (false, None) => s.push_str(": raise the receiver's net.ipv4.tcp_rmem maximum"),
+    }
+    s
+}
+
+/// Send-buffer-limited: the sender's sndbuf against the round trip.
+fn sndbuf_sentence(sender: &Value, srtt: Option<f64>, share: f64) -> String {
+    let sndbuf = sender["sndbuf_actual"].as_f64();
+    let asked = sender["sndbuf_requested"].is_u64();
+    let mut s = format!(
+        "limited by the sender's socket buffer {} of the time",
+        pct(share)
+    );
+    if let (Some(b), Some(r)) = (sndbuf, srtt) {
+        s.push_str(&format!(
+            ": sndbuf {} for a round trip of {} ms",
+            size(b),
+            ms(r)
+        ));
+    }
+    s.push_str(if asked {
+        ": raise it, or let it autotune (no sndbuf)"
+    } else {
+        ": raise the sender's net.ipv4.tcp_wmem maximum"
+    });
+    s
+}
+
+/// Application- or CPU-limited: nothing to send, and the sender's CPU.
+fn app_sentence(sender: &Value, share: f64) -> String {
+    let mut s = format!(
+        "limited by the application or the CPU (nothing to send {} of the time",
+        pct(share)
+    );
+    if let Some(c) = cpu(sender) {
+        s.push_str(&format!("; the sending side used {c:.0}% of a CPU"));
+    }
+    s.push(')');
+    s
 }
 
 /// A retransmitted share as a percent with two significant digits.

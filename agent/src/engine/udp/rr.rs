@@ -375,28 +375,37 @@ fn end(f: &mut Flow, sent: u64, clock: &Clock) -> Result<UdpRrServerCounts, Test
     }
 }
 
-fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, TestError> {
-    let timeout = Duration::from_millis(p.timeout_ms);
-    // No receive timeout (see `watchdog`): the watchdog interrupts the wait
-    // once the request in flight is `timeout` old, or on cancel; it looks
-    // every tenth of the timeout (1 to 10 ms), so a lost reply is given up
-    // within that much past its timeout.
+/// The driving side's watchdog (no receive timeout: see `watchdog`): it
+/// interrupts the wait once the request in flight is `timeout` old, or on
+/// cancel, looking every tenth of the timeout (1 to 10 ms), so a lost reply
+/// is given up within that much past its timeout. The returned cell holds
+/// the send time (ns from the clock's start, plus 1) of the request waiting
+/// for its reply; 0 when none is.
+fn reply_dog(
+    ctx: &TestCtx,
+    f: &Flow,
+    timeout: Duration,
+    clock: &Clock,
+) -> Result<(Arc<AtomicU64>, Watchdog), TestError> {
     let period = (timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(10));
     f.sock
         .set_read_timeout(watchdog::read_timeout(period))
         .map_err(udp::io_err)?;
-    let applied = udp::applied(&f.sock, &p.sock);
-    let clock = Clock::new();
-    // Send time (ns from the clock's start, plus 1) of the request waiting
-    // for its reply; 0 when none is.
     let waiting = Arc::new(AtomicU64::new(0));
     let (w, cancel, start) = (waiting.clone(), ctx.cancel.clone(), clock.start);
     let limit = timeout.as_nanos() as u64;
-    let _dog = Watchdog::start(period, move || {
+    let dog = Watchdog::start(period, move || {
         let since = w.load(Ordering::Relaxed);
         cancel.load(Ordering::Relaxed)
             || (since != 0 && start.elapsed().as_nanos() as u64 + 1 >= since + limit)
     });
+    Ok((waiting, dog))
+}
+
+fn drive(ctx: &TestCtx, p: &UdpRrParams, mut f: Flow) -> Result<UdpRrSummary, TestError> {
+    let clock = Clock::new();
+    let (waiting, _dog) = reply_dog(ctx, &f, Duration::from_millis(p.timeout_ms), &clock)?;
+    let applied = udp::applied(&f.sock, &p.sock);
     let mut req = vec![0u8; p.req_bytes as usize];
     getrandom::fill(&mut req).expect("the OS random source works");
     let mut buf = vec![0u8; 65536];
