@@ -10,9 +10,10 @@ test('a streams sweep ticks at whole streams; the histogram shows its edge bars 
   await page.goto(agents.url());
   await page.waitForFunction(() => document.body.dataset.ready === '1');
   await page.getByTestId('kind').selectOption('tcp_stream');
-  // 128 messages of the default 128 KiB (16 MiB, as 16 of the 1 MiB the
-  // page once filled in): intervals enough for a histogram of several bins.
-  await page.getByTestId('count').fill('128');
+  // 1280 messages of the default 128 KiB (160 MiB): at loopback's 5-15
+  // Gbit/s a step spans 9 to 27 intervals of 10 ms, enough for a histogram
+  // of several bins (16 MiB spanned one or two, and its histogram one bin).
+  await page.getByTestId('count').fill('1280');
   await page.getByTestId('add-axis').click();
   await page.getByTestId('axis-param-0').selectOption('streams');
   await page.getByTestId('axis-form-0').selectOption('list');
