@@ -64,6 +64,7 @@ pub mod stamp;
 pub mod target;
 pub mod tcp;
 pub mod tcp_view;
+pub mod tcp_view_sum;
 pub mod udp;
 #[cfg(target_os = "linux")]
 pub mod unix;

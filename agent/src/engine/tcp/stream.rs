@@ -427,7 +427,7 @@ fn summary(
         zerocopy_zero_copied: zc.map(|c| c.zero_copied),
         zerocopy_copied: zc.map(|c| c.copied),
         zerocopy_enobufs: zc.map(|c| c.enobufs),
-        tcp_info: crate::engine::tcp_view::summary(outs),
+        tcp_info: crate::engine::tcp_view_sum::summary(outs),
         ..Default::default()
     }
 }
