@@ -188,35 +188,9 @@ fn serve(
     send_state(ctrl, state::TEST_START)?;
     cpu::begin();
     let meter = cpu::current();
-    let handles: Vec<_> = match data {
-        Data::Tcp(v) => v
-            .into_iter()
-            .map(|s| {
-                let (r, m) = (run.clone(), meter.clone());
-                std::thread::spawn(move || {
-                    let _w = cpu::Worker::count(m.as_deref());
-                    if r.t.reverse {
-                        tcp_send(&r, s)
-                    } else {
-                        tcp_recv(&r, s)
-                    }
-                })
-            })
-            .collect(),
-        Data::Udp(v) => v
-            .into_iter()
-            .map(|s| {
-                let (r, m) = (run.clone(), meter.clone());
-                std::thread::spawn(move || {
-                    let _w = cpu::Worker::count(m.as_deref());
-                    if r.t.reverse {
-                        udp_send(&r, s)
-                    } else {
-                        udp_recv(&r, s)
-                    }
-                })
-            })
-            .collect(),
+    let handles = match data {
+        Data::Tcp(v) => spawn_streams(v, &run, &meter, tcp_send, tcp_recv),
+        Data::Udp(v) => spawn_streams(v, &run, &meter, udp_send, udp_recv),
     };
     let ended = send_state(ctrl, state::TEST_RUNNING).and_then(|_| wait_end(ctrl, &t, limits));
     run.stop.store(true, Ordering::Relaxed);
@@ -420,6 +394,31 @@ fn drained(r: &Run, drain_from: &mut Option<Instant>, last: Option<Instant>) -> 
     } else {
         now - quiet >= DRAIN_IDLE
     }
+}
+
+/// One thread per stream, counted in the test's CPU meter: each sends
+/// (`-R`, the client receives) or receives.
+fn spawn_streams<S: Send + 'static>(
+    streams: Vec<S>,
+    run: &Arc<Run>,
+    meter: &Option<Arc<cpu::Meter>>,
+    send: fn(&Run, S) -> Figures,
+    recv: fn(&Run, S) -> Figures,
+) -> Vec<std::thread::JoinHandle<Figures>> {
+    streams
+        .into_iter()
+        .map(|s| {
+            let (r, m) = (run.clone(), meter.clone());
+            std::thread::spawn(move || {
+                let _w = cpu::Worker::count(m.as_deref());
+                if r.t.reverse {
+                    send(&r, s)
+                } else {
+                    recv(&r, s)
+                }
+            })
+        })
+        .collect()
 }
 
 fn tcp_recv(r: &Run, mut s: TcpStream) -> Figures {
